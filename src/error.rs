@@ -1,0 +1,174 @@
+//! The one error type of the crate.
+//!
+//! Every fallible function returns [`LoaError`]. Each variant maps to a stable string
+//! [`code`](LoaError::code) that JavaScript callers branch on (`err.code === 'E_WAL_LOCKED'`), so
+//! codes are part of the public API: add new ones, never rename or reuse them. Messages are for
+//! humans and may change; they never contain record data, only paths, offsets and reasons.
+
+use std::io;
+use std::path::Path;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = LoaError> = std::result::Result<T, E>;
+
+/// All codes an error thrown by `@loa/core` can carry, in one place so that the binding layer and
+/// the TypeScript union are generated from the same list.
+pub const ERROR_CODES: &[&str] = &[
+  "E_WAL_LOCKED",
+  "E_WAL_CORRUPT",
+  "E_WAL_CLOSED",
+  "E_IO",
+  "E_INVALID_ARGUMENT",
+  "E_TOO_LARGE",
+  "E_PATH_OUTSIDE_ROOT",
+  "E_CONFIG_INVALID",
+  "E_STATE_CORRUPT",
+  "E_INTERNAL",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoaError {
+  /// Another writer (this process or another) holds the lock and did not release it in time.
+  #[error("{what} is locked by another writer (gave up after {waited_ms} ms)")]
+  WalLocked { what: String, waited_ms: u64 },
+
+  /// A WAL segment holds bytes that are neither valid records nor a torn tail.
+  #[error("WAL corrupt in {segment} at byte {offset}: {reason}")]
+  WalCorrupt { segment: String, offset: u64, reason: String },
+
+  /// The Wal was closed (or poisoned by a failed fsync) and accepts no more appends.
+  #[error("WAL is closed: {0}")]
+  WalClosed(String),
+
+  /// The operating system refused a read, write, fsync, rename or lock.
+  #[error("{context}: {source}")]
+  Io { context: String, #[source] source: io::Error },
+
+  /// The caller passed something the API does not accept (wrong type, empty name, ...).
+  #[error("invalid argument: {0}")]
+  InvalidArgument(String),
+
+  /// A record or file exceeds a documented size limit.
+  #[error("{what} is {size} bytes, over the limit of {limit} bytes")]
+  TooLarge { what: String, size: u64, limit: u64 },
+
+  /// A path is absolute, contains `..`, or resolves (through a symlink) outside its root.
+  #[error("path outside root: {0}")]
+  PathOutsideRoot(String),
+
+  /// `.loa.config.yaml` has a value of the wrong type or out of range; `key` is its dotted path.
+  #[error("invalid configuration value at `{key}`: {reason}")]
+  ConfigInvalid { key: String, reason: String },
+
+  /// A state file (JSON kept by the library) cannot be parsed. It is left untouched, never
+  /// overwritten, so that a human can look at it.
+  #[error("state file {path} is corrupt: {reason}")]
+  StateCorrupt { path: String, reason: String },
+
+  /// A bug: a panic was caught at the boundary, or an invariant did not hold.
+  #[error("internal error: {0}")]
+  Internal(String),
+}
+
+impl LoaError {
+  /// The stable code JavaScript sees as `err.code`.
+  pub fn code(&self) -> &'static str {
+    match self {
+      LoaError::WalLocked { .. } => "E_WAL_LOCKED",
+      LoaError::WalCorrupt { .. } => "E_WAL_CORRUPT",
+      LoaError::WalClosed(_) => "E_WAL_CLOSED",
+      LoaError::Io { .. } => "E_IO",
+      LoaError::InvalidArgument(_) => "E_INVALID_ARGUMENT",
+      LoaError::TooLarge { .. } => "E_TOO_LARGE",
+      LoaError::PathOutsideRoot(_) => "E_PATH_OUTSIDE_ROOT",
+      LoaError::ConfigInvalid { .. } => "E_CONFIG_INVALID",
+      LoaError::StateCorrupt { .. } => "E_STATE_CORRUPT",
+      LoaError::Internal(_) => "E_INTERNAL",
+    }
+  }
+
+  /// A copy for answering several callers with one failure (io::Error is not Clone; the OS
+  /// error number and message are kept).
+  pub fn duplicate(&self) -> LoaError {
+    match self {
+      LoaError::WalLocked { what, waited_ms } => LoaError::WalLocked { what: what.clone(), waited_ms: *waited_ms },
+      LoaError::WalCorrupt { segment, offset, reason } => {
+        LoaError::WalCorrupt { segment: segment.clone(), offset: *offset, reason: reason.clone() }
+      }
+      LoaError::WalClosed(r) => LoaError::WalClosed(r.clone()),
+      LoaError::Io { context, source } => LoaError::Io {
+        context: context.clone(),
+        source: match source.raw_os_error() {
+          Some(errno) => io::Error::from_raw_os_error(errno),
+          None => io::Error::new(source.kind(), source.to_string()),
+        },
+      },
+      LoaError::InvalidArgument(r) => LoaError::InvalidArgument(r.clone()),
+      LoaError::TooLarge { what, size, limit } => LoaError::TooLarge { what: what.clone(), size: *size, limit: *limit },
+      LoaError::PathOutsideRoot(r) => LoaError::PathOutsideRoot(r.clone()),
+      LoaError::ConfigInvalid { key, reason } => LoaError::ConfigInvalid { key: key.clone(), reason: reason.clone() },
+      LoaError::StateCorrupt { path, reason } => LoaError::StateCorrupt { path: path.clone(), reason: reason.clone() },
+      LoaError::Internal(r) => LoaError::Internal(r.clone()),
+    }
+  }
+
+  /// Wraps an I/O error with what we were doing and to which path.
+  pub fn io(context: impl Into<String>, path: &Path, source: io::Error) -> Self {
+    LoaError::Io { context: format!("{} {}", context.into(), path.display()), source }
+  }
+
+  /// The OS error name (`ENOSPC`, `EFBIG`, ...) of an `E_IO` error, when there is one.
+  pub fn os_error_name(&self) -> Option<&'static str> {
+    let LoaError::Io { source, .. } = self else { return None };
+    let errno = source.raw_os_error()?;
+    Some(match errno {
+      1 => "EPERM",
+      2 => "ENOENT",
+      5 => "EIO",
+      9 => "EBADF",
+      13 => "EACCES",
+      17 => "EEXIST",
+      20 => "ENOTDIR",
+      21 => "EISDIR",
+      22 => "EINVAL",
+      24 => "EMFILE",
+      27 => "EFBIG",
+      28 => "ENOSPC",
+      30 => "EROFS",
+      36 => "ENAMETOOLONG",
+      122 => "EDQUOT",
+      _ => return None,
+    })
+  }
+}
+
+/// Shorthand for `Err(LoaError::InvalidArgument(..))`.
+pub fn invalid<T>(message: impl Into<String>) -> Result<T> {
+  Err(LoaError::InvalidArgument(message.into()))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn every_variant_code_is_listed() {
+    let samples = [
+      LoaError::WalLocked { what: "s".into(), waited_ms: 1 },
+      LoaError::WalCorrupt { segment: "s".into(), offset: 0, reason: "r".into() },
+      LoaError::WalClosed("x".into()),
+      LoaError::io("write", Path::new("/x"), io::Error::from_raw_os_error(28)),
+      LoaError::InvalidArgument("x".into()),
+      LoaError::TooLarge { what: "x".into(), size: 2, limit: 1 },
+      LoaError::PathOutsideRoot("x".into()),
+      LoaError::ConfigInvalid { key: "k".into(), reason: "r".into() },
+      LoaError::StateCorrupt { path: "p".into(), reason: "r".into() },
+      LoaError::Internal("x".into()),
+    ];
+    for e in &samples {
+      assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());
+    }
+    assert_eq!(samples.len(), ERROR_CODES.len());
+    assert_eq!(samples[3].os_error_name(), Some("ENOSPC"));
+  }
+}

@@ -1,0 +1,13 @@
+//! `loa-core`: a memory for AI agents that cannot be lost, leaked or forged.
+//!
+//! Plain Rust, testable with `cargo test`; the Node binding lives in [`binding`] and only
+//! converts arguments and errors.
+
+pub mod error;
+pub mod fsutil;
+pub mod lock;
+pub mod wal;
+
+mod binding;
+
+pub use error::{LoaError, Result};

@@ -1,0 +1,568 @@
+//! The write-ahead log: append-only, checksummed, segmented, one writer per session.
+//!
+//! A [`Wal`] owns one session's log under a directory. Appends are queued and written by a
+//! dedicated writer thread, which takes everything queued since its last write, writes it in
+//! one `write` and makes it durable with one `fdatasync` (group commit). Seqs are assigned in
+//! queue order, so the order callers appended in is the order of seqs. Callers are answered
+//! through a callback once their record is durable under the chosen [`SyncMode`]; the Node
+//! binding resolves a promise from it, so appends never block the JavaScript thread.
+
+pub mod consolidate;
+pub mod format;
+pub mod reader;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use format::{Record, SegmentHeader, Tail, SEGMENT_HEADER_LEN};
+use reader::{list_segments, segment_file_name, session_dir, validate_session_id};
+
+use crate::error::{invalid, LoaError, Result};
+use crate::fsutil::{create_dir_durable, sync_dir};
+use crate::lock::{lock_exclusive, lock_file, LockGuard};
+
+pub use consolidate::{consolidate, ConsolidateOptions, Conflict, ConflictSide, Consolidation};
+pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification};
+
+/// When an append counts as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+  /// After `fdatasync`: the record survives power loss. Concurrent appends share one fsync.
+  Always,
+  /// After `write`: the record survives a process crash; an fsync follows within
+  /// [`BATCH_SYNC_INTERVAL`], so power loss can cost at most that window.
+  Batch,
+  /// After `write`: fsync only when a segment is sealed and on close.
+  None,
+}
+
+impl SyncMode {
+  pub fn parse(text: &str) -> Result<Self> {
+    match text {
+      "always" => Ok(SyncMode::Always),
+      "batch" => Ok(SyncMode::Batch),
+      "none" => Ok(SyncMode::None),
+      _ => invalid("sync must be 'always', 'batch' or 'none'"),
+    }
+  }
+  pub fn as_str(self) -> &'static str {
+    match self {
+      SyncMode::Always => "always",
+      SyncMode::Batch => "batch",
+      SyncMode::None => "none",
+    }
+  }
+}
+
+/// How long `sync: 'batch'` may leave written records without an fsync.
+pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
+/// Smallest accepted `segmentMaxBytes`: a header plus one small record.
+pub const MIN_SEGMENT_BYTES: u64 = 4096;
+const LOCK_FILE: &str = "LOCK";
+
+/// Options of [`Wal::open`].
+#[derive(Debug, Clone)]
+pub struct WalOptions {
+  pub session_id: String,
+  pub lock_timeout: Duration,
+  pub segment_max_bytes: u64,
+  pub segment_max_age: Duration,
+  pub sync: SyncMode,
+}
+
+impl Default for WalOptions {
+  fn default() -> Self {
+    WalOptions {
+      session_id: "default".into(),
+      lock_timeout: Duration::from_millis(5000),
+      segment_max_bytes: 10 * 1024 * 1024,
+      segment_max_age: Duration::from_secs(3600),
+      sync: SyncMode::Always,
+    }
+  }
+}
+
+/// What a caller wants appended; seq, timestamp and session are added by the log.
+#[derive(Debug, Clone, Default)]
+pub struct AppendRequest {
+  pub op: String,
+  pub path: Option<String>,
+  /// JSON text of an object.
+  pub meta: Option<String>,
+  pub data: Option<Vec<u8>>,
+}
+
+/// Called once with the seq of a durable record, or the reason it was not stored.
+pub type AppendCallback = Box<dyn FnOnce(Result<u64>) + Send>;
+
+/// A snapshot of a Wal's state, for `stats()`.
+#[derive(Debug, Clone)]
+pub struct WalStats {
+  pub session_id: String,
+  pub segments: usize,
+  pub bytes: u64,
+  /// Highest seq written by this session (0 when empty).
+  pub last_seq: u64,
+  pub appended: u64,
+  pub active_segment: PathBuf,
+  pub sync: SyncMode,
+  /// The torn tail cut off when this Wal was opened, if there was one.
+  pub truncated_tail: Option<SegmentProblem>,
+}
+
+struct Pending {
+  request: AppendRequest,
+  reply: AppendCallback,
+}
+
+#[derive(Default)]
+struct Queue {
+  pending: Vec<Pending>,
+  closing: bool,
+  /// Set when the writer stopped for good (closed, failed fsync, panic).
+  closed: Option<String>,
+}
+
+struct Shared {
+  queue: Mutex<Queue>,
+  wakeup: Condvar,
+  progress: Mutex<Progress>,
+}
+
+#[derive(Clone)]
+struct Progress {
+  last_seq: u64,
+  appended: u64,
+  active_segment: PathBuf,
+}
+
+/// One session's write-ahead log, open for appending. Holds the session's exclusive lock until
+/// closed or dropped.
+pub struct Wal {
+  dir: PathBuf,
+  options: WalOptions,
+  shared: Arc<Shared>,
+  writer: Mutex<Option<JoinHandle<()>>>,
+  truncated_tail: Option<SegmentProblem>,
+}
+
+impl Wal {
+  /// Opens (creating if needed) the log of `options.session_id` under `dir`: takes the session
+  /// lock (waiting up to `lock_timeout`), cuts a torn tail off the newest segment and continues
+  /// after the highest seq on disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged
+  /// anywhere but its tail, and then changes nothing on disk.
+  pub fn open(dir: &Path, options: WalOptions) -> Result<Wal> {
+    validate_session_id(&options.session_id)?;
+    if options.segment_max_bytes < MIN_SEGMENT_BYTES {
+      return invalid(format!("segmentMaxBytes must be at least {MIN_SEGMENT_BYTES}"));
+    }
+    if options.segment_max_age.is_zero() {
+      return invalid("segmentMaxAgeMs must be positive");
+    }
+    let sdir = session_dir(dir, &options.session_id);
+    create_dir_durable(&sdir)?;
+    let lock = lock_exclusive(&sdir.join(LOCK_FILE), options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
+
+    let (active, next_seq, last_ts, truncated_tail) = open_newest_segment(&sdir, &options)?;
+    let shared = Arc::new(Shared {
+      queue: Mutex::new(Queue::default()),
+      wakeup: Condvar::new(),
+      progress: Mutex::new(Progress { last_seq: next_seq - 1, appended: 0, active_segment: active.path.clone() }),
+    });
+    let writer = Writer { session_dir: sdir, options: options.clone(), active, next_seq, last_ts, dirty: false, _lock: lock };
+    let thread_shared = Arc::clone(&shared);
+    let handle = std::thread::Builder::new()
+      .name(format!("loa-wal-{}", options.session_id))
+      .spawn(move || writer.run(&thread_shared))
+      .map_err(|e| LoaError::Io { context: "start WAL writer thread".into(), source: e })?;
+    Ok(Wal { dir: dir.to_path_buf(), options, shared, writer: Mutex::new(Some(handle)), truncated_tail })
+  }
+
+  /// Queues a record; `reply` runs on the writer thread once it is durable (or failed). Invalid
+  /// input is answered immediately, before a seq is spent.
+  pub fn append_with(&self, request: AppendRequest, reply: AppendCallback) {
+    if let Err(e) = format::validate_fields(&request.op, request.path.as_deref(), request.meta.as_deref(), request.data.as_deref()) {
+      return reply(Err(e));
+    }
+    let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(reason) = &queue.closed {
+      let reason = reason.clone();
+      drop(queue);
+      return reply(Err(LoaError::WalClosed(reason)));
+    }
+    if queue.closing {
+      drop(queue);
+      return reply(Err(LoaError::WalClosed("close() was called".into())));
+    }
+    queue.pending.push(Pending { request, reply });
+    drop(queue);
+    self.shared.wakeup.notify_one();
+  }
+
+  /// Appends and waits until the record is durable; returns its seq.
+  pub fn append(&self, request: AppendRequest) -> Result<u64> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    self.append_with(request, Box::new(move |result| {
+      let _ = tx.send(result);
+    }));
+    rx.recv().unwrap_or_else(|_| Err(LoaError::Internal("WAL writer stopped without answering".into())))
+  }
+
+  /// This session's records in seq order after `since_seq`, at most `limit`.
+  pub fn replay(&self, since_seq: u64, limit: Option<usize>) -> Result<Vec<Record>> {
+    replay_session(&self.dir, &self.options.session_id, since_seq, limit)
+  }
+
+  pub fn stats(&self) -> Result<WalStats> {
+    let progress = self.shared.progress.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let segments = list_segments(&session_dir(&self.dir, &self.options.session_id))?;
+    let bytes = segments.iter().map(|s| fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0)).sum();
+    Ok(WalStats {
+      session_id: self.options.session_id.clone(),
+      segments: segments.len(),
+      bytes,
+      last_seq: progress.last_seq,
+      appended: progress.appended,
+      active_segment: progress.active_segment,
+      sync: self.options.sync,
+      truncated_tail: self.truncated_tail.clone(),
+    })
+  }
+
+  pub fn session_id(&self) -> &str {
+    &self.options.session_id
+  }
+
+  pub fn is_closed(&self) -> bool {
+    let queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    queue.closing || queue.closed.is_some()
+  }
+
+  /// Writes and syncs everything queued, then releases the lock. Idempotent.
+  pub fn close(&self) -> Result<()> {
+    {
+      let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+      queue.closing = true;
+    }
+    self.shared.wakeup.notify_all();
+    let handle = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(handle) = handle {
+      handle.join().map_err(|_| LoaError::Internal("WAL writer thread panicked".into()))?;
+    }
+    Ok(())
+  }
+}
+
+impl Drop for Wal {
+  fn drop(&mut self) {
+    let _ = self.close();
+  }
+}
+
+struct ActiveSegment {
+  path: PathBuf,
+  file: File,
+  header: SegmentHeader,
+  len: u64,
+}
+
+impl ActiveSegment {
+  fn has_records(&self) -> bool {
+    self.len > SEGMENT_HEADER_LEN as u64
+  }
+}
+
+fn now_ms() -> i64 {
+  SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Finds where the session continues: repairs a torn tail of the newest segment, or creates the
+/// first segment. Returns the active segment, the next seq, the last timestamp and what was cut.
+fn open_newest_segment(sdir: &Path, options: &WalOptions) -> Result<(ActiveSegment, u64, i64, Option<SegmentProblem>)> {
+  let segments = list_segments(sdir)?;
+  let Some(newest) = segments.last() else {
+    return Ok((create_segment(sdir, 1)?, 1, 0, None));
+  };
+  let bytes = fs::read(&newest.path).map_err(|e| LoaError::io("read", &newest.path, e))?;
+  let scan = format::scan_segment(&bytes);
+  let corrupt = |offset: u64, reason: String| LoaError::WalCorrupt { segment: newest.path.display().to_string(), offset, reason };
+  if let Some(header) = scan.header {
+    if header.first_seq != newest.first_seq {
+      return Err(corrupt(0, "header does not match the file name".into()));
+    }
+  }
+  let mut truncated = None;
+  match scan.tail {
+    Tail::Clean => {}
+    Tail::Corrupt { offset, reason } => return Err(corrupt(offset, reason)),
+    Tail::Torn { offset, bytes } => {
+      truncated = Some(SegmentProblem {
+        session_id: options.session_id.clone(),
+        segment: newest.path.clone(),
+        offset,
+        bytes,
+        reason: "torn tail (unfinished write) truncated on open".into(),
+      });
+    }
+  }
+  let file = open_segment_for_append(&newest.path)?;
+  let header = match scan.header {
+    Some(header) => {
+      if truncated.is_some() {
+        file.set_len(scan.valid_len).map_err(|e| LoaError::io("truncate torn tail of", &newest.path, e))?;
+        file.sync_data().map_err(|e| LoaError::io("fsync", &newest.path, e))?;
+      }
+      header
+    }
+    None => {
+      // The crash interrupted the creation of this segment: nothing was ever acknowledged in it.
+      let header = SegmentHeader { created_ms: now_ms(), first_seq: newest.first_seq };
+      file.set_len(0).map_err(|e| LoaError::io("truncate", &newest.path, e))?;
+      write_header(&file, &newest.path, &header)?;
+      header
+    }
+  };
+  lock_file(&file, Duration::ZERO, "active WAL segment")?;
+  let last = scan.records.last();
+  let next_seq = last.map_or(newest.first_seq, |r| r.seq + 1).max(newest.first_seq);
+  let last_ts = last.map_or(0, |r| r.ts_ms);
+  let len = if scan.header.is_some() { scan.valid_len } else { SEGMENT_HEADER_LEN as u64 };
+  Ok((ActiveSegment { path: newest.path.clone(), file, header, len }, next_seq, last_ts, truncated))
+}
+
+fn open_segment_for_append(path: &Path) -> Result<File> {
+  OpenOptions::new().read(true).append(true).open(path).map_err(|e| LoaError::io("open segment", path, e))
+}
+
+fn write_header(mut file: &File, path: &Path, header: &SegmentHeader) -> Result<()> {
+  file.write_all(&format::encode_header(header)).map_err(|e| LoaError::io("write segment header to", path, e))?;
+  file.sync_all().map_err(|e| LoaError::io("fsync", path, e))
+}
+
+/// Creates a new segment whose first record will have `first_seq`: header written and fsynced,
+/// then the directory fsynced so the file itself survives a crash.
+fn create_segment(sdir: &Path, first_seq: u64) -> Result<ActiveSegment> {
+  let path = sdir.join(segment_file_name(first_seq));
+  let file = OpenOptions::new()
+    .read(true)
+    .append(true)
+    .create_new(true)
+    .open(&path)
+    .map_err(|e| LoaError::io("create segment", &path, e))?;
+  let header = SegmentHeader { created_ms: now_ms(), first_seq };
+  let result = write_header(&file, &path, &header).and_then(|_| sync_dir(sdir));
+  if let Err(e) = result {
+    // A half-created segment would only be repaired on the next open; remove it now so this
+    // writer can retry cleanly.
+    let _ = fs::remove_file(&path);
+    return Err(e);
+  }
+  lock_file(&file, Duration::ZERO, "new WAL segment")?;
+  Ok(ActiveSegment { path, file, header, len: SEGMENT_HEADER_LEN as u64 })
+}
+
+/// State owned by the writer thread.
+struct Writer {
+  session_dir: PathBuf,
+  options: WalOptions,
+  active: ActiveSegment,
+  next_seq: u64,
+  last_ts: i64,
+  /// Written but not yet fsynced (batch and none modes).
+  dirty: bool,
+  _lock: LockGuard,
+}
+
+impl Writer {
+  fn run(mut self, shared: &Shared) {
+    loop {
+      let batch = {
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+          if !queue.pending.is_empty() {
+            break std::mem::take(&mut queue.pending);
+          }
+          if queue.closing {
+            let final_sync = if self.dirty { self.sync() } else { Ok(()) };
+            queue.closed = Some(match final_sync {
+              Ok(()) => "close() was called".into(),
+              Err(e) => format!("final fsync failed: {e}"),
+            });
+            return;
+          }
+          if self.dirty && self.options.sync == SyncMode::Batch {
+            let (guard, timeout) = shared.wakeup.wait_timeout(queue, BATCH_SYNC_INTERVAL).unwrap_or_else(|p| p.into_inner());
+            queue = guard;
+            if timeout.timed_out() && queue.pending.is_empty() {
+              if let Err(e) = self.sync() {
+                queue.closed = Some(format!("fsync failed: {e}"));
+              }
+            }
+          } else {
+            queue = shared.wakeup.wait(queue).unwrap_or_else(|p| p.into_inner());
+          }
+        }
+      };
+      let (requests, replies): (Vec<_>, Vec<_>) = batch.into_iter().map(|p| (p.request, p.reply)).unzip();
+      let outcome = catch_unwind(AssertUnwindSafe(|| self.write_batch(&requests)));
+      let results = match outcome {
+        Ok(results) => results,
+        Err(_) => {
+          let reason = "WAL writer panicked; reopen the log".to_string();
+          shared.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = Some(reason.clone());
+          requests.iter().map(|_| Err(LoaError::Internal(reason.clone()))).collect()
+        }
+      };
+      let mut poisoned = None;
+      {
+        let mut progress = shared.progress.lock().unwrap_or_else(|p| p.into_inner());
+        for result in &results {
+          match result {
+            Ok(seq) => {
+              progress.last_seq = progress.last_seq.max(*seq);
+              progress.appended += 1;
+            }
+            Err(LoaError::WalClosed(reason)) => poisoned = Some(reason.clone()),
+            Err(_) => {}
+          }
+        }
+        progress.active_segment = self.active.path.clone();
+      }
+      if let Some(reason) = poisoned {
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.closed = Some(reason.clone());
+        for pending in std::mem::take(&mut queue.pending) {
+          (pending.reply)(Err(LoaError::WalClosed(reason.clone())));
+        }
+      }
+      for (reply, result) in replies.into_iter().zip(results) {
+        reply(result);
+      }
+      if shared.queue.lock().unwrap_or_else(|p| p.into_inner()).closed.is_some() {
+        return;
+      }
+    }
+  }
+
+  fn sync(&mut self) -> Result<()> {
+    self.active.file.sync_data().map_err(|e| LoaError::io("fsync", &self.active.path, e))?;
+    self.dirty = false;
+    Ok(())
+  }
+
+  fn needs_rotation(&self, extra: u64, now: i64) -> bool {
+    if !self.active.has_records() && extra == 0 {
+      return false;
+    }
+    let age = now.saturating_sub(self.active.header.created_ms).max(0) as u128;
+    age >= self.options.segment_max_age.as_millis() || self.active.len + extra > self.options.segment_max_bytes
+  }
+
+  /// Writes a batch, rotating segments as needed; one result per request, in order.
+  fn write_batch(&mut self, requests: &[AppendRequest]) -> Vec<Result<u64>> {
+    let mut results: Vec<Result<u64>> = Vec::with_capacity(requests.len());
+    let mut buffer = Vec::new();
+    let mut buffered_from = 0; // index of the first request in `buffer`
+    let mut index = 0;
+    while index < requests.len() {
+      let request = &requests[index];
+      let now = now_ms();
+      let ts_ms = now.max(self.last_ts);
+      let record = Record {
+        seq: self.next_seq,
+        ts_ms,
+        session_id: self.options.session_id.clone(),
+        op: request.op.clone(),
+        path: request.path.clone(),
+        meta: request.meta.clone(),
+        data: request.data.clone(),
+      };
+      let mark = buffer.len();
+      format::encode_record(&record, &mut buffer);
+      let record_len = (buffer.len() - mark) as u64;
+      if self.needs_rotation(mark as u64 + record_len, now) && (self.active.has_records() || mark > 0) {
+        buffer.truncate(mark);
+        if let Err(e) = self.flush(&buffer, buffered_from, &mut results).and_then(|_| self.rotate()) {
+          return fail_rest(results, requests.len(), e);
+        }
+        buffer.clear();
+        buffered_from = index;
+        continue; // re-encode into the fresh segment (same seq)
+      }
+      self.next_seq += 1;
+      self.last_ts = ts_ms;
+      index += 1;
+    }
+    if let Err(e) = self.flush(&buffer, buffered_from, &mut results) {
+      return fail_rest(results, requests.len(), e);
+    }
+    results
+  }
+
+  /// Writes `buffer` (records `first..` of the batch) and syncs per mode, pushing their seqs.
+  /// On failure the segment is cut back to where it was, so the log holds exactly the records
+  /// that were acknowledged, and the unused seqs are handed out again.
+  fn flush(&mut self, buffer: &[u8], first: usize, results: &mut Vec<Result<u64>>) -> Result<()> {
+    if buffer.is_empty() {
+      return Ok(());
+    }
+    let count = count_records(buffer);
+    let first_seq = self.next_seq - count as u64;
+    debug_assert_eq!(results.len(), first);
+    let before = self.active.len;
+    if let Err(e) = (&self.active.file).write_all(buffer) {
+      let _ = self.active.file.set_len(before);
+      self.next_seq = first_seq;
+      return Err(LoaError::io("append to", &self.active.path, e));
+    }
+    self.active.len += buffer.len() as u64;
+    self.dirty = true;
+    if self.options.sync == SyncMode::Always {
+      if let Err(e) = self.sync() {
+        // After a failed fsync the kernel may have dropped the dirty pages: nothing about this
+        // file can be trusted any more, so the Wal stops taking appends until reopened.
+        let _ = self.active.file.set_len(before);
+        self.next_seq = first_seq;
+        return Err(LoaError::WalClosed(format!("fsync of {} failed ({e}); reopen the log", self.active.path.display())));
+      }
+    }
+    results.extend((0..count as u64).map(|i| Ok(first_seq + i)));
+    Ok(())
+  }
+
+  /// Seals the active segment (fsync) and starts a new one at the next seq.
+  fn rotate(&mut self) -> Result<()> {
+    if self.dirty {
+      self.sync()?;
+    }
+    let next = create_segment(&self.session_dir, self.next_seq)?;
+    self.active = next; // dropping the old file releases its segment lock
+    Ok(())
+  }
+}
+
+fn count_records(buffer: &[u8]) -> usize {
+  let mut count = 0;
+  let mut offset = 0;
+  while offset < buffer.len() {
+    let len = u32::from_le_bytes(buffer[offset + 4..offset + 8].try_into().unwrap()) as usize;
+    offset += format::FRAME_HEADER_LEN + len;
+    count += 1;
+  }
+  count
+}
+
+fn fail_rest(mut results: Vec<Result<u64>>, total: usize, error: LoaError) -> Vec<Result<u64>> {
+  while results.len() < total {
+    results.push(Err(error.duplicate()));
+  }
+  results
+}
+
+#[cfg(test)]
+mod tests;
