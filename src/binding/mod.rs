@@ -1,1 +1,142 @@
+//! The Node binding: converts JavaScript arguments in, results and errors out. No logic lives
+//! here beyond that.
+//!
+//! Every entry point runs its core call inside [`guard`], so a Rust panic becomes an
+//! `E_INTERNAL` error instead of aborting the Node process, and every error is thrown (or a
+//! promise rejected) as a real JS `Error` with a stable string `code` built by [`js_error`].
+//!
+//! Async functions need a workaround: napi-rs rejects promises with `Error` values built from its
+//! own `Status` enum, whose `code` would be `"GenericFailure"`. We build the JS error object
+//! ourselves on the JS thread (in `Task::reject`, or in the resolver closure of a deferred),
+//! set its `code`, and hand napi-rs that object wrapped in `napi::Error::from(Unknown)`, which
+//! napi-rs rejects with verbatim.
 
+#![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
+
+mod args;
+mod config;
+mod fs;
+mod wal;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use napi::bindgen_prelude::*;
+use napi::{Env, JsValue, Unknown, ValueType};
+use napi_derive::napi;
+
+use crate::error::{LoaError, ERROR_CODES};
+
+/// Runs `f`, turning a panic into `E_INTERNAL`.
+pub(crate) fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T> {
+  match catch_unwind(AssertUnwindSafe(f)) {
+    Ok(result) => result,
+    Err(payload) => {
+      let detail = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+      Err(LoaError::Internal(format!("a bug in @loa/core was caught (panic: {detail}); please report it")))
+    }
+  }
+}
+
+/// Builds the JS `Error` for `err`: `message`, stable `code`, and structured fields that help a
+/// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread.
+pub(crate) fn js_error(env: &Env, err: &LoaError) -> napi::Error {
+  match build_js_error(env, err) {
+    Ok(error) => error,
+    // Creating an object failed (the environment is shutting down): nothing better to give.
+    Err(e) => e,
+  }
+}
+
+fn build_js_error(env: &Env, err: &LoaError) -> napi::Result<napi::Error> {
+  let mut object = env.create_error(napi::Error::new(Status::GenericFailure, err.to_string()))?;
+  object.set_named_property("code", err.code())?;
+  match err {
+    LoaError::Io { .. } => {
+      if let Some(name) = err.os_error_name() {
+        object.set_named_property("osError", name)?;
+      }
+    }
+    LoaError::WalCorrupt { segment, offset, .. } => {
+      object.set_named_property("segment", segment.as_str())?;
+      object.set_named_property("offset", *offset as f64)?;
+    }
+    LoaError::ConfigInvalid { key, .. } => object.set_named_property("key", key.as_str())?,
+    _ => {}
+  }
+  Ok(napi::Error::from(object.to_unknown()))
+}
+
+/// Converts a core result for a synchronous entry point.
+pub(crate) fn to_napi<T>(env: &Env, result: crate::Result<T>) -> napi::Result<T> {
+  result.map_err(|e| js_error(env, &e))
+}
+
+/// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
+#[napi(string_enum)]
+#[allow(non_camel_case_types)]
+pub enum LoaErrorCode {
+  /// Another writer holds the WAL session (or consolidation) lock past `lockTimeoutMs`.
+  E_WAL_LOCKED,
+  /// A WAL segment is damaged somewhere other than its torn tail; `segment` and `offset` say where.
+  E_WAL_CORRUPT,
+  /// The Wal was closed, or stopped after a failed fsync; open it again.
+  E_WAL_CLOSED,
+  /// The operating system refused a read, write, fsync or rename; `osError` names the cause.
+  E_IO,
+  /// An argument has the wrong type or an unacceptable value.
+  E_INVALID_ARGUMENT,
+  /// A record or file is over a documented size limit.
+  E_TOO_LARGE,
+  /// A path is absolute, contains `..`, or resolves outside its root through a symlink.
+  E_PATH_OUTSIDE_ROOT,
+  /// `.loa.config.yaml` holds an invalid value; `key` names it.
+  E_CONFIG_INVALID,
+  /// A JSON state file kept by the library cannot be read; it is left untouched for inspection.
+  E_STATE_CORRUPT,
+  /// A bug in `@loa/core` (a caught panic). The process keeps running.
+  E_INTERNAL,
+}
+
+/// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).
+#[napi(ts_return_type = "LoaErrorCode[]")]
+pub fn loa_error_codes() -> Vec<&'static str> {
+  ERROR_CODES.to_vec()
+}
+
+/// True when `err` is an `Error` thrown by `@loa/core`, narrowing it to `LoaError` so that
+/// `err.code` is typed.
+///
+/// ```ts
+/// try { wal.appendSync(rec) } catch (err) {
+///   if (isLoaError(err) && err.code === 'E_WAL_LOCKED') retryLater()
+///   else throw err
+/// }
+/// ```
+#[napi(ts_args_type = "err: unknown", ts_return_type = "err is LoaError")]
+pub fn is_loa_error(err: Unknown) -> napi::Result<bool> {
+  if err.get_type()? != ValueType::Object || !err.is_error()? {
+    return Ok(false);
+  }
+  let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
+  let code: Unknown = object.get_named_property("code")?;
+  if code.get_type()? != ValueType::String {
+    return Ok(false);
+  }
+  let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
+  Ok(ERROR_CODES.contains(&code.as_str()))
+}
+
+/// For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
+/// thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
+/// aborts Node.
+#[napi(js_name = "__panicForTesting", ts_args_type = "mode: 'sync' | 'async'", ts_return_type = "Promise<void> | void")]
+pub fn panic_for_testing(env: Env, mode: String) -> napi::Result<Option<AsyncTask<fs::CoreTask<()>>>> {
+  match mode.as_str() {
+    "async" => Ok(Some(AsyncTask::new(fs::CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
+    _ => to_napi(&env, guard(|| -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") })),
+  }
+}

@@ -1,0 +1,99 @@
+//! Reading JavaScript arguments with errors that carry `E_INVALID_ARGUMENT` and name the
+//! argument, instead of napi-rs's generic conversion errors.
+
+use napi::bindgen_prelude::*;
+use napi::{Env, JsValue, Unknown, ValueType};
+
+use crate::error::{LoaError, Result};
+
+fn wrong(name: &str, expected: &str) -> LoaError {
+  LoaError::InvalidArgument(format!("`{name}` must be {expected}"))
+}
+
+fn is_absent(value: &Unknown) -> bool {
+  matches!(value.get_type(), Ok(ValueType::Undefined | ValueType::Null))
+}
+
+pub fn string(value: Unknown, name: &str) -> Result<String> {
+  if value.get_type().ok() != Some(ValueType::String) {
+    return Err(wrong(name, "a string"));
+  }
+  unsafe { String::from_napi_value(value.value().env, value.raw()) }.map_err(|_| wrong(name, "a valid string"))
+}
+
+pub fn optional_object<'a>(value: Option<Unknown<'a>>, name: &str) -> Result<Option<Object<'a>>> {
+  match value {
+    None => Ok(None),
+    Some(v) if is_absent(&v) => Ok(None),
+    Some(v) if v.get_type().ok() == Some(ValueType::Object) && !v.is_array().unwrap_or(false) => {
+      Ok(Some(unsafe { Object::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(name, "an object"))?))
+    }
+    Some(_) => Err(wrong(name, "an object")),
+  }
+}
+
+fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
+  let value: Unknown = object.get_named_property(key).map_err(|_| wrong(key, "readable"))?;
+  Ok(if is_absent(&value) { None } else { Some(value) })
+}
+
+pub fn optional_string(object: &Object, key: &str) -> Result<Option<String>> {
+  field(object, key)?.map(|v| string(v, key)).transpose()
+}
+
+pub fn optional_bool(object: &Object, key: &str) -> Result<Option<bool>> {
+  match field(object, key)? {
+    None => Ok(None),
+    Some(v) if v.get_type().ok() == Some(ValueType::Boolean) => {
+      unsafe { bool::from_napi_value(v.value().env, v.raw()) }.map(Some).map_err(|_| wrong(key, "a boolean"))
+    }
+    Some(_) => Err(wrong(key, "a boolean")),
+  }
+}
+
+/// A non-negative integer that fits a JS number exactly.
+pub fn optional_u64(object: &Object, key: &str) -> Result<Option<u64>> {
+  match field(object, key)? {
+    None => Ok(None),
+    Some(v) if v.get_type().ok() == Some(ValueType::Number) => {
+      let n = unsafe { f64::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "a number"))?;
+      if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 {
+        Ok(Some(n as u64))
+      } else {
+        Err(wrong(key, "a non-negative integer"))
+      }
+    }
+    Some(_) => Err(wrong(key, "a non-negative integer")),
+  }
+}
+
+/// Bytes from a `Buffer`/`Uint8Array` (copied) or a string (UTF-8).
+pub fn bytes(value: Unknown, name: &str) -> Result<Vec<u8>> {
+  let env = value.value().env;
+  match value.get_type().ok() {
+    Some(ValueType::String) => Ok(string(value, name)?.into_bytes()),
+    Some(ValueType::Object) if value.is_buffer().unwrap_or(false) => {
+      let slice = unsafe { BufferSlice::from_napi_value(env, value.raw()) }.map_err(|_| wrong(name, "a Buffer"))?;
+      Ok(slice.to_vec())
+    }
+    Some(ValueType::Object) if value.is_typedarray().unwrap_or(false) => {
+      let array = unsafe { Uint8Array::from_napi_value(env, value.raw()) }.map_err(|_| wrong(name, "a Buffer, Uint8Array or string"))?;
+      Ok(array.to_vec())
+    }
+    _ => Err(wrong(name, "a Buffer, Uint8Array or string")),
+  }
+}
+
+pub fn optional_bytes(object: &Object, key: &str) -> Result<Option<Vec<u8>>> {
+  field(object, key)?.map(|v| bytes(v, key)).transpose()
+}
+
+/// A plain JSON object, returned as JSON text.
+pub fn optional_json_object(env: &Env, object: &Object, key: &str) -> Result<Option<String>> {
+  let Some(value) = field(object, key)? else { return Ok(None) };
+  if value.get_type().ok() != Some(ValueType::Object) || value.is_array().unwrap_or(false) {
+    return Err(wrong(key, "a plain object"));
+  }
+  let json: serde_json::Value = env.from_js_value(value).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))?;
+  serde_json::to_string(&json).map(Some).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))
+}

@@ -1,0 +1,388 @@
+//! The `Wal` class and the directory-level functions `readWal`, `verifyWal`, `consolidateWal`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::{Env, Unknown};
+use napi_derive::napi;
+
+use super::{args, guard, js_error, to_napi};
+use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
+
+/// Options of `Wal.open`.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+pub struct WalOpenOptions {
+  /// Whose log this is. One writer per session at a time; sessions are merged on
+  /// consolidation. 1-128 characters of `A-Z a-z 0-9 . _ -`. Default `'default'`.
+  pub session_id: Option<String>,
+  /// How long to wait for another writer of the same session to let go before failing with
+  /// `E_WAL_LOCKED`. Default 5000.
+  pub lock_timeout_ms: Option<u32>,
+  /// Start a new segment once the current one would exceed this size. Default 10 MiB, minimum
+  /// 4096. A single record larger than this gets a segment of its own.
+  pub segment_max_bytes: Option<f64>,
+  /// Start a new segment once the current one is this old. Default one hour.
+  pub segment_max_age_ms: Option<f64>,
+  /// When `append` resolves: `'always'` after fdatasync (survives power loss; concurrent appends
+  /// share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
+  /// with fsync only at segment rotation and close. Default `'always'`.
+  pub sync: Option<String>,
+}
+
+/// A record to append.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+pub struct WalAppendRecord {
+  /// What the record means, e.g. `'write'` or `'delete'` (the two ops consolidation applies to
+  /// `path`) or any other name of yours (kept in the log, not applied). 1-256 bytes.
+  pub op: String,
+  /// File the record concerns, relative to the consolidation target; no `..`, not absolute.
+  pub path: Option<String>,
+  /// Payload; stored as exact bytes (a string is stored as UTF-8) and returned as a Buffer.
+  #[napi(ts_type = "Buffer | Uint8Array | string")]
+  pub data: Option<Buffer>,
+  /// Any JSON-serialisable object, stored as JSON.
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub meta: Option<serde_json::Value>,
+}
+
+/// A record read back from the log.
+#[napi(object)]
+pub struct WalRecord {
+  /// Position in its session's log: 1, 2, 3, ... never reused, even after a crash.
+  pub seq: f64,
+  /// When it was appended, in milliseconds since the Unix epoch; never decreases within a session.
+  pub ts: f64,
+  pub session_id: String,
+  pub op: String,
+  pub path: Option<String>,
+  pub data: Option<Buffer>,
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub meta: Option<serde_json::Value>,
+}
+
+/// Options of `Wal.replay`.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+pub struct WalReplayOptions {
+  /// Only records with a greater seq. Default 0 (all).
+  pub since_seq: Option<f64>,
+  /// At most this many records.
+  pub limit: Option<u32>,
+}
+
+/// Damage found in a segment.
+#[napi(object)]
+pub struct WalSegmentProblem {
+  pub session_id: String,
+  /// Path of the segment file.
+  pub segment: String,
+  /// Byte offset where the damage starts.
+  pub offset: f64,
+  /// For torn tails, how many bytes an opening writer cuts off.
+  pub bytes: f64,
+  pub reason: String,
+}
+
+/// What `Wal.stats` reports.
+#[napi(object)]
+pub struct WalStats {
+  pub session_id: String,
+  /// Segment files of this session on disk now.
+  pub segments: u32,
+  /// Their total size.
+  pub bytes: f64,
+  /// Highest seq of this session (0 when empty).
+  pub last_seq: f64,
+  /// Records appended through this handle.
+  pub appended: f64,
+  /// Path of the segment being written.
+  pub active_segment: String,
+  #[napi(ts_type = "'always' | 'batch' | 'none'")]
+  pub sync: String,
+  /// The torn tail cut off when this Wal was opened (left by a crash), if any.
+  pub truncated_tail: Option<WalSegmentProblem>,
+}
+
+/// What `verifyWal` found.
+#[napi(object)]
+pub struct WalVerification {
+  /// False when any segment is corrupt. Torn tails alone leave it true: they are the normal
+  /// residue of a crash and the next writer cuts them off.
+  pub ok: bool,
+  pub records: u32,
+  pub sessions: u32,
+  pub segments: u32,
+  pub bytes: f64,
+  pub truncated_tails: Vec<WalSegmentProblem>,
+  pub corrupt: Vec<WalSegmentProblem>,
+}
+
+/// One side of a conflict.
+#[napi(object)]
+pub struct WalConflictSide {
+  pub session_id: String,
+  pub seq: f64,
+  pub ts: f64,
+  pub op: String,
+  /// sha256 (hex) of the record's data.
+  pub hash: String,
+}
+
+/// Two sessions wrote the same path; `winner` (greatest ts, then sessionId, then seq) is what
+/// the target holds, `overwritten` is logged in `conflicts.jsonl`.
+#[napi(object)]
+pub struct WalConflict {
+  pub path: String,
+  pub winner: WalConflictSide,
+  pub overwritten: WalConflictSide,
+}
+
+/// Options of `consolidateWal`.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+pub struct ConsolidateWalOptions {
+  /// Remove segments whose records have all been applied (never a session's newest). Default true.
+  pub prune: Option<bool>,
+  /// How long to wait for a concurrent consolidation of the same directory. Default 5000.
+  pub lock_timeout_ms: Option<u32>,
+}
+
+/// What `consolidateWal` did.
+#[napi(object)]
+pub struct WalConsolidation {
+  /// Files written or deleted in the target directory.
+  pub applied: u32,
+  /// New records read (all ops).
+  pub records: u32,
+  pub conflicts: Vec<WalConflict>,
+  /// Segment files removed by retention.
+  pub pruned_segments: u32,
+}
+
+fn record_to_js(record: Record) -> WalRecord {
+  WalRecord {
+    seq: record.seq as f64,
+    ts: record.ts_ms as f64,
+    session_id: record.session_id,
+    op: record.op,
+    path: record.path,
+    data: record.data.map(Buffer::from),
+    // Meta was validated as JSON when appended and is covered by the record checksum.
+    meta: record.meta.and_then(|m| serde_json::from_str(&m).ok()),
+  }
+}
+
+fn problem_to_js(p: core::SegmentProblem) -> WalSegmentProblem {
+  WalSegmentProblem {
+    session_id: p.session_id,
+    segment: p.segment.display().to_string(),
+    offset: p.offset as f64,
+    bytes: p.bytes as f64,
+    reason: p.reason,
+  }
+}
+
+fn side_to_js(s: core::ConflictSide) -> WalConflictSide {
+  WalConflictSide { session_id: s.session_id, seq: s.seq as f64, ts: s.ts as f64, op: s.op, hash: s.hash }
+}
+
+fn parse_open_options(options: Option<Unknown>) -> crate::Result<WalOptions> {
+  let mut parsed = WalOptions::default();
+  let Some(o) = args::optional_object(options, "options")? else { return Ok(parsed) };
+  if let Some(id) = args::optional_string(&o, "sessionId")? {
+    parsed.session_id = id;
+  }
+  if let Some(ms) = args::optional_u64(&o, "lockTimeoutMs")? {
+    parsed.lock_timeout = Duration::from_millis(ms);
+  }
+  if let Some(bytes) = args::optional_u64(&o, "segmentMaxBytes")? {
+    parsed.segment_max_bytes = bytes;
+  }
+  if let Some(ms) = args::optional_u64(&o, "segmentMaxAgeMs")? {
+    parsed.segment_max_age = Duration::from_millis(ms);
+  }
+  if let Some(sync) = args::optional_string(&o, "sync")? {
+    parsed.sync = SyncMode::parse(&sync)?;
+  }
+  Ok(parsed)
+}
+
+fn parse_record(env: &Env, rec: Unknown) -> crate::Result<AppendRequest> {
+  let o = args::optional_object(Some(rec), "record")?
+    .ok_or_else(|| crate::LoaError::InvalidArgument("`record` must be an object".into()))?;
+  Ok(AppendRequest {
+    op: args::optional_string(&o, "op")?.ok_or_else(|| crate::LoaError::InvalidArgument("`op` must be a string".into()))?,
+    path: args::optional_string(&o, "path")?,
+    meta: args::optional_json_object(env, &o, "meta")?,
+    data: args::optional_bytes(&o, "data")?,
+  })
+}
+
+/// One session's write-ahead log, open for appending.
+///
+/// ```ts
+/// const wal = Wal.open('.loa/wal', { sessionId: 'agent-1' })
+/// const seq = await wal.append({ op: 'write', path: 'NOTES.md', data: '# Notes' })
+/// wal.close()
+/// ```
+#[napi]
+pub struct Wal {
+  inner: Arc<core::Wal>,
+}
+
+#[napi]
+impl Wal {
+  /// Opens (creating if needed) the log of one session under `dir`. Waits up to
+  /// `lockTimeoutMs` for another writer of the same session (`E_WAL_LOCKED`), cuts off a torn
+  /// tail left by a crash (see `stats().truncatedTail`) and continues after the highest seq on
+  /// disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged anywhere but its tail,
+  /// changing nothing.
+  #[napi(factory, ts_args_type = "dir: string, options?: WalOpenOptions")]
+  pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<Wal> {
+    let wal = to_napi(
+      &env,
+      guard(|| {
+        let dir = PathBuf::from(args::string(dir, "dir")?);
+        core::Wal::open(&dir, parse_open_options(options)?)
+      }),
+    )?;
+    Ok(Wal { inner: Arc::new(wal) })
+  }
+
+  /// Appends a record; resolves with its seq once it is durable under the `sync` mode. Never
+  /// blocks the event loop: records are written by a background thread, and appends made
+  /// while a write is in flight are committed together with one fsync. Seqs follow call order.
+  /// Rejects with `E_INVALID_ARGUMENT`, `E_PATH_OUTSIDE_ROOT` or `E_TOO_LARGE` for bad input
+  /// (nothing is written), `E_IO` when the disk refuses (the log keeps exactly the records
+  /// that resolved), `E_WAL_CLOSED` after `close()`.
+  #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
+  pub fn append<'env>(&self, env: &'env Env, record: Unknown) -> napi::Result<Object<'env>> {
+    type Resolver = Box<dyn FnOnce(Env) -> napi::Result<f64> + Send>;
+    let (deferred, promise) = env.create_deferred::<f64, Resolver>()?;
+    let answer = move |result: crate::Result<u64>| {
+      deferred.resolve(Box::new(move |env: Env| match result {
+        Ok(seq) => Ok(seq as f64),
+        Err(e) => Err(js_error(&env, &e)),
+      }))
+    };
+    match guard(|| parse_record(env, record)) {
+      Ok(request) => self.inner.append_with(request, Box::new(answer)),
+      Err(e) => answer(Err(e)),
+    }
+    Ok(promise)
+  }
+
+  /// Synchronous twin of `append`: blocks until the record is durable, returns its seq.
+  #[napi(ts_args_type = "record: WalAppendRecord")]
+  pub fn append_sync(&self, env: Env, record: Unknown) -> napi::Result<f64> {
+    to_napi(&env, guard(|| self.inner.append(parse_record(&env, record)?))).map(|seq| seq as f64)
+  }
+
+  /// This session's records on disk, in seq order. Throws `E_WAL_CORRUPT` (with `segment` and
+  /// `offset`) if any segment is damaged; reading never modifies the log.
+  #[napi(ts_args_type = "options?: WalReplayOptions")]
+  pub fn replay(&self, env: Env, options: Option<Unknown>) -> napi::Result<Vec<WalRecord>> {
+    let records = to_napi(
+      &env,
+      guard(|| {
+        let (mut since, mut limit) = (0, None);
+        if let Some(o) = args::optional_object(options, "options")? {
+          since = args::optional_u64(&o, "sinceSeq")?.unwrap_or(0);
+          limit = args::optional_u64(&o, "limit")?.map(|l| l as usize);
+        }
+        self.inner.replay(since, limit)
+      }),
+    )?;
+    Ok(records.into_iter().map(record_to_js).collect())
+  }
+
+  /// Size and progress of this session's log.
+  #[napi]
+  pub fn stats(&self, env: Env) -> napi::Result<WalStats> {
+    let s = to_napi(&env, guard(|| self.inner.stats()))?;
+    Ok(WalStats {
+      session_id: s.session_id,
+      segments: s.segments as u32,
+      bytes: s.bytes as f64,
+      last_seq: s.last_seq as f64,
+      appended: s.appended as f64,
+      active_segment: s.active_segment.display().to_string(),
+      sync: s.sync.as_str().into(),
+      truncated_tail: s.truncated_tail.map(problem_to_js),
+    })
+  }
+
+  /// True once `close()` was called (or a failed fsync stopped the log).
+  #[napi(getter)]
+  pub fn closed(&self) -> bool {
+    self.inner.is_closed()
+  }
+
+  /// Waits for queued appends to become durable, then releases the session lock. Later
+  /// appends reject with `E_WAL_CLOSED`. Calling it again does nothing.
+  #[napi]
+  pub fn close(&self, env: Env) -> napi::Result<()> {
+    to_napi(&env, guard(|| self.inner.close()))
+  }
+}
+
+/// Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
+/// `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
+#[napi(ts_args_type = "dir: string")]
+pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
+  let records = to_napi(&env, guard(|| core::read_dir_merged(&PathBuf::from(args::string(dir, "dir")?))))?;
+  Ok(records.into_iter().map(record_to_js).collect())
+}
+
+/// Checks every segment of every session under `dir` and reports what it found, without
+/// throwing for damage and without modifying anything.
+#[napi(ts_args_type = "dir: string")]
+pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
+  let v = to_napi(&env, guard(|| core::verify_dir(&PathBuf::from(args::string(dir, "dir")?))))?;
+  Ok(WalVerification {
+    ok: v.ok(),
+    records: v.records as u32,
+    sessions: v.sessions as u32,
+    segments: v.segments as u32,
+    bytes: v.bytes as f64,
+    truncated_tails: v.truncated_tails.into_iter().map(problem_to_js).collect(),
+    corrupt: v.corrupt.into_iter().map(problem_to_js).collect(),
+  })
+}
+
+/// Applies every session's new records under `dir` to `targetDir`: `write` records become files
+/// (written atomically), `delete` records remove them; per path the last write wins, judged by
+/// (ts, sessionId, seq) across all runs. Cross-session overwrites are returned and appended to
+/// `<dir>/conflicts.jsonl`. Then removes segments whose records are all applied.
+#[napi(ts_args_type = "dir: string, targetDir: string, options?: ConsolidateWalOptions")]
+pub fn consolidate_wal(env: Env, dir: Unknown, target_dir: Unknown, options: Option<Unknown>) -> napi::Result<WalConsolidation> {
+  let c = to_napi(
+    &env,
+    guard(|| {
+      let dir = PathBuf::from(args::string(dir, "dir")?);
+      let target = PathBuf::from(args::string(target_dir, "targetDir")?);
+      let mut opts = ConsolidateOptions::default();
+      if let Some(o) = args::optional_object(options, "options")? {
+        opts.prune = args::optional_bool(&o, "prune")?.unwrap_or(true);
+        if let Some(ms) = args::optional_u64(&o, "lockTimeoutMs")? {
+          opts.lock_timeout = Duration::from_millis(ms);
+        }
+      }
+      core::consolidate(&dir, &target, &opts)
+    }),
+  )?;
+  Ok(WalConsolidation {
+    applied: c.applied as u32,
+    records: c.records as u32,
+    conflicts: c
+      .conflicts
+      .into_iter()
+      .map(|c| WalConflict { path: c.path, winner: side_to_js(c.winner), overwritten: side_to_js(c.overwritten) })
+      .collect(),
+    pruned_segments: c.pruned_segments as u32,
+  })
+}
