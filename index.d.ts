@@ -17,6 +17,324 @@ export interface LoaError extends Error {
   key?: string
 }
 
+// Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.
+// Mirrors the serde output of `src/config.rs` exactly (checked by its unit tests): keep the two in
+// sync. The YAML file `.loa.config.yaml` uses the snake_case spelling of the same keys
+// (`attention_budget.context_window_tokens` is `attentionBudget.contextWindowTokens`).
+// Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
+// (except `recovery.mountDir`, which may be absolute).
+
+/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
+export type WalSync = 'always' | 'batch' | 'none';
+
+/** BPE encoding used to count tokens. */
+export type TokenEncoding = 'o200k_base' | 'cl100k_base';
+
+/** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
+export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
+
+/** Kinds of context items context editing may clear. */
+export type ClearTarget =
+  | 'stale_tool_results'
+  | 'completed_phase_details'
+  | 'superseded_file_reads'
+  | 'intermediate_outputs'
+  | 'verbose_debug';
+
+/** A place state files can be restored from (`mount` is seed 002's R2 backup). */
+export type RecoverySource = 'mount' | 'git' | 'template';
+
+/**
+ * The whole resolved configuration. Every key has a value: the one from `.loa.config.yaml`, or
+ * its default.
+ */
+export interface LoaConfig {
+  /**
+   * State-zone directory holding BEAUVOIR.md, NOTES.md, learnings, manifest and trajectory.
+   * YAML `grimoires_dir`, default `grimoires/loa`. Files inside it default to `<grimoiresDir>/...`.
+   */
+  grimoiresDir: string;
+  /** Write-ahead log: where it lives, locking, segment rotation and fsync policy. */
+  wal: WalConfig;
+  /** Memory pipeline: NOTES.md and learnings paths, quality gates, retry policy. */
+  memory: MemoryConfig;
+  /** Context injected before each prompt: token budget, split, tokenizer. */
+  context: ContextConfig;
+  /** Advisory attention-budget levels, in tokens and as fractions of the context window. */
+  attentionBudget: AttentionBudgetConfig;
+  /** Context editing ("clear, don't compact"): what may be cleared, in what order, what never. */
+  contextEditing: ContextEditingConfig;
+  /** Names of the signals exchanged with the agent runtime around compaction. */
+  runtimeSignals: RuntimeSignalsConfig;
+  /** Grounding enforcement at the synthesis checkpoint before `/clear`. */
+  grounding: GroundingConfig;
+  /** Tiered recovery of the ledger after `/clear`. */
+  sessionContinuity: SessionContinuityConfig;
+  /** Trajectory (JSONL audit of agent reasoning) location and retention. */
+  trajectory: TrajectoryConfig;
+  /** Evaluation-driven development requirements checked before a session handoff. */
+  edd: EddConfig;
+  /** Identity files: BEAUVOIR.md (source) and SOUL.md (generated from it). */
+  identity: IdentityConfig;
+  /** Manifest signing (Ed25519) and signing-key rotation. */
+  signing: SigningConfig;
+  /** Hash-chained audit log. */
+  audit: AuditConfig;
+  /** Boot-time recovery: loop detection, degraded mode, restore sources. */
+  recovery: RecoveryConfig;
+  /** Ledger synthesis: per-agent event files merged into `current.md`. */
+  synthesis: SynthesisConfig;
+  /** Persistence protocol: L1 JSON state files and L2 MEMORY.md. */
+  persistence: PersistenceConfig;
+}
+
+/** Write-ahead log settings (YAML section `wal`). */
+export interface WalConfig {
+  /** Directory of WAL segments. Default `.loa/wal`. Also read from the flat key `wal_dir`. */
+  dir: string;
+  /** Milliseconds a writer waits for the segment lock before `E_WAL_LOCKED`. Default 5000; 0 = try once. */
+  lockTimeoutMs: number;
+  /** A segment is rotated once it reaches this many bytes. Default 10485760 (10 MiB). */
+  segmentMaxBytes: number;
+  /** A segment is rotated once it is this many milliseconds old. Default 3600000 (one hour). */
+  segmentMaxAgeMs: number;
+  /** When appends are fsynced. Default `always`. */
+  sync: WalSync;
+}
+
+/** Memory pipeline settings (YAML section `memory`). */
+export interface MemoryConfig {
+  /** NOTES.md, the operational memory. Default `<grimoiresDir>/NOTES.md`. */
+  notesPath: string;
+  /** Learnings store. Default `<grimoiresDir>/learnings.json`. */
+  learningsPath: string;
+  /** Thresholds of the six quality gates a memory candidate must pass. */
+  qualityGates: QualityGatesConfig;
+  /** Retry policy when capturing a memory fails (the pipeline is fail-open). */
+  retry: RetryConfig;
+}
+
+/** Quality-gate thresholds (YAML section `memory.quality_gates`). */
+export interface QualityGatesConfig {
+  /** `confidence` gate: candidates with a confidence below this fail. 0..1, default 0.5. */
+  minConfidence: number;
+  /** `speculation` gate: hedged statements pass only with at least this confidence. 0..1, default 0.7. */
+  speculationMinConfidence: number;
+  /** `content` gate: content shorter than this many characters (after trimming) fails. Default 10. */
+  minContentLength: number;
+  /** `content` gate: a unique-word ratio below this fails as repetitive. 0..1, default 0.3. */
+  repetitionMinUniqueRatio: number;
+  /** The repetition check applies only to content with more than this many words. Default 10. */
+  repetitionMinWords: number;
+  /** `temporal` gate: candidates older than this many milliseconds fail; `null` (default) = off. */
+  maxAgeMs: number | null;
+}
+
+/** Retry policy of failed memory captures (YAML section `memory.retry`). */
+export interface RetryConfig {
+  /** Total tries, the first included. Default 3; 1 means no retry. */
+  maxAttempts: number;
+  /** After the n-th failed try, wait `backoffBaseMs * 2^n` ms before the next. Default 1000. */
+  backoffBaseMs: number;
+}
+
+/** Context injection settings (YAML section `context`). */
+export interface ContextConfig {
+  /**
+   * Maximum tokens of memory context prepended to a prompt. Default 2000; 0 injects nothing.
+   * Also read from the flat key `context_token_budget`.
+   */
+  tokenBudget: number;
+  /** Share of the budget reserved for learnings; recent sessions get the rest. 0..1, default 0.3. */
+  learningsShare: number;
+  /** Tokenizer used to count tokens. Default `o200k_base`. */
+  encoding: TokenEncoding;
+  /** How many recent sessions are considered. Default 5. */
+  recentSessions: number;
+  /** How many active learnings are considered. Default 3. */
+  activeLearnings: number;
+}
+
+/** One attention-budget level, in both units. */
+export interface BudgetLevel {
+  /** The level in tokens. */
+  tokens: number;
+  /** The level as a fraction (0..1] of `contextWindowTokens`. */
+  fraction: number;
+}
+
+/**
+ * The single attention-budget configuration (YAML section `attention_budget`). Levels are advisory.
+ * In YAML each level may be a token count (`5000`), a fraction of the window (`0.025`) or a
+ * percentage string (`"2.5%"`). `yellow < orange < red <= contextWindowTokens`.
+ */
+export interface AttentionBudgetConfig {
+  /** Size of the model's context window in tokens; fractions are relative to it. Default 200000. */
+  contextWindowTokens: number;
+  /** Per-operation limit (one search or tool result). Default 2000 tokens. */
+  singleSearch: BudgetLevel;
+  /** Delta-synthesis trigger. Default 5000 tokens (YAML also `accumulated`). */
+  yellow: BudgetLevel;
+  /** Recommend `/clear`. Default 10000 tokens. */
+  orange: BudgetLevel;
+  /** Strongly recommend `/clear`. Default 15000 tokens (YAML also `session_total`). */
+  red: BudgetLevel;
+  /**
+   * Compaction trigger: `CONTEXT_NEAR_LIMIT` is signalled and items are cleared until usage is
+   * below it. Default 80 % of the window. YAML also `context_editing.compact_threshold_percent`,
+   * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
+   */
+  compact: BudgetLevel;
+}
+
+/** Context-editing policy (YAML section `context_editing`). */
+export interface ContextEditingConfig {
+  /** Whether context editing is on. Default true. */
+  enabled: boolean;
+  /** Number of most recent turns never cleared. Default 5. */
+  preserveRecentTurns: number;
+  /** What may be cleared, in clearing order (first cleared first). Default: all five targets. */
+  clearTargets: ClearTarget[];
+  /** Workflow phases after which their details are cleared. Default initialization, implementation, testing. */
+  clearAfterPhases: string[];
+  /**
+   * Artifacts never cleared. Always starts with trajectory_events, quality_gate_results,
+   * decision_records, notes_session_continuity, active_beads; the file can only add to them.
+   */
+  preserveArtifacts: string[];
+}
+
+/** Signal names exchanged with the runtime (YAML section `runtime_signals`). */
+export interface RuntimeSignalsConfig {
+  /** Sent by the runtime when usage reaches `attentionBudget.compact`. Default `CONTEXT_NEAR_LIMIT`. */
+  contextNearLimit: string;
+  /** Sent back once clearing is done. Default `COMPACTION_COMPLETE`. */
+  compactionComplete: string;
+}
+
+/** Grounding enforcement (YAML section `grounding`). */
+export interface GroundingConfig {
+  /**
+   * What happens when the grounding ratio is below `threshold`. Default `strict` (block `/clear`).
+   * Also read from the flat key `grounding_enforcement`; the nested key wins.
+   */
+  enforcement: GroundingEnforcement;
+  /** Minimum ratio of grounded (cited) decisions to all decisions. 0..1, default 0.95. */
+  threshold: number;
+  /** Negative grounding: distinct queries that must find nothing before a feature is declared absent. Default 2. */
+  negativeQueries: number;
+  /** Negative grounding: similarity below which a hit counts as nothing found. 0..1, default 0.4. */
+  negativeThreshold: number;
+}
+
+/** Tiered ledger recovery after `/clear` (YAML section `session_continuity`). */
+export interface SessionContinuityConfig {
+  /** Whether recovery loads the ledger in tiers (level 1 first). Default true. */
+  tieredRecovery: boolean;
+  /** Token budget of level 1 (Session Continuity section only). Default 100. */
+  level1Tokens: number;
+  /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500. */
+  level2Tokens: number;
+}
+
+/** Trajectory log settings (YAML section `trajectory`). */
+export interface TrajectoryConfig {
+  /** Directory of `{agent}-{date}.jsonl` files. Default `<grimoiresDir>/a2a/trajectory`. */
+  dir: string;
+  /** Days a trajectory file stays live before archival. Default 30. */
+  retentionDays: number;
+  /** Days an archived file is kept; at least `retentionDays`. Default 365. */
+  archiveDays: number;
+  /** gzip level (0-9) of archived files. Default 6. */
+  compressionLevel: number;
+}
+
+/** Evaluation-driven development checks (YAML section `edd`). */
+export interface EddConfig {
+  /** Whether EDD is verified at the synthesis checkpoint. Default true. */
+  enabled: boolean;
+  /** Test scenarios a decision must document. Default 3. */
+  minTestScenarios: number;
+  /** Whether decisions must carry code citations. Default true. */
+  requireCitations: boolean;
+}
+
+/** Identity files (YAML section `identity`). */
+export interface IdentityConfig {
+  /** Identity source, edited by humans. Default `<grimoiresDir>/BEAUVOIR.md`. */
+  beauvoirPath: string;
+  /** Generated identity, rewritten whenever BEAUVOIR.md changes. Default `SOUL.md` (workspace root). */
+  soulPath: string;
+}
+
+/** Manifest signing and key rotation (YAML section `signing`). Private keys are never read from the file. */
+export interface SigningConfig {
+  /** Signed manifest of state files. Default `<grimoiresDir>/manifest.json`. */
+  manifestPath: string;
+  /** Directory of the key ring (active and retired public keys). Default `.loa/keys`. */
+  keysDir: string;
+  /** Days after which the signing key is rotated. Default 90. */
+  rotationDays: number;
+  /** Days a retired key still verifies after rotation; less than `rotationDays`. Default 7. */
+  overlapDays: number;
+  /** Retired keys kept for verifying old manifests. Default 3. */
+  maxRetiredKeys: number;
+  /** Timeout of the shared lock taken to read the manifest, in milliseconds. Default 1000. */
+  manifestLockTimeoutMs: number;
+}
+
+/** Audit log settings (YAML section `audit`). */
+export interface AuditConfig {
+  /** Directory of the hash-chained audit segments. Default `.loa/audit`. */
+  dir: string;
+  /** An audit segment is rotated (the chain continues) at this size in bytes. Default 10485760. */
+  segmentMaxBytes: number;
+}
+
+/** Boot-time recovery (YAML section `recovery`). */
+export interface RecoveryConfig {
+  /** Loop-detection window in milliseconds (persisted across restarts). Default 120000. */
+  windowMs: number;
+  /** Recovery attempts within `windowMs` after which the agent enters degraded mode. Default 5. */
+  maxAttempts: number;
+  /** Consecutive degraded-mode cycles after which a critical alert is raised. Default 3. */
+  degradedAlertCycles: number;
+  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, git, template. */
+  sources: RecoverySource[];
+  /** Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it. */
+  mountDir: string | null;
+}
+
+/** Ledger synthesis (YAML section `synthesis`). */
+export interface SynthesisConfig {
+  /** Directory holding `events/`, `archive/` and the generated `current.md`. Default `thoughts/shared/handoffs`. */
+  dir: string;
+  /** Days archived events are kept. Default 7. */
+  retentionDays: number;
+  /** Minimum interval between commits of `current.md` at checkpoints, in milliseconds. Default 1800000. */
+  commitThrottleMs: number;
+}
+
+/** Persistence protocol (YAML section `persistence`). */
+export interface PersistenceConfig {
+  /** L1: directory of JSON state files. Default `.loa/state`. */
+  stateDir: string;
+  /** L2: MEMORY.md, one line per learning or checkpoint. Default `<grimoiresDir>/MEMORY.md`. */
+  memoryPath: string;
+  /** Sources disagreeing by more than this many milliseconds: newest wins, with a staleness warning. Default 300000. */
+  staleAfterMs: number;
+}
+
+/** Result of loading the configuration. */
+export interface LoadedConfig {
+  /** The resolved configuration. */
+  config: LoaConfig;
+  /** Unknown keys, keys set under two spellings, deprecated spellings. Empty when the file is absent or clean. */
+  warnings: string[];
+  /** Path of the file that was read (`<workspace>/.loa.config.yaml`), or `null` when there was none (all defaults). */
+  source: string | null;
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -43,6 +361,11 @@ export declare class Wal {
    * changing nothing.
    */
   static open(dir: string, options?: WalOpenOptions): Wal
+  /**
+   * Same as `open`, without blocking the event loop while it waits for the session lock or
+   * reads the newest segment.
+   */
+  static openAsync(dir: string, options?: WalOpenOptions): Promise<Wal>
   /**
    * Appends a record; resolves with its seq once it is durable under the `sync` mode. Never
    * blocks the event loop: records are written by a background thread, and appends made
@@ -106,11 +429,23 @@ export interface ConsolidateWalOptions {
  */
 export declare function isLoaError(err: unknown): err is LoaError
 
+/**
+ * Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
+ * file's, or the default). A missing file gives all defaults. Keys the seeds spell two ways
+ * (`grounding_enforcement` and `grounding.enforcement`) are both read, the nested one wins, and
+ * `warnings` names the other; unknown keys are warnings too. An invalid value throws
+ * `E_CONFIG_INVALID` with `key` set to its dotted name.
+ */
+export declare function loadConfig(workspaceDir: string): LoadedConfig
+
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
 export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
+
+/** Same as `loadConfig`, from YAML text (for tools that hold the text already). */
+export declare function parseConfig(yaml: string): LoadedConfig
 
 /**
  * Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
@@ -194,7 +529,7 @@ export interface WalOpenOptions {
    * share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
    * with fsync only at segment rotation and close. Default `'always'`.
    */
-  sync?: string
+  sync?: 'always' | 'batch' | 'none'
 }
 
 /** A record read back from the log. */

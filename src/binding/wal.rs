@@ -8,6 +8,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
+use super::fs::CoreTask;
 use super::{args, guard, js_error, to_napi};
 use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
 
@@ -29,6 +30,7 @@ pub struct WalOpenOptions {
   /// When `append` resolves: `'always'` after fdatasync (survives power loss; concurrent appends
   /// share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
   /// with fsync only at segment rotation and close. Default `'always'`.
+  #[napi(ts_type = "'always' | 'batch' | 'none'")]
   pub sync: Option<String>,
 }
 
@@ -251,6 +253,16 @@ impl Wal {
       }),
     )?;
     Ok(Wal { inner: Arc::new(wal) })
+  }
+
+  /// Same as `open`, without blocking the event loop while it waits for the session lock or
+  /// reads the newest segment.
+  #[napi(ts_args_type = "dir: string, options?: WalOpenOptions", ts_return_type = "Promise<Wal>")]
+  pub fn open_async(dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
+    AsyncTask::new(match guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?))) {
+      Ok((dir, options)) => CoreTask::new(move || core::Wal::open(&dir, options).map(|wal| Wal { inner: Arc::new(wal) })),
+      Err(e) => CoreTask::new(move || Err(e)),
+    })
   }
 
   /// Appends a record; resolves with its seq once it is durable under the `sync` mode. Never

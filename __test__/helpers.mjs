@@ -1,0 +1,60 @@
+// Shared test helpers: real temp directories, real child processes.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, dirname } from 'node:path'
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+
+export const require = createRequire(import.meta.url)
+export const core = require('../index.js')
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const fixture = (name) => join(root, '__test__', 'fixtures', name)
+
+/** A fresh directory, removed after the test unless LOA_KEEP_TMP is set. */
+export function tempDir(t, prefix = 'loa-test-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  if (!process.env.LOA_KEEP_TMP) t.after(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** The data a fixture writer appends as its n-th record: deterministic, varied in size. */
+export function recordData(writer, n) {
+  const unit = `w${writer}-n${n}|`
+  return Buffer.from(unit.repeat(1 + ((n * 37) % 60)))
+}
+
+/**
+ * Spawns a child process and collects its stdout lines as they arrive. `lines` only holds
+ * complete lines, so a child killed mid-write never contributes half a line.
+ */
+export function startChild(command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+  const state = { child, lines: [], stderr: '', exit: null }
+  let partial = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk) => {
+    const parts = (partial + chunk).split('\n')
+    partial = parts.pop()
+    state.lines.push(...parts)
+  })
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (chunk) => (state.stderr += chunk))
+  state.exited = new Promise((resolve) => child.on('close', (code, signal) => resolve((state.exit = { code, signal }))))
+  return state
+}
+
+/** Resolves when `predicate(lines)` holds, or rejects after `timeoutMs`. */
+export async function waitForLine(state, predicate, timeoutMs = 10_000) {
+  const started = Date.now()
+  while (!predicate(state.lines)) {
+    if (state.exit) throw new Error(`child exited (${JSON.stringify(state.exit)}) before expected output; stderr: ${state.stderr}`)
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for child output; stderr: ${state.stderr}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+export function runCli(args, options = {}) {
+  const state = startChild(process.execPath, [join(root, 'bin', 'loa'), ...args], options)
+  return state.exited.then(() => ({ code: state.exit.code, stdout: state.lines.join('\n'), stderr: state.stderr }))
+}
