@@ -220,3 +220,19 @@ test('loa wal dump and stats', async (t) => {
   const missing = await runCli(['wal', 'dump', join(dir, 'nope', 'x')])
   assert.equal(missing.code, 0, 'an absent WAL directory has no records')
 })
+
+test('a pending append keeps Node alive until it resolves; an idle Wal does not', async (t) => {
+  const dir = tempDir(t)
+  const { startChild, root } = await import('./helpers.mjs')
+  const script = `
+    const { Wal } = require(${JSON.stringify(join(root, 'index.js'))})
+    const idle = Wal.open(${JSON.stringify(dir)}, { sessionId: 'idle' })
+    const wal = Wal.open(${JSON.stringify(dir)}, { sessionId: 'busy' })
+    for (let i = 0; i < 50; i++) wal.append({ op: 'note', data: 'x' + i }).then((seq) => seq === 50 && console.log('resolved', seq))`
+  const child = startChild(process.execPath, ['-e', script])
+  const timer = setTimeout(() => child.child.kill('SIGKILL'), 10_000)
+  await child.exited
+  clearTimeout(timer)
+  assert.equal(child.exit.code, 0, `exited by itself: ${JSON.stringify(child.exit)} ${child.stderr}`)
+  assert.deepEqual(child.lines.filter(Boolean), ['resolved 50'])
+})

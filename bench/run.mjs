@@ -91,6 +91,28 @@ const CASES = [
       return { step, close: () => fs.closeSync(fd) }
     },
   },
+  {
+    // The same floor on space zero-filled ahead (512 KiB at a time), as the Wal does: fdatasync
+    // then has no file-size change to commit, which on ext4 saves a journal commit per record.
+    // The fair floor for the Wal; informational, the targets use the appending floor above.
+    name: 'floor, zero-filled ahead: pwrite+fdatasync',
+    setup: (dir, data) => {
+      const fd = fs.openSync(path.join(dir, 'log'), 'w')
+      const chunk = Buffer.alloc(512 * 1024)
+      let position = 0
+      let allocated = 0
+      const step = () => {
+        while (position + data.length > allocated) {
+          fs.writeSync(fd, chunk, 0, chunk.length, allocated)
+          allocated += chunk.length
+        }
+        fs.writeSync(fd, data, 0, data.length, position)
+        position += data.length
+        fs.fdatasyncSync(fd)
+      }
+      return { step, close: () => fs.closeSync(fd) }
+    },
+  },
 ]
 
 function walCase(dir, data, append) {
@@ -197,10 +219,12 @@ async function main() {
   const find = (prefix, size) => results.find((r) => r.name.startsWith(prefix) && r.size === size)
   const ratios = []
   for (const size of SIZES) {
-    const lat = find('Wal.append, 1 caller', size).p50 / find('floor', size).p50
+    const lat = find('Wal.append, 1 caller', size).p50 / find('floor:', size).p50
     const thr = find(`Wal.append, ${CONCURRENCY}`, size).rps / find('sqlite WAL, 1 record', size).rps
+    const fair = find('Wal.append, 1 caller', size).p50 / find('floor, zero-filled', size).p50
     ratios.push(
       `- ${size} B: Wal 1-caller p50 / floor p50 = ${lat.toFixed(3)} (target <= 1.3) ${lat <= 1.3 ? 'ok' : 'MISSED'}`,
+      `- ${size} B: Wal 1-caller p50 / zero-filled floor p50 = ${fair.toFixed(3)} (informational)`,
       `- ${size} B: Wal ${CONCURRENCY}-concurrent rec/s / sqlite 1-record-txn rec/s = ${thr.toFixed(1)} (target >= 10) ${thr >= 10 ? 'ok' : 'MISSED'}`,
     )
   }

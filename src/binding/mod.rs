@@ -16,6 +16,7 @@
 mod args;
 mod config;
 mod fs;
+mod promises;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,13 +46,13 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T>
 /// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread.
 pub(crate) fn js_error(env: &Env, err: &LoaError) -> napi::Error {
   match build_js_error(env, err) {
-    Ok(error) => error,
+    Ok(object) => napi::Error::from(object.to_unknown()),
     // Creating an object failed (the environment is shutting down): nothing better to give.
     Err(e) => e,
   }
 }
 
-fn build_js_error(env: &Env, err: &LoaError) -> napi::Result<napi::Error> {
+pub(crate) fn build_js_error<'env>(env: &'env Env, err: &LoaError) -> napi::Result<Object<'env>> {
   let mut object = env.create_error(napi::Error::new(Status::GenericFailure, err.to_string()))?;
   object.set_named_property("code", err.code())?;
   match err {
@@ -67,7 +68,7 @@ fn build_js_error(env: &Env, err: &LoaError) -> napi::Result<napi::Error> {
     LoaError::ConfigInvalid { key, .. } => object.set_named_property("key", key.as_str())?,
     _ => {}
   }
-  Ok(napi::Error::from(object.to_unknown()))
+  Ok(object)
 }
 
 /// Converts a core result for a synchronous entry point.

@@ -9,6 +9,7 @@ use napi::{Env, Unknown};
 use napi_derive::napi;
 
 use super::fs::CoreTask;
+use super::promises::{settle_now, Deferred, PromiseBatcher};
 use super::{args, guard, js_error, to_napi};
 use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
 
@@ -234,6 +235,30 @@ fn parse_record(env: &Env, rec: Unknown) -> crate::Result<AppendRequest> {
 #[napi]
 pub struct Wal {
   inner: Arc<core::Wal>,
+  /// Created on the first `append` (it needs the JS thread), released on close.
+  promises: std::cell::OnceCell<PromiseBatcher>,
+}
+
+impl Wal {
+  fn wrap(wal: core::Wal) -> Wal {
+    Wal { inner: Arc::new(wal), promises: std::cell::OnceCell::new() }
+  }
+
+  fn shut_down(&self) -> crate::Result<()> {
+    // The writer thread settles its last promises before `close` returns; only then may the
+    // thread-safe function that delivers them be released.
+    let result = self.inner.close();
+    if let Some(promises) = self.promises.get() {
+      promises.release();
+    }
+    result
+  }
+}
+
+impl Drop for Wal {
+  fn drop(&mut self) {
+    let _ = self.shut_down();
+  }
 }
 
 #[napi]
@@ -252,7 +277,7 @@ impl Wal {
         core::Wal::open(&dir, parse_open_options(options)?)
       }),
     )?;
-    Ok(Wal { inner: Arc::new(wal) })
+    Ok(Wal::wrap(wal))
   }
 
   /// Same as `open`, without blocking the event loop while it waits for the session lock or
@@ -260,7 +285,7 @@ impl Wal {
   #[napi(ts_args_type = "dir: string, options?: WalOpenOptions", ts_return_type = "Promise<Wal>")]
   pub fn open_async(dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
     AsyncTask::new(match guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?))) {
-      Ok((dir, options)) => CoreTask::new(move || core::Wal::open(&dir, options).map(|wal| Wal { inner: Arc::new(wal) })),
+      Ok((dir, options)) => CoreTask::new(move || core::Wal::open(&dir, options).map(Wal::wrap)),
       Err(e) => CoreTask::new(move || Err(e)),
     })
   }
@@ -272,20 +297,38 @@ impl Wal {
   /// (nothing is written), `E_IO` when the disk refuses (the log keeps exactly the records
   /// that resolved), `E_WAL_CLOSED` after `close()`.
   #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
-  pub fn append<'env>(&self, env: &'env Env, record: Unknown) -> napi::Result<Object<'env>> {
-    type Resolver = Box<dyn FnOnce(Env) -> napi::Result<f64> + Send>;
-    let (deferred, promise) = env.create_deferred::<f64, Resolver>()?;
-    let answer = move |result: crate::Result<u64>| {
-      deferred.resolve(Box::new(move |env: Env| match result {
-        Ok(seq) => Ok(seq as f64),
-        Err(e) => Err(js_error(&env, &e)),
-      }))
+  pub fn append(&self, env: Env, record: Unknown) -> napi::Result<Unknown<'_>> {
+    let promises = match self.promises.get() {
+      Some(p) => p,
+      None => {
+        let created = PromiseBatcher::new(&env)?;
+        self.promises.get_or_init(|| created)
+      }
     };
-    match guard(|| parse_record(env, record)) {
-      Ok(request) => self.inner.append_with(request, Box::new(answer)),
-      Err(e) => answer(Err(e)),
+    if promises.is_released() {
+      // Closed: answer on this thread, the background channel is gone.
+      return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
     }
-    Ok(promise)
+    let (deferred, promise) = promises.create(&env)?;
+    match guard(|| parse_record(&env, record)) {
+      Ok(request) => {
+        let batcher = PromiseBatcher::clone_handle(promises);
+        self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
+      }
+      Err(e) => promises.settle(deferred, Err(e)),
+    }
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
+  }
+
+  fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    let status = unsafe { napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
+    if status != napi::sys::Status::napi_ok {
+      return Err(js_error(env, &error));
+    }
+    settle_now(env, Deferred::from_raw(deferred), Err(error));
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
   }
 
   /// Synchronous twin of `append`: blocks until the record is durable, returns its seq.
@@ -338,7 +381,7 @@ impl Wal {
   /// appends reject with `E_WAL_CLOSED`. Calling it again does nothing.
   #[napi]
   pub fn close(&self, env: Env) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.inner.close()))
+    to_napi(&env, guard(|| self.shut_down()))
   }
 }
 

@@ -226,7 +226,8 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
 /// The end state of a segment scan.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tail {
-  /// Every byte after the header belongs to a valid record.
+  /// Every byte after the header belongs to a valid record, or to an all-zero tail that the
+  /// writer filled ahead of use (`valid_len` says where records end).
   Clean,
   /// From `offset` to the end there is nothing but an unfinished write (no valid record
   /// follows). Safe to truncate in the newest segment of a session.
@@ -280,6 +281,9 @@ pub fn scan_segment(bytes: &[u8]) -> SegmentScan {
 }
 
 fn classify(bytes: &[u8], offset: usize, reason: &str) -> Tail {
+  if bytes[offset..].iter().all(|&b| b == 0) {
+    return Tail::Clean; // space written ahead by the writer, not yet used
+  }
   if find_record_after(bytes, offset + 1) {
     Tail::Corrupt { offset: offset as u64, reason: reason.to_string() }
   } else {

@@ -266,3 +266,33 @@ fn consolidation_refuses_symlink_escape_and_corrupt_state() {
 
 use sha2::Digest as _;
 use sha2::Sha256 as Sha256Digest;
+
+#[test]
+fn space_written_ahead_is_not_damage_after_a_crash() {
+  let dir = tempfile::tempdir().unwrap();
+  let wal = Wal::open(dir.path(), options("s1")).unwrap();
+  for i in 0..10 {
+    wal.append(write("a", format!("record {i}").as_bytes())).unwrap();
+  }
+  let segment = newest_segment(dir.path(), "s1");
+  let on_disk = fs::metadata(&segment).unwrap().len();
+  let used = wal.stats().unwrap().bytes;
+  assert!(on_disk >= used + PREALLOCATE_CHUNK / 2, "{on_disk} on disk for {used} used");
+
+  // What a crash leaves: the segment with its zero-filled tail, copied while the writer is live.
+  let crashed = tempfile::tempdir().unwrap();
+  let copy = session_dir(crashed.path(), "s1");
+  fs::create_dir_all(&copy).unwrap();
+  fs::copy(&segment, copy.join(segment.file_name().unwrap())).unwrap();
+  let v = verify_dir(crashed.path()).unwrap();
+  assert!(v.ok() && v.truncated_tails.is_empty(), "{v:?}");
+  let reopened = Wal::open(crashed.path(), options("s1")).unwrap();
+  assert!(reopened.stats().unwrap().truncated_tail.is_none());
+  assert_eq!(reopened.append(write("a", b"after")).unwrap(), 11);
+  assert_eq!(reopened.replay(0, None).unwrap().len(), 11);
+  reopened.close().unwrap();
+
+  // A closed log ends at its last record.
+  wal.close().unwrap();
+  assert_eq!(fs::metadata(&segment).unwrap().len(), used);
+}
