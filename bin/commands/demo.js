@@ -6,7 +6,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const core = require('../index.js')
+const core = require('../../index.js')
 
 const AGENT_TURNS = [
   ['agent-1', 'write', 'NOTES.md', '# Notes\n\n- The user prefers TypeScript over JavaScript.\n'],
@@ -26,7 +26,7 @@ function say(text) {
 /** A writer in another process, killed with SIGKILL while it is appending. */
 function crashingWriter(walDir) {
   const script = `
-    const { Wal } = require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})
+    const { Wal } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'index.js'))})
     const wal = Wal.open(${JSON.stringify(walDir)}, { sessionId: 'agent-3' })
     let n = 0
     const loop = async () => { for (;;) { const seq = await wal.append({ op: 'write', path: 'crash-test.md', data: 'turn ' + n++ }); process.stdout.write(seq + '\\n') } }
@@ -103,4 +103,10 @@ async function runDemo({ workspace } = {}) {
   return damaged.ok ? 1 : 0
 }
 
-module.exports = { runDemo }
+module.exports = {
+  help: '  loa demo [--workspace DIR]     run the main job on a fresh workspace (npm start)',
+  optionHelp: '  --workspace DIR  where `loa demo` builds its workspace (default: a new temp dir)',
+  options: { workspace: { type: 'string' } },
+  run: ({ values }) => runDemo({ workspace: values.workspace }),
+  runDemo,
+}
