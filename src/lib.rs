@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod fsutil;
 pub mod lock;
+pub mod redact;
 pub mod wal;
 
 mod binding;
