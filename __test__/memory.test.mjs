@@ -240,13 +240,14 @@ test('two processes, different sessions, capture at once: nothing lost', async (
 
 test('two processes, same session: the second waits for the lock, then both are stored', async (t) => {
   const ws = tempDir(t)
-  const first = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'one', '10', '--hold-ms', '400'])
+  const first = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'one', '10', '--hold-ms', '1000'])
   await waitForLine(first, (lines) => lines.some((l) => l.startsWith('OPEN ')))
   const second = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'two', '10'])
   await Promise.all([first.exited, second.exited])
   assert.equal(first.exit.code, 0, first.stderr)
   assert.equal(second.exit.code, 0, second.stderr)
   const at = (w, tag) => Number(w.lines.find((l) => l.startsWith(tag + ' ')).split(' ')[1])
+  assert.ok(at(second, 'START') < at(first, 'CLOSING'), 'the second asked for the session while the first held it')
   assert.ok(at(second, 'OPEN') >= at(first, 'CLOSING'), 'the second session handle opened only after the first let go')
   const seqs = [first, second].flatMap((w) => w.lines.filter((l) => l.startsWith('ACK ')).map((l) => Number(l.split(' ')[2])))
   assert.deepEqual(seqs.sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1), 'one log, seqs never reused')
@@ -272,6 +273,23 @@ test('errors never carry the content, and a refused entry writes nothing', async
   await assert.rejects(store.capture({ type: 'learning', content: 'x'.repeat(1024 * 1024 + 1) }), code('E_TOO_LARGE'))
   assert.deepEqual(onDisk(ws, marker), [])
   assert.equal(readWal(join(ws, '.loa/wal')).length, 0)
+})
+
+test('full disk: capture retries E_IO with backoff, then rejects without content; acknowledged memories survive', async (t) => {
+  const ws = tempDir(t)
+  writeFileSync(join(ws, '.loa.config.yaml'), 'memory:\n  retry:\n    max_attempts: 3\n    backoff_base_ms: 50\n')
+  // `ulimit -f` (1 KiB blocks) makes write() fail with EFBIG; Node ignores SIGXFSZ.
+  const child = startChild('bash', ['-c', `ulimit -f 64 && exec "${process.execPath}" "${fixture('memory-fill.mjs')}" "${ws}" fill`])
+  await child.exited
+  assert.equal(child.exit.code, 0, child.stderr)
+  const acks = child.lines.filter((l) => l.startsWith('ACK ')).map((l) => l.split(' ')[1])
+  const [, errCode, osError, ms, leaked] = child.lines.find((l) => l.startsWith('ERR ')).split(' ')
+  assert.deepEqual([errCode, osError, leaked], ['E_IO', 'EFBIG', 'false'])
+  assert.ok(Number(ms) >= 300, `two backoffs of 100 and 200 ms before giving up (took ${ms} ms)`)
+  assert.ok(acks.length >= 3, `${acks.length} memories fit`)
+  const result = await consolidateMemory({ workspaceDir: ws })
+  assert.equal(result.memories, acks.length, 'exactly the acknowledged memories are stored')
+  assert.deepEqual(onDisk(ws, `FILL-MARKER-${acks.length} `), [], 'the failed capture left nothing behind, in the WAL either')
 })
 
 test('options: directories inside the workspace only, gate overrides, config thresholds', async (t) => {
