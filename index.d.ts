@@ -15,6 +15,8 @@ export interface LoaError extends Error {
   offset?: number
   /** For `E_CONFIG_INVALID`: the dotted configuration key, e.g. `'wal.sync'`. */
   key?: string
+  /** For `E_STATE_CORRUPT`: the state file that could not be read (where it was, if moved aside). */
+  path?: string
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.
@@ -344,6 +346,68 @@ export interface LoadedConfig {
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * One session's handle on a workspace's agent memory.
+ *
+ * ```ts
+ * const store = await MemoryStore.openAsync({ workspaceDir: '.', sessionId: 'agent-1' })
+ * const r = await store.capture({ type: 'learning', content: 'The API rate limit is 100 rps' })
+ * if (r.accepted) await store.consolidate()
+ * store.close()
+ * ```
+ */
+export declare class MemoryStore {
+  /**
+   * Opens the memory of a workspace for one session: reads `.loa.config.yaml`, creates the
+   * grimoire and WAL directories and takes the session's WAL lock, waiting up to
+   * `lockTimeoutMs` for another store of the same session (`E_WAL_LOCKED`). Directories must
+   * stay inside the workspace (`E_PATH_OUTSIDE_ROOT`).
+   */
+  static open(options: MemoryStoreOptions): MemoryStore
+  /** Same as `open`, without blocking the event loop while waiting for the session lock. */
+  static openAsync(options: MemoryStoreOptions): Promise<MemoryStore>
+  /**
+   * Redaction -> quality gates -> WAL append; resolves once the memory is durable. A blocked
+   * entry (redaction policy, e.g. a private key) is refused with `blocked: true` and only its
+   * findings' kinds and fingerprints are recorded; an entry that fails a gate resolves with
+   * `accepted: false` and every gate's reason. Nothing unredacted is ever written, and errors
+   * never carry content. Rejects with `E_INVALID_ARGUMENT`/`E_TOO_LARGE` for a bad entry,
+   * `E_WAL_CLOSED` after `close()`, `E_IO` when the disk refuses (after `memory.retry` tries).
+   */
+  capture(entry: MemoryEntry): Promise<CaptureResult>
+  /** Synchronous twin of `capture`: blocks until the memory is durable. */
+  captureSync(entry: MemoryEntry): CaptureResult
+  /**
+   * Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),
+   * learnings.json, and the two regions of NOTES.md the pipeline owns (session continuity and
+   * decision log); all other text of NOTES.md is kept byte for byte. Idempotent: a second run
+   * writes nothing. A corrupt learnings.json or memory record is moved aside to
+   * `<name>.corrupt-<timestamp>` and the run rejects with `E_STATE_CORRUPT`; the next run
+   * rebuilds from the memory records.
+   */
+  consolidate(): Promise<MemoryConsolidation>
+  /** Synchronous twin of `consolidate`. */
+  consolidateSync(): MemoryConsolidation
+  /**
+   * The `limit` most recent sessions, newest first, from the memory records (consolidated or
+   * still in the WAL) and NOTES.md.
+   */
+  recentSessions(limit: number): Array<SessionEntry>
+  /**
+   * The `limit` most important active learnings (then newest first). Throws
+   * `E_STATE_CORRUPT` if learnings.json is corrupt (it is left in place for `consolidate`).
+   */
+  activeLearnings(limit: number): Array<Learning>
+  get sessionId(): string
+  /** True once `close()` was called. */
+  get closed(): boolean
+  /**
+   * Makes pending records durable and releases the session lock. Later captures reject with
+   * `E_WAL_CLOSED`. Calling it again does nothing.
+   */
+  close(): void
+}
+
+/**
  * One session's write-ahead log, open for appending.
  *
  * ```ts
@@ -400,6 +464,50 @@ export declare class Wal {
  */
 export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
 
+/** A redaction finding of one field of a captured entry. Never contains the value. */
+export interface CaptureFinding {
+  /** `content`, `agentId`, `tags[0]`, `metadata.contact`, ... */
+  field: string
+  /** `email`, `phone`, `credit_card`, `private_key`, ... */
+  kind: string
+  /** UTF-16 offsets into that field. */
+  start: number
+  end: number
+  method: string
+  /** Keyed hash of the value: the same value gives the same fingerprint under one key. */
+  fingerprint: string
+}
+
+/** What `capture` decided. */
+export interface CaptureResult {
+  /** True when the memory is durably in the WAL. */
+  accepted: boolean
+  /** The memory's id (sha256 of its normalised, redacted content) when accepted. */
+  id?: string
+  /** Its WAL seq when accepted. */
+  seq?: number
+  /** The six gate verdicts; empty when the entry was blocked. */
+  gates: Array<GateResult>
+  findings: Array<CaptureFinding>
+  /**
+   * True when redaction policy refused the entry (e.g. it holds a private key). Nothing of it
+   * was stored except an audit record of the findings' kinds and fingerprints.
+   */
+  blocked: boolean
+  /** Importance from the gates (0..1). */
+  score: number
+  tags: Array<string>
+}
+
+/**
+ * `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
+ * nothing, such as `loa consolidate`).
+ */
+export declare function consolidateMemory(options: MemoryWorkspaceOptions): Promise<MemoryConsolidation>
+
+/** Synchronous twin of `consolidateMemory`. */
+export declare function consolidateMemorySync(options: MemoryWorkspaceOptions): MemoryConsolidation
+
 /**
  * Applies every session's new records under `dir` to `targetDir`: `write` records become files
  * (written atomically), `delete` records remove them; per path the last write wins, judged by
@@ -417,6 +525,98 @@ export interface ConsolidateWalOptions {
 }
 
 /**
+ * The key of the `duplicate` gate and the id of a stored memory: full sha256 (hex) of the content
+ * lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
+ */
+export declare function contentHash(content: string): string
+
+/**
+ * Runs the six quality gates on a memory candidate: temporal, speculation, instruction,
+ * confidence, content, duplicate - every one, in that order, each with its reason. Words are
+ * matched whole ("install" does not contain "all"). Instructions and preferences ("always",
+ * "never", "prefer", "remember that") always pass, are tagged `instruction` and boosted.
+ * Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
+ */
+export declare function evaluateGates(candidate: GateCandidate, options?: EvaluateGatesOptions): GateEvaluation
+
+/**
+ * Options of `evaluateGates`: thresholds plus what the `duplicate` and `temporal` gates compare
+ * against.
+ */
+export interface EvaluateGatesOptions {
+  minConfidence?: number
+  speculationMinConfidence?: number
+  minContentLength?: number
+  repetitionMinUniqueRatio?: number
+  repetitionMinWords?: number
+  maxAgeMs?: number
+  instructionBoost?: number
+  /** `contentHash` values of stored memories; the `duplicate` gate fails on a match. */
+  knownHashes?: Array<string>
+  /** The reference time of the `temporal` gate (RFC 3339). Default: now. */
+  now?: string
+}
+
+/** A memory candidate for `evaluateGates`. */
+export interface GateCandidate {
+  content: string
+  type?: MemoryType
+  /**
+   * 0..1. Without one the candidate counts as 0.6: enough for the `confidence` gate, not for a
+   * hedged statement.
+   */
+  confidence?: number
+  /** RFC 3339 with any offset (`2026-01-02T10:00:00+02:00`); used by the `temporal` gate. */
+  timestamp?: string
+  sessionId?: string
+  tags?: Array<string>
+}
+
+/** The verdict of all six gates. */
+export interface GateEvaluation {
+  /** True when every gate passed. */
+  pass: boolean
+  /** Importance 0..1: confidence (0.6 when not given), -0.1 if hedged, + the instruction boost. */
+  score: number
+  /** Always six, in order: temporal, speculation, instruction, confidence, content, duplicate. */
+  gates: Array<GateResult>
+  /** The candidate's tags plus `instruction`, `preference`, `speculative` as found. */
+  tags: Array<string>
+}
+
+/** The six quality gates, in the order they run. */
+export type GateName = 'temporal' | 'speculation' | 'instruction' | 'confidence' | 'content' | 'duplicate'
+
+/**
+ * Thresholds of the quality gates. Defaults are those of `.loa.config.yaml`
+ * (`memory.quality_gates`): 0.5, 0.7, 10, 0.3, 10, no maximum age, boost 0.2.
+ */
+export interface GateOptions {
+  /** `confidence` gate: below this fails. 0..1, default 0.5. */
+  minConfidence?: number
+  /** `speculation` gate: a hedged statement needs at least this confidence. Default 0.7. */
+  speculationMinConfidence?: number
+  /** `content` gate: fewer characters than this (after trimming) fails. Default 10. */
+  minContentLength?: number
+  /** `content` gate: a unique-word ratio below this fails as repetitive. Default 0.3. */
+  repetitionMinUniqueRatio?: number
+  /** The repetition check applies above this many words. Default 10. */
+  repetitionMinWords?: number
+  /** `temporal` gate: older than this fails. Default: no limit (the gate passes). */
+  maxAgeMs?: number
+  /** Added to the score of instructions and preferences. 0..1, default 0.2. */
+  instructionBoost?: number
+}
+
+/** One gate's verdict. */
+export interface GateResult {
+  name: GateName
+  pass: boolean
+  /** Why, in words; reported for passing gates too. */
+  reason: string
+}
+
+/**
  * True when `err` is an `Error` thrown by `@loa/core`, narrowing it to `LoaError` so that
  * `err.code` is typed.
  *
@@ -428,6 +628,22 @@ export interface ConsolidateWalOptions {
  * ```
  */
 export declare function isLoaError(err: unknown): err is LoaError
+
+/** A learning, as `activeLearnings` reports it. */
+export interface Learning {
+  id: string
+  type: MemoryType
+  content: string
+  /** The gate score (0..1); instructions rank high. */
+  importance: number
+  confidence?: number
+  tags: Array<string>
+  sessionId: string
+  agentId?: string
+  createdAt: string
+  /** `'active'` unless learnings.json says otherwise. */
+  status: string
+}
 
 /**
  * Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
@@ -444,6 +660,86 @@ export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | '
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
 
+/** What `consolidate` did. */
+export interface MemoryConsolidation {
+  /** Files the WAL consolidation wrote or deleted in the grimoire. */
+  applied: number
+  /** True when NOTES.md changed. */
+  notesUpdated: boolean
+  /** Learnings added to or changed in learnings.json by this run. */
+  learnings: number
+  /** Cross-session overwrites of the same path (also in the WAL's `conflicts.jsonl`). */
+  conflicts: number
+  /** Memory records in the grimoire now. */
+  memories: number
+  /** Entries in learnings.json now. */
+  learningsTotal: number
+}
+
+/** What `capture` is given. */
+export interface MemoryEntry {
+  type: MemoryType
+  /** At most 1 MiB. Redacted before anything else happens to it. */
+  content: string
+  agentId?: string
+  /** 0..1; without one the entry counts as 0.6. */
+  confidence?: number
+  /** At most 64 tags of at most 256 bytes; redacted like the content. */
+  tags?: Array<string>
+  /** RFC 3339 with any offset; default now. Stored in UTC. */
+  timestamp?: string
+  /** Any JSON object (at most 64 KiB); every string in it, keys included, is redacted. */
+  metadata?: Record<string, unknown>
+}
+
+/** How `capture` redacts (see `redact`). */
+export interface MemoryRedactionOptions {
+  /** Exact values never redacted (e.g. a project's public contact address). */
+  allowlist?: Array<string>
+  /** Key of the fingerprints (HMAC-SHA256). Without one, a random key per process. */
+  key?: string | Buffer | Uint8Array
+  /** Stable pseudonyms (`[EMAIL_3f2a9c]`) instead of `[REDACTED:EMAIL]`; needs `key`. */
+  pseudonymize?: boolean
+}
+
+/** Options of `MemoryStore.open`. */
+export interface MemoryStoreOptions {
+  /** The workspace; `.loa.config.yaml` in it supplies every default. */
+  workspaceDir: string
+  /**
+   * Relative to the workspace. Default: `grimoiresDir` of the configuration (`grimoires/loa`),
+   * with NOTES.md and learnings.json at `memory.notesPath` / `memory.learningsPath`. When given,
+   * both live directly in it.
+   */
+  grimoiresDir?: string
+  /** Relative to the workspace. Default: `wal.dir` of the configuration (`.loa/wal`). */
+  walDir?: string
+  /**
+   * This session's id (1-128 of `A-Z a-z 0-9 . _ -`). One open store per session at a time:
+   * a second one waits for the first to close.
+   */
+  sessionId: string
+  /** How long to wait for another store of the same session. Default `wal.lockTimeoutMs` (5000). */
+  lockTimeoutMs?: number
+  /** Overrides of the configured gate thresholds. */
+  gates?: GateOptions
+  redaction?: MemoryRedactionOptions
+}
+
+/** The five kinds of memory. */
+export type MemoryType = 'interaction' | 'decision' | 'learning' | 'error' | 'milestone'
+
+/** Where a workspace's memory lives, for `consolidateMemory`. */
+export interface MemoryWorkspaceOptions {
+  workspaceDir: string
+  /** As in `MemoryStoreOptions`. */
+  grimoiresDir?: string
+  /** As in `MemoryStoreOptions`. */
+  walDir?: string
+  /** How long to wait for a concurrent consolidation. Default `wal.lockTimeoutMs` (5000). */
+  lockTimeoutMs?: number
+}
+
 /** Same as `loadConfig`, from YAML text (for tools that hold the text already). */
 export declare function parseConfig(yaml: string): LoadedConfig
 
@@ -452,6 +748,24 @@ export declare function parseConfig(yaml: string): LoadedConfig
  * `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
  */
 export declare function readWal(dir: string): Array<WalRecord>
+
+/** A session, as `recentSessions` reports it. */
+export interface SessionEntry {
+  sessionId: string
+  /** Timestamps of its oldest and newest memory (UTC, RFC 3339). */
+  startedAt: string
+  lastActiveAt: string
+  memories: number
+  /** Memories per type. */
+  types: Record<string, number>
+  /** Contents of its newest memories (at most 3), newest first. */
+  latest: Array<string>
+  /**
+   * `'memory'`: from memory records (consolidated or still in the WAL); `'notes'`: only
+   * NOTES.md still lists it.
+   */
+  source: 'memory' | 'notes'
+}
 
 /**
  * Checks every segment of every session under `dir` and reports what it found, without

@@ -835,13 +835,20 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.MemoryStore = nativeBinding.MemoryStore
 module.exports.Wal = nativeBinding.Wal
 module.exports.__panicForTesting = nativeBinding.__panicForTesting
+module.exports.consolidateMemory = nativeBinding.consolidateMemory
+module.exports.consolidateMemorySync = nativeBinding.consolidateMemorySync
 module.exports.consolidateWal = nativeBinding.consolidateWal
+module.exports.contentHash = nativeBinding.contentHash
+module.exports.evaluateGates = nativeBinding.evaluateGates
+module.exports.GateName = nativeBinding.GateName
 module.exports.isLoaError = nativeBinding.isLoaError
 module.exports.loadConfig = nativeBinding.loadConfig
 module.exports.LoaErrorCode = nativeBinding.LoaErrorCode
 module.exports.loaErrorCodes = nativeBinding.loaErrorCodes
+module.exports.MemoryType = nativeBinding.MemoryType
 module.exports.parseConfig = nativeBinding.parseConfig
 module.exports.readWal = nativeBinding.readWal
 module.exports.verifyWal = nativeBinding.verifyWal

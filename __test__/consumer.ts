@@ -1,8 +1,12 @@
 // Type-checked (tsc --strict, never run) the way extensions/loa imports the package: by its
 // published name, through package.json "exports" and the generated index.d.ts.
 import {
+  MemoryStore,
   Wal,
+  consolidateMemory,
   consolidateWal,
+  contentHash,
+  evaluateGates,
   isLoaError,
   loadConfig,
   readWal,
@@ -11,6 +15,12 @@ import {
   type LoaConfig,
   type LoaError,
   type LoaErrorCode,
+  type CaptureResult,
+  type GateEvaluation,
+  type GateName,
+  type Learning,
+  type MemoryConsolidation,
+  type SessionEntry,
   type WalRecord,
 } from '@loa/core'
 
@@ -47,4 +57,32 @@ export function check(dir: string, target: string): boolean {
   const hashes: string[] = conflicts.map((c) => c.overwritten.hash)
   void writeFileAtomic(`${target}/summary.json`, JSON.stringify({ applied, hashes }))
   return ok && corrupt.length === 0 && readWal(dir).length >= 0
+}
+
+export async function captureTurn(workspaceDir: string, sessionId: string, text: string): Promise<string[]> {
+  const verdict: GateEvaluation = evaluateGates(
+    { content: text, type: 'interaction', confidence: 0.8, timestamp: new Date().toISOString() },
+    { maxAgeMs: 60_000, knownHashes: [contentHash(text)] },
+  )
+  const failed: GateName[] = verdict.gates.filter((g) => !g.pass).map((g) => g.name)
+  // @ts-expect-error not a memory type
+  evaluateGates({ content: text, type: 'gossip' })
+  const store = await MemoryStore.openAsync({ workspaceDir, sessionId, gates: { minConfidence: 0.6 }, redaction: { key: 'k', allowlist: [] } })
+  try {
+    const result: CaptureResult = await store.capture({ type: 'learning', content: text, tags: ['x'], metadata: { turn: 1 } })
+    if (result.blocked) return result.findings.map((f) => `${f.field}:${f.kind}:${f.fingerprint}`)
+    const seq: number | undefined = result.seq
+    void seq
+    const done: MemoryConsolidation = await store.consolidate()
+    const sessions: SessionEntry[] = store.recentSessions(3)
+    const learnings: Learning[] = store.activeLearnings(done.learningsTotal)
+    const again: MemoryConsolidation = await consolidateMemory({ workspaceDir })
+    void again
+    return [...failed, ...sessions.map((s) => s.lastActiveAt), ...learnings.map((l) => `${l.type}:${l.importance}`)]
+  } catch (err: unknown) {
+    if (isLoaError(err) && err.code === 'E_STATE_CORRUPT') return [err.path ?? '']
+    throw err
+  } finally {
+    store.close()
+  }
 }

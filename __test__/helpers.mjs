@@ -58,3 +58,11 @@ export function runCli(args, options = {}) {
   const state = startChild(process.execPath, [join(root, 'bin', 'loa'), ...args], options)
   return state.exited.then(() => ({ code: state.exit.code, stdout: state.lines.join('\n'), stderr: state.stderr }))
 }
+
+/**
+ * The redaction engine is built in parallel; until it lands, src/redact is a stub that finds
+ * nothing. Tests that need real redaction are written to be correct with the real engine and
+ * skipped while the stub is in place: `test(name, needsRealRedactor, fn)`.
+ */
+export const redactorIsStub = typeof core.redact !== 'function' || core.redact('a@b.co').findings.length === 0
+export const needsRealRedactor = { skip: redactorIsStub && 'src/redact is still the stub (no findings for a@b.co)' }

@@ -110,6 +110,44 @@ pub fn ensure_inside(root: &Path, path: &Path) -> Result<()> {
   }
 }
 
+/// Moves a corrupt state file aside to `<name>.corrupt-<timestamp>` (with `-1`, `-2`, ... added
+/// if that name is taken; an existing file is never replaced), fsyncs the directory and returns
+/// the new path. The bytes are kept exactly as they were, for a human to look at: a corrupt state
+/// file is never read as empty and never overwritten (SPEC item 14).
+pub fn quarantine(path: &Path) -> Result<PathBuf> {
+  let dir = match path.parent() {
+    Some(p) if !p.as_os_str().is_empty() => p,
+    _ => Path::new("."),
+  };
+  let name = path
+    .file_name()
+    .ok_or_else(|| LoaError::InvalidArgument(format!("{} does not name a file", path.display())))?
+    .to_string_lossy()
+    .into_owned();
+  let stamp = crate::timestamp::format_ms_compact(crate::timestamp::now_ms());
+  for attempt in 0..1000 {
+    let suffix = if attempt == 0 { String::new() } else { format!("-{attempt}") };
+    let target = dir.join(format!("{name}.corrupt-{stamp}{suffix}"));
+    // link + unlink instead of rename: link refuses to replace an existing file.
+    match fs::hard_link(path, &target) {
+      Ok(()) => {
+        fs::remove_file(path).map_err(|e| LoaError::io("remove quarantined", path, e))?;
+        sync_dir(dir)?;
+        return Ok(target);
+      }
+      Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+      Err(_) if !target.exists() => {
+        // File systems without hard links: a rename to a name just checked to be free.
+        fs::rename(path, &target).map_err(|e| LoaError::io("move aside", path, e))?;
+        sync_dir(dir)?;
+        return Ok(target);
+      }
+      Err(e) => return Err(LoaError::io("move aside", path, e)),
+    }
+  }
+  Err(LoaError::Internal(format!("no free quarantine name for {}", path.display())))
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -142,6 +180,22 @@ mod tests {
       assert_eq!(join_relative(root, bad).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT", "{bad}");
     }
     assert_eq!(join_relative(root, "").unwrap_err().code(), "E_INVALID_ARGUMENT");
+  }
+
+  #[test]
+  fn quarantine_keeps_bytes_and_never_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("learnings.json");
+    fs::write(&path, b"{bad").unwrap();
+    let first = quarantine(&path).unwrap();
+    assert!(!path.exists());
+    assert_eq!(fs::read(&first).unwrap(), b"{bad");
+    assert!(first.file_name().unwrap().to_str().unwrap().starts_with("learnings.json.corrupt-"));
+    fs::write(&path, b"{worse").unwrap();
+    let second = quarantine(&path).unwrap();
+    assert_ne!(first, second);
+    assert_eq!(fs::read(&first).unwrap(), b"{bad");
+    assert_eq!(fs::read(&second).unwrap(), b"{worse");
   }
 
   #[test]

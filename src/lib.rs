@@ -6,8 +6,11 @@
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod gates;
 pub mod lock;
+pub mod memory;
 pub mod redact;
+pub mod timestamp;
 pub mod wal;
 
 mod binding;

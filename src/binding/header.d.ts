@@ -15,6 +15,8 @@ export interface LoaError extends Error {
   offset?: number
   /** For `E_CONFIG_INVALID`: the dotted configuration key, e.g. `'wal.sync'`. */
   key?: string
+  /** For `E_STATE_CORRUPT`: the state file that could not be read (where it was, if moved aside). */
+  path?: string
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.

@@ -16,6 +16,8 @@
 mod args;
 mod config;
 mod fs;
+mod gates;
+mod memory;
 mod promises;
 mod wal;
 
@@ -66,6 +68,7 @@ pub(crate) fn build_js_error<'env>(env: &'env Env, err: &LoaError) -> napi::Resu
       object.set_named_property("offset", *offset as f64)?;
     }
     LoaError::ConfigInvalid { key, .. } => object.set_named_property("key", key.as_str())?,
+    LoaError::StateCorrupt { path, .. } => object.set_named_property("path", path.as_str())?,
     _ => {}
   }
   Ok(object)
@@ -96,7 +99,8 @@ pub enum LoaErrorCode {
   E_PATH_OUTSIDE_ROOT,
   /// `.loa.config.yaml` holds an invalid value; `key` names it.
   E_CONFIG_INVALID,
-  /// A JSON state file kept by the library cannot be read; it is left untouched for inspection.
+  /// A state file kept by the library cannot be read (`path` names it). It is never read as empty
+  /// nor overwritten: left untouched, or moved aside to `<name>.corrupt-<timestamp>`.
   E_STATE_CORRUPT,
   /// A bug in `@loa/core` (a caught panic). The process keeps running.
   E_INTERNAL,

@@ -1,0 +1,107 @@
+'use strict'
+// `loa capture` and `loa consolidate`: the memory pipeline from scripts and hooks.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const core = require('../../index.js')
+
+function printJson(value) {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
+}
+
+function openStore(values, UsageError) {
+  if (values.session !== undefined && !values.session) throw new UsageError('--session needs an id')
+  return core.MemoryStore.openAsync({
+    workspaceDir: path.resolve(values.workspace ?? '.'),
+    sessionId: values.session ?? 'cli',
+  })
+}
+
+function readContent(values, UsageError) {
+  if (values.content !== undefined) return values.content
+  if (process.stdin.isTTY) throw new UsageError("'loa capture' needs --content TEXT or the content on standard input")
+  return fs.readFileSync(0, 'utf8')
+}
+
+function parseConfidence(text, UsageError) {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError('--confidence must be a number between 0 and 1')
+  return n
+}
+
+async function capture({ values, UsageError }) {
+  const entry = {
+    type: values.type ?? 'interaction',
+    content: readContent(values, UsageError),
+    confidence: parseConfidence(values.confidence, UsageError),
+    tags: values.tags ? values.tags.split(',').map((t) => t.trim()).filter(Boolean) : undefined,
+    agentId: values.agent,
+  }
+  const store = await openStore(values, UsageError)
+  let result
+  try {
+    result = await store.capture(entry)
+  } finally {
+    store.close()
+  }
+  if (values.json) {
+    printJson(result)
+  } else if (result.blocked) {
+    const kinds = [...new Set(result.findings.map((f) => f.kind))].join(', ')
+    process.stdout.write(`blocked: the entry contains ${kinds}; nothing was stored (only the findings' fingerprints were audited)\n`)
+  } else if (result.accepted) {
+    const tags = result.tags.length ? `, tags ${result.tags.join(', ')}` : ''
+    const redacted = result.findings.length ? `, ${result.findings.length} value(s) redacted` : ''
+    process.stdout.write(`accepted ${result.id.slice(0, 12)} (seq ${result.seq}, score ${result.score}${tags}${redacted})\n`)
+  } else {
+    process.stdout.write('rejected by the quality gates:\n')
+    for (const g of result.gates) process.stdout.write(`  ${g.pass ? 'pass' : 'FAIL'}  ${g.name}: ${g.reason}\n`)
+  }
+  return result.accepted ? 0 : 1
+}
+
+async function consolidate({ values }) {
+  const result = await core.consolidateMemory({ workspaceDir: path.resolve(values.workspace ?? '.') })
+  if (values.json) {
+    printJson(result)
+  } else {
+    process.stdout.write(
+      `applied ${result.applied} file(s); ${result.memories} memor${result.memories === 1 ? 'y' : 'ies'}; ` +
+        `learnings ${result.learnings} new or changed (${result.learningsTotal} in all); ` +
+        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)\n`,
+    )
+  }
+  return 0
+}
+
+const options = {
+  workspace: { type: 'string' },
+  type: { type: 'string' },
+  content: { type: 'string' },
+  confidence: { type: 'string' },
+  tags: { type: 'string' },
+  agent: { type: 'string' },
+  session: { type: 'string' },
+}
+
+module.exports = {
+  capture: {
+    help: `  loa capture [--workspace DIR] [--session ID] [--type TYPE] [--content TEXT] [--confidence N]
+              [--tags a,b] [--agent ID] [--json]
+                                 redact, gate and durably store one memory (content from stdin
+                                 without --content); exit 1 when rejected or blocked`,
+    optionHelp: `  --workspace DIR  capture, consolidate: the workspace (default: the current directory)
+  --session ID  capture: the session to capture as (default 'cli')
+  --type TYPE   capture: interaction (default), decision, learning, error, milestone`,
+    options,
+    run: capture,
+  },
+  consolidate: {
+    help: `  loa consolidate [--workspace DIR] [--json]
+                                 apply every session's WAL to the grimoire: memory records,
+                                 learnings.json, NOTES.md (idempotent)`,
+    options,
+    run: consolidate,
+  },
+}

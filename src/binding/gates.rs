@@ -1,0 +1,223 @@
+//! `evaluateGates` and `contentHash`, plus the argument readers the memory binding shares.
+
+use std::collections::HashSet;
+
+use napi::bindgen_prelude::*;
+use napi::{Env, JsValue, Unknown, ValueType};
+use napi_derive::napi;
+
+use super::{args, guard, to_napi};
+use crate::error::{LoaError, Result};
+use crate::gates::{self as core, Candidate, GateConfig};
+use crate::memory::GateOverrides;
+
+/// The five kinds of memory.
+#[napi(string_enum)]
+#[allow(non_camel_case_types, dead_code)] // a TypeScript union; values are read as strings
+pub enum MemoryType {
+  interaction,
+  decision,
+  learning,
+  error,
+  milestone,
+}
+
+/// The six quality gates, in the order they run.
+#[napi(string_enum)]
+#[allow(non_camel_case_types, dead_code)] // a TypeScript union; values are written as strings
+pub enum GateName {
+  temporal,
+  speculation,
+  instruction,
+  confidence,
+  content,
+  duplicate,
+}
+
+/// A memory candidate for `evaluateGates`.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field
+pub struct GateCandidate {
+  pub content: String,
+  #[napi(js_name = "type", ts_type = "MemoryType")]
+  pub memory_type: Option<String>,
+  /// 0..1. Without one the candidate counts as 0.6: enough for the `confidence` gate, not for a
+  /// hedged statement.
+  pub confidence: Option<f64>,
+  /// RFC 3339 with any offset (`2026-01-02T10:00:00+02:00`); used by the `temporal` gate.
+  pub timestamp: Option<String>,
+  pub session_id: Option<String>,
+  pub tags: Option<Vec<String>>,
+}
+
+/// Thresholds of the quality gates. Defaults are those of `.loa.config.yaml`
+/// (`memory.quality_gates`): 0.5, 0.7, 10, 0.3, 10, no maximum age, boost 0.2.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field
+pub struct GateOptions {
+  /// `confidence` gate: below this fails. 0..1, default 0.5.
+  pub min_confidence: Option<f64>,
+  /// `speculation` gate: a hedged statement needs at least this confidence. Default 0.7.
+  pub speculation_min_confidence: Option<f64>,
+  /// `content` gate: fewer characters than this (after trimming) fails. Default 10.
+  pub min_content_length: Option<u32>,
+  /// `content` gate: a unique-word ratio below this fails as repetitive. Default 0.3.
+  pub repetition_min_unique_ratio: Option<f64>,
+  /// The repetition check applies above this many words. Default 10.
+  pub repetition_min_words: Option<u32>,
+  /// `temporal` gate: older than this fails. Default: no limit (the gate passes).
+  pub max_age_ms: Option<f64>,
+  /// Added to the score of instructions and preferences. 0..1, default 0.2.
+  pub instruction_boost: Option<f64>,
+}
+
+/// Options of `evaluateGates`: thresholds plus what the `duplicate` and `temporal` gates compare
+/// against.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field
+pub struct EvaluateGatesOptions {
+  pub min_confidence: Option<f64>,
+  pub speculation_min_confidence: Option<f64>,
+  pub min_content_length: Option<u32>,
+  pub repetition_min_unique_ratio: Option<f64>,
+  pub repetition_min_words: Option<u32>,
+  pub max_age_ms: Option<f64>,
+  pub instruction_boost: Option<f64>,
+  /// `contentHash` values of stored memories; the `duplicate` gate fails on a match.
+  pub known_hashes: Option<Vec<String>>,
+  /// The reference time of the `temporal` gate (RFC 3339). Default: now.
+  pub now: Option<String>,
+}
+
+/// One gate's verdict.
+#[napi(object)]
+pub struct GateResult {
+  #[napi(ts_type = "GateName")]
+  pub name: String,
+  pub pass: bool,
+  /// Why, in words; reported for passing gates too.
+  pub reason: String,
+}
+
+/// The verdict of all six gates.
+#[napi(object)]
+pub struct GateEvaluation {
+  /// True when every gate passed.
+  pub pass: bool,
+  /// Importance 0..1: confidence (0.6 when not given), -0.1 if hedged, + the instruction boost.
+  pub score: f64,
+  /// Always six, in order: temporal, speculation, instruction, confidence, content, duplicate.
+  pub gates: Vec<GateResult>,
+  /// The candidate's tags plus `instruction`, `preference`, `speculative` as found.
+  pub tags: Vec<String>,
+}
+
+pub(crate) fn gate_result_to_js(g: core::GateResult) -> GateResult {
+  GateResult { name: g.name, pass: g.pass, reason: g.reason }
+}
+
+fn wrong(name: &str, expected: &str) -> LoaError {
+  LoaError::InvalidArgument(format!("`{name}` must be {expected}"))
+}
+
+/// A property of `object`, `None` when missing, `undefined` or `null`.
+pub(crate) fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
+  let value: Unknown = object.get_named_property(key).map_err(|_| wrong(key, "readable"))?;
+  Ok(match value.get_type() {
+    Ok(ValueType::Undefined | ValueType::Null) => None,
+    _ => Some(value),
+  })
+}
+
+pub(crate) fn optional_f64(object: &Object, key: &str) -> Result<Option<f64>> {
+  match field(object, key)? {
+    None => Ok(None),
+    Some(v) if v.get_type().ok() == Some(ValueType::Number) => {
+      let n = unsafe { f64::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "a number"))?;
+      if n.is_finite() {
+        Ok(Some(n))
+      } else {
+        Err(wrong(key, "a finite number"))
+      }
+    }
+    Some(_) => Err(wrong(key, "a number")),
+  }
+}
+
+pub(crate) fn optional_string_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
+  let Some(v) = field(object, key)? else { return Ok(None) };
+  if !v.is_array().unwrap_or(false) {
+    return Err(wrong(key, "an array of strings"));
+  }
+  let array = unsafe { Array::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "an array of strings"))?;
+  let mut out = Vec::with_capacity(array.len() as usize);
+  for i in 0..array.len() {
+    let item: Option<Unknown> = array.get(i).map_err(|_| wrong(key, "an array of strings"))?;
+    match item {
+      Some(item) => out.push(args::string(item, &format!("{key}[{i}]"))?),
+      None => return Err(wrong(&format!("{key}[{i}]"), "a string")),
+    }
+  }
+  Ok(Some(out))
+}
+
+pub(crate) fn required_object<'a>(value: Unknown<'a>, name: &str) -> Result<Object<'a>> {
+  args::optional_object(Some(value), name)?.ok_or_else(|| wrong(name, "an object"))
+}
+
+/// Threshold fields shared by `GateOptions` and `EvaluateGatesOptions`.
+pub(crate) fn parse_gate_overrides(o: &Object) -> Result<GateOverrides> {
+  Ok(GateOverrides {
+    min_confidence: optional_f64(o, "minConfidence")?,
+    speculation_min_confidence: optional_f64(o, "speculationMinConfidence")?,
+    min_content_length: args::optional_u64(o, "minContentLength")?,
+    repetition_min_unique_ratio: optional_f64(o, "repetitionMinUniqueRatio")?,
+    repetition_min_words: args::optional_u64(o, "repetitionMinWords")?,
+    max_age_ms: args::optional_u64(o, "maxAgeMs")?,
+    instruction_boost: optional_f64(o, "instructionBoost")?,
+  })
+}
+
+fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
+  let c = required_object(candidate, "candidate")?;
+  let timestamp_ms = args::optional_string(&c, "timestamp")?
+    .map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp"))
+    .transpose()?;
+  let candidate = Candidate {
+    content: args::optional_string(&c, "content")?.ok_or_else(|| wrong("content", "a string"))?,
+    memory_type: args::optional_string(&c, "type")?,
+    confidence: optional_f64(&c, "confidence")?,
+    timestamp_ms,
+    session_id: args::optional_string(&c, "sessionId")?,
+    tags: optional_string_array(&c, "tags")?.unwrap_or_default(),
+  };
+  candidate.validate()?;
+  let (mut config, mut known, mut now) = (GateConfig::default(), HashSet::new(), crate::timestamp::now_ms());
+  if let Some(o) = args::optional_object(options, "options")? {
+    config = parse_gate_overrides(&o)?.apply(config);
+    known = optional_string_array(&o, "knownHashes")?.unwrap_or_default().into_iter().map(|h| h.to_ascii_lowercase()).collect();
+    if let Some(t) = args::optional_string(&o, "now")? {
+      now = crate::timestamp::parse_rfc3339_ms(&t, "now")?;
+    }
+  }
+  config.validate()?;
+  Ok(core::evaluate(&candidate, &config, &|h| known.contains(h), now))
+}
+
+/// Runs the six quality gates on a memory candidate: temporal, speculation, instruction,
+/// confidence, content, duplicate - every one, in that order, each with its reason. Words are
+/// matched whole ("install" does not contain "all"). Instructions and preferences ("always",
+/// "never", "prefer", "remember that") always pass, are tagged `instruction` and boosted.
+/// Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
+#[napi(ts_args_type = "candidate: GateCandidate, options?: EvaluateGatesOptions")]
+pub fn evaluate_gates(env: Env, candidate: Unknown, options: Option<Unknown>) -> napi::Result<GateEvaluation> {
+  let e = to_napi(&env, guard(|| evaluate(candidate, options)))?;
+  Ok(GateEvaluation { pass: e.pass, score: e.score, gates: e.gates.into_iter().map(gate_result_to_js).collect(), tags: e.tags })
+}
+
+/// The key of the `duplicate` gate and the id of a stored memory: full sha256 (hex) of the content
+/// lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
+#[napi]
+pub fn content_hash(content: String) -> String {
+  core::content_hash(&content)
+}
