@@ -1,0 +1,91 @@
+// Fail-open capture with retries: a capture that fails is tried again with exponential backoff;
+// one that exhausts its attempts is written, already redacted, to a dead-letter file with its
+// error. Nothing is dropped silently. `drain()` runs every pending retry now (no more waiting)
+// and resolves when each has succeeded or been dead-lettered.
+
+export interface CaptureJob {
+  /** Performs the capture; throws to ask for a retry. */
+  run(): Promise<void>
+  /** What goes to the dead-letter file if every attempt fails: must already be redacted. */
+  deadLetter(): Promise<Record<string, unknown>>
+  /** For log lines: never content. */
+  label: string
+}
+
+export interface QueueOptions {
+  attempts: number
+  baseDelayMs: number
+  /** Appends one dead-letter entry durably. */
+  writeDeadLetter(entry: Record<string, unknown>): Promise<void>
+  warn(message: string): void
+}
+
+interface Pending {
+  job: CaptureJob
+  attempt: number
+  timer?: ReturnType<typeof setTimeout> | undefined
+  wake?: (() => void) | undefined
+  done: Promise<void>
+}
+
+export function describeError(err: unknown): { code: string; message: string } {
+  const e = err as { code?: unknown; message?: unknown }
+  return { code: typeof e?.code === 'string' ? e.code : 'E_UNKNOWN', message: typeof e?.message === 'string' ? e.message : String(err) }
+}
+
+export class CaptureQueue {
+  private readonly pending = new Set<Pending>()
+
+  constructor(private readonly options: QueueOptions) {}
+
+  /** Starts the job now; retries and dead-lettering happen in the background. */
+  enqueue(job: CaptureJob): Promise<void> {
+    const entry: Pending = { job, attempt: 0, done: Promise.resolve() }
+    entry.done = this.runAttempts(entry).finally(() => this.pending.delete(entry))
+    this.pending.add(entry)
+    return entry.done
+  }
+
+  /** Number of captures not yet stored nor dead-lettered. */
+  get size(): number {
+    return this.pending.size
+  }
+
+  /** Retries everything pending immediately and waits for every job to finish. */
+  async drain(): Promise<void> {
+    for (const entry of this.pending) entry.wake?.()
+    await Promise.all([...this.pending].map((e) => e.done))
+  }
+
+  private async runAttempts(entry: Pending): Promise<void> {
+    const { attempts, baseDelayMs } = this.options
+    let lastError: unknown
+    for (entry.attempt = 1; entry.attempt <= attempts; entry.attempt++) {
+      try {
+        await entry.job.run()
+        return
+      } catch (err) {
+        lastError = err
+        const { code, message } = describeError(err)
+        this.options.warn(`capture ${entry.job.label} failed (attempt ${entry.attempt}/${attempts}): ${code}: ${message}`)
+      }
+      if (entry.attempt < attempts) await this.backoff(entry, baseDelayMs * 2 ** (entry.attempt - 1))
+    }
+    const record = { ...(await entry.job.deadLetter()), attempts, error: describeError(lastError), at: new Date().toISOString() }
+    await this.options.writeDeadLetter(record)
+    this.options.warn(`capture ${entry.job.label} dead-lettered after ${attempts} attempts`)
+  }
+
+  private backoff(entry: Pending, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(entry.timer)
+        entry.wake = undefined
+        resolve()
+      }
+      entry.wake = wake
+      entry.timer = setTimeout(wake, ms)
+      entry.timer.unref?.()
+    })
+  }
+}
