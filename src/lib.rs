@@ -6,8 +6,11 @@
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod jcs;
 pub mod lock;
 pub mod redact;
+pub mod rfc3339;
+pub mod sign;
 pub mod wal;
 
 mod binding;

@@ -9,12 +9,14 @@ export interface LoaError extends Error {
   code: LoaErrorCode
   /** For `E_IO`: the operating system's error name, e.g. `'ENOSPC'` or `'EFBIG'`. */
   osError?: string
-  /** For `E_WAL_CORRUPT`: the damaged segment file. */
+  /** For `E_WAL_CORRUPT` and `E_AUDIT_CORRUPT`: the damaged segment file. */
   segment?: string
   /** For `E_WAL_CORRUPT`: the byte offset where the damage starts. */
   offset?: number
   /** For `E_CONFIG_INVALID`: the dotted configuration key, e.g. `'wal.sync'`. */
   key?: string
+  /** For `E_AUDIT_CORRUPT`: the 1-based line of the damaged entry in `segment`. */
+  line?: number
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.

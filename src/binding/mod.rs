@@ -66,6 +66,10 @@ pub(crate) fn build_js_error<'env>(env: &'env Env, err: &LoaError) -> napi::Resu
       object.set_named_property("offset", *offset as f64)?;
     }
     LoaError::ConfigInvalid { key, .. } => object.set_named_property("key", key.as_str())?,
+    LoaError::AuditCorrupt { segment, line, .. } => {
+      object.set_named_property("segment", segment.as_str())?;
+      object.set_named_property("line", *line as f64)?;
+    }
     _ => {}
   }
   Ok(object)
@@ -100,6 +104,18 @@ pub enum LoaErrorCode {
   E_STATE_CORRUPT,
   /// A bug in `@loa/core` (a caught panic). The process keeps running.
   E_INTERNAL,
+  /// A signature, MAC or chained hash that must verify before going on does not (e.g. the newest
+  /// audit entry under the given `hmacKey`).
+  E_SIGNATURE_INVALID,
+  /// No key with that id in the key ring, or no active signing key.
+  E_KEY_NOT_FOUND,
+  /// `KeyRing.generate` when an active key exists (use `rotate`).
+  E_KEY_EXISTS,
+  /// A private key (file or `LOA_SIGNING_KEY`) is malformed or does not match its public key.
+  E_KEY_INVALID,
+  /// An audit segment is damaged where an append must continue the chain; `segment` and `line`
+  /// say where.
+  E_AUDIT_CORRUPT,
 }
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).
