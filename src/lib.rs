@@ -3,6 +3,7 @@
 //! Plain Rust, testable with `cargo test`; the Node binding lives in [`binding`] and only
 //! converts arguments and errors.
 
+pub mod audit;
 pub mod config;
 pub mod error;
 pub mod fsutil;
