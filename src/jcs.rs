@@ -88,6 +88,25 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<()>
   Ok(())
 }
 
+/// The canonical bytes of an object without one of its members (e.g. a signature), without
+/// copying the object.
+pub fn object_to_vec_without(map: &serde_json::Map<String, Value>, skip: &str) -> Result<Vec<u8>> {
+  let mut members: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| k.as_str() != skip).collect();
+  members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+  let mut out = Vec::with_capacity(256);
+  out.push(b'{');
+  for (i, (name, member)) in members.into_iter().enumerate() {
+    if i > 0 {
+      out.push(b',');
+    }
+    write_string(&mut out, name);
+    out.push(b':');
+    write_value(&mut out, member, 1)?;
+  }
+  out.push(b'}');
+  Ok(out)
+}
+
 /// Compares two strings by their UTF-16 code units, the order RFC 8785 sorts member names in.
 pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
   if a.is_ascii() && b.is_ascii() {

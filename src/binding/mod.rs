@@ -14,9 +14,12 @@
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
 mod args;
+mod audit;
 mod config;
 mod fs;
+mod json;
 mod promises;
+mod sign;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -102,7 +102,7 @@ struct StoredKey {
   from_env: bool,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Registry {
   version: u32,
@@ -159,6 +159,24 @@ pub struct KeyRing {
   policy: KeyPolicy,
   /// The seed from `LOA_SIGNING_KEY`, if set when the ring was opened.
   env_key: Option<SigningKey>,
+  /// The registry and the active private key as last read, with the file identity they were
+  /// read from: signing many manifests does not re-read and re-parse them each time, and any
+  /// change by another process (a new mtime, size or inode) is seen.
+  cache: std::sync::Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+  registry: Option<(Stamp, Registry)>,
+  private: Option<(String, Stamp, SigningKey)>,
+}
+
+/// What identifies one version of a file.
+type Stamp = (u64, u64, Option<std::time::SystemTime>, std::time::SystemTime);
+
+fn stamp(meta: &fs::Metadata) -> Stamp {
+  use std::os::unix::fs::MetadataExt;
+  (meta.ino(), meta.len(), meta.modified().ok(), std::time::UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().clamp(0, 999_999_999) as u32))
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -234,6 +252,7 @@ impl KeyRing {
       dir: dir.to_path_buf(),
       policy,
       env_key,
+      cache: Default::default(),
     })
   }
 
@@ -244,6 +263,7 @@ impl KeyRing {
       dir: dir.to_path_buf(),
       policy,
       env_key: seed,
+      cache: Default::default(),
     })
   }
 
@@ -257,7 +277,20 @@ impl KeyRing {
 
   fn read_registry(&self) -> Result<Registry> {
     let path = self.dir.join(REGISTRY);
-    let bytes = match fs::read(&path) {
+    let current = fs::metadata(&path).ok().map(|m| stamp(&m));
+    let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let (Some(now), Some((seen, registry))) = (current, &cache.registry) {
+      if &now == seen {
+        return Ok(registry.clone());
+      }
+    }
+    let registry = self.read_registry_file(&path)?;
+    cache.registry = current.map(|st| (st, registry.clone()));
+    Ok(registry)
+  }
+
+  fn read_registry_file(&self, path: &Path) -> Result<Registry> {
+    let bytes = match fs::read(path) {
       Ok(b) => b,
       Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
         return Ok(Registry {
@@ -265,7 +298,7 @@ impl KeyRing {
           keys: Vec::new(),
         })
       }
-      Err(e) => return Err(LoaError::io("read", &path, e)),
+      Err(e) => return Err(LoaError::io("read", path, e)),
     };
     let corrupt = |reason: String| LoaError::StateCorrupt {
       path: path.display().to_string(),
@@ -517,6 +550,12 @@ impl KeyRing {
         path.display()
       )));
     }
+    let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((id, seen, key)) = &cache.private {
+      if id == &info.key_id && seen == &stamp(&meta) {
+        return Ok(key.clone());
+      }
+    }
     let text =
       Zeroizing::new(fs::read_to_string(&path).map_err(|e| LoaError::io("read", &path, e))?);
     let key = parse_seed(&text, &format!("private key file {}", path.display()))?;
@@ -526,6 +565,7 @@ impl KeyRing {
         path.display()
       )));
     }
+    cache.private = Some((info.key_id.clone(), stamp(&meta), key.clone()));
     Ok(key)
   }
 

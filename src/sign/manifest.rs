@@ -507,29 +507,20 @@ fn check_entry_path(path: &str) -> Result<()> {
   Ok(())
 }
 
-fn split_signature(
-  value: &Value,
-) -> std::result::Result<(Map<String, Value>, Option<Value>), String> {
-  let Value::Object(object) = value else {
-    return Err("a manifest must be a JSON object".into());
-  };
-  let mut body = object.clone();
-  let signature = body.remove("signature");
-  Ok((body, signature))
+fn as_object(value: &Value) -> std::result::Result<&Map<String, Value>, String> {
+  value.as_object().ok_or_else(|| "a manifest must be a JSON object".to_string())
 }
 
 /// Signs a manifest (a JSON value, e.g. [`Manifest::to_value`]) with the ring's signing key,
 /// rotating it first if its rotation is due. An existing signature is replaced.
 pub fn sign_manifest(value: &Value, ring: &KeyRing) -> Result<Value> {
-  let (body, _) = split_signature(value).map_err(LoaError::InvalidArgument)?;
-  let body = Value::Object(body);
-  parse_manifest(&body)?;
-  let canonical = jcs::to_vec(&body)?;
+  let object = as_object(value).map_err(LoaError::InvalidArgument)?;
+  // `signature`, if present, is not a manifest field and is ignored here.
+  parse_manifest(value)?;
+  let canonical = jcs::object_to_vec_without(object, "signature")?;
   let (info, key) = ring.signing_key(true)?;
   let signature = sign_with_domain(&key, MANIFEST_DOMAIN, &canonical);
-  let Value::Object(mut signed) = body else {
-    unreachable!()
-  };
+  let mut signed = object.clone();
   signed.insert(
     "signature".into(),
     serde_json::json!({ "algorithm": "ed25519", "keyId": info.key_id, "value": hex::encode(signature) }),
@@ -539,57 +530,50 @@ pub fn sign_manifest(value: &Value, ring: &KeyRing) -> Result<Value> {
 
 /// Checks the signature of a signed manifest against `keys` only (no file is read).
 pub fn verify_signature(value: &Value, keys: &[TrustedKey]) -> Verification {
+  verify_signature_and_parse(value, keys).0
+}
+
+fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey]) -> (Verification, Option<Manifest>) {
   let mut v = Verification::default();
   match check_signature(value, keys) {
     Ok(id) => v.signed_by = Some(id),
     Err(detail) => v.problems.push(problem("", ProblemKind::Signature, detail)),
   }
-  if let Ok((body, _)) = split_signature(value) {
-    match parse_manifest(&Value::Object(body)) {
-      Ok(m) => v.files = m.files.len() as u64,
-      Err(e) => v.problems.push(problem(
-        "",
-        ProblemKind::Signature,
-        format!("malformed manifest: {e}"),
-      )),
+  let manifest = match as_object(value).map_err(LoaError::InvalidArgument).and_then(|_| parse_manifest(value)) {
+    Ok(m) => {
+      v.files = m.files.len() as u64;
+      Some(m)
     }
-  }
+    Err(e) => {
+      v.problems.push(problem("", ProblemKind::Signature, format!("malformed manifest: {e}")));
+      None
+    }
+  };
   v.ok = v.problems.is_empty();
-  v
+  (v, manifest)
 }
 
 fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<String, String> {
-  let (body, signature) = split_signature(value)?;
-  let signature = signature.ok_or("the manifest is not signed")?;
-  let field = |name: &str| {
-    signature
-      .get(name)
-      .and_then(Value::as_str)
-      .ok_or(format!("signature has no string `{name}`"))
-  };
+  let object = as_object(value)?;
+  let signature = object.get("signature").ok_or("the manifest is not signed")?;
+  let field = |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
   if field("algorithm")? != "ed25519" {
-    return Err(format!(
-      "unsupported signature algorithm {:?}",
-      field("algorithm")?
-    ));
+    return Err(format!("unsupported signature algorithm {:?}", field("algorithm")?));
   }
   let id = field("keyId")?;
   let value = field("value")?;
   // Lower-case only: `hex` also reads upper case, and a signature must have one spelling (or a
   // changed byte of the manifest file could leave it verifying).
-  if !value
-    .bytes()
-    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-  {
+  if !value.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
     return Err("signature value is not lower-case hex".into());
   }
   let bytes = hex::decode(value).map_err(|_| "signature value is not hex".to_string())?;
-  let key = keys.iter().find(|k| k.key_id == id).ok_or(format!(
-    "signed by key {id}, which is not among the verification keys (unknown, expired or revoked)"
-  ))?;
-  let canonical = jcs::to_vec(&Value::Object(body)).map_err(|e| e.to_string())?;
-  verify_with_domain(&key.public_key, MANIFEST_DOMAIN, &canonical, &bytes)
-    .map_err(|why| format!("{why} (key {id})"))?;
+  let key = keys
+    .iter()
+    .find(|k| k.key_id == id)
+    .ok_or(format!("signed by key {id}, which is not among the verification keys (unknown, expired or revoked)"))?;
+  let canonical = jcs::object_to_vec_without(object, "signature").map_err(|e| e.to_string())?;
+  verify_with_domain(&key.public_key, MANIFEST_DOMAIN, &canonical, &bytes).map_err(|why| format!("{why} (key {id})"))?;
   Ok(id.to_string())
 }
 
@@ -602,11 +586,8 @@ pub fn verify_manifest(
   keys: &[TrustedKey],
   threads: Option<usize>,
 ) -> Result<Verification> {
-  let mut v = verify_signature(value, keys);
-  let manifest = match split_signature(value)
-    .map_err(LoaError::InvalidArgument)
-    .and_then(|(b, _)| parse_manifest(&Value::Object(b)))
-  {
+  let (mut v, parsed) = verify_signature_and_parse(value, keys);
+  let manifest = match parsed.ok_or(()) {
     Ok(m) => m,
     Err(_) => {
       // The malformed-manifest problem is already reported; entries may still be checkable.
