@@ -1,7 +1,16 @@
 // Type-checked (tsc --strict, never run) the way extensions/loa imports the package: by its
 // published name, through package.json "exports" and the generated index.d.ts.
 import {
+  AuditLog,
+  KeyRing,
   Wal,
+  canonicalizeJson,
+  createManifest,
+  readManifest,
+  signManifest,
+  verifyAuditLog,
+  verifyManifest,
+  writeManifest,
   consolidateWal,
   isLoaError,
   loadConfig,
@@ -12,6 +21,13 @@ import {
   type LoaError,
   type LoaErrorCode,
   type WalRecord,
+  type AuditHead,
+  type AuditVerification,
+  type KeyInfo,
+  type Manifest,
+  type ManifestProblem,
+  type ManifestVerification,
+  type SignedManifest,
 } from '@loa/core'
 
 export async function remember(dir: string, sessionId: string, text: string): Promise<number | undefined> {
@@ -47,4 +63,27 @@ export function check(dir: string, target: string): boolean {
   const hashes: string[] = conflicts.map((c) => c.overwritten.hash)
   void writeFileAtomic(`${target}/summary.json`, JSON.stringify({ applied, hashes }))
   return ok && corrupt.length === 0 && readWal(dir).length >= 0
+}
+
+// Signed state: keys, manifests, audit log, canonical JSON.
+export function sealState(stateDir: string, keysDir: string, auditDir: string, hmacKey: Buffer): boolean {
+  const ring: KeyRing = KeyRing.open(keysDir, { rotationDays: 90, overlapDays: 7 })
+  if (ring.list().every((k: KeyInfo) => k.status !== 'active')) ring.generate()
+  const manifest: Manifest = createManifest(stateDir, { exclude: ['./manifest.json'], onProgress: (p) => void p.bytesDone })
+  const signed: SignedManifest = signManifest(manifest, ring)
+  writeManifest(`${stateDir}/manifest.json`, signed)
+  const check: ManifestVerification = verifyManifest(stateDir, readManifest(`${stateDir}/manifest.json`), ring.verificationKeys())
+  const kinds: ManifestProblem['kind'][] = check.problems.map((p) => p.kind)
+  const log = AuditLog.open(auditDir, { hmacKey, maxSegmentBytes: 1 << 20 })
+  const head: AuditHead = log.append({ action: 'manifest.sign', actor: 'system', details: { keyId: signed.signature.keyId, kinds } })
+  const audit: AuditVerification = verifyAuditLog(auditDir, { hmacKey, expectedHead: head })
+  const text: string = canonicalizeJson({ head, ok: check.ok })
+  // @ts-expect-error actors are a closed set
+  log.append({ action: 'x', actor: 'root' })
+  try {
+    ring.revoke(signed.signature.keyId, 'rotated out')
+  } catch (err: unknown) {
+    if (isLoaError(err) && (err.code === 'E_KEY_NOT_FOUND' || err.code === 'E_SIGNATURE_INVALID' || err.code === 'E_AUDIT_CORRUPT')) return false
+  }
+  return check.ok && audit.ok && text.length > 0
 }
