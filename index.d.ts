@@ -807,6 +807,10 @@ export interface SignedManifest {
  * RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
  * file entry is covered. Refuses malformed manifests (`E_INVALID_ARGUMENT`) and entries that
  * escape the root (`E_PATH_OUTSIDE_ROOT`); `E_KEY_NOT_FOUND` without a signing key.
+ *
+ * Returns `{ ...manifest, signature }`: a new object whose other members are the manifest's
+ * own values (nested arrays are shared, as with a spread); changing them afterwards makes the
+ * signature fail to verify.
  */
 export declare function signManifest(manifest: Manifest | SignedManifest, keyRing: KeyRing): SignedManifest
 

@@ -67,23 +67,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<()>
       }
       out.push(b']');
     }
-    Value::Object(map) => {
-      let mut members: Vec<(&String, &Value)> = map.iter().collect();
-      // serde_json's map iterates in UTF-8 byte order (code point order), which differs from
-      // UTF-16 order only when a name holds a character above U+FFFF and another one in
-      // U+E000..U+FFFF; sorting by UTF-16 code units unconditionally is cheap and always right.
-      members.sort_by(|a, b| utf16_cmp(a.0, b.0));
-      out.push(b'{');
-      for (i, (name, member)) in members.into_iter().enumerate() {
-        if i > 0 {
-          out.push(b',');
-        }
-        write_string(out, name);
-        out.push(b':');
-        write_value(out, member, depth + 1)?;
-      }
-      out.push(b'}');
-    }
+    Value::Object(map) => write_object(out, map.iter(), depth)?,
   }
   Ok(())
 }
@@ -91,20 +75,46 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<()>
 /// The canonical bytes of an object without one of its members (e.g. a signature), without
 /// copying the object.
 pub fn object_to_vec_without(map: &serde_json::Map<String, Value>, skip: &str) -> Result<Vec<u8>> {
-  let mut members: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| k.as_str() != skip).collect();
-  members.sort_by(|a, b| utf16_cmp(a.0, b.0));
   let mut out = Vec::with_capacity(256);
+  write_object(&mut out, map.iter().filter(|(k, _)| k.as_str() != skip), 0)?;
+  Ok(out)
+}
+
+/// True when a name may sort differently by UTF-16 code units than by UTF-8 bytes: only names
+/// with characters at or above U+D800 (UTF-8 lead byte 0xED and up) can.
+fn needs_utf16_sort(name: &str) -> bool {
+  name.bytes().any(|b| b >= 0xed)
+}
+
+fn write_object<'a>(out: &mut Vec<u8>, members: impl Iterator<Item = (&'a String, &'a Value)> + Clone, depth: usize) -> Result<()> {
   out.push(b'{');
-  for (i, (name, member)) in members.into_iter().enumerate() {
-    if i > 0 {
+  let mut first = true;
+  let mut member = |out: &mut Vec<u8>, name: &str, value: &Value| -> Result<()> {
+    if !first {
       out.push(b',');
     }
-    write_string(&mut out, name);
+    first = false;
+    write_string(out, name);
     out.push(b':');
-    write_value(&mut out, member, 1)?;
+    write_value(out, value, depth + 1)
+  };
+  // serde_json's map iterates in UTF-8 byte order (= code point order), which differs from
+  // UTF-16 order only for names with characters above U+FFFF next to ones in U+E000..U+FFFF.
+  let ordered = members.clone().map(|(k, _)| k).is_sorted_by(|a, b| utf16_cmp(a, b) != Ordering::Greater)
+    && !members.clone().any(|(k, _)| needs_utf16_sort(k));
+  if ordered {
+    for (name, value) in members {
+      member(out, name, value)?;
+    }
+  } else {
+    let mut sorted: Vec<(&String, &Value)> = members.collect();
+    sorted.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    for (name, value) in sorted {
+      member(out, name, value)?;
+    }
   }
   out.push(b'}');
-  Ok(out)
+  Ok(())
 }
 
 /// Compares two strings by their UTF-16 code units, the order RFC 8785 sorts member names in.
@@ -140,6 +150,12 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
   out.reserve(s.len() + 2);
   out.push(b'"');
   let bytes = s.as_bytes();
+  // Most strings need no escape at all: one tight scan, one copy.
+  if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+    return;
+  }
   let mut start = 0;
   for (i, &b) in bytes.iter().enumerate() {
     let escape: &[u8] = match b {

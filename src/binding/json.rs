@@ -38,6 +38,10 @@ struct Reader {
   path: Vec<Step>,
   name: &'static str,
   utf16: Vec<u16>,
+  /// Where short strings are read (one allocation per call, not per string).
+  scratch: Box<[u8; 512]>,
+  /// When set, the top-level object's members are kept here with their JS values.
+  keep_members: Option<Vec<(String, sys::napi_value)>>,
 }
 
 fn status(code: sys::napi_status, what: &str) -> Result<()> {
@@ -58,7 +62,7 @@ impl Reader {
       status(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object), "Object")?;
       let mut prototype = ptr::null_mut();
       status(sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut prototype), "Object.prototype")?;
-      Ok(Reader { env, object_prototype: prototype, path: Vec::new(), name, utf16: Vec::new() })
+      Ok(Reader { env, object_prototype: prototype, path: Vec::new(), name, utf16: Vec::new(), scratch: Box::new([0u8; 512]), keep_members: None })
     }
   }
 
@@ -98,21 +102,39 @@ impl Reader {
   }
 
   fn string(&mut self, value: sys::napi_value) -> Result<String> {
-    // UTF-16 so that lone surrogates are seen (UTF-8 conversion would replace them silently).
-    // One call for the usual short string; a second, sized one for longer strings.
-    const SHORT: usize = 256;
-    if self.utf16.len() < SHORT {
-      self.utf16.resize(SHORT, 0);
+    // UTF-8 straight from V8, in one call for the usual short string. V8 writes a lone
+    // surrogate as U+FFFD, so a result holding U+FFFD is read again as UTF-16 to tell a real
+    // U+FFFD from a lone surrogate (which is refused: it is not Unicode).
+    const SHORT: usize = 512;
+    let mut written = 0usize;
+    let mut long: Vec<u8>;
+    let bytes: &[u8] = unsafe {
+      status(sys::napi_get_value_string_utf8(self.env, value, self.scratch.as_mut_ptr().cast(), SHORT, &mut written), "string")?;
+      if written + 4 >= SHORT {
+        // Possibly cut short (V8 never splits a character, so a full buffer can end early).
+        let mut len = 0usize;
+        status(sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
+        long = vec![0u8; len + 1];
+        status(sys::napi_get_value_string_utf8(self.env, value, long.as_mut_ptr().cast(), len + 1, &mut written), "string")?;
+        &long[..written]
+      } else {
+        &self.scratch[..written]
+      }
+    };
+    if bytes.contains(&0xef) && bytes.windows(3).any(|w| w == [0xef, 0xbf, 0xbd]) {
+      return self.string_utf16(value);
     }
+    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| LoaError::Internal("V8 returned invalid UTF-8".into()))
+  }
+
+  fn string_utf16(&mut self, value: sys::napi_value) -> Result<String> {
+    let mut len = 0usize;
     let mut written = 0usize;
     unsafe {
-      status(sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), SHORT, &mut written), "string")?;
-      if written >= SHORT - 1 {
-        let mut len = 0usize;
-        status(sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
-        self.utf16.resize(len + 1, 0);
-        status(sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written), "string")?;
-      }
+      status(sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
+      self.utf16.clear();
+      self.utf16.resize(len + 1, 0);
+      status(sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written), "string")?;
     }
     match String::from_utf16(&self.utf16[..written]) {
       Ok(s) => Ok(s),
@@ -222,6 +244,11 @@ impl Reader {
       let read = self.read(member, depth + 1)?;
       let Some(Step::Key(name)) = self.path.pop() else { unreachable!() };
       if let Some(v) = read {
+        if depth == 0 {
+          if let Some(kept) = self.keep_members.as_mut() {
+            kept.push((name.clone(), member));
+          }
+        }
         map.insert(name, v);
       }
     }
@@ -247,6 +274,68 @@ pub fn from_js(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
   match reader.read(value.raw(), 0)? {
     Some(v) => Ok(v),
     None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),
+  }
+}
+
+/// Reads a JS plain object as JSON and also returns its members' JS values (those that are
+/// not `undefined`), for building a shallow copy without re-creating every nested value.
+pub fn from_js_with_members(env: &Env, value: Unknown, name: &'static str) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
+  let mut reader = Reader::new(env, name)?;
+  reader.keep_members = Some(Vec::new());
+  let read = reader.read(value.raw(), 0)?;
+  match read {
+    Some(v @ Value::Object(_)) => Ok((v, reader.keep_members.take().unwrap_or_default())),
+    _ => Err(LoaError::InvalidArgument(format!("`{name}` must be a plain object"))),
+  }
+}
+
+/// A JS value made on this thread, handed back as is.
+pub struct RawJs(pub sys::napi_value);
+
+impl TypeName for RawJs {
+  fn type_name() -> &'static str {
+    "Object"
+  }
+  fn value_type() -> napi::ValueType {
+    napi::ValueType::Object
+  }
+}
+
+impl ToNapiValue for RawJs {
+  unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+    Ok(val.0)
+  }
+}
+
+/// A new plain object with the given members (their JS values as they are) and extra members
+/// built from JSON values.
+pub fn shallow_object(env: &Env, members: &[(String, sys::napi_value)], extra: &[(&str, &Value)]) -> napi::Result<RawJs> {
+  let env_raw = env.raw();
+  let check = |code: sys::napi_status| {
+    if code == sys::Status::napi_ok {
+      Ok(())
+    } else {
+      Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building an object (status {code})")))
+    }
+  };
+  unsafe {
+    let mut out = ptr::null_mut();
+    check(sys::napi_create_object(env_raw, &mut out))?;
+    let set = |key: &str, value: sys::napi_value| -> napi::Result<()> {
+      let mut name = ptr::null_mut();
+      check(sys::napi_create_string_utf8(env_raw, key.as_ptr().cast(), key.len() as isize, &mut name))?;
+      check(sys::napi_set_property(env_raw, out, name, value))
+    };
+    for (key, value) in members {
+      if !extra.iter().any(|(k, _)| k == key) {
+        set(key, *value)?;
+      }
+    }
+    for (key, value) in extra {
+      let built = build(env_raw, value)?;
+      set(key, built)?;
+    }
+    Ok(RawJs(out))
   }
 }
 

@@ -406,17 +406,21 @@ fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassIn
 /// RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
 /// file entry is covered. Refuses malformed manifests (`E_INVALID_ARGUMENT`) and entries that
 /// escape the root (`E_PATH_OUTSIDE_ROOT`); `E_KEY_NOT_FOUND` without a signing key.
+///
+/// Returns `{ ...manifest, signature }`: a new object whose other members are the manifest's
+/// own values (nested arrays are shared, as with a spread); changing them afterwards makes the
+/// signature fail to verify.
 #[napi(ts_args_type = "manifest: Manifest | SignedManifest, keyRing: KeyRing", ts_return_type = "SignedManifest")]
-pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<JsonOut> {
-  to_napi(
+pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<json::RawJs> {
+  let (members, signature) = to_napi(
     &env,
     guard(|| {
       let ring = ring_arg(&env, &key_ring, "keyRing")?;
-      let value = json::from_js(&env, manifest, "manifest")?;
-      core::sign_manifest(&value, &ring.inner)
+      let (value, members) = json::from_js_with_members(&env, manifest, "manifest")?;
+      Ok((members, core::manifest_signature(&value, &ring.inner)?))
     }),
-  )
-  .map(JsonOut)
+  )?;
+  json::shallow_object(&env, &members, &[("signature", &signature)])
 }
 
 /// Trusted keys from `KeyInfo[]` (revoked and expired entries are skipped) or a `KeyRing`.

@@ -35,7 +35,7 @@ use super::glob;
 use super::keys::{KeyRing, KeyStatus};
 use super::{key_id, sign_with_domain, verify_with_domain, MANIFEST_DOMAIN};
 use crate::error::{LoaError, Result};
-use crate::fsutil::{join_relative, write_file_atomic};
+use crate::fsutil::write_file_atomic;
 use crate::jcs;
 
 /// The manifest format version this code writes and reads.
@@ -450,58 +450,71 @@ impl Manifest {
   }
 }
 
-/// Checks that `body` (a manifest without signature) is well-formed: version, patterns, entry
-/// paths (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes, digests, no duplicates.
-pub fn parse_manifest(body: &Value) -> Result<Manifest> {
-  let manifest: Manifest = Manifest::deserialize(body)
-    .map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
+/// A manifest borrowed from a JSON value, for validation without copying.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestRef<'a> {
+  version: u32,
+  #[serde(borrow)]
+  created_at: &'a str,
+  #[serde(borrow)]
+  include: Vec<&'a str>,
+  #[serde(borrow)]
+  exclude: Vec<&'a str>,
+  #[serde(borrow)]
+  files: Vec<FileEntryRef<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FileEntryRef<'a> {
+  #[serde(borrow)]
+  path: &'a str,
+  #[allow(dead_code)] // its type (a non-negative integer) is what is checked
+  size: u64,
+  #[serde(borrow)]
+  sha256: &'a str,
+}
+
+/// Checks that `value` is a well-formed manifest (a `signature` member, if any, is ignored):
+/// version, timestamp, patterns, entry paths (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes,
+/// digests, no duplicates. Returns the number of entries.
+pub fn validate_manifest(value: &Value) -> Result<usize> {
+  let manifest = ManifestRef::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
   if manifest.version != VERSION {
-    return Err(LoaError::InvalidArgument(format!(
-      "unsupported manifest version {}",
-      manifest.version
-    )));
+    return Err(LoaError::InvalidArgument(format!("unsupported manifest version {}", manifest.version)));
   }
-  if crate::rfc3339::parse_ms(&manifest.created_at).is_none() {
-    return Err(LoaError::InvalidArgument(
-      "`createdAt` is not an RFC 3339 timestamp".into(),
-    ));
+  if crate::rfc3339::parse_ms(manifest.created_at).is_none() {
+    return Err(LoaError::InvalidArgument("`createdAt` is not an RFC 3339 timestamp".into()));
   }
   for p in manifest.include.iter().chain(&manifest.exclude) {
     glob::validate(p)?;
   }
-  let mut seen = BTreeSet::new();
+  let mut seen = std::collections::HashSet::with_capacity(manifest.files.len());
   for f in &manifest.files {
-    check_entry_path(&f.path)?;
-    if f.sha256.len() != 64
-      || !f
-        .sha256
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-      return Err(LoaError::InvalidArgument(format!(
-        "`sha256` of {:?} is not 64 lower-case hex characters",
-        f.path
-      )));
+    check_entry_path(f.path)?;
+    if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+      return Err(LoaError::InvalidArgument(format!("`sha256` of {:?} is not 64 lower-case hex characters", f.path)));
     }
-    if !seen.insert(f.path.as_str()) {
-      return Err(LoaError::InvalidArgument(format!(
-        "{:?} is listed twice",
-        f.path
-      )));
+    if !seen.insert(f.path) {
+      return Err(LoaError::InvalidArgument(format!("{:?} is listed twice", f.path)));
     }
   }
-  Ok(manifest)
+  Ok(manifest.files.len())
+}
+
+/// [`validate_manifest`], then the manifest as an owned value.
+pub fn parse_manifest(value: &Value) -> Result<Manifest> {
+  validate_manifest(value)?;
+  Manifest::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))
 }
 
 /// A manifest path must be in the form the walk produces: relative, `/`-separated, no empty,
 /// `.` or `..` component (so that one file has exactly one spelling).
 fn check_entry_path(path: &str) -> Result<()> {
-  join_relative(Path::new("/"), path)?;
-  if path.starts_with('/')
-    || path
-      .split('/')
-      .any(|c| c.is_empty() || c == "." || c == "..")
-  {
+  if path.is_empty() || path.contains('\0') {
+    return Err(LoaError::InvalidArgument("path must be a non-empty string without NUL".into()));
+  }
+  if path.starts_with('/') || path.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
     return Err(LoaError::PathOutsideRoot(path.to_string()));
   }
   Ok(())
@@ -514,35 +527,46 @@ fn as_object(value: &Value) -> std::result::Result<&Map<String, Value>, String> 
 /// Signs a manifest (a JSON value, e.g. [`Manifest::to_value`]) with the ring's signing key,
 /// rotating it first if its rotation is due. An existing signature is replaced.
 pub fn sign_manifest(value: &Value, ring: &KeyRing) -> Result<Value> {
+  let signature = manifest_signature(value, ring)?;
+  let mut signed = as_object(value).map_err(LoaError::InvalidArgument)?.clone();
+  signed.insert("signature".into(), signature);
+  Ok(Value::Object(signed))
+}
+
+/// The `signature` member for a manifest (any existing `signature` member is not covered and
+/// is ignored): `{ algorithm: "ed25519", keyId, value }`.
+pub fn manifest_signature(value: &Value, ring: &KeyRing) -> Result<Value> {
   let object = as_object(value).map_err(LoaError::InvalidArgument)?;
-  // `signature`, if present, is not a manifest field and is ignored here.
-  parse_manifest(value)?;
+  validate_manifest(value)?;
   let canonical = jcs::object_to_vec_without(object, "signature")?;
   let (info, key) = ring.signing_key(true)?;
   let signature = sign_with_domain(&key, MANIFEST_DOMAIN, &canonical);
-  let mut signed = object.clone();
-  signed.insert(
-    "signature".into(),
-    serde_json::json!({ "algorithm": "ed25519", "keyId": info.key_id, "value": hex::encode(signature) }),
-  );
-  Ok(Value::Object(signed))
+  Ok(serde_json::json!({ "algorithm": "ed25519", "keyId": info.key_id, "value": hex::encode(signature) }))
 }
 
 /// Checks the signature of a signed manifest against `keys` only (no file is read).
 pub fn verify_signature(value: &Value, keys: &[TrustedKey]) -> Verification {
-  verify_signature_and_parse(value, keys).0
+  verify_signature_and_parse(value, keys, false).0
 }
 
-fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey]) -> (Verification, Option<Manifest>) {
+/// The signature check, the manifest's well-formedness, and (if `owned`) the manifest itself.
+fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey], owned: bool) -> (Verification, Option<Manifest>) {
   let mut v = Verification::default();
   match check_signature(value, keys) {
     Ok(id) => v.signed_by = Some(id),
     Err(detail) => v.problems.push(problem("", ProblemKind::Signature, detail)),
   }
-  let manifest = match as_object(value).map_err(LoaError::InvalidArgument).and_then(|_| parse_manifest(value)) {
-    Ok(m) => {
-      v.files = m.files.len() as u64;
-      Some(m)
+  let parsed = as_object(value).map_err(LoaError::InvalidArgument).and_then(|_| {
+    if owned {
+      parse_manifest(value).map(|m| (m.files.len(), Some(m)))
+    } else {
+      validate_manifest(value).map(|n| (n, None))
+    }
+  });
+  let manifest = match parsed {
+    Ok((files, m)) => {
+      v.files = files as u64;
+      m
     }
     Err(e) => {
       v.problems.push(problem("", ProblemKind::Signature, format!("malformed manifest: {e}")));
@@ -586,7 +610,7 @@ pub fn verify_manifest(
   keys: &[TrustedKey],
   threads: Option<usize>,
 ) -> Result<Verification> {
-  let (mut v, parsed) = verify_signature_and_parse(value, keys);
+  let (mut v, parsed) = verify_signature_and_parse(value, keys, true);
   let manifest = match parsed.ok_or(()) {
     Ok(m) => m,
     Err(_) => {
