@@ -10,7 +10,7 @@ fn event(i: u64) -> AuditEvent {
     action: format!("test.event{}", i % 3),
     actor: [Actor::System, Actor::User, Actor::Automated][(i % 3) as usize],
     details: Some(
-      json!({ "i": i, "nested": { "deep": [1, { "x": format!("v{i}") }], "flag": i % 2 == 0 } }),
+      json!({ "i": i, "nested": { "deep": [1, { "x": format!("v{i}") }], "flag": i.is_multiple_of(2) } }),
     ),
   }
 }

@@ -76,7 +76,7 @@ impl Reader {
     };
     for step in shown {
       let Some(step) = step else {
-        out.push_str("…");
+        out.push('…');
         continue;
       };
       match step {

@@ -270,6 +270,9 @@ fn walk(
   Ok(found)
 }
 
+/// The bytes read and the SHA-256 of one file.
+pub type FileHash = io::Result<(u64, [u8; 32])>;
+
 /// Streams one file through SHA-256; returns the bytes read and the digest.
 fn hash_file(
   path: &Path,
@@ -316,7 +319,7 @@ pub fn hash_files(
   bytes_total: u64,
   threads: usize,
   progress: &mut dyn FnMut(Progress) -> Result<()>,
-) -> Result<Vec<io::Result<(u64, [u8; 32])>>> {
+) -> Result<Vec<FileHash>> {
   let next = AtomicUsize::new(0);
   let files_done = AtomicU64::new(0);
   let bytes_done = AtomicU64::new(0);
@@ -327,7 +330,7 @@ pub fn hash_files(
     bytes_done: bytes_done.load(Ordering::Relaxed),
     bytes_total,
   };
-  let worker = |tx: mpsc::Sender<Vec<(usize, io::Result<(u64, [u8; 32])>)>>| {
+  let worker = |tx: mpsc::Sender<Vec<(usize, FileHash)>>| {
     let mut buffer = vec![0u8; CHUNK];
     let mut results = Vec::new();
     loop {
@@ -340,7 +343,7 @@ pub fn hash_files(
     }
     let _ = tx.send(results);
   };
-  let mut out: Vec<Option<io::Result<(u64, [u8; 32])>>> = (0..paths.len()).map(|_| None).collect();
+  let mut out: Vec<Option<FileHash>> = (0..paths.len()).map(|_| None).collect();
   let mut failure = None;
   std::thread::scope(|scope| {
     let (tx, rx) = mpsc::channel();
