@@ -9,7 +9,7 @@ export interface LoaError extends Error {
   code: LoaErrorCode
   /** For `E_IO`: the operating system's error name, e.g. `'ENOSPC'` or `'EFBIG'`. */
   osError?: string
-  /** For `E_WAL_CORRUPT`: the damaged segment file. */
+  /** For `E_WAL_CORRUPT` and `E_AUDIT_CORRUPT`: the damaged segment file. */
   segment?: string
   /** For `E_WAL_CORRUPT`: the byte offset where the damage starts. */
   offset?: number
@@ -17,6 +17,8 @@ export interface LoaError extends Error {
   key?: string
   /** For `E_STATE_CORRUPT`: the state file that could not be read (where it was, if moved aside). */
   path?: string
+  /** For `E_AUDIT_CORRUPT`: the 1-based line of the damaged entry in `segment`. */
+  line?: number
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.
@@ -346,6 +348,93 @@ export interface LoadedConfig {
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A hash-chained, append-only audit log in a directory of segments
+ * (`<first seq, 20 digits>.jsonl`). Each entry's hash covers the previous hash and the RFC 8785
+ * form of the whole entry, `details` included; the chain runs on across segments. Appends are
+ * `flock`ed (several processes may log) and fsynced before `append` returns.
+ *
+ * ```ts
+ * const log = AuditLog.open('.loa/audit', { hmacKey })
+ * const { seq, hash } = log.append({ action: 'manifest.sign', actor: 'system', details: { keyId } })
+ * const { ok, problems } = log.verify()
+ * ```
+ */
+export declare class AuditLog {
+  /**
+   * Opens (creating `dir` if needed) the log. Cuts off a torn last line left by a crash (see
+   * `truncatedTail`). Throws `E_SIGNATURE_INVALID` if the last entry does not verify under
+   * `hmacKey` (wrong key, or edited: nothing is appended to a chain that does not verify),
+   * `E_AUDIT_CORRUPT` if it cannot be read.
+   */
+  static open(dir: string, options?: AuditLogOpenOptions): AuditLog
+  /** The directory of the log. */
+  get dir(): string
+  /**
+   * The torn last line this handle cut off (when opening, or when another process had crashed
+   * mid-append), if any.
+   */
+  get truncatedTail(): AuditTornTail | null
+  /**
+   * Appends an event and returns its seq and hash once it is on disk (fsynced). Waits for
+   * other processes' appends (`E_WAL_LOCKED` after `lockTimeoutMs`).
+   */
+  append(event: AuditEventInput): AuditHead
+  /** Where the chain ends now. */
+  head(): AuditHead
+  /**
+   * Verifies every entry of every segment with this log's key (read-only). Every problem is
+   * listed, none skipped; a torn last line is reported in `tornTail` and leaves `ok` true.
+   */
+  verify(options?: { expectedHead?: AuditHead }): AuditVerification
+}
+
+/**
+ * Ed25519 signing keys in a directory (mode 0700): the active key's seed in `<keyId>.key`
+ * (mode 0600), public keys and their lifecycle in `keyring.json` (written atomically, changes
+ * `flock`ed). Private keys never reach JavaScript except through `exportPrivateKey`.
+ *
+ * ```ts
+ * const ring = KeyRing.open('.loa/keys')
+ * if (ring.list().length === 0) ring.generate()
+ * const signed = signManifest(createManifest('grimoires/loa'), ring)
+ * ```
+ */
+export declare class KeyRing {
+  /**
+   * Opens the key ring in `dir` (e.g. `.loa/keys`). Creates nothing until a key is generated,
+   * rotated or revoked. When `LOA_SIGNING_KEY` holds a hex Ed25519 seed, that key signs and its
+   * public key is derived (an invalid value throws `E_KEY_INVALID`, without echoing it).
+   */
+  static open(dir: string, options?: KeyRingOpenOptions): KeyRing
+  /** The directory of the ring. */
+  get dir(): string
+  /** Creates the first active key. `E_KEY_EXISTS` if there is one already (use `rotate`). */
+  generate(): KeyInfo
+  /**
+   * Makes a new active key; the previous one is retired and still verifies for `overlapDays`.
+   * Its private key file is deleted: only the active key signs.
+   */
+  rotate(): KeyInfo
+  /**
+   * Revokes a key (also the one from `LOA_SIGNING_KEY`): it never signs or verifies again, and
+   * its private key file is deleted. `E_KEY_NOT_FOUND` for an unknown id.
+   */
+  revoke(keyId: string, reason: string): void
+  /** Every key: `LOA_SIGNING_KEY`'s first, then the ring's, newest first. */
+  list(): Array<KeyInfo>
+  /**
+   * The keys a verifier should trust now: active, and retired within the overlap; never
+   * revoked or expired ones.
+   */
+  verificationKeys(): Array<KeyInfo>
+  /**
+   * The hex seed of the active key, e.g. to set `LOA_SIGNING_KEY` in CI. The only way a
+   * private key leaves the library; treat the result as a secret.
+   */
+  exportPrivateKey(keyId: string): string
+}
+
+/**
  * One session's handle on a workspace's agent memory.
  *
  * ```ts
@@ -464,6 +553,105 @@ export declare class Wal {
  */
 export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
 
+/** An event to record. */
+export interface AuditEventInput {
+  /** What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters. */
+  action: string
+  actor: 'system' | 'user' | 'automated'
+  /** Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash. */
+  details?: unknown
+}
+
+/**
+ * The end of the chain: the last entry's seq and hash. Remember it elsewhere to detect
+ * entries cut off the end later (`verify({ expectedHead })`).
+ */
+export interface AuditHead {
+  seq: number
+  /** SHA-256 (or HMAC-SHA256) of the entry, 64 hex characters. */
+  hash: string
+}
+
+/** Options of `AuditLog.open`. */
+export interface AuditLogOpenOptions {
+  /**
+   * A new segment starts when the next entry would take the current one past this size; the
+   * chain continues across segments. Default 10 MiB (`audit.segmentMaxBytes`), minimum 1024.
+   */
+  maxSegmentBytes?: number
+  /**
+   * HMAC-SHA256 key (at least 16 bytes), kept away from the log, so that whoever can edit the
+   * files cannot recompute the chain. Every later open and verification needs the same key.
+   */
+  hmacKey?: Buffer
+  /** How long an append waits for another process's append (`E_WAL_LOCKED`). Default 5000. */
+  lockTimeoutMs?: number
+}
+
+/** One thing wrong with the log. */
+export interface AuditProblem {
+  /** Segment file name (`''` for the log as a whole). */
+  segment: string
+  /** 1-based line (0 for a segment or the log as a whole). */
+  line: number
+  /**
+   * `malformed`, `format` (bytes not canonical), `hash` (entry edited), `chain` (lines deleted,
+   * inserted or reordered), `seq`, `segment`, `key` (HMAC key missing or not used), `head`
+   * (does not reach or match `expectedHead`).
+   */
+  kind: 'malformed' | 'format' | 'hash' | 'chain' | 'seq' | 'segment' | 'key' | 'head'
+  detail: string
+}
+
+/** A torn last line: an append a crash interrupted (never acknowledged). */
+export interface AuditTornTail {
+  /** Segment file name. */
+  segment: string
+  /** 1-based line number of the torn line. */
+  line: number
+  bytes: number
+}
+
+/** What a verification of the audit log found. */
+export interface AuditVerification {
+  /** No problem. A torn tail alone leaves it true. */
+  ok: boolean
+  /** Complete lines read. */
+  entries: number
+  segments: number
+  /** The last entry, if any. */
+  head?: AuditHead
+  problems: Array<AuditProblem>
+  /** A torn last line (cut off by the next writer), if any. */
+  tornTail?: AuditTornTail
+}
+
+/**
+ * The RFC 8785 (JCS) canonical JSON of `value`: members sorted by UTF-16 code units, no
+ * whitespace, numbers as ECMAScript writes them. What the library hashes and signs.
+ *
+ * Only JSON goes in: `null`, booleans, finite numbers (-0 is written `0`), strings, arrays and
+ * plain objects. Object members whose value is `undefined` are left out, as `JSON.stringify`
+ * does. Everything else throws `E_INVALID_ARGUMENT` naming where it is: NaN and infinities,
+ * `undefined` elsewhere, functions, symbols, BigInt, lone surrogates, class instances, `Date`,
+ * `Map`, `Set`, Buffers, cycles and nesting deeper than 100 levels (`toJSON` is never called).
+ *
+ * ```ts
+ * canonicalizeJson({ b: [1, 2e21, -0], a: 'é' }) // '{"a":"é","b":[1,2e+21,0]}'
+ * ```
+ */
+export declare function canonicalizeJson(value: unknown): string
+
+/** `canonicalizeJson` as UTF-8 bytes (what to hash or sign). */
+export declare function canonicalizeJsonBuffer(value: unknown): Buffer
+
+/**
+ * Canonicalizes JSON text (RFC 8785): parses it (duplicate member names and numbers out of
+ * double range are `E_INVALID_ARGUMENT`) and writes it canonically. Integers beyond 2^53 are
+ * rounded to the nearest double, as `JSON.parse` would.
+ */
+export declare function canonicalizeJsonText(text: string): string
+
 /** A redaction finding of one field of a captured entry. Never contains the value. */
 export interface CaptureFinding {
   /** `content`, `agentId`, `tags[0]`, `metadata.contact`, ... */
@@ -529,6 +717,43 @@ export interface ConsolidateWalOptions {
  * lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
  */
 export declare function contentHash(content: string): string
+
+/**
+ * Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
+ * the patterns cover. Symlinks to files inside the root are covered by content; symlinked
+ * directories are not followed; a symlink leading outside the root throws
+ * `E_PATH_OUTSIDE_ROOT`, a special file (FIFO, socket) `E_INVALID_ARGUMENT`. Blocks until done;
+ * see `createManifestAsync`.
+ */
+export declare function createManifest(rootDir: string, options?: CreateManifestOptions): Manifest
+
+/**
+ * Same as `createManifest` on the libuv thread pool, without blocking the event loop
+ * (`onProgress` is not called).
+ */
+export declare function createManifestAsync(rootDir: string, options?: CreateManifestOptions): Promise<Manifest>
+
+/** Options of `createManifest`. */
+export interface CreateManifestOptions {
+  /**
+   * Globs of files to cover, over `/`-separated relative paths: `*` and `?` within a
+   * component, `**` across components; a pattern without `/` matches the file name at any
+   * depth, a leading `./` anchors it at the root. Default `['**']` (everything).
+   */
+  include?: Array<string>
+  /**
+   * Globs of files to leave out, e.g. `['./manifest.json', '*.tmp']`. Kept in the manifest
+   * (and signed), so verification reports files they do not exclude as `unexpected`.
+   */
+  exclude?: Array<string>
+  /** Hashing threads. Default: one per core, at most 8. */
+  threads?: number
+  /**
+   * Called with progress about every 100 ms while hashing (synchronous `createManifest` only).
+   * An exception thrown by it stops hashing and is rethrown.
+   */
+  onProgress?: (progress: ManifestProgress) => void
+}
 
 /**
  * Runs the six quality gates on a memory candidate: temporal, speculation, instruction,
@@ -629,6 +854,48 @@ export interface GateResult {
  */
 export declare function isLoaError(err: unknown): err is LoaError
 
+/** Public information about a key. Never holds private material. */
+export interface KeyInfo {
+  /** First 16 bytes of SHA-256 of the public key, hex. Derived from the key, never chosen. */
+  keyId: string
+  /** Ed25519 public key, 64 hex characters. */
+  publicKey: string
+  /** RFC 3339 (UTC). */
+  createdAt: string
+  /**
+   * Active key: when rotation is due; retired key: when it stops verifying. Absent for a key
+   * from `LOA_SIGNING_KEY`.
+   */
+  expiresAt?: string
+  /**
+   * `active` signs and verifies (even past `expiresAt`, see `rotationDue`); `retired`
+   * verifies until `expiresAt`; `expired` and `revoked` never verify.
+   */
+  status: 'active' | 'retired' | 'expired' | 'revoked'
+  /** `file` (in the key ring directory) or `env` (`LOA_SIGNING_KEY`). */
+  source: 'file' | 'env'
+  /** Active and past `expiresAt`: the next `signManifest` rotates first. */
+  rotationDue: boolean
+  retiredAt?: string
+  revokedAt?: string
+  revokedReason?: string
+}
+
+/** Options of `KeyRing.open`. Defaults are those of `signing` in `.loa.config.yaml`. */
+export interface KeyRingOpenOptions {
+  /**
+   * The active key is due for rotation this many days after creation; `signManifest`
+   * rotates a due key before signing. Default 90.
+   */
+  rotationDays?: number
+  /** A retired key still verifies this many days after rotation. Default 7. */
+  overlapDays?: number
+  /** Retired keys kept in the registry; older ones are dropped. Default 3. */
+  maxRetiredKeys?: number
+  /** Read `LOA_SIGNING_KEY` (a hex Ed25519 seed) from the environment. Default true. */
+  useEnv?: boolean
+}
+
 /** A learning, as `activeLearnings` reports it. */
 export interface Learning {
   id: string
@@ -655,10 +922,74 @@ export interface Learning {
 export declare function loadConfig(workspaceDir: string): LoadedConfig
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
+
+/** A manifest of every covered file of a directory (unsigned). */
+export interface Manifest {
+  version: 1
+  /** RFC 3339 (UTC). */
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  /** Sorted by path. */
+  files: Array<ManifestFile>
+}
+
+/** One covered file. */
+export interface ManifestFile {
+  /** Relative, `/`-separated, without `.` or `..` components. */
+  path: string
+  size: number
+  /** SHA-256 of the content, 64 lower-case hex characters. */
+  sha256: string
+}
+
+/** One thing wrong found by `verifyManifest`. */
+export interface ManifestProblem {
+  /** The relative path concerned; `''` for problems of the manifest as a whole. */
+  path: string
+  /**
+   * `missing`: listed, not on disk; `modified`: size or sha256 differ; `unexpected`: on disk,
+   * covered, not listed; `signature`: unsigned, bad signature, key not trusted, malformed
+   * manifest; `path`: absolute, `..`, or resolving outside the root through a symlink.
+   */
+  kind: 'missing' | 'modified' | 'unexpected' | 'signature' | 'path'
+  /** Why, for humans. */
+  detail: string
+}
+
+/** Progress of `createManifest`, reported about every 100 ms while hashing. */
+export interface ManifestProgress {
+  filesDone: number
+  filesTotal: number
+  bytesDone: number
+  bytesTotal: number
+}
+
+/**
+ * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
+ * `signature` member.
+ */
+export interface ManifestSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
+}
+
+/** What `verifyManifest` / `verifyManifestSignature` found. */
+export interface ManifestVerification {
+  /** True when there is no problem at all. */
+  ok: boolean
+  problems: Array<ManifestProblem>
+  /** Entries in the manifest. */
+  files: number
+  /** Key id of the verified signature. */
+  signedBy?: string
+}
 
 /** What `consolidate` did. */
 export interface MemoryConsolidation {
@@ -744,6 +1075,13 @@ export interface MemoryWorkspaceOptions {
 export declare function parseConfig(yaml: string): LoadedConfig
 
 /**
+ * Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
+ * its content (plus a final newline), so any changed byte is caught: otherwise
+ * `E_STATE_CORRUPT` (the file is left untouched).
+ */
+export declare function readManifest(path: string): SignedManifest
+
+/**
  * Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
  * `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
  */
@@ -766,6 +1104,61 @@ export interface SessionEntry {
    */
   source: 'memory' | 'notes'
 }
+
+/** A manifest with its signature; every other member is covered by it. */
+export interface SignedManifest {
+  version: 1
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  files: Array<ManifestFile>
+  signature: ManifestSignature
+}
+
+/**
+ * Signs a manifest with the key ring's signing key (`LOA_SIGNING_KEY`, else the ring's active
+ * key, rotated first when its rotation is due). Ed25519 over `"loa-core/manifest/v1\0"` + the
+ * RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
+ * file entry is covered. Refuses malformed manifests (`E_INVALID_ARGUMENT`) and entries that
+ * escape the root (`E_PATH_OUTSIDE_ROOT`); `E_KEY_NOT_FOUND` without a signing key.
+ *
+ * Returns `{ ...manifest, signature }`: a new object whose other members are the manifest's
+ * own values (nested arrays are shared, as with a spread); changing them afterwards makes the
+ * signature fail to verify.
+ */
+export declare function signManifest(manifest: Manifest | SignedManifest, keyRing: KeyRing): SignedManifest
+
+/**
+ * Verifies the audit log in `dir` without opening it for appending: never writes, never
+ * takes the lock, never throws for damage (an unreadable directory is `E_IO`).
+ */
+export declare function verifyAuditLog(dir: string, options?: VerifyAuditLogOptions): AuditVerification
+
+/** Options of `AuditLog.verify` / `verifyAuditLog`. */
+export interface VerifyAuditLogOptions {
+  /** The HMAC key the log was written with (`verifyAuditLog` only; a log verifies with its own). */
+  hmacKey?: Buffer
+  /** A head remembered earlier: the chain must still contain that seq with that hash. */
+  expectedHead?: AuditHead
+}
+
+/**
+ * Verifies a signed manifest against `keys` and the files under `rootDir`: the signature
+ * (made by one of `keys`, which may be `keyRing.verificationKeys()` or the `KeyRing` itself),
+ * then every listed file (size and sha256), then files on disk that the manifest's patterns
+ * cover but that it does not list. Never throws for damage: every problem is listed, `ok` is
+ * true only when there is none. Never writes.
+ */
+export declare function verifyManifest(rootDir: string, signed: SignedManifest, keys: KeyInfo[] | KeyRing, options?: { threads?: number }): ManifestVerification
+
+/** Same as `verifyManifest` on the libuv thread pool. */
+export declare function verifyManifestAsync(rootDir: string, signed: SignedManifest, keys: KeyInfo[] | KeyRing, options?: { threads?: number }): Promise<ManifestVerification>
+
+/**
+ * Checks only the signature of a signed manifest (no file is read), e.g. before restoring
+ * from a backup. Same result shape as `verifyManifest`.
+ */
+export declare function verifyManifestSignature(signed: SignedManifest, keys: KeyInfo[] | KeyRing): ManifestVerification
 
 /**
  * Checks every segment of every session under `dir` and reports what it found, without
@@ -928,3 +1321,6 @@ export interface WriteFileAtomicOptions {
 
 /** Synchronous twin of `writeFileAtomic`: blocks until the new content is durable. */
 export declare function writeFileAtomicSync(path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions): void
+
+/** Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline. */
+export declare function writeManifest(path: string, manifest: Manifest | SignedManifest): void

@@ -4,6 +4,15 @@ import {
   MemoryStore,
   Wal,
   consolidateMemory,
+  AuditLog,
+  KeyRing,
+  canonicalizeJson,
+  createManifest,
+  readManifest,
+  signManifest,
+  verifyAuditLog,
+  verifyManifest,
+  writeManifest,
   consolidateWal,
   contentHash,
   evaluateGates,
@@ -22,6 +31,13 @@ import {
   type MemoryConsolidation,
   type SessionEntry,
   type WalRecord,
+  type AuditHead,
+  type AuditVerification,
+  type KeyInfo,
+  type Manifest,
+  type ManifestProblem,
+  type ManifestVerification,
+  type SignedManifest,
 } from '@loa/core'
 
 export async function remember(dir: string, sessionId: string, text: string): Promise<number | undefined> {
@@ -85,4 +101,27 @@ export async function captureTurn(workspaceDir: string, sessionId: string, text:
   } finally {
     store.close()
   }
+}
+
+// Signed state: keys, manifests, audit log, canonical JSON.
+export function sealState(stateDir: string, keysDir: string, auditDir: string, hmacKey: Buffer): boolean {
+  const ring: KeyRing = KeyRing.open(keysDir, { rotationDays: 90, overlapDays: 7 })
+  if (ring.list().every((k: KeyInfo) => k.status !== 'active')) ring.generate()
+  const manifest: Manifest = createManifest(stateDir, { exclude: ['./manifest.json'], onProgress: (p) => void p.bytesDone })
+  const signed: SignedManifest = signManifest(manifest, ring)
+  writeManifest(`${stateDir}/manifest.json`, signed)
+  const check: ManifestVerification = verifyManifest(stateDir, readManifest(`${stateDir}/manifest.json`), ring.verificationKeys())
+  const kinds: ManifestProblem['kind'][] = check.problems.map((p) => p.kind)
+  const log = AuditLog.open(auditDir, { hmacKey, maxSegmentBytes: 1 << 20 })
+  const head: AuditHead = log.append({ action: 'manifest.sign', actor: 'system', details: { keyId: signed.signature.keyId, kinds } })
+  const audit: AuditVerification = verifyAuditLog(auditDir, { hmacKey, expectedHead: head })
+  const text: string = canonicalizeJson({ head, ok: check.ok })
+  // @ts-expect-error actors are a closed set
+  log.append({ action: 'x', actor: 'root' })
+  try {
+    ring.revoke(signed.signature.keyId, 'rotated out')
+  } catch (err: unknown) {
+    if (isLoaError(err) && (err.code === 'E_KEY_NOT_FOUND' || err.code === 'E_SIGNATURE_INVALID' || err.code === 'E_AUDIT_CORRUPT')) return false
+  }
+  return check.ok && audit.ok && text.length > 0
 }

@@ -24,6 +24,11 @@ pub const ERROR_CODES: &[&str] = &[
   "E_CONFIG_INVALID",
   "E_STATE_CORRUPT",
   "E_INTERNAL",
+  "E_SIGNATURE_INVALID",
+  "E_KEY_NOT_FOUND",
+  "E_KEY_EXISTS",
+  "E_KEY_INVALID",
+  "E_AUDIT_CORRUPT",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +73,28 @@ pub enum LoaError {
   /// A bug: a panic was caught at the boundary, or an invariant did not hold.
   #[error("internal error: {0}")]
   Internal(String),
+
+  /// A signature, MAC or chained hash that must verify before the library goes on does not
+  /// (e.g. the newest audit entry under the given HMAC key).
+  #[error("signature invalid: {0}")]
+  SignatureInvalid(String),
+
+  /// No key with that id in the key ring, or no active signing key.
+  #[error("key not found: {0}")]
+  KeyNotFound(String),
+
+  /// `generate` on a key ring that already has an active key (use `rotate`).
+  #[error("key exists: {0}")]
+  KeyExists(String),
+
+  /// A private key (file or `LOA_SIGNING_KEY`) is malformed or does not match its public key.
+  /// The message never contains key material.
+  #[error("invalid key: {0}")]
+  KeyInvalid(String),
+
+  /// An audit segment is damaged where an append must continue the chain (not a torn tail).
+  #[error("audit log corrupt in {segment} at line {line}: {reason}")]
+  AuditCorrupt { segment: String, line: u64, reason: String },
 }
 
 impl LoaError {
@@ -84,6 +111,11 @@ impl LoaError {
       LoaError::ConfigInvalid { .. } => "E_CONFIG_INVALID",
       LoaError::StateCorrupt { .. } => "E_STATE_CORRUPT",
       LoaError::Internal(_) => "E_INTERNAL",
+      LoaError::SignatureInvalid(_) => "E_SIGNATURE_INVALID",
+      LoaError::KeyNotFound(_) => "E_KEY_NOT_FOUND",
+      LoaError::KeyExists(_) => "E_KEY_EXISTS",
+      LoaError::KeyInvalid(_) => "E_KEY_INVALID",
+      LoaError::AuditCorrupt { .. } => "E_AUDIT_CORRUPT",
     }
   }
 
@@ -109,6 +141,13 @@ impl LoaError {
       LoaError::ConfigInvalid { key, reason } => LoaError::ConfigInvalid { key: key.clone(), reason: reason.clone() },
       LoaError::StateCorrupt { path, reason } => LoaError::StateCorrupt { path: path.clone(), reason: reason.clone() },
       LoaError::Internal(r) => LoaError::Internal(r.clone()),
+      LoaError::SignatureInvalid(r) => LoaError::SignatureInvalid(r.clone()),
+      LoaError::KeyNotFound(r) => LoaError::KeyNotFound(r.clone()),
+      LoaError::KeyExists(r) => LoaError::KeyExists(r.clone()),
+      LoaError::KeyInvalid(r) => LoaError::KeyInvalid(r.clone()),
+      LoaError::AuditCorrupt { segment, line, reason } => {
+        LoaError::AuditCorrupt { segment: segment.clone(), line: *line, reason: reason.clone() }
+      }
     }
   }
 
@@ -164,9 +203,15 @@ mod tests {
       LoaError::ConfigInvalid { key: "k".into(), reason: "r".into() },
       LoaError::StateCorrupt { path: "p".into(), reason: "r".into() },
       LoaError::Internal("x".into()),
+      LoaError::SignatureInvalid("x".into()),
+      LoaError::KeyNotFound("x".into()),
+      LoaError::KeyExists("x".into()),
+      LoaError::KeyInvalid("x".into()),
+      LoaError::AuditCorrupt { segment: "s".into(), line: 1, reason: "r".into() },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());
+      assert_eq!(e.duplicate().code(), e.code());
     }
     assert_eq!(samples.len(), ERROR_CODES.len());
     assert_eq!(samples[3].os_error_name(), Some("ENOSPC"));

@@ -3,14 +3,18 @@
 //! Plain Rust, testable with `cargo test`; the Node binding lives in [`binding`] and only
 //! converts arguments and errors.
 
+pub mod audit;
 pub mod config;
 pub mod error;
 pub mod fsutil;
 pub mod gates;
+pub mod jcs;
 pub mod lock;
 pub mod memory;
 pub mod redact;
 pub mod timestamp;
+pub mod rfc3339;
+pub mod sign;
 pub mod wal;
 
 mod binding;

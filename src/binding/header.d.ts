@@ -9,7 +9,7 @@ export interface LoaError extends Error {
   code: LoaErrorCode
   /** For `E_IO`: the operating system's error name, e.g. `'ENOSPC'` or `'EFBIG'`. */
   osError?: string
-  /** For `E_WAL_CORRUPT`: the damaged segment file. */
+  /** For `E_WAL_CORRUPT` and `E_AUDIT_CORRUPT`: the damaged segment file. */
   segment?: string
   /** For `E_WAL_CORRUPT`: the byte offset where the damage starts. */
   offset?: number
@@ -17,6 +17,8 @@ export interface LoaError extends Error {
   key?: string
   /** For `E_STATE_CORRUPT`: the state file that could not be read (where it was, if moved aside). */
   path?: string
+  /** For `E_AUDIT_CORRUPT`: the 1-based line of the damaged entry in `segment`. */
+  line?: number
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.

@@ -14,11 +14,14 @@
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
 mod args;
+mod audit;
 mod config;
 mod fs;
 mod gates;
 mod memory;
+mod json;
 mod promises;
+mod sign;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -69,6 +72,10 @@ pub(crate) fn build_js_error<'env>(env: &'env Env, err: &LoaError) -> napi::Resu
     }
     LoaError::ConfigInvalid { key, .. } => object.set_named_property("key", key.as_str())?,
     LoaError::StateCorrupt { path, .. } => object.set_named_property("path", path.as_str())?,
+    LoaError::AuditCorrupt { segment, line, .. } => {
+      object.set_named_property("segment", segment.as_str())?;
+      object.set_named_property("line", *line as f64)?;
+    }
     _ => {}
   }
   Ok(object)
@@ -104,6 +111,18 @@ pub enum LoaErrorCode {
   E_STATE_CORRUPT,
   /// A bug in `@loa/core` (a caught panic). The process keeps running.
   E_INTERNAL,
+  /// A signature, MAC or chained hash that must verify before going on does not (e.g. the newest
+  /// audit entry under the given `hmacKey`).
+  E_SIGNATURE_INVALID,
+  /// No key with that id in the key ring, or no active signing key.
+  E_KEY_NOT_FOUND,
+  /// `KeyRing.generate` when an active key exists (use `rotate`).
+  E_KEY_EXISTS,
+  /// A private key (file or `LOA_SIGNING_KEY`) is malformed or does not match its public key.
+  E_KEY_INVALID,
+  /// An audit segment is damaged where an append must continue the chain; `segment` and `line`
+  /// say where.
+  E_AUDIT_CORRUPT,
 }
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).

@@ -1,0 +1,411 @@
+//! JavaScript values to and from JSON values, faithfully, and `canonicalizeJson`.
+//!
+//! napi-rs's serde conversion is not faithful enough for anything that is hashed or signed: it
+//! turns `undefined` into `null`, NaN into `null`, integral doubles into `i64` (so `1e300`
+//! saturates to 9223372036854775807), Buffers into arrays of numbers, a `Date` or a `Map` into
+//! `{}`, and lone surrogates into U+FFFD. This walker reads the value itself (raw N-API calls,
+//! one pass) and refuses whatever JSON cannot represent, naming where it is (`value.files[3]`):
+//!
+//! - `null`, booleans, finite numbers (-0 is 0, as in JSON.stringify), strings, arrays, and
+//!   plain objects (prototype `Object.prototype` or `null`) with their own enumerable string keys;
+//! - an object property whose value is `undefined` is left out, as `JSON.stringify` does (that
+//!   is what the stored, hashed and read-back value then holds);
+//! - refused (`E_INVALID_ARGUMENT`): NaN and infinities, `undefined` elsewhere (top level, array
+//!   elements and holes), functions, symbols, BigInt (convert to a string or a number first),
+//!   strings with lone surrogates, class instances, `Date`, `Map`, `Set`, Buffers and typed
+//!   arrays, `toJSON` is never called; cycles and nesting deeper than 100 levels.
+
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::{sys, Env, JsValue, Unknown};
+use napi_derive::napi;
+use serde_json::{Map, Number, Value};
+
+use super::{guard, to_napi};
+use crate::error::{LoaError, Result};
+use crate::jcs;
+
+/// One step of the path to a value, for error messages only.
+enum Step {
+  Key(String),
+  Index(u32),
+}
+
+struct Reader {
+  env: sys::napi_env,
+  object_prototype: sys::napi_value,
+  path: Vec<Step>,
+  name: &'static str,
+  utf16: Vec<u16>,
+  /// Where short strings are read (one allocation per call, not per string).
+  scratch: Box<[u8; 512]>,
+  /// When set, the top-level object's members are kept here with their JS values.
+  keep_members: Option<Vec<(String, sys::napi_value)>>,
+}
+
+fn status(code: sys::napi_status, what: &str) -> Result<()> {
+  if code == sys::Status::napi_ok {
+    Ok(())
+  } else {
+    Err(LoaError::Internal(format!("N-API call failed while reading a JSON value ({what}, status {code})")))
+  }
+}
+
+impl Reader {
+  fn new(env: &Env, name: &'static str) -> Result<Reader> {
+    let env = env.raw();
+    unsafe {
+      let mut global = ptr::null_mut();
+      status(sys::napi_get_global(env, &mut global), "global")?;
+      let mut object = ptr::null_mut();
+      status(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object), "Object")?;
+      let mut prototype = ptr::null_mut();
+      status(sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut prototype), "Object.prototype")?;
+      Ok(Reader { env, object_prototype: prototype, path: Vec::new(), name, utf16: Vec::new(), scratch: Box::new([0u8; 512]), keep_members: None })
+    }
+  }
+
+  fn where_(&self) -> String {
+    let mut out = self.name.to_string();
+    // A cycle's path is as long as the depth limit: show its start and end only.
+    let shown: Vec<Option<&Step>> = if self.path.len() > 12 {
+      self.path[..4].iter().map(Some).chain([None]).chain(self.path[self.path.len() - 4..].iter().map(Some)).collect()
+    } else {
+      self.path.iter().map(Some).collect()
+    };
+    for step in shown {
+      let Some(step) = step else {
+        out.push('…');
+        continue;
+      };
+      match step {
+        Step::Key(k) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') && !k.starts_with(|c: char| c.is_ascii_digit()) => {
+          out.push('.');
+          out.push_str(k);
+        }
+        Step::Key(k) => out.push_str(&format!("[{k:?}]")),
+        Step::Index(i) => out.push_str(&format!("[{i}]")),
+      }
+    }
+    out
+  }
+
+  fn refuse<T>(&self, what: &str) -> Result<T> {
+    Err(LoaError::InvalidArgument(format!("`{}` is not JSON: {what}", self.where_())))
+  }
+
+  fn type_of(&self, value: sys::napi_value) -> Result<sys::napi_valuetype> {
+    let mut t = 0;
+    status(unsafe { sys::napi_typeof(self.env, value, &mut t) }, "typeof")?;
+    Ok(t)
+  }
+
+  fn string(&mut self, value: sys::napi_value) -> Result<String> {
+    // UTF-8 straight from V8, in one call for the usual short string. V8 writes a lone
+    // surrogate as U+FFFD, so a result holding U+FFFD is read again as UTF-16 to tell a real
+    // U+FFFD from a lone surrogate (which is refused: it is not Unicode).
+    const SHORT: usize = 512;
+    let mut written = 0usize;
+    let mut long: Vec<u8>;
+    let bytes: &[u8] = unsafe {
+      status(sys::napi_get_value_string_utf8(self.env, value, self.scratch.as_mut_ptr().cast(), SHORT, &mut written), "string")?;
+      if written + 4 >= SHORT {
+        // Possibly cut short (V8 never splits a character, so a full buffer can end early).
+        let mut len = 0usize;
+        status(sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
+        long = vec![0u8; len + 1];
+        status(sys::napi_get_value_string_utf8(self.env, value, long.as_mut_ptr().cast(), len + 1, &mut written), "string")?;
+        &long[..written]
+      } else {
+        &self.scratch[..written]
+      }
+    };
+    if bytes.contains(&0xef) && bytes.windows(3).any(|w| w == [0xef, 0xbf, 0xbd]) {
+      return self.string_utf16(value);
+    }
+    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| LoaError::Internal("V8 returned invalid UTF-8".into()))
+  }
+
+  fn string_utf16(&mut self, value: sys::napi_value) -> Result<String> {
+    let mut len = 0usize;
+    let mut written = 0usize;
+    unsafe {
+      status(sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
+      self.utf16.clear();
+      self.utf16.resize(len + 1, 0);
+      status(sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written), "string")?;
+    }
+    match String::from_utf16(&self.utf16[..written]) {
+      Ok(s) => Ok(s),
+      Err(_) => self.refuse("a string with a lone surrogate (not valid Unicode)"),
+    }
+  }
+
+  /// Reads `value`; `None` for an `undefined` the caller may drop (object members only).
+  fn read(&mut self, value: sys::napi_value, depth: usize) -> Result<Option<Value>> {
+    if depth > jcs::MAX_DEPTH {
+      return self.refuse(&format!("nested deeper than {} levels (a cycle?)", jcs::MAX_DEPTH));
+    }
+    let env = self.env;
+    match self.type_of(value)? {
+      sys::ValueType::napi_undefined => Ok(None),
+      sys::ValueType::napi_null => Ok(Some(Value::Null)),
+      sys::ValueType::napi_boolean => {
+        let mut b = false;
+        status(unsafe { sys::napi_get_value_bool(env, value, &mut b) }, "boolean")?;
+        Ok(Some(Value::Bool(b)))
+      }
+      sys::ValueType::napi_number => {
+        let mut f = 0f64;
+        status(unsafe { sys::napi_get_value_double(env, value, &mut f) }, "number")?;
+        if !f.is_finite() {
+          return self.refuse(&format!("{f} (RFC 8785 has no NaN or Infinity)"));
+        }
+        Ok(Some(Value::Number(number(f))))
+      }
+      sys::ValueType::napi_string => Ok(Some(Value::String(self.string(value)?))),
+      sys::ValueType::napi_bigint => self.refuse("a BigInt (convert it to a string or a number first)"),
+      sys::ValueType::napi_symbol => self.refuse("a symbol"),
+      sys::ValueType::napi_function => self.refuse("a function"),
+      sys::ValueType::napi_object => self.object(value, depth).map(Some),
+      _ => self.refuse("an external value"),
+    }
+  }
+
+  fn object(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+    let env = self.env;
+    let mut is_array = false;
+    status(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "isArray")?;
+    if is_array {
+      let mut len = 0u32;
+      status(unsafe { sys::napi_get_array_length(env, value, &mut len) }, "array length")?;
+      let mut items = Vec::with_capacity(len as usize);
+      for i in 0..len {
+        let mut item = ptr::null_mut();
+        status(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "element")?;
+        self.path.push(Step::Index(i));
+        match self.read(item, depth + 1)? {
+          Some(v) => items.push(v),
+          None => return self.refuse("undefined (or a hole) in an array"),
+        }
+        self.path.pop();
+      }
+      return Ok(Value::Array(items));
+    }
+    let mut prototype = ptr::null_mut();
+    status(unsafe { sys::napi_get_prototype(env, value, &mut prototype) }, "prototype")?;
+    let plain = self.type_of(prototype)? == sys::ValueType::napi_null || {
+      let mut same = false;
+      status(unsafe { sys::napi_strict_equals(env, prototype, self.object_prototype, &mut same) }, "prototype check")?;
+      same
+    };
+    if !plain {
+      let mut is_date = false;
+      let mut is_buffer = false;
+      let mut is_typed = false;
+      unsafe {
+        status(sys::napi_is_date(env, value, &mut is_date), "isDate")?;
+        status(sys::napi_is_buffer(env, value, &mut is_buffer), "isBuffer")?;
+        status(sys::napi_is_typedarray(env, value, &mut is_typed), "isTypedArray")?;
+      }
+      return self.refuse(if is_date {
+        "a Date (use date.toISOString())"
+      } else if is_buffer || is_typed {
+        "a Buffer or typed array (encode it as a string, e.g. base64 or hex)"
+      } else {
+        "an instance of a class (only plain objects, arrays and primitives are JSON)"
+      });
+    }
+    let mut names = ptr::null_mut();
+    status(
+      unsafe {
+        sys::napi_get_all_property_names(
+          env,
+          value,
+          sys::KeyCollectionMode::own_only,
+          sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+          sys::KeyConversion::numbers_to_strings,
+          &mut names,
+        )
+      },
+      "property names",
+    )?;
+    let mut count = 0u32;
+    status(unsafe { sys::napi_get_array_length(env, names, &mut count) }, "property count")?;
+    let mut map = Map::new();
+    for i in 0..count {
+      let mut key = ptr::null_mut();
+      status(unsafe { sys::napi_get_element(env, names, i, &mut key) }, "property name")?;
+      let name = self.string(key)?;
+      let mut member = ptr::null_mut();
+      status(unsafe { sys::napi_get_property(env, value, key, &mut member) }, "property")?;
+      self.path.push(Step::Key(name));
+      let read = self.read(member, depth + 1)?;
+      let Some(Step::Key(name)) = self.path.pop() else { unreachable!() };
+      if let Some(v) = read {
+        if depth == 0 {
+          if let Some(kept) = self.keep_members.as_mut() {
+            kept.push((name.clone(), member));
+          }
+        }
+        map.insert(name, v);
+      }
+    }
+    Ok(Value::Object(map))
+  }
+}
+
+/// A JSON number for a finite double: integral values that fit are stored as integers (so they
+/// print without a fraction everywhere), -0 as 0.
+fn number(f: f64) -> Number {
+  if f == 0.0 {
+    return Number::from(0u64);
+  }
+  if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+    return if f > 0.0 { Number::from(f as u64) } else { Number::from(f as i64) };
+  }
+  Number::from_f64(f).expect("finite")
+}
+
+/// Reads a JS value as JSON. `name` is the argument's name in error messages.
+pub fn from_js(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
+  let mut reader = Reader::new(env, name)?;
+  match reader.read(value.raw(), 0)? {
+    Some(v) => Ok(v),
+    None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),
+  }
+}
+
+/// Reads a JS plain object as JSON and also returns its members' JS values (those that are
+/// not `undefined`), for building a shallow copy without re-creating every nested value.
+pub fn from_js_with_members(env: &Env, value: Unknown, name: &'static str) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
+  let mut reader = Reader::new(env, name)?;
+  reader.keep_members = Some(Vec::new());
+  let read = reader.read(value.raw(), 0)?;
+  match read {
+    Some(v @ Value::Object(_)) => Ok((v, reader.keep_members.take().unwrap_or_default())),
+    _ => Err(LoaError::InvalidArgument(format!("`{name}` must be a plain object"))),
+  }
+}
+
+/// A JS value made on this thread, handed back as is.
+pub struct RawJs(pub sys::napi_value);
+
+impl TypeName for RawJs {
+  fn type_name() -> &'static str {
+    "Object"
+  }
+  fn value_type() -> napi::ValueType {
+    napi::ValueType::Object
+  }
+}
+
+impl ToNapiValue for RawJs {
+  unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+    Ok(val.0)
+  }
+}
+
+/// A new plain object with the given members (their JS values as they are) and extra members
+/// built from JSON values.
+pub fn shallow_object(env: &Env, members: &[(String, sys::napi_value)], extra: &[(&str, &Value)]) -> napi::Result<RawJs> {
+  let env_raw = env.raw();
+  let check = |code: sys::napi_status| {
+    if code == sys::Status::napi_ok {
+      Ok(())
+    } else {
+      Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building an object (status {code})")))
+    }
+  };
+  unsafe {
+    let mut out = ptr::null_mut();
+    check(sys::napi_create_object(env_raw, &mut out))?;
+    let set = |key: &str, value: sys::napi_value| -> napi::Result<()> {
+      let mut name = ptr::null_mut();
+      check(sys::napi_create_string_utf8(env_raw, key.as_ptr().cast(), key.len() as isize, &mut name))?;
+      check(sys::napi_set_property(env_raw, out, name, value))
+    };
+    for (key, value) in members {
+      if !extra.iter().any(|(k, _)| k == key) {
+        set(key, *value)?;
+      }
+    }
+    for (key, value) in extra {
+      let built = build(env_raw, value)?;
+      set(key, built)?;
+    }
+    Ok(RawJs(out))
+  }
+}
+
+/// Builds a JS value from a JSON value (plain objects and arrays).
+pub fn to_js<'env>(env: &'env Env, value: &Value) -> napi::Result<Unknown<'env>> {
+  let raw = unsafe { build(env.raw(), value)? };
+  Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
+}
+
+unsafe fn build(env: sys::napi_env, value: &Value) -> napi::Result<sys::napi_value> {
+  let mut out = ptr::null_mut();
+  let check = |code: sys::napi_status| {
+    if code == sys::Status::napi_ok {
+      Ok(())
+    } else {
+      Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building a value (status {code})")))
+    }
+  };
+  match value {
+    Value::Null => check(sys::napi_get_null(env, &mut out))?,
+    Value::Bool(b) => check(sys::napi_get_boolean(env, *b, &mut out))?,
+    Value::Number(n) => check(sys::napi_create_double(env, n.as_f64().unwrap_or(f64::NAN), &mut out))?,
+    Value::String(s) => check(sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out))?,
+    Value::Array(items) => {
+      check(sys::napi_create_array_with_length(env, items.len(), &mut out))?;
+      for (i, item) in items.iter().enumerate() {
+        let element = build(env, item)?;
+        check(sys::napi_set_element(env, out, i as u32, element))?;
+      }
+    }
+    Value::Object(map) => {
+      check(sys::napi_create_object(env, &mut out))?;
+      for (key, member) in map {
+        let mut name = ptr::null_mut();
+        check(sys::napi_create_string_utf8(env, key.as_ptr().cast(), key.len() as isize, &mut name))?;
+        let member = build(env, member)?;
+        check(sys::napi_set_property(env, out, name, member))?;
+      }
+    }
+  }
+  Ok(out)
+}
+
+/// The RFC 8785 (JCS) canonical JSON of `value`: members sorted by UTF-16 code units, no
+/// whitespace, numbers as ECMAScript writes them. What the library hashes and signs.
+///
+/// Only JSON goes in: `null`, booleans, finite numbers (-0 is written `0`), strings, arrays and
+/// plain objects. Object members whose value is `undefined` are left out, as `JSON.stringify`
+/// does. Everything else throws `E_INVALID_ARGUMENT` naming where it is: NaN and infinities,
+/// `undefined` elsewhere, functions, symbols, BigInt, lone surrogates, class instances, `Date`,
+/// `Map`, `Set`, Buffers, cycles and nesting deeper than 100 levels (`toJSON` is never called).
+///
+/// ```ts
+/// canonicalizeJson({ b: [1, 2e21, -0], a: 'é' }) // '{"a":"é","b":[1,2e+21,0]}'
+/// ```
+#[napi(ts_args_type = "value: unknown")]
+pub fn canonicalize_json(env: Env, value: Unknown) -> napi::Result<String> {
+  to_napi(&env, guard(|| jcs::to_string(&from_js(&env, value, "value")?)))
+}
+
+/// `canonicalizeJson` as UTF-8 bytes (what to hash or sign).
+#[napi(ts_args_type = "value: unknown")]
+pub fn canonicalize_json_buffer(env: Env, value: Unknown) -> napi::Result<Buffer> {
+  to_napi(&env, guard(|| jcs::to_vec(&from_js(&env, value, "value")?))).map(Buffer::from)
+}
+
+/// Canonicalizes JSON text (RFC 8785): parses it (duplicate member names and numbers out of
+/// double range are `E_INVALID_ARGUMENT`) and writes it canonically. Integers beyond 2^53 are
+/// rounded to the nearest double, as `JSON.parse` would.
+#[napi(ts_args_type = "text: string")]
+pub fn canonicalize_json_text(env: Env, text: Unknown) -> napi::Result<String> {
+  to_napi(&env, guard(|| jcs::to_string(&jcs::parse_strict(&super::args::string(text, "text")?)?)))
+}
