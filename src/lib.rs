@@ -13,7 +13,6 @@ pub mod lock;
 pub mod memory;
 pub mod redact;
 pub mod timestamp;
-pub mod rfc3339;
 pub mod sign;
 pub mod wal;
 

@@ -23,6 +23,11 @@ pub fn parse_rfc3339_ms(text: &str, what: &str) -> Result<i64> {
   Ok((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
+/// Same as [`parse_rfc3339_ms`] for callers that report a bad value their own way.
+pub fn parse_ms(text: &str) -> Option<i64> {
+  parse_rfc3339_ms(text, "timestamp").ok()
+}
+
 /// The canonical form of an instant: UTC, millisecond precision, `2026-01-02T10:00:00.000Z`.
 /// Canonical strings of instants sort like the instants (for years 0000-9999), but the library
 /// never relies on that: it parses before comparing.

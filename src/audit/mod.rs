@@ -491,7 +491,7 @@ impl AuditLog {
     body.insert("seq".into(), Value::from(seq));
     body.insert(
       "ts".into(),
-      Value::String(crate::rfc3339::format_ms(crate::rfc3339::now_ms())),
+      Value::String(crate::timestamp::format_ms(crate::timestamp::now_ms())),
     );
     body.insert("action".into(), Value::String(event.action.clone()));
     body.insert("actor".into(), Value::String(event.actor.as_str().into()));

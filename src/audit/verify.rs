@@ -132,7 +132,7 @@ pub fn verify(
       let fields_ok = value
         .get("ts")
         .and_then(Value::as_str)
-        .and_then(crate::rfc3339::parse_ms)
+        .and_then(crate::timestamp::parse_ms)
         .is_some()
         && value
           .get("action")

@@ -29,7 +29,7 @@ use zeroize::Zeroizing;
 use crate::error::{LoaError, Result};
 use crate::fsutil::{create_dir_durable, sync_dir, write_file_atomic};
 use crate::lock::lock_exclusive;
-use crate::rfc3339::{format_ms, now_ms, parse_ms};
+use crate::timestamp::{format_ms, now_ms, parse_ms};
 
 /// The environment variable holding a signing seed (64 hex characters).
 pub const ENV_SIGNING_KEY: &str = "LOA_SIGNING_KEY";

@@ -440,7 +440,7 @@ pub fn create_manifest(
     .collect::<Result<Vec<_>>>()?;
   Ok(Manifest {
     version: VERSION,
-    created_at: crate::rfc3339::format_ms(crate::rfc3339::now_ms()),
+    created_at: crate::timestamp::format_ms(crate::timestamp::now_ms()),
     include,
     exclude,
     files,
@@ -486,7 +486,7 @@ pub fn validate_manifest(value: &Value) -> Result<usize> {
   if manifest.version != VERSION {
     return Err(LoaError::InvalidArgument(format!("unsupported manifest version {}", manifest.version)));
   }
-  if crate::rfc3339::parse_ms(manifest.created_at).is_none() {
+  if crate::timestamp::parse_ms(manifest.created_at).is_none() {
     return Err(LoaError::InvalidArgument("`createdAt` is not an RFC 3339 timestamp".into()));
   }
   for p in manifest.include.iter().chain(&manifest.exclude) {

@@ -17,7 +17,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use format::{Record, SegmentHeader, Tail, SEGMENT_HEADER_LEN};
 use reader::{list_segments, segment_file_name, session_dir, validate_session_id};
@@ -291,9 +291,7 @@ impl ActiveSegment {
   }
 }
 
-fn now_ms() -> i64 {
-  SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+use crate::timestamp::now_ms;
 
 /// Finds where the session continues: repairs a torn tail of the newest segment, or creates the
 /// first segment. Returns the active segment, the next seq, the last timestamp and what was cut.
