@@ -68,6 +68,8 @@ test('bad input is a typed error and stores nothing', async (t) => {
     [{ op: 'write', path: '/etc/passwd' }, 'E_PATH_OUTSIDE_ROOT'],
     [{ op: 'write', data: 12 }, 'E_INVALID_ARGUMENT'],
     [{ op: 'write', meta: [1, 2] }, 'E_INVALID_ARGUMENT'],
+    [{ op: 'write', meta: { n: NaN } }, 'E_INVALID_ARGUMENT'],
+    [{ op: 'write', meta: { when: new Date() } }, 'E_INVALID_ARGUMENT'],
     [{ op: 'write', data: Buffer.alloc(9 * 1024 * 1024) }, 'E_TOO_LARGE'],
   ]
   for (const [record, expected] of cases) {

@@ -88,12 +88,13 @@ pub fn optional_bytes(object: &Object, key: &str) -> Result<Option<Vec<u8>>> {
   field(object, key)?.map(|v| bytes(v, key)).transpose()
 }
 
-/// A plain JSON object, returned as JSON text.
-pub fn optional_json_object(env: &Env, object: &Object, key: &str) -> Result<Option<String>> {
+/// A plain JSON object, returned as JSON text. Read strictly (see `json::from_js`): values JSON
+/// cannot hold (`NaN`, a `Date`, a function) are refused instead of silently changed.
+pub fn optional_json_object(env: &Env, object: &Object, key: &'static str) -> Result<Option<String>> {
   let Some(value) = field(object, key)? else { return Ok(None) };
   if value.get_type().ok() != Some(ValueType::Object) || value.is_array().unwrap_or(false) {
     return Err(wrong(key, "a plain object"));
   }
-  let json: serde_json::Value = env.from_js_value(value).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))?;
+  let json = super::json::from_js(env, value, key)?;
   serde_json::to_string(&json).map(Some).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))
 }
