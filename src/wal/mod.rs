@@ -464,8 +464,8 @@ impl Writer {
     }
   }
 
-  /// On close: trims space written ahead, so a closed log's files end at their last record,
-  /// and makes everything durable.
+  /// On close and before rotation: trims space written ahead, so a closed or sealed segment ends
+  /// at its last record, and makes everything durable.
   fn finish(&mut self) -> Result<()> {
     if self.active.allocated > self.active.len {
       self.active.file.set_len(self.active.len).map_err(|e| LoaError::io("trim", &self.active.path, e))?;
@@ -597,14 +597,7 @@ impl Writer {
 
   /// Seals the active segment (trimmed to its records, fsynced) and starts a new one.
   fn rotate(&mut self) -> Result<()> {
-    if self.active.allocated > self.active.len {
-      self.active.file.set_len(self.active.len).map_err(|e| LoaError::io("trim", &self.active.path, e))?;
-      self.active.allocated = self.active.len;
-      self.dirty = true;
-    }
-    if self.dirty {
-      self.sync()?;
-    }
+    self.finish()?;
     let next = create_segment(&self.session_dir, self.next_seq)?;
     self.active = next; // dropping the old file releases its segment lock
     Ok(())
