@@ -835,14 +835,22 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.AttentionTracker = nativeBinding.AttentionTracker
 module.exports.Wal = nativeBinding.Wal
 module.exports.__panicForTesting = nativeBinding.__panicForTesting
+module.exports.attentionLevel = nativeBinding.attentionLevel
+module.exports.buildContext = nativeBinding.buildContext
 module.exports.consolidateWal = nativeBinding.consolidateWal
+module.exports.countTokens = nativeBinding.countTokens
+module.exports.countTokensBatch = nativeBinding.countTokensBatch
+module.exports.estimateTokens = nativeBinding.estimateTokens
 module.exports.isLoaError = nativeBinding.isLoaError
 module.exports.loadConfig = nativeBinding.loadConfig
 module.exports.LoaErrorCode = nativeBinding.LoaErrorCode
 module.exports.loaErrorCodes = nativeBinding.loaErrorCodes
 module.exports.parseConfig = nativeBinding.parseConfig
+module.exports.planCompaction = nativeBinding.planCompaction
+module.exports.readSkillContextPolicy = nativeBinding.readSkillContextPolicy
 module.exports.readWal = nativeBinding.readWal
 module.exports.verifyWal = nativeBinding.verifyWal
 module.exports.writeFileAtomic = nativeBinding.writeFileAtomic

@@ -14,9 +14,14 @@
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
 mod args;
+mod attention;
+mod compaction;
 mod config;
+mod context;
 mod fs;
 mod promises;
+mod strings;
+mod tokens;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
