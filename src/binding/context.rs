@@ -243,7 +243,9 @@ impl ContextSource for JsSource {
   }
 }
 
-fn parse_options(o: &Object) -> Result<ContextOptions> {
+/// The options of `buildContext` (`budget`, `sessionShare`, `encoding`, `safetyMargin`,
+/// `minTruncatedTokens`) from a JS object; also for the memory store's `buildContext(options)`.
+pub(crate) fn parse_options(o: &Object) -> Result<ContextOptions> {
   let mut options = ContextOptions::default();
   if let Some(b) = args::optional_u64(o, "budget")? {
     options.budget = b;
