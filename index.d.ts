@@ -157,6 +157,14 @@ export interface ContextConfig {
   recentSessions: number;
   /** How many active learnings are considered. Default 3. */
   activeLearnings: number;
+  /**
+   * Fraction of the budget kept free for models whose tokenizer is not public (Claude 3 and later):
+   * the context holds at most `tokenBudget * (1 - safetyMargin)` exact tokens of `encoding`.
+   * From 0 (default) up to, not including, 1.
+   */
+  safetyMargin: number;
+  /** An item that does not fit whole is cut (with a visible marker) only if at least this many of its tokens remain. Default 32. */
+  minTruncatedTokens: number;
 }
 
 /** One attention-budget level, in both units. */
@@ -177,11 +185,11 @@ export interface AttentionBudgetConfig {
   contextWindowTokens: number;
   /** Per-operation limit (one search or tool result). Default 2000 tokens. */
   singleSearch: BudgetLevel;
-  /** Delta-synthesis trigger. Default 5000 tokens (YAML also `accumulated`). */
+  /** Delta-synthesis trigger. Default 5000 tokens (YAML also `yellow_threshold`, `accumulated`). */
   yellow: BudgetLevel;
-  /** Recommend `/clear`. Default 10000 tokens. */
+  /** Recommend `/clear`. Default 10000 tokens (YAML also `orange_threshold`). */
   orange: BudgetLevel;
-  /** Strongly recommend `/clear`. Default 15000 tokens (YAML also `session_total`). */
+  /** Strongly recommend `/clear`. Default 15000 tokens (YAML also `red_threshold`, `session_total`). */
   red: BudgetLevel;
   /**
    * Compaction trigger: `CONTEXT_NEAR_LIMIT` is signalled and items are cleared until usage is
@@ -189,6 +197,20 @@ export interface AttentionBudgetConfig {
    * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
    */
   compact: BudgetLevel;
+}
+
+/**
+ * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
+ * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
+ * or plain token counts. Levels are compared in tokens.
+ */
+export interface AttentionBudgetInput {
+  contextWindowTokens?: number;
+  singleSearch?: BudgetLevel | number;
+  yellow?: BudgetLevel | number;
+  orange?: BudgetLevel | number;
+  red?: BudgetLevel | number;
+  compact?: BudgetLevel | number;
 }
 
 /** Context-editing policy (YAML section `context_editing`). */
@@ -346,6 +368,36 @@ export interface LoadedConfig {
  * can point the loader at a WASI artifact this package does not build itself.
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+/**
+ * Follows the tokens a session uses and reports each attention threshold the first time it is
+ * crossed, with `delta_sync` at yellow.
+ *
+ * ```ts
+ * const tracker = new AttentionTracker(loadConfig(dir).config.attentionBudget)
+ * for (const c of tracker.add(countTokens(toolResult)).crossed) {
+ *   if (c.action === 'delta_sync') await persistFindings()
+ *   else console.warn(c.message)
+ * }
+ * // after /clear:
+ * tracker.reset()
+ * ```
+ */
+export declare class AttentionTracker {
+  /** A tracker at 0 tokens. Throws `E_INVALID_ARGUMENT` if the levels do not increase. */
+  constructor(config?: AttentionBudgetInput)
+  /**
+   * Adds the tokens of one operation (a tool result, a search, a message); reports the levels
+   * entered for the first time.
+   */
+  add(tokens: number): AttentionUpdate
+  /** Back to 0 tokens after the context was cleared; every level will be reported again. */
+  reset(): void
+  /** Where the total stands. */
+  status(): AttentionStatus
+  /** Tokens added since construction or the last `reset()`. */
+  get tokensUsed(): number
+}
 
 /**
  * A hash-chained, append-only audit log in a directory of segments
@@ -553,6 +605,45 @@ export declare class Wal {
  */
 export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
 
+/**
+ * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
+ * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
+ * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
+ * the window or the seeds' other spellings), or any part of it; the rest is default. Throws
+ * `E_INVALID_ARGUMENT` if the levels do not increase.
+ */
+export declare function attentionLevel(tokensUsed: number, config?: AttentionBudgetInput): AttentionStatus
+
+/** Where a token count stands on the attention budget (advisory, never blocking). */
+export interface AttentionStatus {
+  level: 'green' | 'yellow' | 'orange' | 'red'
+  /**
+   * `continue`; `delta_sync` at yellow: persist findings to the ledgers now (NOTES.md Decision
+   * Log, active bead); `recommend_clear` at orange; `strongly_recommend_clear` at red.
+   */
+  action: 'continue' | 'delta_sync' | 'recommend_clear' | 'strongly_recommend_clear'
+  /** The seed's wording, e.g. `Context is filling. Consider /clear when ready.` */
+  message: string
+  tokensUsed: number
+  /** Tokens at which this level starts (0 for green). */
+  threshold: number
+  /** Tokens at which the next level starts; `null` at red. */
+  nextThreshold: number | null
+}
+
+/** What `AttentionTracker.add` reports. */
+export interface AttentionUpdate {
+  /** Where the total stands now. */
+  status: AttentionStatus
+  /**
+   * Levels entered for the first time since construction or `reset()`, lowest first (several
+   * when one addition jumps over a level). A yellow entry asks for a delta sync.
+   */
+  crossed: Array<AttentionStatus>
+  /** This addition alone was over the per-operation limit (`singleSearch`, default 2000). */
+  overOperationLimit: boolean
+}
+
 /** An event to record. */
 export interface AuditEventInput {
   /** What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters. */
@@ -627,6 +718,64 @@ export interface AuditVerification {
 }
 
 /**
+ * Packs recent sessions and active learnings into a token budget and returns the text to
+ * prepend to a prompt, with what was included and what was dropped and why.
+ *
+ * - `tokens` is the exact count of `text` in `encoding` and never exceeds
+ *   `floor(budget * (1 - safetyMargin))`, header and line breaks included.
+ * - Sessions newest first (timestamps parsed, any offset), then learnings by importance, then
+ *   most recent `lastUsed`; ties by input order. Same input, byte-identical output.
+ * - Sessions get `sessionShare` first, learnings the rest; a share one kind cannot use flows to
+ *   the other.
+ * - An item too large for what is left is cut at a token boundary with a visible
+ *   `… [truncated]` marker when at least `minTruncatedTokens` of it fit, or dropped.
+ * - Only the texts of items whose turn comes are read: the cost grows with what is included,
+ *   not with the number of candidates.
+ *
+ * Throws `E_INVALID_ARGUMENT` naming the field (`sessions[3].timestamp`) for bad input.
+ */
+export declare function buildContext(input: BuildContextInput): BuiltContext
+
+/** Input of `buildContext`. */
+export interface BuildContextInput {
+  sessions: Array<ContextSessionInput>
+  learnings: Array<ContextLearningInput>
+  /** Tokens for everything in `text` (header, items, line breaks). Default 2000. */
+  budget?: number
+  /**
+   * Share of the room after the header that sessions get first, 0..1; learnings get the
+   * rest, and a share one kind does not need flows to the other. Default 0.7.
+   */
+  sessionShare?: number
+  /** Encoding tokens are counted in. Default `'o200k_base'`. */
+  encoding?: TokenEncoding
+  /**
+   * Fraction of the budget kept free, for models whose tokenizer is not public: `text` holds
+   * at most `floor(budget * (1 - safetyMargin))` tokens. 0 (default) up to, not including, 1.
+   */
+  safetyMargin?: number
+  /**
+   * An item that does not fit whole is cut at a token boundary (ending in `… [truncated]`)
+   * only if at least this many of its tokens remain; otherwise it is dropped. Default 32.
+   */
+  minTruncatedTokens?: number
+}
+
+/** What `buildContext` built. */
+export interface BuiltContext {
+  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
+  text: string | null
+  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
+  tokens: number
+  /** `floor(budget * (1 - safetyMargin))`. */
+  limit: number
+  /** In text order: sessions (newest first), then learnings. */
+  included: Array<ContextItem>
+  /** Every other candidate: sessions in input order, then learnings in input order. */
+  dropped: Array<ContextDrop>
+}
+
+/**
  * The RFC 8785 (JCS) canonical JSON of `value`: members sorted by UTF-16 code units, no
  * whitespace, numbers as ECMAScript writes them. What the library hashes and signs.
  *
@@ -687,6 +836,84 @@ export interface CaptureResult {
   tags: Array<string>
 }
 
+/** A part that is never cleared under the policy, and why. */
+export interface CompactionKeptPart {
+  id: string
+  tokens: number
+  reason: 'preserved_artifact' | 'recent_turn' | 'not_a_clear_target' | 'phase_not_completed'
+}
+
+/** What `planCompaction` decided. */
+export interface CompactionPlan {
+  /** Parts to clear, in this order. */
+  clear: Array<CompactionStep>
+  tokensBefore: number
+  tokensFreed: number
+  /** Tokens left after clearing. */
+  tokensAfter: number
+  /** `floor(contextWindowTokens * compactThresholdPercent / 100)`. */
+  thresholdTokens: number
+  /** Whether usage had reached the threshold. */
+  needed: boolean
+  /**
+   * Whether `tokensAfter` is below the threshold. False when preserved artifacts, recent turns
+   * and parts that are not clear targets alone keep the context at or over it.
+   */
+  underThreshold: boolean
+  /**
+   * `'COMPACTION_COMPLETE'` when clearing gets below the threshold, `'CONTEXT_NEAR_LIMIT'` when
+   * it cannot (or context editing is disabled), `null` when nothing was needed (names from
+   * `runtimeSignals`).
+   */
+  signal: string | null
+  /** Every part that can never be cleared under this policy, in input order. */
+  protected: Array<CompactionKeptPart>
+  protectedTokens: number
+  /** One line for a human. */
+  message: string
+}
+
+/**
+ * Policy of `planCompaction`. Every field is optional (defaults from seed 003), and
+ * `{ ...loadConfig(dir).config.contextEditing }` is a valid policy.
+ */
+export interface CompactionPolicy {
+  /** When false nothing is cleared. Default true. */
+  enabled?: boolean
+  /** Default 200000. */
+  contextWindowTokens?: number
+  /** Clear until usage is below this percentage of the window, in (0, 100]. Default 80. */
+  compactThresholdPercent?: number
+  /** Parts of this many most recent turns are never cleared. Default 5. */
+  preserveRecentTurns?: number
+  /** What may be cleared, first cleared first. Default: seed 003's five in its order. */
+  clearTargets?: ClearTarget[]
+  /**
+   * Never cleared. Seed 003's five (`trajectory_events`, `quality_gate_results`,
+   * `decision_records`, `notes_session_continuity`, `active_beads`) always are.
+   */
+  preserveArtifacts?: Array<string>
+  /**
+   * Phases whose details may be cleared once completed. Default initialization,
+   * implementation, testing.
+   */
+  clearAfterPhases?: Array<string>
+  /** Phases the workflow has completed. Default none. */
+  completedPhases?: Array<string>
+  /** The current turn; default (or `null`) the highest turn among the parts. */
+  currentTurn?: number | null
+  /** Signal names. Default `CONTEXT_NEAR_LIMIT` / `COMPACTION_COMPLETE`. */
+  runtimeSignals?: RuntimeSignalsConfig
+}
+
+/** A part to clear. */
+export interface CompactionStep {
+  id: string
+  target: string
+  tokens: number
+  turn: number
+}
+
 /**
  * `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
  * nothing, such as `loa consolidate`).
@@ -717,6 +944,103 @@ export interface ConsolidateWalOptions {
  * lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
  */
 export declare function contentHash(content: string): string
+
+/**
+ * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
+ * line but too large, and too little room left to keep `minTruncatedTokens` of it),
+ * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
+ * hold the header).
+ */
+export interface ContextDrop {
+  item: ContextItemRef
+  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
+}
+
+/** An item that is in the text. */
+export interface ContextItem {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+  /** Exact tokens of its line(s), line break included. */
+  tokens: number
+  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
+  truncated: boolean
+}
+
+/** Which input list an item came from, and where in it. */
+export interface ContextItemRef {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+}
+
+/** An active learning offered to `buildContext`. */
+export interface ContextLearningInput {
+  trigger: string
+  solution: string
+  /** Higher first. Default (or `null`) 0. */
+  importance?: number | null
+  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
+  lastUsed?: string | null
+}
+
+/** One part of the agent's context, as the runtime tracks it. */
+export interface ContextPart {
+  /** Unique; what the runtime clears by. */
+  id: string
+  /**
+   * A clear target (`'stale_tool_results'`, `'completed_phase_details'`,
+   * `'superseded_file_reads'`, `'intermediate_outputs'`, `'verbose_debug'`) or any other kind
+   * (`'user_message'`, `'system_prompt'`, ...), which is never cleared.
+   */
+  target: ClearTarget | (string & {})
+  tokens: number
+  /** Conversation turn it belongs to; higher is more recent. */
+  turn: number
+  /** Workflow phase, for `completed_phase_details`. */
+  phase?: string
+  /** Artifact it carries (`'trajectory_events'`, `'test_results'`, ...). */
+  artifact?: string
+}
+
+/** A recent session offered to `buildContext`. */
+export interface ContextSessionInput {
+  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
+  timestamp: string
+  summary: string
+  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
+  importance?: number | null
+}
+
+/**
+ * The exact number of tokens of `text` in a public BPE encoding (default `o200k_base`), the same
+ * as tiktoken's `encode_ordinary(text).length`: special-token text such as `<|endoftext|>` counts
+ * as ordinary text. The vocabularies are part of the package; nothing is downloaded. With
+ * `safetyMargin`, returns `ceil(count / (1 - safetyMargin))` (see the README for models whose
+ * tokenizer is not public).
+ */
+export declare function countTokens(text: string, options?: CountTokensOptions): number
+
+/**
+ * `countTokens` for many strings in one call (one crossing of the JS/native boundary): returns
+ * the counts in the same order.
+ */
+export declare function countTokensBatch(texts: string[], options?: CountTokensOptions): Array<number>
+
+/** Options of `countTokens` / `countTokensBatch`. */
+export interface CountTokensOptions {
+  /**
+   * BPE encoding to count in. Default `'o200k_base'` (GPT-4o and later); `'cl100k_base'` is
+   * GPT-4 / GPT-3.5's.
+   */
+  encoding?: TokenEncoding
+  /**
+   * For models whose tokenizer is not public (Claude 3 and later): returns
+   * `ceil(count / (1 - safetyMargin))`, the count a budget with that margin reserves. A fraction
+   * from 0 (default, the exact count) up to, not including, 1.
+   */
+  safetyMargin?: number
+}
 
 /**
  * Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
@@ -754,6 +1078,16 @@ export interface CreateManifestOptions {
    */
   onProgress?: (progress: ManifestProgress) => void
 }
+
+/**
+ * A fast estimate of the token count of `text` (one pass over the characters, no vocabulary,
+ * about 3x faster than `countTokens`), meant as an upper bound for both public encodings. On the
+ * benchmark corpus it overestimates `o200k_base` by about 18 % on English, 20 % on keys and
+ * hashes, 36 % on code, 60 % on emoji and 89 % on CJK (`cl100k_base`: 11-37 %), and no document
+ * was under; see the README for the table. It is not a guarantee: use `countTokens` where a
+ * budget must hold.
+ */
+export declare function estimateTokens(text: string): number
 
 /**
  * Runs the six quality gates on a memory candidate: temporal, speculation, instruction,
@@ -1075,11 +1409,30 @@ export interface MemoryWorkspaceOptions {
 export declare function parseConfig(yaml: string): LoadedConfig
 
 /**
+ * Plans which parts of the context to clear, in order, to get below the compaction threshold
+ * (default 80 % of a 200K window): clear targets in the policy's priority order (stale tool
+ * results first), oldest turn first. Never clears a preserved artifact or a part of the
+ * `preserveRecentTurns` most recent turns, even if the context then stays over the threshold
+ * (`underThreshold: false`, signal `CONTEXT_NEAR_LIMIT`). Throws `E_INVALID_ARGUMENT` for a
+ * repeated id or an invalid field (named, e.g. `items[3].tokens`).
+ */
+export declare function planCompaction(items: ContextPart[], policy?: CompactionPolicy): CompactionPlan
+
+/**
  * Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
  * its content (plus a final newline), so any changed byte is caught: otherwise
  * `E_STATE_CORRUPT` (the file is left untouched).
  */
 export declare function readManifest(path: string): SignedManifest
+
+/**
+ * Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
+ * applies it to `base` (default: the seed 003 defaults): its settings replace the base's, its
+ * `preserve_artifacts` are added. A file without frontmatter or block gives `base` unchanged
+ * (`found: false`). Throws `E_IO` if unreadable, `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
+ * with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
+ */
+export declare function readSkillContextPolicy(path: string, base?: CompactionPolicy): SkillContextPolicy
 
 /**
  * Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
@@ -1127,6 +1480,21 @@ export interface SignedManifest {
  * signature fail to verify.
  */
 export declare function signManifest(manifest: Manifest | SignedManifest, keyRing: KeyRing): SignedManifest
+
+/** What `readSkillContextPolicy` found. */
+export interface SkillContextPolicy {
+  /** The skill's `name` from its frontmatter. */
+  name: string | null
+  /** Whether the frontmatter has a `context_editing` block. */
+  found: boolean
+  /**
+   * The base policy with the block applied: its settings replace the base's, its
+   * `preserve_artifacts` are added to the base's.
+   */
+  policy: Required<CompactionPolicy>
+  /** Unknown keys in the block, repeated targets. */
+  warnings: Array<string>
+}
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never

@@ -1,43 +1,56 @@
 // Type-checked (tsc --strict, never run) the way extensions/loa imports the package: by its
 // published name, through package.json "exports" and the generated index.d.ts.
 import {
-  MemoryStore,
-  Wal,
-  consolidateMemory,
+  attentionLevel,
+  AttentionTracker,
   AuditLog,
-  KeyRing,
+  buildContext,
   canonicalizeJson,
+  consolidateMemory,
+  consolidateWal,
+  contentHash,
+  countTokens,
+  countTokensBatch,
   createManifest,
+  estimateTokens,
+  evaluateGates,
+  isLoaError,
+  KeyRing,
+  loadConfig,
+  MemoryStore,
+  planCompaction,
   readManifest,
+  readSkillContextPolicy,
+  readWal,
   signManifest,
   verifyAuditLog,
   verifyManifest,
-  writeManifest,
-  consolidateWal,
-  contentHash,
-  evaluateGates,
-  isLoaError,
-  loadConfig,
-  readWal,
   verifyWal,
+  Wal,
   writeFileAtomic,
+  writeManifest,
+  type AttentionStatus,
+  type AuditHead,
+  type AuditVerification,
+  type BuiltContext,
+  type CaptureResult,
+  type CompactionPlan,
+  type CompactionPolicy,
+  type ContextPart,
+  type GateEvaluation,
+  type GateName,
+  type KeyInfo,
+  type Learning,
   type LoaConfig,
   type LoaError,
   type LoaErrorCode,
-  type CaptureResult,
-  type GateEvaluation,
-  type GateName,
-  type Learning,
-  type MemoryConsolidation,
-  type SessionEntry,
-  type WalRecord,
-  type AuditHead,
-  type AuditVerification,
-  type KeyInfo,
   type Manifest,
   type ManifestProblem,
   type ManifestVerification,
+  type MemoryConsolidation,
+  type SessionEntry,
   type SignedManifest,
+  type WalRecord,
 } from '@loa/core'
 
 export async function remember(dir: string, sessionId: string, text: string): Promise<number | undefined> {
@@ -124,4 +137,44 @@ export function sealState(stateDir: string, keysDir: string, auditDir: string, h
     if (isLoaError(err) && (err.code === 'E_KEY_NOT_FOUND' || err.code === 'E_SIGNATURE_INVALID' || err.code === 'E_AUDIT_CORRUPT')) return false
   }
   return check.ok && audit.ok && text.length > 0
+}
+
+// What the plugin's before_prompt_build hook does with the context API.
+export function prependContext(dir: string, sessions: { timestamp: string; summary: string }[]): string | undefined {
+  const { context, attentionBudget, contextEditing } = loadConfig(dir).config
+  const built: BuiltContext = buildContext({
+    sessions,
+    learnings: [{ trigger: 'tests hang', solution: 'check the LOCK file', importance: 0.9, lastUsed: '2025-11-21T10:00:00Z' }],
+    budget: context.tokenBudget,
+    sessionShare: 1 - context.learningsShare,
+    encoding: context.encoding,
+    safetyMargin: context.safetyMargin,
+    minTruncatedTokens: context.minTruncatedTokens,
+  })
+  for (const drop of built.dropped) {
+    const reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget' = drop.reason
+    void [drop.item.kind, drop.item.index, reason]
+  }
+  const perItem: number[] = built.included.map((i) => i.tokens)
+  const total: number = countTokens(built.text ?? '', { encoding: 'cl100k_base', safetyMargin: 0.2 })
+  const counts: number[] = countTokensBatch(['a', 'b'])
+  void [perItem, total, counts, estimateTokens('x')]
+
+  const tracker = new AttentionTracker(attentionBudget)
+  for (const crossed of tracker.add(built.tokens).crossed) {
+    if (crossed.action === 'delta_sync') void crossed.message
+  }
+  const status: AttentionStatus = attentionLevel(tracker.tokensUsed, { yellow: 4000 })
+  const level: 'green' | 'yellow' | 'orange' | 'red' = status.level
+  void level
+
+  const parts: ContextPart[] = [{ id: 't1', target: 'stale_tool_results', tokens: 1200, turn: 3 }, { id: 'u1', target: 'user_message', tokens: 40, turn: 9 }]
+  const policy: CompactionPolicy = { ...contextEditing, contextWindowTokens: attentionBudget.contextWindowTokens, completedPhases: ['initialization'] }
+  const plan: CompactionPlan = planCompaction(parts, policy)
+  const skill = readSkillContextPolicy(`${dir}/SKILL.md`, policy)
+  const again: CompactionPlan = planCompaction(parts, skill.policy)
+  // @ts-expect-error an unknown clear target is a type error
+  planCompaction(parts, { clearTargets: ['everything'] })
+  void again
+  return plan.signal === 'COMPACTION_COMPLETE' ? (built.text ?? undefined) : undefined
 }

@@ -11,6 +11,15 @@ export const core = require('../index.js')
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const fixture = (name) => join(root, '__test__', 'fixtures', name)
 
+/** A dev dependency used as a reference (js-tiktoken), with a hint when it is missing. */
+export function requireDev(name) {
+  try {
+    return require(name)
+  } catch (err) {
+    throw new Error(`dev dependency ${name} is not installed (run npm install): ${err.message}`)
+  }
+}
+
 /** A fresh directory, removed after the test unless LOA_KEEP_TMP is set. */
 export function tempDir(t, prefix = 'loa-test-') {
   const dir = mkdtempSync(join(tmpdir(), prefix))

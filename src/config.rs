@@ -27,8 +27,9 @@
 //! | `context.token_budget` | `context_token_budget` (seed 002 `contextTokenBudget`) |
 //! | `context_editing.clear_after_phases` | `clear_after_phases` (seed 003, top level) |
 //! | `context_editing.preserve_artifacts` | `preserve_artifacts` (seed 003, top level) |
-//! | `attention_budget.yellow` | `attention_budget.accumulated` (seed 003) |
-//! | `attention_budget.red` | `attention_budget.session_total` (seed 003) |
+//! | `attention_budget.yellow` | `attention_budget.yellow_threshold`, `attention_budget.accumulated` (seed 003) |
+//! | `attention_budget.orange` | `attention_budget.orange_threshold` |
+//! | `attention_budget.red` | `attention_budget.red_threshold`, `attention_budget.session_total` (seed 003) |
 //! | `attention_budget.compact` | `context_editing.compact_threshold_percent`, `compact_threshold_percent`, `runtime_signals.signal_threshold_percent` (seed 003) |
 //!
 //! # Where the seeds disagree, and what this module chose
@@ -76,7 +77,7 @@ const MAX_CONFIG_BYTES: u64 = MIB;
 const DEFAULT_GRIMOIRES_DIR: &str = "grimoires/loa";
 const WINDOW_KEY: &str = "attention_budget.context_window_tokens";
 /// Artifacts seed 003 says must never be cleared; always part of `preserve_artifacts`.
-const ALWAYS_PRESERVED: [&str; 5] = [
+pub const ALWAYS_PRESERVED: [&str; 5] = [
   "trajectory_events",
   "quality_gate_results",
   "decision_records",
@@ -297,6 +298,13 @@ pub struct ContextConfig {
   pub recent_sessions: u64,
   /// How many active learnings are considered. Default 3 (seed 002 FR-4.3).
   pub active_learnings: u64,
+  /// Fraction of the budget kept free, for models whose tokenizer is not public (Claude 3 and
+  /// later): the context holds at most `token_budget * (1 - safety_margin)` exact tokens of
+  /// `encoding`. 0 (default) up to, not including, 1.
+  pub safety_margin: f64,
+  /// An item that does not fit whole is cut (with a visible marker) only if at least this many
+  /// of its tokens remain; otherwise it is dropped. Default 32.
+  pub min_truncated_tokens: u64,
 }
 
 impl Default for ContextConfig {
@@ -307,6 +315,8 @@ impl Default for ContextConfig {
       encoding: TokenEncoding::O200kBase,
       recent_sessions: 5,
       active_learnings: 3,
+      safety_margin: 0.0,
+      min_truncated_tokens: 32,
     }
   }
 }
@@ -344,7 +354,8 @@ impl BudgetLevel {
 /// The single attention-budget configuration (YAML section `attention_budget`). Levels are
 /// advisory; each may be written in the file as a token count (`5000`), a fraction of the window
 /// (`0.025`) or a percentage string (`"2.5%"`), and is reported in both forms. Seed 000's
-/// `yellow`/`orange`/`red`, seed 003's `single_search`/`accumulated`/`session_total` and seed 003's
+/// `yellow`/`orange`/`red` (also spelled `yellow_threshold`/`orange_threshold`/`red_threshold`),
+/// seed 003's `single_search`/`accumulated`/`session_total` and seed 003's
 /// `compact_threshold_percent`/`signal_threshold_percent` are all accepted (see the module docs).
 /// `yellow < orange < red <= contextWindowTokens` is enforced.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -1375,6 +1386,19 @@ fn parse_context(root: &mut Section, w: &mut Vec<String>) -> Result<ContextConfi
     })?,
     recent_sessions: s.get("recent_sessions", d.recent_sessions, |f| f.uint(0, 1000))?,
     active_learnings: s.get("active_learnings", d.active_learnings, |f| f.uint(0, 1000))?,
+    safety_margin: s.get("safety_margin", d.safety_margin, |f| {
+      let m = f.fraction()?;
+      if m >= 1.0 {
+        return Err(f.err(format!(
+          "must be below 1 (1 would leave no budget), got {}",
+          f.got()
+        )));
+      }
+      Ok(m)
+    })?,
+    min_truncated_tokens: s.get("min_truncated_tokens", d.min_truncated_tokens, |f| {
+      f.uint(0, MAX_SAFE)
+    })?,
   };
   s.finish(w);
   Ok(cfg)
@@ -1464,15 +1488,35 @@ fn parse_attention(
   let single = LevelSpec::read(single_key, single, never, Tokens(2000))?;
 
   let yellow_key = "attention_budget.yellow";
-  let yellow = pick(yellow_key, vec![s.take("yellow"), s.take("accumulated")], w);
+  let yellow = pick(
+    yellow_key,
+    vec![
+      s.take("yellow"),
+      s.take("yellow_threshold"),
+      s.take("accumulated"),
+    ],
+    w,
+  );
   let yellow = LevelSpec::read(yellow_key, yellow, never, Tokens(5000))?;
 
   let orange_key = "attention_budget.orange";
-  let orange = pick(orange_key, vec![s.take("orange")], w);
+  let orange = pick(
+    orange_key,
+    vec![s.take("orange"), s.take("orange_threshold")],
+    w,
+  );
   let orange = LevelSpec::read(orange_key, orange, never, Tokens(10_000))?;
 
   let red_key = "attention_budget.red";
-  let red = pick(red_key, vec![s.take("red"), s.take("session_total")], w);
+  let red = pick(
+    red_key,
+    vec![
+      s.take("red"),
+      s.take("red_threshold"),
+      s.take("session_total"),
+    ],
+    w,
+  );
   let red = LevelSpec::read(red_key, red, never, Tokens(15_000))?;
 
   let compact_key = "attention_budget.compact";
@@ -1540,21 +1584,7 @@ fn parse_context_editing(
   })?;
   let clear_targets = match s.take("clear_targets") {
     None => d.clear_targets,
-    Some(f) => {
-      let mut out = Vec::new();
-      for item in f.list()? {
-        let target = item.choice(&ClearTarget::NAMES)?;
-        if out.contains(&target) {
-          w.push(format!(
-            "`{}` repeats an earlier target; ignored",
-            item.path
-          ));
-        } else {
-          out.push(target);
-        }
-      }
-      out
-    }
+    Some(f) => clear_target_list(&f, w)?,
   };
   let phases_key = "context_editing.clear_after_phases";
   let clear_after_phases = match aliased(
@@ -1609,6 +1639,78 @@ fn parse_context_editing(
     clear_after_phases,
     preserve_artifacts,
   })
+}
+
+/// A list of clear targets in priority order; repeats are ignored with a warning.
+fn clear_target_list(f: &Field, w: &mut Vec<String>) -> Result<Vec<ClearTarget>> {
+  let mut out = Vec::new();
+  for item in f.list()? {
+    let target = item.choice(&ClearTarget::NAMES)?;
+    if out.contains(&target) {
+      w.push(format!(
+        "`{}` repeats an earlier target; ignored",
+        item.path
+      ));
+    } else {
+      out.push(target);
+    }
+  }
+  Ok(out)
+}
+
+/// A `context_editing` block that overrides part of the workspace's policy: the frontmatter of a
+/// skill's `SKILL.md` (seed 003, "Per-Skill Configuration"). Only the keys the block sets are
+/// `Some`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextEditingOverride {
+  pub enabled: Option<bool>,
+  pub preserve_recent_turns: Option<u64>,
+  /// Replaces the clearing order.
+  pub clear_targets: Option<Vec<ClearTarget>>,
+  /// Replaces the phases after which details are cleared (a skill's own phases).
+  pub clear_after_phases: Option<Vec<String>>,
+  /// Added to the preserved artifacts ("additional artifacts this skill needs preserved").
+  pub preserve_artifacts: Option<Vec<String>>,
+  /// `compact_threshold_percent`, in (0, 100].
+  pub compact_threshold_percent: Option<f64>,
+}
+
+/// Reads a `context_editing` block (already parsed YAML) with the same rules and error keys as
+/// `.loa.config.yaml` (`context_editing.clear_targets[1]`); unknown keys are warnings.
+pub fn parse_context_editing_override(
+  value: Value,
+) -> Result<(ContextEditingOverride, Vec<String>)> {
+  let mut w = Vec::new();
+  let path = "context_editing".to_string();
+  let mut s = Section::new(path.clone(), Some(Field { path, value }))?;
+  let out = ContextEditingOverride {
+    enabled: s.take("enabled").map(|f| f.boolean()).transpose()?,
+    preserve_recent_turns: s
+      .take("preserve_recent_turns")
+      .map(|f| f.uint(0, 100_000))
+      .transpose()?,
+    clear_targets: s
+      .take("clear_targets")
+      .map(|f| clear_target_list(&f, &mut w))
+      .transpose()?,
+    clear_after_phases: s
+      .take("clear_after_phases")
+      .map(|f| f.string_list())
+      .transpose()?,
+    preserve_artifacts: s
+      .take("preserve_artifacts")
+      .map(|f| f.string_list())
+      .transpose()?,
+    compact_threshold_percent: match s.take("compact_threshold_percent") {
+      None => None,
+      Some(f) => {
+        f.percent()?; // the same checks (and messages) as in .loa.config.yaml
+        Some(f.number(0.0, 100.0)?)
+      }
+    },
+  };
+  s.finish(&mut w);
+  Ok((out, w))
 }
 
 fn parse_runtime_signals(mut s: Section, w: &mut Vec<String>) -> Result<RuntimeSignalsConfig> {
@@ -1896,6 +1998,8 @@ mod tests {
     assert_eq!(c.context.token_budget, 2000);
     assert_eq!(c.context.learnings_share, 0.3);
     assert_eq!(c.context.encoding, TokenEncoding::O200kBase);
+    assert_eq!(c.context.safety_margin, 0.0);
+    assert_eq!(c.context.min_truncated_tokens, 32);
     assert_eq!(c.grounding.enforcement, GroundingEnforcement::Strict);
     assert_eq!(c.grounding.threshold, 0.95);
     assert_eq!(c.signing.rotation_days, 90);
@@ -1974,6 +2078,8 @@ context:
   encoding: cl100k_base
   recent_sessions: 7
   active_learnings: 2
+  safety_margin: 0.15
+  min_truncated_tokens: 16
 attention_budget:
   context_window_tokens: 100000
   single_search: 1000
@@ -2057,6 +2163,8 @@ persistence:
     );
     assert_eq!(c.context.encoding, TokenEncoding::Cl100kBase);
     assert_eq!(c.context.token_budget, 3000);
+    assert_eq!(c.context.safety_margin, 0.15);
+    assert_eq!(c.context.min_truncated_tokens, 16);
     let a = &c.attention_budget;
     assert_eq!(a.context_window_tokens, 100_000);
     assert_eq!(
@@ -2183,6 +2291,29 @@ persistence:
   }
 
   #[test]
+  fn threshold_suffixed_spellings_are_read() {
+    let loaded = parse(
+      "attention_budget:\n  yellow_threshold: 4000\n  orange_threshold: 0.05\n  red_threshold: '6%'\n",
+    );
+    let a = &loaded.config.attention_budget;
+    assert_eq!(
+      (a.yellow.tokens, a.orange.tokens, a.red.tokens),
+      (4000, 10_000, 12_000)
+    );
+    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+    assert!(loaded.warnings[0].contains(
+      "`attention_budget.yellow_threshold` is deprecated; use `attention_budget.yellow`"
+    ));
+    // The plain spelling wins over the suffixed one, which wins over seed 003's.
+    let loaded =
+      parse("attention_budget:\n  yellow: 3000\n  yellow_threshold: 4000\n  accumulated: 4500\n");
+    assert_eq!(loaded.config.attention_budget.yellow.tokens, 3000);
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+    let loaded = parse("attention_budget:\n  yellow_threshold: 4000\n  accumulated: 4500\n");
+    assert_eq!(loaded.config.attention_budget.yellow.tokens, 4000);
+  }
+
+  #[test]
   fn nested_spelling_wins_and_the_flat_one_is_named() {
     let loaded = parse("grounding_enforcement: disabled\ngrounding:\n  enforcement: warn\n");
     assert_eq!(
@@ -2269,6 +2400,9 @@ persistence:
       "context:\n  learnings_share: 2\n",
       "context.learnings_share",
     );
+    let r = invalid_at("context:\n  safety_margin: 1\n", "context.safety_margin");
+    assert!(r.contains("below 1"), "{r}");
+    invalid_at("context:\n  safety_margin: -0.1\n", "context.safety_margin");
     invalid_at(
       "attention_budget:\n  compact: 1.2\n",
       "attention_budget.compact",

@@ -4,7 +4,10 @@
 //! converts arguments and errors.
 
 pub mod audit;
+pub mod attention;
+pub mod compaction;
 pub mod config;
+pub mod context;
 pub mod error;
 pub mod fsutil;
 pub mod gates;
@@ -14,6 +17,7 @@ pub mod memory;
 pub mod redact;
 pub mod timestamp;
 pub mod sign;
+pub mod tokens;
 pub mod wal;
 
 mod binding;

@@ -32,7 +32,7 @@ pub fn optional_object<'a>(value: Option<Unknown<'a>>, name: &str) -> Result<Opt
   }
 }
 
-fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
+pub fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
   let value: Unknown = object.get_named_property(key).map_err(|_| wrong(key, "readable"))?;
   Ok(if is_absent(&value) { None } else { Some(value) })
 }
@@ -65,6 +65,33 @@ pub fn optional_u64(object: &Object, key: &str) -> Result<Option<u64>> {
     }
     Some(_) => Err(wrong(key, "a non-negative integer")),
   }
+}
+
+/// A finite number.
+pub fn optional_f64(object: &Object, key: &str) -> Result<Option<f64>> {
+  match field(object, key)? {
+    None => Ok(None),
+    Some(v) if v.get_type().ok() == Some(ValueType::Number) => {
+      let n = unsafe { f64::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "a number"))?;
+      if n.is_finite() {
+        Ok(Some(n))
+      } else {
+        Err(wrong(key, "a finite number"))
+      }
+    }
+    Some(_) => Err(wrong(key, "a number")),
+  }
+}
+
+/// A non-negative integer that fits a JS number exactly, as a positional argument.
+pub fn u64_value(value: Unknown, name: &str) -> Result<u64> {
+  if value.get_type().ok() == Some(ValueType::Number) {
+    let n = unsafe { f64::from_napi_value(value.value().env, value.raw()) }.map_err(|_| wrong(name, "a number"))?;
+    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 {
+      return Ok(n as u64);
+    }
+  }
+  Err(wrong(name, "a non-negative integer"))
 }
 
 /// Bytes from a `Buffer`/`Uint8Array` (copied) or a string (UTF-8).

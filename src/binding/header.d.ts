@@ -157,6 +157,14 @@ export interface ContextConfig {
   recentSessions: number;
   /** How many active learnings are considered. Default 3. */
   activeLearnings: number;
+  /**
+   * Fraction of the budget kept free for models whose tokenizer is not public (Claude 3 and later):
+   * the context holds at most `tokenBudget * (1 - safetyMargin)` exact tokens of `encoding`.
+   * From 0 (default) up to, not including, 1.
+   */
+  safetyMargin: number;
+  /** An item that does not fit whole is cut (with a visible marker) only if at least this many of its tokens remain. Default 32. */
+  minTruncatedTokens: number;
 }
 
 /** One attention-budget level, in both units. */
@@ -177,11 +185,11 @@ export interface AttentionBudgetConfig {
   contextWindowTokens: number;
   /** Per-operation limit (one search or tool result). Default 2000 tokens. */
   singleSearch: BudgetLevel;
-  /** Delta-synthesis trigger. Default 5000 tokens (YAML also `accumulated`). */
+  /** Delta-synthesis trigger. Default 5000 tokens (YAML also `yellow_threshold`, `accumulated`). */
   yellow: BudgetLevel;
-  /** Recommend `/clear`. Default 10000 tokens. */
+  /** Recommend `/clear`. Default 10000 tokens (YAML also `orange_threshold`). */
   orange: BudgetLevel;
-  /** Strongly recommend `/clear`. Default 15000 tokens (YAML also `session_total`). */
+  /** Strongly recommend `/clear`. Default 15000 tokens (YAML also `red_threshold`, `session_total`). */
   red: BudgetLevel;
   /**
    * Compaction trigger: `CONTEXT_NEAR_LIMIT` is signalled and items are cleared until usage is
@@ -189,6 +197,20 @@ export interface AttentionBudgetConfig {
    * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
    */
   compact: BudgetLevel;
+}
+
+/**
+ * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
+ * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
+ * or plain token counts. Levels are compared in tokens.
+ */
+export interface AttentionBudgetInput {
+  contextWindowTokens?: number;
+  singleSearch?: BudgetLevel | number;
+  yellow?: BudgetLevel | number;
+  orange?: BudgetLevel | number;
+  red?: BudgetLevel | number;
+  compact?: BudgetLevel | number;
 }
 
 /** Context-editing policy (YAML section `context_editing`). */

@@ -15,13 +15,18 @@
 
 mod args;
 mod audit;
+mod attention;
+mod compaction;
 mod config;
+mod context;
 mod fs;
 mod gates;
 mod memory;
 mod json;
 mod promises;
 mod sign;
+mod strings;
+mod tokens;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
