@@ -529,6 +529,13 @@ export declare class MemoryStore {
   /** Synchronous twin of `consolidate`. */
   consolidateSync(): MemoryConsolidation
   /**
+   * The context for the next prompt, as `buildContext` builds it, from this workspace's memory:
+   * the `context.recentSessions` newest sessions (each summarised by its latest memories) and the
+   * `context.activeLearnings` top learnings, within `context.tokenBudget` tokens unless
+   * `options` says otherwise. `text` is null when there is nothing to remember.
+   */
+  buildContext(options?: MemoryContextOptions): BuiltContext
+  /**
    * The `limit` most recent sessions, newest first, from the memory records (consolidated or
    * still in the WAL) and NOTES.md.
    */
@@ -760,6 +767,13 @@ export interface BuildContextInput {
    */
   minTruncatedTokens?: number
 }
+
+/**
+ * `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory
+ * (consolidated, and captures still in the WAL) and takes no lock, writes nothing. For tools
+ * such as `loa context`.
+ */
+export declare function buildMemoryContext(workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions): BuiltContext
 
 /** What `buildContext` built. */
 export interface BuiltContext {
@@ -1339,6 +1353,24 @@ export interface MemoryConsolidation {
   memories: number
   /** Entries in learnings.json now. */
   learningsTotal: number
+}
+
+/** Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting. */
+export interface MemoryContextOptions {
+  /** Tokens for the whole text, header included. Default `context.tokenBudget` (2000). */
+  budget?: number
+  /**
+   * Share of the room that sessions get first (the rest goes to learnings). Default
+   * `1 - context.learningsShare` (0.7).
+   */
+  sessionShare?: number
+  encoding?: 'o200k_base' | 'cl100k_base'
+  /** Fraction of the budget kept free for a model whose tokenizer is not public. */
+  safetyMargin?: number
+  /** How many recent sessions to consider. Default `context.recentSessions` (5). */
+  sessions?: number
+  /** How many active learnings to consider. Default `context.activeLearnings` (3). */
+  learnings?: number
 }
 
 /** What `capture` is given. */

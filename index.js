@@ -843,6 +843,7 @@ module.exports.Wal = nativeBinding.Wal
 module.exports.__panicForTesting = nativeBinding.__panicForTesting
 module.exports.attentionLevel = nativeBinding.attentionLevel
 module.exports.buildContext = nativeBinding.buildContext
+module.exports.buildMemoryContext = nativeBinding.buildMemoryContext
 module.exports.canonicalizeJson = nativeBinding.canonicalizeJson
 module.exports.canonicalizeJsonBuffer = nativeBinding.canonicalizeJsonBuffer
 module.exports.canonicalizeJsonText = nativeBinding.canonicalizeJsonText

@@ -75,7 +75,37 @@ async function consolidate({ values }) {
   return 0
 }
 
+function positiveInteger(text, flag, UsageError) {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer`)
+  return n
+}
+
+function context({ values, UsageError }) {
+  const budget = positiveInteger(values.budget, '--budget', UsageError)
+  const built = core.buildMemoryContext({ workspaceDir: path.resolve(values.workspace ?? '.') }, budget ? { budget } : {})
+  if (values.json) {
+    printJson({ text: built.text, tokens: built.tokens, included: built.included, dropped: built.dropped })
+    return 0
+  }
+  if (built.text === null) {
+    process.stdout.write('nothing to remember yet (no sessions or learnings)\n')
+  } else {
+    process.stdout.write(built.text.endsWith('\n') ? built.text : built.text + '\n')
+  }
+  // A per-item table on stderr, so that stdout stays exactly what would be prepended.
+  const rows = built.included.map((i) => [String(i.tokens), i.kind, i.truncated ? 'cut' : '', `#${i.index}`])
+  const itemTokens = built.included.reduce((sum, i) => sum + i.tokens, 0)
+  process.stderr.write(`\n${built.tokens} tokens (header ${built.tokens - itemTokens}); budget ${budget ?? 'from .loa.config.yaml'}\n`)
+  process.stderr.write('tokens  kind      note  item\n')
+  for (const [tokens, kind, note, item] of rows) process.stderr.write(`${tokens.padStart(6)}  ${kind.padEnd(8)}  ${note.padEnd(4)}  ${item}\n`)
+  for (const d of built.dropped) process.stderr.write(`     -  ${d.item.kind.padEnd(8)}  drop  ${d.item.index}: ${d.reason}\n`)
+  return 0
+}
+
 const options = {
+  budget: { type: 'string' },
   workspace: { type: 'string' },
   type: { type: 'string' },
   content: { type: 'string' },
@@ -86,6 +116,14 @@ const options = {
 }
 
 module.exports = {
+  context: {
+    help: `  loa context [--workspace DIR] [--budget N] [--json]
+                                 print what would be prepended to the next prompt, with a
+                                 per-item token table (on stderr)`,
+    optionHelp: '  --budget N    context: tokens for the whole text (default: context.token_budget)',
+    options,
+    run: context,
+  },
   capture: {
     help: `  loa capture [--workspace DIR] [--session ID] [--type TYPE] [--content TEXT] [--confidence N]
               [--tags a,b] [--agent ID] [--json]

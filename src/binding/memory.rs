@@ -333,6 +333,19 @@ impl MemoryStore {
     to_napi(&env, guard(|| self.inner.consolidate().map(consolidation_to_js)))
   }
 
+  /// The context for the next prompt, as `buildContext` builds it, from this workspace's memory:
+  /// the `context.recentSessions` newest sessions (each summarised by its latest memories) and the
+  /// `context.activeLearnings` top learnings, within `context.tokenBudget` tokens unless
+  /// `options` says otherwise. `text` is null when there is nothing to remember.
+  #[napi(ts_args_type = "options?: MemoryContextOptions", ts_return_type = "BuiltContext")]
+  pub fn build_context(&self, env: Env, options: Option<Unknown>) -> napi::Result<Unknown<'_>> {
+    let built = guard(|| self.inner.build_context(&parse_context_request(options)?));
+    match built.and_then(|built| unsafe { super::context::built_to_js(&env, &built) }) {
+      Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
+      Err(e) => Err(super::js_error(&env, &e)),
+    }
+  }
+
   /// The `limit` most recent sessions, newest first, from the memory records (consolidated or
   /// still in the WAL) and NOTES.md.
   #[napi(ts_args_type = "limit: number")]
@@ -407,4 +420,47 @@ pub fn consolidate_memory(options: Unknown) -> AsyncTask<CoreTask<MemoryConsolid
 #[napi(ts_args_type = "options: MemoryWorkspaceOptions")]
 pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<MemoryConsolidation> {
   to_napi(&env, guard(|| core::consolidate_workspace(&parse_workspace_options(options)?).map(consolidation_to_js)))
+}
+
+/// `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory
+/// (consolidated, and captures still in the WAL) and takes no lock, writes nothing. For tools
+/// such as `loa context`.
+#[napi(ts_args_type = "workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions", ts_return_type = "BuiltContext")]
+pub fn build_memory_context<'a>(env: Env, workspace: Unknown<'a>, options: Option<Unknown<'a>>) -> napi::Result<Unknown<'a>> {
+  let built = guard(|| core::MemoryView::open(&parse_workspace_options(workspace)?)?.build_context(&parse_context_request(options)?));
+  match built.and_then(|built| unsafe { super::context::built_to_js(&env, &built) }) {
+    Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
+    Err(e) => Err(super::js_error(&env, &e)),
+  }
+}
+
+/// Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting.
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; read field by field below
+pub struct MemoryContextOptions {
+  /// Tokens for the whole text, header included. Default `context.tokenBudget` (2000).
+  pub budget: Option<u32>,
+  /// Share of the room that sessions get first (the rest goes to learnings). Default
+  /// `1 - context.learningsShare` (0.7).
+  pub session_share: Option<f64>,
+  #[napi(ts_type = "'o200k_base' | 'cl100k_base'")]
+  pub encoding: Option<String>,
+  /// Fraction of the budget kept free for a model whose tokenizer is not public.
+  pub safety_margin: Option<f64>,
+  /// How many recent sessions to consider. Default `context.recentSessions` (5).
+  pub sessions: Option<u32>,
+  /// How many active learnings to consider. Default `context.activeLearnings` (3).
+  pub learnings: Option<u32>,
+}
+
+fn parse_context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
+  let mut request = core::ContextRequest::default();
+  let Some(o) = args::optional_object(options, "options")? else { return Ok(request) };
+  request.budget = args::optional_u64(&o, "budget")?;
+  request.session_share = args::optional_f64(&o, "sessionShare")?;
+  request.encoding = args::optional_string(&o, "encoding")?.map(|e| crate::tokens::TokenEncoding::parse(&e)).transpose()?;
+  request.safety_margin = args::optional_f64(&o, "safetyMargin")?;
+  request.sessions = args::optional_u64(&o, "sessions")?;
+  request.learnings = args::optional_u64(&o, "learnings")?;
+  Ok(request)
 }

@@ -265,6 +265,7 @@ pub struct MemoryStore {
   wal: Mutex<Option<Arc<Wal>>>,
   /// Content hashes of every stored or captured memory (the duplicate gate's set).
   known: Mutex<HashSet<String>>,
+  view: MemoryView,
 }
 
 fn is_record_name(name: &str) -> Option<&str> {
@@ -340,7 +341,7 @@ impl MemoryStore {
     let wal = Wal::open(&paths.wal_dir, wal_options)?;
     let known = known_hashes(&paths)?;
     Ok(MemoryStore {
-      paths,
+      paths: paths.clone(),
       session_id: options.session_id,
       gates,
       redaction: options.redaction,
@@ -349,6 +350,7 @@ impl MemoryStore {
       lock_timeout,
       wal: Mutex::new(Some(Arc::new(wal))),
       known: Mutex::new(known),
+      view: MemoryView { paths: paths.clone(), context: config.context },
     })
   }
 
@@ -526,6 +528,25 @@ impl MemoryStore {
     consolidate_paths(&self.paths, self.lock_timeout)
   }
 
+}
+
+/// Read access to a workspace's memory without opening a session (no lock, nothing written):
+/// what `MemoryStore` reads through, and what tools such as `loa context` use directly.
+#[derive(Debug, Clone)]
+pub struct MemoryView {
+  paths: Paths,
+  /// The workspace's `context` settings: budget, share, encoding, how many items to consider.
+  context: crate::config::ContextConfig,
+}
+
+impl MemoryView {
+  /// Resolves the workspace's memory layout from `.loa.config.yaml` and `options` (the session
+  /// id is not used).
+  pub fn open(options: &StoreOptions) -> Result<MemoryView> {
+    let Layout { paths, config, .. } = layout(options)?;
+    Ok(MemoryView { paths, context: config.context })
+  }
+
   /// Memory records of all sessions: consolidated ones, plus those still only in the WAL.
   /// Unreadable record files are skipped here (consolidation reports them).
   fn all_records(&self) -> Result<Vec<MemoryRecord>> {
@@ -602,6 +623,79 @@ impl MemoryStore {
       b.1.importance.total_cmp(&a.1.importance).then_with(|| b.0.cmp(&a.0)).then_with(|| a.1.id.cmp(&b.1.id))
     });
     Ok(out.into_iter().take(limit).map(|(_, l)| l).collect())
+  }
+
+  /// The context for the next prompt: the `context.recentSessions` newest sessions and the
+  /// `context.activeLearnings` top learnings, packed by [`crate::context::build_context`] within
+  /// the configured budget (`options` overrides what it sets; its defaults are the workspace's).
+  pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    let mut packing = crate::context::ContextOptions::from_config(&self.context);
+    if let Some(budget) = options.budget {
+      packing.budget = budget;
+    }
+    if let Some(share) = options.session_share {
+      packing.session_share = share;
+    }
+    if let Some(encoding) = options.encoding {
+      packing.encoding = encoding;
+    }
+    if let Some(margin) = options.safety_margin {
+      packing.safety_margin = margin;
+    }
+    let sessions_limit = options.sessions.unwrap_or(self.context.recent_sessions) as usize;
+    let learnings_limit = options.learnings.unwrap_or(self.context.active_learnings) as usize;
+    let active = self.active_learnings(learnings_limit)?;
+    // A memory shown as a learning is not repeated in its session's summary.
+    let shown: HashSet<&str> = active.iter().map(|l| l.content.as_str()).collect();
+    let sessions: Vec<crate::context::Session> = self
+      .recent_sessions(sessions_limit)?
+      .into_iter()
+      .filter_map(|s| {
+        let latest: Vec<&str> = s.latest.iter().map(String::as_str).filter(|c| !shown.contains(c)).collect();
+        (!latest.is_empty()).then(|| crate::context::Session { timestamp: s.last_active_at.clone(), summary: latest.join("\n"), importance: None })
+      })
+      .collect();
+    let learnings: Vec<crate::context::Learning> = active
+      .into_iter()
+      .map(|l| crate::context::Learning {
+        trigger: learning_trigger(&l),
+        solution: l.content,
+        importance: Some(l.importance),
+        last_used: Some(l.created_at),
+      })
+      .collect();
+    crate::context::build_context(&sessions, &learnings, &packing)
+  }
+}
+
+/// What a learning is about, for the `trigger: solution` line: its tags, else its type.
+fn learning_trigger(learning: &Learning) -> String {
+  if learning.tags.is_empty() {
+    learning.memory_type.clone()
+  } else {
+    learning.tags.join(", ")
+  }
+}
+
+/// Overrides of the workspace's `context` settings for [`MemoryStore::build_context`].
+#[derive(Debug, Clone, Default)]
+pub struct ContextRequest {
+  pub budget: Option<u64>,
+  pub session_share: Option<f64>,
+  pub encoding: Option<crate::tokens::TokenEncoding>,
+  pub safety_margin: Option<f64>,
+  /// How many recent sessions to consider (default `context.recentSessions`).
+  pub sessions: Option<u64>,
+  /// How many active learnings to consider (default `context.activeLearnings`).
+  pub learnings: Option<u64>,
+}
+
+impl std::ops::Deref for MemoryStore {
+  type Target = MemoryView;
+  /// A store reads like a view of its workspace: `recent_sessions`, `active_learnings`,
+  /// `build_context` (captures not yet consolidated included).
+  fn deref(&self) -> &MemoryView {
+    &self.view
   }
 }
 
