@@ -3,7 +3,7 @@
 // fired through OpenClaw's global hook runner, state on real disk.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { cpSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { createRequire } from 'node:module'
@@ -22,13 +22,18 @@ process.env.OPENCLAW_STATE_DIR = join(scratch, 'state')
 mkdirSync(process.env.HOME, { recursive: true })
 test.after(() => rmSync(scratch, { recursive: true, force: true }))
 
-// Installed the way a user installs it: the plugin directory copied into an OpenClaw setup, with
-// @loa/core resolvable from there. (Loading it in place would make OpenClaw capture this whole
-// repository as the plugin's source package, since @loa/core resolves to the repository root.)
-const pluginDir = join(scratch, 'openclaw-setup', 'extensions', 'loa')
+// Installed the way a user installs it: the plugin directory copied into an OpenClaw setup, and
+// @loa/core as npm would install it there (its published files plus the native addon). Linking
+// the repository instead would make OpenClaw capture the whole checkout as a dependency.
+const setup = join(scratch, 'openclaw-setup')
+const pluginDir = join(setup, 'extensions', 'loa')
 cpSync(sourceDir, pluginDir, { recursive: true, filter: (src) => !src.startsWith(join(sourceDir, 'test')) })
-mkdirSync(join(scratch, 'openclaw-setup', 'node_modules', '@loa'), { recursive: true })
-symlinkSync(dirname(require.resolve('@loa/core/package.json')), join(scratch, 'openclaw-setup', 'node_modules', '@loa', 'core'))
+const coreRoot = dirname(require.resolve('@loa/core/package.json'))
+const installedCore = join(setup, 'node_modules', '@loa', 'core')
+const published = JSON.parse(readFileSync(join(coreRoot, 'package.json'), 'utf8')).files
+for (const file of ['package.json', ...published, ...readdirSync(coreRoot).filter((f) => f.endsWith('.node'))]) {
+  cpSync(join(coreRoot, file), join(installedCore, file), { recursive: true })
+}
 
 // The loader and hook runner are not in openclaw's exports map: import them by path.
 const openclawRoot = resolve(dirname(require.resolve('openclaw')), '..')
