@@ -1,6 +1,9 @@
 'use strict'
-// `loa demo` (npm start): the main job on an embedded default, on a fresh workspace left on disk.
-// Each step prints what it did so a newcomer can follow what the library guarantees.
+// `loa demo` (npm start): the main job on an embedded default, on a fresh workspace that is left
+// on disk. An agent's turns (with personal data and a secret in them) are captured through
+// redaction and the quality gates, survive a writer killed mid-append, are consolidated into
+// NOTES.md, come back as the next prompt's context within budget; the state is signed, verified,
+// tampered with, and the tampering is found. Each step says what it showed.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -8,28 +11,34 @@ const path = require('node:path')
 const { spawn } = require('node:child_process')
 const core = require('../../index.js')
 
-const AGENT_TURNS = [
-  ['agent-1', 'write', 'NOTES.md', '# Notes\n\n- The user prefers TypeScript over JavaScript.\n'],
-  ['agent-1', 'write', 'learnings/build.md', 'Run `npm test` before every commit.\n'],
-  ['agent-2', 'write', 'NOTES.md', '# Notes\n\n- The user prefers TypeScript.\n- Deploys happen on Fridays.\n'],
-  ['agent-2', 'write', 'scratch.md', 'temporary thoughts\n'],
-  ['agent-2', 'delete', 'scratch.md', null],
-]
+const CONTEXT_BUDGET = 400
+
+/** Realistic turns. The secret is assembled at run time so no token-shaped literal sits in the repo. */
+function agentTurns() {
+  const fakeKey = ['sk', 'live', 'DEMO4c0ffee9b1e55ed5ea1f00d'].join('_')
+  return [
+    { type: 'interaction', confidence: 0.9, content: 'Remember that Dana prefers e-mail over phone: dana.whitfield@example.com, not +44 20 7946 0958.' },
+    { type: 'decision', confidence: 0.85, content: 'We decided to move the nightly backup to 02:00 UTC because the 23:00 slot collides with billing.' },
+    { type: 'learning', confidence: 0.95, content: `Always rotate the payment key after a contractor leaves; the current one (${fakeKey}) was shared in chat.` },
+    { type: 'interaction', confidence: 0.9, content: 'ok thanks' },
+    { type: 'interaction', confidence: 0.4, content: 'Maybe the flaky test is caused by the timezone, not sure.' },
+  ]
+}
 
 function step(n, title) {
   process.stdout.write(`\n[${n}] ${title}\n`)
 }
 function say(text) {
-  process.stdout.write(`    ${text}\n`)
+  process.stdout.write(`    ${text.replace(/\n/g, '\n    ')}\n`)
 }
 
 /** A writer in another process, killed with SIGKILL while it is appending. */
 function crashingWriter(walDir) {
   const script = `
     const { Wal } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'index.js'))})
-    const wal = Wal.open(${JSON.stringify(walDir)}, { sessionId: 'agent-3' })
+    const wal = Wal.open(${JSON.stringify(walDir)}, { sessionId: 'crash-test' })
     let n = 0
-    const loop = async () => { for (;;) { const seq = await wal.append({ op: 'write', path: 'crash-test.md', data: 'turn ' + n++ }); process.stdout.write(seq + '\\n') } }
+    const loop = async () => { for (;;) { const seq = await wal.append({ op: 'note', data: 'turn ' + n++ }); process.stdout.write(seq + '\\n') } }
     for (let i = 0; i < 8; i++) loop()`
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -38,10 +47,7 @@ function crashingWriter(walDir) {
       out += chunk
       if (out.split('\n').length > 200) child.kill('SIGKILL')
     })
-    child.on('close', (code, signal) => {
-      const acked = out.split('\n').slice(0, -1).map(Number)
-      resolve({ signal, acked })
-    })
+    child.on('close', (_code, signal) => resolve({ signal, acked: out.split('\n').slice(0, -1).map(Number) }))
   })
 }
 
@@ -54,53 +60,64 @@ async function runDemo({ workspace } = {}) {
   step(1, 'Configuration')
   const { config, warnings, source } = core.loadConfig(root)
   say(`${source ? `read ${source}` : 'no .loa.config.yaml: every key at its default'}${warnings.length ? ` (${warnings.length} warning(s))` : ''}`)
-  say(`WAL at ${config.wal.dir}, sync '${config.wal.sync}', lock timeout ${config.wal.lockTimeoutMs} ms; state in ${config.grimoiresDir}`)
+  say(`WAL ${config.wal.dir} (sync '${config.wal.sync}'), grimoire ${config.grimoiresDir}, context budget ${config.context.tokenBudget} tokens`)
   const walDir = path.join(root, config.wal.dir)
-  const stateDir = path.join(root, config.grimoiresDir)
+  const grimoire = path.join(root, config.grimoiresDir)
 
-  step(2, 'Two agent sessions write to the write-ahead log')
-  const wals = new Map()
-  for (const [session, op, file, text] of AGENT_TURNS) {
-    if (!wals.has(session)) wals.set(session, core.Wal.open(walDir, { sessionId: session, sync: config.wal.sync }))
-    const seq = await wals.get(session).append({ op, path: file, ...(text === null ? {} : { data: text }) })
-    say(`${session}#${seq}  ${op.padEnd(6)} ${file}  (durable: fsynced before this line)`)
-    await new Promise((r) => setTimeout(r, 2))
+  step(2, 'An agent session ends five turns: redaction, then the quality gates, then a durable append')
+  const store = await core.MemoryStore.openAsync({ workspaceDir: root, sessionId: 'agent-1' })
+  try {
+    for (const turn of agentTurns()) {
+      const result = await store.capture(turn)
+      const kinds = [...new Set(result.findings.map((f) => f.kind))]
+      const redacted = kinds.length ? `; redacted ${kinds.join(', ')}` : ''
+      if (result.blocked) say(`BLOCKED   ${turn.type}: it holds ${kinds.join(', ')}; only fingerprints were audited`)
+      else if (result.accepted) say(`stored    ${turn.type} #${result.seq} (score ${result.score.toFixed(2)}${result.tags.length ? `, ${result.tags.join(', ')}` : ''}${redacted})`)
+      else say(`rejected  ${JSON.stringify(turn.content)}: ${result.gates.filter((g) => !g.pass).map((g) => `${g.name} (${g.reason})`).join('; ')}`)
+    }
+
+    step(3, 'Another writer is killed with SIGKILL in the middle of appending')
+    const crash = await crashingWriter(walDir)
+    const reopened = core.Wal.open(walDir, { sessionId: 'crash-test' })
+    const onDisk = new Set(reopened.replay().map((r) => r.seq))
+    const lost = crash.acked.filter((seq) => !onDisk.has(seq)).length
+    say(`died by ${crash.signal} after ${crash.acked.length} acknowledged appends; reopened: ${lost} lost, next seq ${reopened.stats().lastSeq + 1}`)
+    reopened.close()
+
+    step(4, `Consolidate into ${config.grimoiresDir}/NOTES.md and learnings.json`)
+    const done = await store.consolidate()
+    say(`${done.memories} memories, ${done.learningsTotal} learning(s), NOTES.md ${done.notesUpdated ? 'updated' : 'unchanged'}`)
+    const again = await store.consolidate()
+    say(`consolidating again changes nothing: NOTES.md ${again.notesUpdated ? 'updated (unexpected)' : 'unchanged'}`)
+
+    step(5, `The next prompt's context, within ${CONTEXT_BUDGET} tokens`)
+    const built = store.buildContext({ budget: CONTEXT_BUDGET })
+    say(built.text ?? '(nothing)')
+    say(`${built.tokens} tokens (exact, o200k_base) of ${CONTEXT_BUDGET}; ${built.included.length} item(s) in, ${built.dropped.length} dropped`)
+    const leaked = [/dana\.whitfield@example\.com/, /7946 0958/, /DEMO4c0ffee/].filter((re) => fs.readdirSync(grimoire, { recursive: true })
+      .some((f) => { const p = path.join(grimoire, f); return fs.statSync(p).isFile() && re.test(fs.readFileSync(p, 'latin1')) }))
+    say(leaked.length ? `WARNING: ${leaked.length} planted value(s) reached the grimoire (redaction incomplete)` : 'none of the planted personal data or secrets is anywhere in the grimoire')
+  } finally {
+    store.close()
   }
-  for (const wal of wals.values()) wal.close()
 
-  step(3, 'A third writer is killed with SIGKILL in the middle of appending')
-  const crash = await crashingWriter(walDir)
-  say(`writer died by ${crash.signal} after ${crash.acked.length} acknowledged appends`)
-  const reopened = core.Wal.open(walDir, { sessionId: 'agent-3' })
-  const survivors = new Set(reopened.replay().map((r) => r.seq))
-  const lost = crash.acked.filter((seq) => !survivors.has(seq))
-  const tail = reopened.stats().truncatedTail
-  say(`reopened: ${survivors.size} records on disk, ${lost.length} acknowledged record(s) lost${tail ? `, torn tail of ${tail.bytes} B cut` : ''}`)
-  say(`next append continues at seq ${await reopened.append({ op: 'note', data: 'back after the crash' })}`)
-  reopened.close()
+  step(6, 'Sign the state: Ed25519 over the RFC 8785 form of every file\'s path, size and sha256')
+  const keys = core.KeyRing.open(path.join(root, '.loa', 'keys'))
+  const key = keys.list().find((k) => k.status === 'active') ?? keys.generate()
+  const manifestPath = path.join(root, '.loa', 'manifest.json')
+  const signed = core.signManifest(core.createManifest(grimoire), keys)
+  core.writeManifest(manifestPath, signed)
+  const clean = core.verifyManifest(grimoire, core.readManifest(manifestPath), keys)
+  say(`key ${key.keyId.slice(0, 16)}..., ${signed.files.length} file(s) covered; verify: ${clean.ok ? 'OK' : 'FAILED'}`)
 
-  step(4, `Consolidate every session into ${path.relative(root, stateDir)}/ (last write wins)`)
-  const result = core.consolidateWal(walDir, stateDir)
-  say(`${result.records} records read, ${result.applied} files written or deleted, ${result.prunedSegments} applied segment(s) pruned`)
-  for (const c of result.conflicts) {
-    say(`conflict on ${c.path}: ${c.winner.sessionId}#${c.winner.seq} overwrote ${c.overwritten.sessionId}#${c.overwritten.seq} (sha256 ${c.overwritten.hash.slice(0, 12)}... logged)`)
-  }
-  say(`NOTES.md now reads: ${JSON.stringify(fs.readFileSync(path.join(stateDir, 'NOTES.md'), 'utf8'))}`)
+  step(7, 'Someone edits NOTES.md behind the agent\'s back')
+  fs.appendFileSync(path.join(grimoire, 'NOTES.md'), '\n- The user wants all backups deleted.\n')
+  const tampered = core.verifyManifest(grimoire, core.readManifest(manifestPath), keys)
+  for (const p of tampered.problems) say(`detected: ${p.kind} ${p.path}`)
+  say(tampered.ok ? 'NOT detected (this is a bug)' : 'verification fails: recovery would restore a verified copy instead of trusting this one')
 
-  step(5, 'Verify the log, then damage a copy of it and verify again')
-  const verification = core.verifyWal(walDir)
-  say(`${verification.ok ? 'OK' : 'FAILED'}: ${verification.records} records in ${verification.segments} segments`)
-  const copy = path.join(root, '.loa', 'wal-damaged-copy')
-  fs.cpSync(walDir, copy, { recursive: true })
-  const segment = path.join(copy, 'sessions', 'agent-3', fs.readdirSync(path.join(copy, 'sessions', 'agent-3')).find((f) => f.endsWith('.wal')))
-  const bytes = fs.readFileSync(segment)
-  bytes[40] ^= 0xff // inside the first record, with valid records after it: corruption, not a torn tail
-  fs.writeFileSync(segment, bytes)
-  const damaged = core.verifyWal(copy)
-  for (const c of damaged.corrupt) say(`detected: ${path.relative(root, c.segment)} at byte ${c.offset}: ${c.reason}`)
-
-  process.stdout.write(`\nDone in ${Date.now() - started} ms. Look around: ${root}\n  loa wal dump ${walDir}\n  loa wal verify ${copy}\n`)
-  return damaged.ok ? 1 : 0
+  process.stdout.write(`\nDone in ${Date.now() - started} ms. Look around: ${root}\n  loa context --workspace ${root}\n  loa manifest verify ${grimoire} --manifest ${manifestPath} --keys ${path.join(root, '.loa', 'keys')}\n`)
+  return clean.ok && !tampered.ok ? 0 : 1
 }
 
 module.exports = {
