@@ -6,7 +6,7 @@ use napi::{Env, JsValue, Unknown, ValueType};
 
 use crate::error::{LoaError, Result};
 
-fn wrong(name: &str, expected: &str) -> LoaError {
+pub fn wrong(name: &str, expected: &str) -> LoaError {
   LoaError::InvalidArgument(format!("`{name}` must be {expected}"))
 }
 
@@ -124,4 +124,27 @@ pub fn optional_json_object(env: &Env, object: &Object, key: &'static str) -> Re
   }
   let json = super::json::from_js(env, value, key)?;
   serde_json::to_string(&json).map(Some).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))
+}
+
+/// An array of strings; `name[i]` is named in the error for a bad item.
+pub fn optional_string_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
+  let Some(v) = field(object, key)? else { return Ok(None) };
+  if !v.is_array().unwrap_or(false) {
+    return Err(wrong(key, "an array of strings"));
+  }
+  let array = unsafe { Array::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "an array of strings"))?;
+  let mut out = Vec::with_capacity(array.len() as usize);
+  for i in 0..array.len() {
+    let item: Option<Unknown> = array.get(i).map_err(|_| wrong(key, "an array of strings"))?;
+    match item {
+      Some(item) => out.push(string(item, &format!("{key}[{i}]"))?),
+      None => return Err(wrong(&format!("{key}[{i}]"), "a string")),
+    }
+  }
+  Ok(Some(out))
+}
+
+/// An object, required.
+pub fn required_object<'a>(value: Unknown<'a>, name: &str) -> Result<Object<'a>> {
+  optional_object(Some(value), name)?.ok_or_else(|| wrong(name, "an object"))
 }

@@ -3,11 +3,12 @@
 use std::collections::HashSet;
 
 use napi::bindgen_prelude::*;
-use napi::{Env, JsValue, Unknown, ValueType};
+use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::{args, guard, to_napi};
-use crate::error::{LoaError, Result};
+use super::args::{self, optional_f64, optional_string_array, required_object, wrong};
+use super::{guard, to_napi};
+use crate::error::Result;
 use crate::gates::{self as core, Candidate, GateConfig};
 use crate::memory::GateOverrides;
 
@@ -114,55 +115,6 @@ pub struct GateEvaluation {
 
 pub(crate) fn gate_result_to_js(g: core::GateResult) -> GateResult {
   GateResult { name: g.name, pass: g.pass, reason: g.reason }
-}
-
-fn wrong(name: &str, expected: &str) -> LoaError {
-  LoaError::InvalidArgument(format!("`{name}` must be {expected}"))
-}
-
-/// A property of `object`, `None` when missing, `undefined` or `null`.
-pub(crate) fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
-  let value: Unknown = object.get_named_property(key).map_err(|_| wrong(key, "readable"))?;
-  Ok(match value.get_type() {
-    Ok(ValueType::Undefined | ValueType::Null) => None,
-    _ => Some(value),
-  })
-}
-
-pub(crate) fn optional_f64(object: &Object, key: &str) -> Result<Option<f64>> {
-  match field(object, key)? {
-    None => Ok(None),
-    Some(v) if v.get_type().ok() == Some(ValueType::Number) => {
-      let n = unsafe { f64::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "a number"))?;
-      if n.is_finite() {
-        Ok(Some(n))
-      } else {
-        Err(wrong(key, "a finite number"))
-      }
-    }
-    Some(_) => Err(wrong(key, "a number")),
-  }
-}
-
-pub(crate) fn optional_string_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
-  let Some(v) = field(object, key)? else { return Ok(None) };
-  if !v.is_array().unwrap_or(false) {
-    return Err(wrong(key, "an array of strings"));
-  }
-  let array = unsafe { Array::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "an array of strings"))?;
-  let mut out = Vec::with_capacity(array.len() as usize);
-  for i in 0..array.len() {
-    let item: Option<Unknown> = array.get(i).map_err(|_| wrong(key, "an array of strings"))?;
-    match item {
-      Some(item) => out.push(args::string(item, &format!("{key}[{i}]"))?),
-      None => return Err(wrong(&format!("{key}[{i}]"), "a string")),
-    }
-  }
-  Ok(Some(out))
-}
-
-pub(crate) fn required_object<'a>(value: Unknown<'a>, name: &str) -> Result<Object<'a>> {
-  args::optional_object(Some(value), name)?.ok_or_else(|| wrong(name, "an object"))
 }
 
 /// Threshold fields shared by `GateOptions` and `EvaluateGatesOptions`.

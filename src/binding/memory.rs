@@ -9,7 +9,8 @@ use napi::{Env, Unknown};
 use napi_derive::napi;
 
 use super::fs::CoreTask;
-use super::gates::{field, gate_result_to_js, optional_f64, optional_string_array, parse_gate_overrides, required_object, GateResult};
+use super::args::{field, optional_f64, optional_string_array, required_object};
+use super::gates::{gate_result_to_js, parse_gate_overrides, GateResult};
 use super::{args, guard, to_napi};
 use crate::error::{LoaError, Result};
 use crate::memory as core;
