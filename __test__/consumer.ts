@@ -6,9 +6,16 @@ import {
   isLoaError,
   loadConfig,
   readWal,
+  redact,
+  redactAsync,
+  redactBatch,
+  redactionKinds,
   verifyWal,
   writeFileAtomic,
+  type Finding,
   type LoaConfig,
+  type RedactOptions,
+  type Redaction,
   type LoaError,
   type LoaErrorCode,
   type WalRecord,
@@ -47,4 +54,19 @@ export function check(dir: string, target: string): boolean {
   const hashes: string[] = conflicts.map((c) => c.overwritten.hash)
   void writeFileAtomic(`${target}/summary.json`, JSON.stringify({ applied, hashes }))
   return ok && corrupt.length === 0 && readWal(dir).length >= 0
+}
+
+export async function scrub(text: string, key: Buffer): Promise<string | null> {
+  const options: RedactOptions = { key, pseudonymize: true, allowlist: ['support@example.com'] }
+  const r: Redaction = redact(text, options)
+  if (r.blocked) return null
+  const spans: Array<[string, number, number]> = r.findings.map((f: Finding) => [f.kind, f.start, f.end])
+  const method: 'pattern' | 'checksum' | 'keyword' | 'entropy' | undefined = r.findings[0]?.method
+  void spans
+  void method
+  const [again]: Redaction[] = redactBatch([r.text], { key: new Uint8Array(key) })
+  const later: Redaction = await redactAsync(text)
+  // @ts-expect-error the key is bytes or a string, not a number
+  redact(text, { key: 42 })
+  return again && later && redactionKinds().includes('email') ? again.text : null
 }

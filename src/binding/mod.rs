@@ -17,6 +17,7 @@ mod args;
 mod config;
 mod fs;
 mod promises;
+mod redact;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
