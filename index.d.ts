@@ -613,6 +613,12 @@ export declare class Wal {
 export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
 
 /**
+ * For the benchmark: the provider token patterns, to run the same list with JavaScript
+ * `RegExp`.
+ */
+export declare function __redactionPatterns(): Array<RedactionPattern>
+
+/**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
  * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
  * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
@@ -1130,6 +1136,31 @@ export interface EvaluateGatesOptions {
   now?: string
 }
 
+/** One redacted span. Never holds the value or any part of it. */
+export interface Finding {
+  /**
+   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
+   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
+   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
+   * ... (`redactionKinds()` lists them all).
+   */
+  kind: string
+  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
+  start: number
+  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
+  end: number
+  /**
+   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
+   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
+   */
+  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
+  /**
+   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
+   * seen again (under the same key).
+   */
+  fingerprint: string
+}
+
 /** A memory candidate for `evaluateGates`. */
 export interface GateCandidate {
   content: string
@@ -1471,6 +1502,76 @@ export declare function readSkillContextPolicy(path: string, base?: CompactionPo
  * `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
  */
 export declare function readWal(dir: string): Array<WalRecord>
+
+/**
+ * Finds personal data and secrets in `text` and replaces each with a placeholder: e-mail
+ * addresses, phone numbers, payment cards (Luhn), IBANs (mod-97), US SSNs, IP addresses,
+ * private keys (which also set `blocked`), JWTs, provider tokens (AWS, GitHub, GitLab, Slack,
+ * Stripe, OpenAI, Anthropic, Google, Azure, npm, PyPI, Twilio, SendGrid and about a hundred
+ * more), credentials in URLs, `password=` / `token:` / `Bearer` values and random-looking
+ * tokens. Git SHAs, UUIDs, versions, dates, timestamps, file paths and placeholders such as
+ * `AKIAIOSFODNN7EXAMPLE` or `xxxx` are left alone.
+ *
+ * ```ts
+ * const { text, findings, blocked } = redact('mail bob@example.com, key AKIAZ7VQ2WXRTL4MNP3K')
+ * // text: 'mail [REDACTED:EMAIL], key [REDACTED:AWS_ACCESS_KEY_ID]'
+ * // findings[0]: { kind: 'email', start: 5, end: 20, method: 'pattern', fingerprint: '9c1d...' }
+ * ```
+ */
+export declare function redact(text: string, options?: RedactOptions): Redaction
+
+/** `redact` on the libuv thread pool, for large texts: the event loop keeps running. */
+export declare function redactAsync(text: string, options?: RedactOptions): Promise<Redaction>
+
+/**
+ * `redact` for many texts with the same options, in one call (saves a crossing of the
+ * JS/Rust boundary per text). Results are in input order.
+ */
+export declare function redactBatch(texts: string[], options?: RedactOptions): Redaction[]
+
+/** The result of `redact`. */
+export interface Redaction {
+  /**
+   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
+   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
+   */
+  text: string
+  /** What was replaced, in order of position; overlapping detections are merged into one. */
+  findings: Array<Finding>
+  /**
+   * True when the text must not be stored at all (it contains a private key); `text` is still
+   * redacted.
+   */
+  blocked: boolean
+}
+
+/** Every `kind` a finding can have. */
+export declare function redactionKinds(): Array<string>
+
+/** A provider token pattern, for comparing engines. */
+export interface RedactionPattern {
+  kind: string
+  /** Regular expression source, valid in JavaScript and Rust. */
+  source: string
+  /** `RegExp` flags: `'g'` or `'gi'`. */
+  flags: string
+}
+
+/** Options of `redact`. */
+export interface RedactOptions {
+  /** Exact values that are never redacted, e.g. a project's public contact address. */
+  allowlist?: Array<string>
+  /**
+   * Key of the fingerprint (HMAC-SHA256), e.g. 32 random bytes kept with the workspace. Without
+   * one, a random key per process is used, so fingerprints only compare within one process.
+   */
+  key?: Buffer | Uint8Array | string
+  /**
+   * Replace each value by a stable pseudonym derived from `key` (`[EMAIL_3f2a9c1d]`: the same
+   * value always gets the same placeholder) instead of `[REDACTED:EMAIL]`. Default false.
+   */
+  pseudonymize?: boolean
+}
 
 /** A session, as `recentSessions` reports it. */
 export interface SessionEntry {

@@ -22,6 +22,10 @@ import {
   readManifest,
   readSkillContextPolicy,
   readWal,
+  redact,
+  redactAsync,
+  redactBatch,
+  redactionKinds,
   signManifest,
   verifyAuditLog,
   verifyManifest,
@@ -37,6 +41,7 @@ import {
   type CompactionPlan,
   type CompactionPolicy,
   type ContextPart,
+  type Finding,
   type GateEvaluation,
   type GateName,
   type KeyInfo,
@@ -48,6 +53,8 @@ import {
   type ManifestProblem,
   type ManifestVerification,
   type MemoryConsolidation,
+  type Redaction,
+  type RedactOptions,
   type SessionEntry,
   type SignedManifest,
   type WalRecord,
@@ -177,4 +184,19 @@ export function prependContext(dir: string, sessions: { timestamp: string; summa
   planCompaction(parts, { clearTargets: ['everything'] })
   void again
   return plan.signal === 'COMPACTION_COMPLETE' ? (built.text ?? undefined) : undefined
+}
+
+export async function scrub(text: string, key: Buffer): Promise<string | null> {
+  const options: RedactOptions = { key, pseudonymize: true, allowlist: ['support@example.com'] }
+  const r: Redaction = redact(text, options)
+  if (r.blocked) return null
+  const spans: Array<[string, number, number]> = r.findings.map((f: Finding) => [f.kind, f.start, f.end])
+  const method: 'pattern' | 'checksum' | 'keyword' | 'entropy' | undefined = r.findings[0]?.method
+  void spans
+  void method
+  const [again]: Redaction[] = redactBatch([r.text], { key: new Uint8Array(key) })
+  const later: Redaction = await redactAsync(text)
+  // @ts-expect-error the key is bytes or a string, not a number
+  redact(text, { key: 42 })
+  return again && later && redactionKinds().includes('email') ? again.text : null
 }

@@ -126,22 +126,26 @@ pub fn optional_json_object(env: &Env, object: &Object, key: &'static str) -> Re
   serde_json::to_string(&json).map(Some).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))
 }
 
-/// An array of strings; `name[i]` is named in the error for a bad item.
+/// An array of strings (`undefined`/`null` as absent).
 pub fn optional_string_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
-  let Some(v) = field(object, key)? else { return Ok(None) };
-  if !v.is_array().unwrap_or(false) {
-    return Err(wrong(key, "an array of strings"));
+  match field(object, key)? {
+    None => Ok(None),
+    Some(v) => string_array(v, key).map(Some),
   }
-  let array = unsafe { Array::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "an array of strings"))?;
+}
+
+/// An array of strings; elements are named `name[i]` in errors.
+pub fn string_array(value: Unknown, name: &str) -> Result<Vec<String>> {
+  if !value.is_array().unwrap_or(false) {
+    return Err(wrong(name, "an array of strings"));
+  }
+  let array = unsafe { Array::from_napi_value(value.value().env, value.raw()) }.map_err(|_| wrong(name, "an array of strings"))?;
   let mut out = Vec::with_capacity(array.len() as usize);
   for i in 0..array.len() {
-    let item: Option<Unknown> = array.get(i).map_err(|_| wrong(key, "an array of strings"))?;
-    match item {
-      Some(item) => out.push(string(item, &format!("{key}[{i}]"))?),
-      None => return Err(wrong(&format!("{key}[{i}]"), "a string")),
-    }
+    let item: Unknown = array.get(i).ok().flatten().ok_or_else(|| wrong(&format!("{name}[{i}]"), "a string"))?;
+    out.push(string(item, &format!("{name}[{i}]"))?);
   }
-  Ok(Some(out))
+  Ok(out)
 }
 
 /// An object, required.

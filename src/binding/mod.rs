@@ -27,6 +27,7 @@ mod promises;
 mod sign;
 mod strings;
 mod tokens;
+mod redact;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

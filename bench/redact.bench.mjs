@@ -1,0 +1,332 @@
+// Redaction throughput from JavaScript on one deterministic mixed text (prose, code, logs with
+// planted PII and secrets): @loa/core's `redact` against the npm package `redact-pii` and
+// against the same pattern list run with JavaScript `RegExp`. Also counts how many of the planted
+// items each engine caught.
+//
+//   node bench/redact.bench.mjs          full run: 10 MB text, best of 5 rounds
+//   node bench/redact.bench.mjs --quick  smoke run: 1 MB text, 1 round
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { availableParallelism } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const here = dirname(fileURLToPath(import.meta.url))
+const { redact, redactBatch, __redactionPatterns } = require('../index.js')
+
+const QUICK = process.argv.includes('--quick')
+const SIZE = QUICK ? 1 << 20 : 10 << 20
+const ROUNDS = QUICK ? 1 : 5
+// redact-pii is slow; it gets the first 1 MiB of the text and its MB/s is measured on that.
+const PII_SLICE = QUICK ? 128 << 10 : 1 << 20
+const CHUNK = 4096 // a typical agent message
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic corpus
+
+function prng(seed) {
+  let s = seed >>> 0
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let x = Math.imul(s ^ (s >>> 15), 1 | s)
+    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x)
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function makeCorpus(size) {
+  const rand = prng(20261121)
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)]
+  const int = (n) => Math.floor(rand() * n)
+  const chars = (alphabet, n) => {
+    let s = ''
+    for (let i = 0; i < n; i++) s += alphabet[int(alphabet.length)]
+    return s
+  }
+  const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  const HEX = '0123456789abcdef'
+  const D = '0123456789'
+  const luhn = (prefix, len) => {
+    const body = prefix + chars(D, len - prefix.length - 1)
+    for (let c = 0; c < 10; c++) {
+      const s = body + c
+      let sum = 0
+      for (let i = 0; i < s.length; i++) {
+        let v = s.charCodeAt(s.length - 1 - i) - 48
+        if (i % 2) v = v * 2 > 9 ? v * 2 - 9 : v * 2
+        sum += v
+      }
+      if (sum % 10 === 0) return s
+    }
+  }
+  const iban = () => {
+    const bban = chars(D, 18)
+    let rem = 0
+    for (const c of bban + '131400') rem = (rem * 10 + Number(c)) % 97
+    return `DE${String(98 - rem).padStart(2, '0')}${bban}`
+  }
+  const planted = []
+  // Each generator returns [kind, value]; the value is planted verbatim.
+  const SECRETS = [
+    () => ['email', `${pick(['ana', 'bob', 'chen', 'dmitri', 'eve', 'farah'])}.${chars('abcdefghijklmnop', 5)}@${pick(['example.com', 'mail.test', 'corp.example.org'])}`],
+    () => ['phone', pick([`+1 415 555 ${chars(D, 4)}`, `(212) 555-${chars(D, 4)}`, `+44 20 7946 ${chars(D, 4)}`, `+49 30 ${chars(D, 7)}`])],
+    () => ['credit_card', pick([luhn('4', 16), luhn('5', 16)])],
+    () => ['iban', iban()],
+    () => ['us_ssn', `${100 + int(500)}-${10 + int(89)}-${1000 + int(8999)}`],
+    () => ['ipv4', `${11 + int(200)}.${int(255)}.${int(255)}.${1 + int(254)}`],
+    () => ['ipv6', `2001:db8:${chars(HEX, 4)}::${chars(HEX, 3)}`],
+    () => ['aws_access_key_id', `AKIA${chars('ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)}`],
+    () => ['github_token', `ghp_${chars(AL, 36)}`],
+    () => ['slack_token', `xoxb-${chars(D, 11)}-${chars(D, 12)}-${chars(AL, 24)}`],
+    () => ['stripe_key', `sk_live_${chars(AL, 24)}`],
+    () => ['openai_api_key', `sk-proj-${chars(AL, 120)}`],
+    () => ['jwt', `eyJ${chars(AL, 20)}.eyJ${chars(AL, 60)}.${chars(AL, 43)}`],
+  ]
+  const plant = (gen) => {
+    const [kind, value] = gen()
+    planted.push({ kind, value })
+    return value
+  }
+  const WORDS = (
+    'the agent memory session user asked about deploy pipeline config file build test release note team ' +
+    'customer invoice report schedule meeting review change request update status error warning retry ' +
+    'database cache queue worker service endpoint latency budget context token window summary decision ' +
+    'learning milestone plan next step because however therefore while after before during across'
+  ).split(' ')
+  const sentence = () => {
+    const n = 6 + int(14)
+    const w = []
+    for (let i = 0; i < n; i++) w.push(pick(WORDS))
+    w[0] = w[0][0].toUpperCase() + w[0].slice(1)
+    return w.join(' ') + pick(['.', '.', '.', '?', '!'])
+  }
+  const prose = () => {
+    const parts = []
+    for (let i = 0; i < 3 + int(5); i++) {
+      let s = sentence()
+      if (rand() < 0.06) s += ` Contact ${plant(SECRETS[0])} or call ${plant(SECRETS[1])}.`
+      if (rand() < 0.015) s += ` Card on file ${plant(SECRETS[2])}, IBAN ${plant(SECRETS[3])}.`
+      if (rand() < 0.01) s += ` SSN ${plant(SECRETS[4])}.`
+      if (rand() < 0.1) s += ` Version 2.${int(20)}.${int(9)} shipped on 2024-0${1 + int(9)}-1${int(9)} (commit ${chars(HEX, 40)}).`
+      parts.push(s)
+    }
+    return parts.join(' ') + '\n\n'
+  }
+  const code = () => {
+    const lines = [
+      `import { ${pick(['readFile', 'createServer', 'join'])} } from 'node:${pick(['fs', 'http', 'path'])}'`,
+      `const config = loadConfig(process.env.CONFIG_PATH ?? './config/${pick(['dev', 'prod'])}.yaml')`,
+      `export async function handle${pick(['Request', 'Event', 'Job'])}(req, res) {`,
+      `  const id = '${chars(HEX, 8)}-${chars(HEX, 4)}-4${chars(HEX, 3)}-a${chars(HEX, 3)}-${chars(HEX, 12)}'`,
+      `  const timeoutMs = ${1000 * (1 + int(30))}; let retries = ${int(5)}`,
+      `  for (let i = 0; i < items.length; i++) total += items[i].price * items[i].quantity`,
+      `  if (!res.ok) throw new Error(\`request failed: \${res.status}\`)`,
+      `  return { ok: true, elapsedMs: Date.now() - started, path: '/srv/app/releases/${int(99)}/index.js' }`,
+      '}',
+    ]
+    if (rand() < 0.3) lines.splice(2, 0, `const ${pick(['GITHUB_TOKEN', 'SLACK_BOT_TOKEN', 'STRIPE_KEY', 'AWS_KEY_ID', 'OPENAI_API_KEY'])} = '${plant(pick(SECRETS.slice(7, 12)))}'`)
+    if (rand() < 0.08) lines.push(`DATABASE_URL=postgres://app:${plant(() => ['url_credentials', chars(AL, 16)])}@db.internal:5432/app`)
+    if (rand() < 0.08) lines.push(`password: "${plant(() => ['password', chars(AL, 10) + '!' + chars(D, 2)])}"`)
+    if (rand() < 0.05) lines.push(`headers: { Authorization: 'Bearer ${plant(SECRETS[12])}' }`)
+    return lines.join('\n') + '\n\n'
+  }
+  const logs = () => {
+    const out = []
+    for (let i = 0; i < 8 + int(8); i++) {
+      const ts = `2024-11-${10 + int(20)}T${10 + int(13)}:${10 + int(49)}:${10 + int(49)}.${100 + int(899)}Z`
+      let line = `${ts} ${pick(['INFO', 'INFO', 'WARN', 'DEBUG', 'ERROR'])} [${pick(['api', 'worker', 'scheduler'])}] req=${chars(HEX, 16)} took ${int(900)}ms status=${pick([200, 200, 201, 404, 500])}`
+      if (rand() < 0.06) line += ` client=${plant(SECRETS[5])}`
+      if (rand() < 0.01) line += ` peer=${plant(SECRETS[6])}`
+      if (rand() < 0.02) line += ` user=${plant(SECRETS[0])}`
+      if (rand() < 0.01) line += ` auth=${plant(pick(SECRETS.slice(7, 13)))}`
+      line += ` ts_ms=${1700000000000 + int(1e9)}`
+      out.push(line)
+    }
+    return out.join('\n') + '\n\n'
+  }
+  let text = ''
+  while (text.length < size) text += pick([prose, prose, code, logs])()
+  return { text, planted }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JavaScript RegExp baseline: the provider patterns exported by the core, plus regex forms of
+// the hand-written detectors with the same checksums; every regex runs over the whole text,
+// then spans are merged and replaced, as the core does.
+
+const luhnOk = (s) => {
+  const d = s.replace(/\D/g, '')
+  if (d.length < 13 || d.length > 19) return false
+  let sum = 0
+  for (let i = 0; i < d.length; i++) {
+    let v = d.charCodeAt(d.length - 1 - i) - 48
+    if (i % 2) v = v * 2 > 9 ? v * 2 - 9 : v * 2
+    sum += v
+  }
+  return sum % 10 === 0
+}
+const mod97Ok = (s) => {
+  const c = s.replace(/[ -]/g, '')
+  let rem = 0
+  for (const ch of c.slice(4) + c.slice(0, 4)) {
+    const v = ch >= 'A' ? String(ch.charCodeAt(0) - 55) : ch
+    for (const digit of v) rem = (rem * 10 + Number(digit)) % 97
+  }
+  return rem === 1
+}
+const ssnOk = (s) => !/^(000|666|9)/.test(s) && !/^\d{3}-00-/.test(s) && !s.endsWith('0000')
+const entropyOk = (s) => {
+  const counts = new Map()
+  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1)
+  let h = 0
+  for (const c of counts.values()) h -= (c / s.length) * Math.log2(c / s.length)
+  return h >= 4.3 && /\d/.test(s) && /[a-z]/.test(s) && /[A-Z]/.test(s)
+}
+const JS_PATTERNS = [
+  ['email', /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g],
+  ['phone', /(?:\+\d{1,3}[ .-]?)(?:\(\d{1,4}\)[ .-]?)?\d{1,5}(?:[ .-]\d{2,5}){1,4}|\(\d{3}\) ?\d{3}-\d{4}|\b\d{3}[.-]\d{3}[.-]\d{4}\b/g],
+  ['credit_card', /\b(?:\d{4}[ -]?){3}\d{1,7}\b|\b\d{13,19}\b/g, luhnOk],
+  ['us_ssn', /\b\d{3}-\d{2}-\d{4}\b/g, ssnOk],
+  ['iban', /\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,4})?\b/g, mod97Ok],
+  ['ipv4', /\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b/g],
+  ['ipv6', /(?<![\w:])(?:[0-9a-fA-F]{1,4}:){1,7}:?(?:[0-9a-fA-F]{1,4})?(?:::?[0-9a-fA-F]{1,4}){0,6}(?![\w:])/g, (s) => s.split(':').length > 2 && /\d/.test(s)],
+  ['jwt', /\beyJ[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*/g],
+  ['private_key', /-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|$)/g],
+  ['url_credentials', /[a-z][a-z0-9+.-]*:\/\/[^\s:@/]+:[^\s@/]+@/gi],
+  ['password', /(?:passw(?:or)?d|pwd|secret|token|api[_-]?key)["']?\s*[:=]\s*["']?[^\s"',;]{4,}/gi],
+  ['secret', /\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*/g],
+  ['high_entropy', /[A-Za-z0-9+/_-]{32,64}/g, entropyOk],
+]
+
+function jsRedact(text, providerPatterns) {
+  const spans = []
+  for (const [kind, re, check] of [...providerPatterns, ...JS_PATTERNS]) {
+    re.lastIndex = 0
+    for (const m of text.matchAll(re)) {
+      if (!check || check(m[0])) spans.push([m.index, m.index + m[0].length, kind])
+    }
+  }
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1])
+  let out = ''
+  let at = 0
+  let last = null
+  const findings = []
+  for (const s of spans) {
+    if (last && s[0] < last[1]) {
+      last[1] = Math.max(last[1], s[1])
+      continue
+    }
+    last = [s[0], s[1], s[2]]
+    findings.push(last)
+  }
+  for (const [s, e, kind] of findings) {
+    out += text.slice(at, s) + `[REDACTED:${kind.toUpperCase()}]`
+    at = e
+  }
+  return { text: out + text.slice(at), findings }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function loadRedactPii() {
+  for (const from of [join(here, '..'), '/tmp/extra-redact']) {
+    try {
+      const { SyncRedactor } = createRequire(join(from, 'noop.js'))('redact-pii')
+      return { redactor: new SyncRedactor(), from }
+    } catch {
+      // try the next place
+    }
+  }
+  return null
+}
+
+function measure(fn, rounds) {
+  let best = Infinity
+  let result
+  for (let i = 0; i < rounds; i++) {
+    const t0 = performance.now()
+    result = fn()
+    best = Math.min(best, performance.now() - t0)
+  }
+  return { ms: best, result }
+}
+
+const caught = (out, planted) => planted.filter((p) => !out.includes(p.value)).length
+
+const { text, planted } = makeCorpus(SIZE)
+if (process.env.LOA_BENCH_DUMP) writeFileSync(process.env.LOA_BENCH_DUMP, text) // for profiling
+const bytes = Buffer.byteLength(text)
+const mb = bytes / (1 << 20)
+const chunks = []
+for (let i = 0; i < text.length; i += CHUNK) chunks.push(text.slice(i, i + CHUNK))
+// Values cut in two by a message boundary, or cut off from what makes them recognisable (the
+// `password:` before, the `@host` after), cannot be found by any engine working per message:
+// count only values with 24 bytes of their line on both sides inside the same message.
+let cursor = 0
+const whole = planted.filter((p) => {
+  const at = text.indexOf(p.value, cursor)
+  if (at < 0) return false
+  cursor = at
+  return Math.floor((at - 24) / CHUNK) === Math.floor((at + p.value.length + 24) / CHUNK)
+})
+const providers = __redactionPatterns().map((p) => [p.kind, new RegExp(p.source, p.flags)])
+redact(text.slice(0, 100_000)) // warm-up: compiles every lazily built rule
+
+const rows = []
+const add = (name, input, ms, out, findings, plantedIn) =>
+  rows.push({ name, input, ms, mbps: input / (1 << 20) / (ms / 1000), findings, caught: caught(out, plantedIn), planted: plantedIn.length })
+
+{
+  const { ms, result } = measure(() => redact(text), ROUNDS)
+  add('@loa/core redact (whole text, one call)', bytes, ms, result.text, result.findings.length, planted)
+}
+{
+  const { ms, result } = measure(() => redactBatch(chunks), ROUNDS)
+  const out = result.map((r) => r.text).join('')
+  add(`@loa/core redactBatch (${CHUNK / 1024} KiB messages)`, bytes, ms, out, result.reduce((a, r) => a + r.findings.length, 0), whole)
+}
+{
+  const { ms, result } = measure(() => chunks.map((c) => redact(c)), ROUNDS)
+  add(`@loa/core redact per ${CHUNK / 1024} KiB message`, bytes, ms, result.map((r) => r.text).join(''), result.reduce((a, r) => a + r.findings.length, 0), whole)
+}
+{
+  const { ms, result } = measure(() => jsRedact(text, providers), Math.min(ROUNDS, 3))
+  add('same pattern list, JavaScript RegExp', bytes, ms, result.text, result.findings.length, planted)
+}
+const pii = loadRedactPii()
+if (pii) {
+  const slice = text.slice(0, PII_SLICE)
+  const inSlice = planted.filter((p) => slice.includes(p.value))
+  pii.redactor.redact(slice.slice(0, 32 << 10)) // warm-up (JIT), as for the others
+  const { ms, result } = measure(() => pii.redactor.redact(slice), QUICK ? 1 : 3)
+  add(`redact-pii 3.x SyncRedactor (first ${PII_SLICE >> 10} KiB)`, Buffer.byteLength(slice), ms, result, null, inSlice)
+}
+
+const fmt = (n, d = 1) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })
+const lines = []
+lines.push(
+  `Text: ${fmt(mb)} MiB of prose, code and logs (deterministic), ${planted.length.toLocaleString('en-US')} planted values; ` +
+    `best of ${ROUNDS} round(s) after a warm-up (redact-pii: best of ${QUICK ? 1 : 3}); Node ${process.version}, ` +
+    `${availableParallelism()} CPU(s).`,
+)
+lines.push('')
+lines.push('| engine | input | time ms | MiB/s | findings | planted values removed |')
+lines.push('|---|---:|---:|---:|---:|---:|')
+for (const r of rows) {
+  lines.push(`| ${r.name} | ${fmt(r.input / (1 << 20), 2)} MiB | ${fmt(r.ms)} | ${fmt(r.mbps)} | ${r.findings === null ? '-' : r.findings.toLocaleString('en-US')} | ${r.caught}/${r.planted} |`)
+}
+const loa = rows[0]
+const js = rows.find((r) => r.name.startsWith('same pattern'))
+const rp = rows.find((r) => r.name.startsWith('redact-pii'))
+lines.push('')
+lines.push('Ratios (targets: at least 100 MB/s, i.e. 95.4 MiB/s, and at least 40x redact-pii):')
+lines.push('')
+lines.push(`- @loa/core redact: ${fmt(loa.mbps)} MiB/s = ${fmt(loa.mbps * 1.048576)} MB/s (target >= 100 MB/s) ${loa.mbps * 1.048576 >= 100 ? 'ok' : 'MISSED'}`)
+if (rp) lines.push(`- @loa/core / redact-pii: ${fmt(loa.mbps / rp.mbps)}x (target >= 40) ${loa.mbps / rp.mbps >= 40 ? 'ok' : 'MISSED'}`)
+else lines.push('- redact-pii not installed (npm install; or npm install --no-save --prefix /tmp/extra-redact redact-pii): ratio not measured')
+lines.push(`- @loa/core / same patterns in JS RegExp: ${fmt(loa.mbps / js.mbps)}x (informational)`)
+const report = lines.join('\n')
+console.log(report)
+mkdirSync(join(here, 'results'), { recursive: true })
+writeFileSync(join(here, 'results', 'redact.md'), `# Redaction benchmark\n\n${report}\n`)

@@ -1,0 +1,246 @@
+// `npm run eval:redact`: precision and recall of `redact` on the labelled development corpus
+// (../shared/corpus, see its README): gitleaks' rule samples and Presidio's recognizer tests.
+//
+//   node scripts/eval-redact.mjs              tables (Markdown) on stdout
+//   node scripts/eval-redact.mjs --json       one JSON document
+//   node scripts/eval-redact.mjs --misses     also list missed / falsely redacted samples
+//                                             (prints corpus text, which holds fake secrets)
+//
+// Exit code 1 when a target is missed: recall >= 0.97 on gitleaks true positives (known secret
+// fully covered) and on Presidio positives of the targeted entity types; at most 5% of the
+// gitleaks false-positive samples and of the targeted Presidio negatives redacted.
+import { existsSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const { redact } = require(join(root, 'index.js'))
+
+const args = process.argv.slice(2)
+const JSON_OUT = args.includes('--json')
+const MISSES = args.includes('--misses')
+const corpus = process.env.LOA_CORPUS_DIR ?? join(root, '..', 'shared', 'corpus')
+if (!existsSync(join(corpus, 'gitleaks_rule_samples.dev.jsonl'))) {
+  console.error(`eval-redact: corpus not found in ${corpus} (set LOA_CORPUS_DIR)`)
+  process.exit(2)
+}
+const rows = (file) =>
+  readFileSync(join(corpus, file), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+
+const KEY = { key: Buffer.from('eval-redact') }
+const PII_KINDS = new Set(['email', 'phone', 'credit_card', 'iban', 'us_ssn', 'ipv4', 'ipv6'])
+
+/** Code-point offsets (corpus) to UTF-16 offsets (findings). */
+function utf16Offsets(text) {
+  const map = [0]
+  let u = 0
+  for (const ch of text) {
+    u += ch.length
+    map.push(u)
+  }
+  return map
+}
+
+const covered = (findings, s, e, kinds) => findings.some((f) => f.start <= s && f.end >= e && (!kinds || kinds.has(f.kind)))
+const overlaps = (f, s, e) => f.start < e && f.end > s
+const pct = (x) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a')
+const misses = []
+
+// ---------------------------------------------------------------------------------------------
+// gitleaks: tp text must be redacted (known secret fully covered); fp text must not be redacted
+// as a secret (PII such as an e-mail inside an fp sample is reported separately).
+
+function evalGitleaks() {
+  const data = rows('gitleaks_rule_samples.dev.jsonl')
+  const byRule = new Map()
+  const s = { tpRows: 0, tpKnown: 0, tpKnownCovered: 0, tpOther: 0, tpOtherHit: 0, fpRows: 0, fpSecret: 0, fpAny: 0 }
+  for (const row of data) {
+    const r = redact(row.text, KEY)
+    const rule = byRule.get(row.rule_id) ?? { tp: 0, tpOk: 0, fp: 0, fpHit: 0 }
+    byRule.set(row.rule_id, rule)
+    const secretFindings = r.findings.filter((f) => !PII_KINDS.has(f.kind))
+    if (row.label === 'tp') {
+      s.tpRows++
+      rule.tp++
+      let ok
+      if (row.known_secret_spans.length) {
+        const map = utf16Offsets(row.text)
+        ok = row.known_secret_spans.every((sp) => covered(r.findings, map[sp.start], map[sp.end]))
+        s.tpKnown++
+        if (ok) s.tpKnownCovered++
+      } else {
+        ok = r.findings.length > 0
+        s.tpOther++
+        if (ok) s.tpOtherHit++
+      }
+      if (ok) rule.tpOk++
+      else misses.push({ set: 'gitleaks tp', rule: row.rule_id, text: row.text })
+    } else {
+      s.fpRows++
+      rule.fp++
+      if (secretFindings.length) {
+        s.fpSecret++
+        rule.fpHit++
+        misses.push({ set: 'gitleaks fp', rule: row.rule_id, text: row.text, kinds: secretFindings.map((f) => f.kind) })
+      }
+      if (r.findings.length) s.fpAny++
+    }
+  }
+  return { summary: s, byRule: Object.fromEntries(byRule) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Presidio: recall over expected spans of the targeted entity types, precision of findings of
+// the mapped kinds in those rows, and how many negative cases get anything redacted.
+
+const TARGETS = {
+  CREDIT_CARD: ['credit_card'],
+  EMAIL_ADDRESS: ['email'],
+  IBAN_CODE: ['iban'],
+  IP_ADDRESS: ['ipv4', 'ipv6'],
+  PHONE_NUMBER: ['phone'],
+  US_SSN: ['us_ssn'],
+}
+// Informational: phone formats of single countries, compared with our phone kind.
+const RELATED = { PH_MOBILE_NUMBER: ['phone'], TR_PHONE_NUMBER: ['phone'] }
+
+function evalPresidio() {
+  const data = rows('presidio_recognizer_tests.jsonl')
+  const per = {}
+  const ignored = new Map()
+  const related = {}
+  const negAll = { rows: 0, any: 0 }
+  const dates = { rows: 0, redacted: 0 }
+  for (const row of data) {
+    // Presidio's phone tests run the same text at several leniency levels; the default is 1.
+    if (row.params?.leniency !== undefined && row.params.leniency !== 1) continue
+    const r = redact(row.text, KEY)
+    const kinds = TARGETS[row.entity] ?? RELATED[row.entity]
+    if (row.expected_count === 0) {
+      negAll.rows++
+      if (r.findings.length) negAll.any++
+    }
+    if (row.entity === 'DATE_TIME' && row.expected_count > 0) {
+      dates.rows++
+      if (r.findings.length) dates.redacted++
+    }
+    if (!kinds) {
+      const e = ignored.get(row.entity) ?? { rows: 0, negatives: 0, negativesRedacted: 0 }
+      e.rows++
+      if (row.expected_count === 0) {
+        e.negatives++
+        if (r.findings.length) e.negativesRedacted++
+      }
+      ignored.set(row.entity, e)
+      continue
+    }
+    const set = new Set(kinds)
+    const target = TARGETS[row.entity] ? per : related
+    const m = (target[row.entity] ??= { spans: 0, found: 0, findings: 0, truePos: 0, negatives: 0, negRedacted: 0, negSameKind: 0 })
+    const mine = r.findings.filter((f) => set.has(f.kind))
+    const map = utf16Offsets(row.text)
+    const spans = row.spans.map((sp) => [map[sp.start], map[sp.end]])
+    m.findings += mine.length
+    if (row.spans_complete) m.truePos += mine.filter((f) => spans.some(([s, e]) => overlaps(f, s, e))).length
+    if (row.expected_count === 0) {
+      m.negatives++
+      if (r.findings.length) m.negRedacted++
+      if (mine.length) m.negSameKind++
+      if (r.findings.length && TARGETS[row.entity]) misses.push({ set: `presidio negative ${row.entity}`, text: row.text, kinds: r.findings.map((f) => f.kind) })
+      continue
+    }
+    if (row.spans_complete && spans.length) {
+      for (const [s, e] of spans) {
+        m.spans++
+        if (covered(mine, s, e)) m.found++
+        else if (TARGETS[row.entity]) misses.push({ set: `presidio ${row.entity}`, text: row.text, kinds: r.findings.map((f) => f.kind) })
+      }
+    } else {
+      // Only a count is known: credit up to that many findings of the kind.
+      m.spans += row.expected_count
+      m.found += Math.min(row.expected_count, mine.length)
+      m.truePos += Math.min(row.expected_count, mine.length) // a surplus counts as false
+      if (mine.length < row.expected_count) misses.push({ set: `presidio ${row.entity}`, text: row.text })
+    }
+  }
+  return { per, related, ignored: Object.fromEntries(ignored), negAll, dates }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const g = evalGitleaks()
+const p = evalPresidio()
+const gs = g.summary
+const gitleaksRecallKnown = gs.tpKnownCovered / gs.tpKnown
+const gitleaksRecallAll = (gs.tpKnownCovered + gs.tpOtherHit) / gs.tpRows
+const gitleaksFpRate = gs.fpSecret / gs.fpRows
+let pSpans = 0
+let pFound = 0
+let pNeg = 0
+let pNegRed = 0
+for (const m of Object.values(p.per)) {
+  pSpans += m.spans
+  pFound += m.found
+  pNeg += m.negatives
+  pNegRed += m.negRedacted
+}
+const presidioRecall = pFound / pSpans
+const presidioNegRate = pNegRed / pNeg
+const targets = {
+  gitleaksRecall: { value: gitleaksRecallKnown, target: '>= 0.97', ok: gitleaksRecallKnown >= 0.97 },
+  presidioRecall: { value: presidioRecall, target: '>= 0.97', ok: presidioRecall >= 0.97 },
+  gitleaksFpRedacted: { value: gitleaksFpRate, target: '<= 0.05', ok: gitleaksFpRate <= 0.05 },
+  presidioNegativesRedacted: { value: presidioNegRate, target: '<= 0.05', ok: presidioNegRate <= 0.05 },
+}
+
+if (JSON_OUT) {
+  process.stdout.write(JSON.stringify({ targets, gitleaks: g, presidio: p, ...(MISSES ? { misses } : {}) }, null, 2) + '\n')
+} else {
+  const out = []
+  out.push('### gitleaks rule samples (108 rules)\n')
+  out.push('| set | samples | result |')
+  out.push('|---|---:|---|')
+  out.push(`| true positives with a known secret | ${gs.tpKnown} | recall ${pct(gitleaksRecallKnown)} (secret fully covered) |`)
+  out.push(`| true positives, secret not marked | ${gs.tpOther} | ${pct(gs.tpOtherHit / gs.tpOther)} redacted |`)
+  out.push(`| all true positives | ${gs.tpRows} | recall ${pct(gitleaksRecallAll)} |`)
+  out.push(`| false-positive samples | ${gs.fpRows} | ${pct(gitleaksFpRate)} redacted as a secret (${gs.fpSecret}); ${pct(gs.fpAny / gs.fpRows)} with any finding incl. PII |`)
+  const weak = Object.entries(g.byRule).filter(([, r]) => r.tpOk < r.tp || r.fpHit > 0)
+  if (weak.length) {
+    out.push('\nRules with a miss or a false positive:\n')
+    out.push('| rule | tp found | fp redacted |')
+    out.push('|---|---:|---:|')
+    for (const [id, r] of weak) out.push(`| ${id} | ${r.tpOk}/${r.tp} | ${r.fpHit}/${r.fp} |`)
+  }
+  out.push('\n### Presidio recognizer tests, targeted entity types\n')
+  out.push('| entity | kinds | spans | recall | findings | precision | negatives | negatives redacted (any / same kind) |')
+  out.push('|---|---|---:|---:|---:|---:|---:|---|')
+  const line = (name, kinds, m) =>
+    `| ${name} | ${kinds.join(', ')} | ${m.spans} | ${pct(m.found / m.spans)} | ${m.findings} | ${pct(m.truePos / m.findings)} | ${m.negatives} | ${m.negRedacted} / ${m.negSameKind} |`
+  for (const [e, m] of Object.entries(p.per)) out.push(line(e, TARGETS[e], m))
+  out.push(`| **all targeted** | | ${pSpans} | **${pct(presidioRecall)}** | | | ${pNeg} | **${pct(presidioNegRate)}** (${pNegRed}) |`)
+  out.push('\nInformational (not targeted; single-country phone recognizers):\n')
+  out.push('| entity | kinds | spans | recall | findings | precision | negatives | negatives redacted (any / same kind) |')
+  out.push('|---|---|---:|---:|---:|---:|---:|---|')
+  for (const [e, m] of Object.entries(p.related)) out.push(line(e, RELATED[e], m))
+  const ign = Object.entries(p.ignored)
+  const ignNeg = ign.reduce((a, [, v]) => a + v.negatives, 0)
+  const ignNegRed = ign.reduce((a, [, v]) => a + v.negativesRedacted, 0)
+  out.push(`\nIgnored entity types (${ign.length}): ${ign.map(([e]) => e).join(', ')}.`)
+  out.push(`Their ${ignNeg} negative cases: ${ignNegRed} get some finding. All ${p.negAll.rows} Presidio negatives: ${p.negAll.any} get some finding.`)
+  out.push(`DATE_TIME positives (dates must stay): ${p.dates.redacted} of ${p.dates.rows} texts get a finding.`)
+  out.push('\n### Targets\n')
+  out.push('| target | value | goal | |')
+  out.push('|---|---:|---|---|')
+  for (const [name, t] of Object.entries(targets)) out.push(`| ${name} | ${pct(t.value)} | ${t.target} | ${t.ok ? 'ok' : 'MISSED'} |`)
+  if (MISSES) {
+    out.push('\n### Misses\n')
+    for (const m of misses) out.push(`- [${m.set}${m.rule ? ' ' + m.rule : ''}] ${JSON.stringify(m.text).slice(0, 300)}${m.kinds ? ' -> ' + m.kinds.join(',') : ''}`)
+  }
+  process.stdout.write(out.join('\n') + '\n')
+}
+process.exitCode = Object.values(targets).every((t) => t.ok) ? 0 : 1

@@ -1,0 +1,593 @@
+//! The detection engine. One pass over the runs of token characters does almost everything:
+//! at each word start a keyword prefilter (a two-byte bitmap, then an anchored Aho-Corasick
+//! automaton over all keywords: token prefixes, `-----BEGIN`, `eyJ`, `Bearer`, `curl`) decides
+//! which provider rules run; numbers go to the number shapes; long runs to the entropy check;
+//! identifiers followed by an assignment operator (and containing `pass`, `token`, `key`, ... per
+//! a second Aho-Corasick set) to the assignment detector. A second pass visits the rare bytes
+//! `@`, `:` and `~` with memchr. Everything works on UTF-8 bytes and reports byte spans; `mod.rs`
+//! merges them and maps offsets to UTF-16.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
+use regex::bytes::{Regex, RegexBuilder};
+
+use super::rules::{token_rules, End, TokenRule, Trigger, KNOWN_PUBLIC_VALUES};
+use super::text::*;
+use super::{pii, secrets};
+
+// Merge priorities: when spans overlap, the merged span takes the kind of the highest.
+pub const P_PRIVATE_KEY: u8 = 100;
+pub const P_TOKEN: u8 = 90;
+pub const P_JWT: u8 = 85;
+pub const P_URL_CRED: u8 = 80;
+pub const P_CARD: u8 = 75;
+pub const P_IBAN: u8 = 74;
+pub const P_SSN: u8 = 70;
+pub const P_EMAIL: u8 = 60;
+pub const P_PASSWORD: u8 = 55;
+pub const P_SECRET: u8 = 50;
+pub const P_IP: u8 = 40;
+pub const P_PHONE: u8 = 30;
+pub const P_ENTROPY: u8 = 10;
+
+/// A detected span, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
+  pub start: usize,
+  pub end: usize,
+  pub kind: &'static str,
+  pub method: &'static str,
+  pub prio: u8,
+  /// Kept only if it overlaps a provider token match (a value with a known token prefix: its
+  /// format rule decides).
+  pub cond: bool,
+}
+
+/// Per-call detection state.
+pub struct Ctx<'a> {
+  pub t: &'a [u8],
+  pub hits: Vec<Hit>,
+  pub blocked: bool,
+  /// Public key / certificate blocks: their base64 is not a secret.
+  pub public_zones: Vec<(usize, usize)>,
+  pub email_until: usize,
+  pub jwt_until: usize,
+  pub pem_until: usize,
+}
+
+impl<'a> Ctx<'a> {
+  pub fn new(t: &'a [u8]) -> Self {
+    Ctx {
+      t,
+      hits: Vec::new(),
+      blocked: false,
+      public_zones: Vec::new(),
+      email_until: 0,
+      jwt_until: 0,
+      pem_until: 0,
+    }
+  }
+
+  pub fn push(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
+    if end > start {
+      self.hits.push(Hit { start, end, kind, method, prio, cond: false });
+    }
+  }
+
+  pub fn push_conditional(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
+    if end > start {
+      self.hits.push(Hit { start, end, kind, method, prio, cond: true });
+    }
+  }
+
+  pub fn in_public_zone(&self, pos: usize) -> bool {
+    self.public_zones.iter().any(|&(s, e)| pos >= s && pos < e)
+  }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Action {
+  /// Provider token rule `rule`, triggered by its keyword number `kw`.
+  Rule { rule: u16, kw: u8 },
+  Pem,
+  Putty,
+  Jwt,
+  Bearer,
+  Curl,
+}
+
+struct CompiledRule {
+  rule: TokenRule,
+  regex: OnceLock<Regex>,
+}
+
+impl CompiledRule {
+  fn regex(&self) -> &Regex {
+    self.regex.get_or_init(|| {
+      RegexBuilder::new(self.rule.pattern)
+        .unicode(false)
+        .case_insensitive(self.rule.ci)
+        .build()
+        .unwrap_or_else(|e| panic!("token rule {} does not compile: {e}", self.rule.kind))
+    })
+  }
+}
+
+pub struct Engine {
+  rules: Vec<CompiledRule>,
+  /// The keyword prefilter: an anchored Aho-Corasick automaton over every word-start keyword,
+  /// run only where a word begins with one of `first2`.
+  ac: AhoCorasick,
+  /// Per keyword: what to run when it matches, including the actions of every shorter keyword
+  /// that is a prefix of it (the automaton reports the longest), each with its keyword length.
+  actions: Vec<Vec<(Action, u16)>>,
+  /// Bucket (1-based, 0 = none) of the lowercased first two bytes of a keyword, and per bucket
+  /// the set of possible third bytes: the automaton runs only where three bytes fit.
+  first2: Box<[u8; 16384]>,
+  third: Vec<u128>,
+  /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
+  colon_rules: Vec<usize>,
+  tilde_rules: Vec<usize>,
+  infix_rules: Vec<(usize, usize)>,
+}
+
+/// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
+/// passphrase; `cred` credential(s), creds; `auth` authorization, oauth).
+static ASSIGN_WORDS: WordSet =
+  WordSet::new(&["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"]);
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+pub fn engine() -> &'static Engine {
+  ENGINE.get_or_init(Engine::new)
+}
+
+#[inline]
+fn first2_index(b0: u8, b1: u8) -> Option<usize> {
+  let (b0, b1) = (b0.to_ascii_lowercase(), b1.to_ascii_lowercase());
+  if b0 < 128 && b1 < 128 {
+    Some(((b0 as usize) << 7) | b1 as usize)
+  } else {
+    None
+  }
+}
+
+impl Engine {
+  fn new() -> Engine {
+    let rules: Vec<CompiledRule> = token_rules().into_iter().map(|rule| CompiledRule { rule, regex: OnceLock::new() }).collect();
+    let mut patterns: Vec<String> = Vec::new();
+    let mut own: Vec<Vec<Action>> = Vec::new();
+    let mut add = |pattern: &str, action: Action| {
+      let key = pattern.to_ascii_lowercase();
+      let id = match patterns.iter().position(|p| *p == key) {
+        Some(id) => id,
+        None => {
+          patterns.push(key);
+          own.push(Vec::new());
+          patterns.len() - 1
+        }
+      };
+      own[id].push(action);
+    };
+    let (mut colon_rules, mut tilde_rules, mut infix_rules) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, r) in rules.iter().enumerate() {
+      match r.rule.trigger {
+        Trigger::WordStart => {
+          for (k, kw) in r.rule.keywords.iter().enumerate() {
+            add(kw, Action::Rule { rule: i as u16, kw: k as u8 });
+          }
+        }
+        Trigger::Colon => colon_rules.push(i),
+        Trigger::Tilde => tilde_rules.push(i),
+        Trigger::Infix(min) => infix_rules.push((i, min)),
+      }
+    }
+    add("-----begin", Action::Pem);
+    add("putty-user-key-file-", Action::Putty);
+    add("eyj", Action::Jwt);
+    add("bearer", Action::Bearer);
+    add("curl", Action::Curl);
+    let mut actions = Vec::with_capacity(patterns.len());
+    let mut first2 = Box::new([0u8; 16384]);
+    let mut third: Vec<u128> = vec![0];
+    for p in &patterns {
+      let mut list = Vec::new();
+      for (q, acts) in patterns.iter().zip(&own) {
+        if p.starts_with(q.as_str()) {
+          list.extend(acts.iter().map(|&a| (a, q.len() as u16)));
+        }
+      }
+      actions.push(list);
+      let b = p.as_bytes();
+      let i = first2_index(b[0], b[1]).expect("keywords are ASCII");
+      if first2[i] == 0 {
+        third.push(0);
+        first2[i] = u8::try_from(third.len() - 1).expect("fewer than 256 keyword buckets");
+      }
+      let bucket = &mut third[first2[i] as usize];
+      *bucket |= match b.get(2) {
+        Some(&c) if c < 128 => 1u128 << c.to_ascii_lowercase(),
+        _ => u128::MAX,
+      };
+    }
+    let ac = AhoCorasickBuilder::new()
+      .ascii_case_insensitive(true)
+      .match_kind(MatchKind::LeftmostLongest)
+      .start_kind(StartKind::Anchored)
+      .kind(Some(AhoCorasickKind::DFA))
+      .build(&patterns)
+      .expect("keyword automaton");
+    Engine {
+      rules,
+      ac,
+      actions,
+      first2,
+      third,
+      colon_rules,
+      tilde_rules,
+      infix_rules,
+    }
+  }
+
+  /// Runs every detector over `ctx.t`, leaving raw (unmerged) hits in `ctx.hits`.
+  pub fn detect(&self, ctx: &mut Ctx) {
+    self.scan_runs(ctx);
+    self.scan_punctuation(ctx);
+    if ctx.hits.iter().any(|h| h.cond) {
+      let tokens: Vec<(usize, usize)> = ctx.hits.iter().filter(|h| h.prio == P_TOKEN).map(|h| (h.start, h.end)).collect();
+      ctx.hits.retain(|h| !h.cond || tokens.iter().any(|&(s, e)| s < h.end && e > h.start));
+    }
+  }
+
+  /// The main pass: every run of token characters (`[A-Za-z0-9+/_-]`) is looked at once: the
+  /// keyword prefilter at each word start in it, numbers in it (which may continue across
+  /// separators into later runs), long runs for randomness, and identifiers followed by an
+  /// assignment operator for `password=` / `token:` values.
+  pub fn scan_runs(&self, ctx: &mut Ctx) {
+    let t = ctx.t;
+    let n = t.len();
+    let mut numbers_until = 0;
+    // Runs are found 64 bytes at a time from bitmasks (token, digit and `-/+` bytes).
+    let mut open: Option<usize> = None;
+    let (mut digits, mut seps) = (false, false);
+    let mut b = 0;
+    while b < n {
+      let (tm, dm, sm) = masks64(t, b);
+      let mut pos = 0u32;
+      loop {
+        if open.is_none() {
+          let rest = if pos >= 64 { 0 } else { tm >> pos };
+          if rest == 0 {
+            break;
+          }
+          pos += rest.trailing_zeros();
+          open = Some(b + pos as usize);
+        }
+        let rest = if pos >= 64 { 0 } else { !tm >> pos };
+        let end = if rest == 0 { 64 } else { pos + rest.trailing_zeros() };
+        let range = if end == 64 { !0u64 << pos } else { ((1u64 << end) - 1) & (!0u64 << pos) };
+        digits |= dm & range != 0;
+        seps |= sm & range != 0;
+        if end == 64 {
+          break;
+        }
+        let s = open.take().unwrap();
+        self.run(ctx, s, b + end as usize, digits, seps, &mut numbers_until);
+        digits = false;
+        seps = false;
+        pos = end;
+      }
+      b += 64;
+    }
+    if let Some(s) = open {
+      self.run(ctx, s, n, digits, seps, &mut numbers_until);
+    }
+  }
+
+  fn run(&self, ctx: &mut Ctx, s: usize, e: usize, has_digit: bool, has_sep: bool, numbers_until: &mut usize) {
+    let t = ctx.t;
+    self.word_start(ctx, s);
+    if has_sep {
+      for k in s..e.saturating_sub(2) {
+        if matches!(t[k], b'-' | b'/' | b'+') {
+          self.word_start(ctx, k + 1);
+        }
+      }
+    }
+    if has_digit && e > *numbers_until {
+      let mut j = s.max(*numbers_until);
+      while j < e {
+        if t[j].is_ascii_digit() {
+          let mut q = j + 1;
+          while q < t.len() && t[q].is_ascii_digit() {
+            q += 1;
+          }
+          *numbers_until = pii::number_run(ctx, j, q).max(q);
+          j = *numbers_until;
+        } else {
+          j += 1;
+        }
+      }
+    }
+    let len = e - s;
+    if len >= 16 {
+      if len >= 35 {
+        for &(ri, min) in &self.infix_rules {
+          if len >= min {
+            let kw = self.rules[ri].rule.keywords[0].as_bytes();
+            if let Some(x) = memchr::memmem::find(&t[s..e], kw) {
+              self.run_rule(ctx, ri, 0, s + x, s + x + kw.len());
+            }
+          }
+        }
+      }
+      if has_digit {
+        let mut pe = e;
+        while pe < t.len() && pe - e < 2 && t[pe] == b'=' {
+          pe += 1;
+        }
+        secrets::token_at(ctx, s, pe);
+      }
+    }
+    if assignment_follows(t, s, e) {
+      let mut a = s;
+      while a > 0 && s - a < 64 && is_ident(t[a - 1]) {
+        a -= 1;
+      }
+      let mut b = e;
+      while b > s && t[b - 1] == b'.' {
+        b -= 1;
+      }
+      if b > a && b - a <= 128 && ASSIGN_WORDS.in_text(&t[a..b]) {
+        secrets::assignment_on(ctx, a, b);
+      }
+    }
+  }
+
+  /// The keyword prefilter at a word start: three bytes of tables, then the anchored automaton.
+  #[inline]
+  fn word_start(&self, ctx: &mut Ctx, j: usize) {
+    let t = ctx.t;
+    let Some(i) = first2_index(t[j], at(t, j + 1)) else { return };
+    let bucket = self.first2[i];
+    if bucket == 0 {
+      return;
+    }
+    let c = at(t, j + 2).to_ascii_lowercase();
+    if c >= 128 || self.third[bucket as usize] & (1u128 << c) == 0 {
+      return;
+    }
+    let input = Input::new(t).range(j..).anchored(Anchored::Yes);
+    let Ok(Some(m)) = self.ac.try_find(input) else { return };
+    for &(action, len) in &self.actions[m.pattern().as_usize()] {
+      let (s, e) = (j, j + len as usize);
+      match action {
+        Action::Rule { rule, kw } => self.run_rule(ctx, rule as usize, kw as usize, s, e),
+        Action::Pem => secrets::pem_at(ctx, s),
+        Action::Putty => secrets::putty_at(ctx, s),
+        Action::Jwt => {
+          if &t[s..e] == b"eyJ" {
+            secrets::jwt_at(ctx, s)
+          }
+        }
+        Action::Bearer => secrets::bearer_at(ctx, s),
+        Action::Curl => secrets::curl_at(ctx, s),
+      }
+    }
+  }
+
+  /// `@` (e-mail), `:` (IPv6, `scheme://` credentials, `:AA` Telegram and `:APA91b` Firebase
+  /// tokens) and `~` (Azure client secrets): found with memchr, they are rare in prose.
+  fn scan_punctuation(&self, ctx: &mut Ctx) {
+    let t = ctx.t;
+    for c in memchr::memchr_iter(b'@', t) {
+      pii::email_at(ctx, c);
+    }
+    let mut v6_from = 0;
+    for c in memchr::memchr_iter(b':', t) {
+      if at(t, c + 1) == b'/' && at(t, c + 2) == b'/' {
+        secrets::url_at(ctx, c);
+        continue;
+      }
+      if at(t, c + 1) == b'A' && at(t, c + 2) == b'A' && before(t, c).is_ascii_digit() {
+        for &ri in &self.colon_rules {
+          let kw = self.rules[ri].rule.keywords[0].as_bytes();
+          if t[c..].starts_with(kw) {
+            self.run_rule(ctx, ri, 0, c, c + kw.len());
+          }
+        }
+      }
+      if c >= v6_from {
+        v6_from = pii::ipv6_at(ctx, c);
+      }
+    }
+    for c in memchr::memchr_iter(b'~', t) {
+      if before(t, c) == b'Q' {
+        for &ri in &self.tilde_rules {
+          self.run_rule(ctx, ri, 0, c - 1, c + 1);
+        }
+      }
+    }
+  }
+  fn run_rule(&self, ctx: &mut Ctx, ri: usize, kw: usize, ks: usize, ke: usize) {
+    let t = ctx.t;
+    let cr = &self.rules[ri];
+    let r = &cr.rule;
+    if r.exact && &t[ks..ke] != r.keywords[kw].as_bytes() {
+      return;
+    }
+    if r.tail > 0 {
+      let mut i = ke;
+      while i < t.len() && i - ke < r.tail && TOKEN_CHAR[t[i] as usize] {
+        i += 1;
+      }
+      if i - ke < r.tail {
+        return;
+      }
+    }
+    let ws = ks.saturating_sub(r.back);
+    let we = (ks + r.max_len + 1).min(t.len());
+    let re = cr.regex();
+    let mut pos = ws;
+    while pos <= ks {
+      let Some(m) = re.find_at(&t[..we], pos) else { return };
+      if m.start() > ks {
+        return;
+      }
+      let (ms, mut me) = (m.start(), m.end());
+      if me == we && we < t.len() {
+        // The window cut the match: take it whole.
+        match re.find_at(t, ms) {
+          Some(full) if full.start() == ms => me = full.end(),
+          _ => return,
+        }
+      }
+      if me >= ke && self.accept(ctx, r, ms, me) {
+        ctx.push(ms + r.skip.min(me - ms), me, r.kind, "pattern", if r.blocks { P_PRIVATE_KEY } else { P_TOKEN });
+        if r.blocks {
+          ctx.blocked = true;
+        }
+        return;
+      }
+      pos = ms + 1;
+    }
+  }
+
+  fn accept(&self, ctx: &Ctx, r: &TokenRule, ms: usize, me: usize) -> bool {
+    let t = ctx.t;
+    let v = &t[ms..me];
+    let end_ok = match r.end {
+      End::Any => true,
+      End::NotAlnum => !at(t, me).is_ascii_alphanumeric(),
+      End::NotToken => !(at(t, me).is_ascii_alphanumeric() || matches!(at(t, me), b'_' | b'-')),
+      End::Delim => {
+        let c = at(t, me);
+        me >= t.len()
+          || c.is_ascii_whitespace()
+          || matches!(c, b'"' | b'\'' | b'`' | b';' | b',' | b')' | b']' | b'}' | b'>' | b'<' | b'&' | b'|' | b'\\')
+          || (c == b'.' && (me + 1 >= t.len() || t[me + 1].is_ascii_whitespace()))
+      }
+    };
+    if !end_ok {
+      return false;
+    }
+    if r.left_delim && (is_word(before(t, ms)) || matches!(before(t, ms), b'-' | b'~' | b'.')) {
+      return false;
+    }
+    if r.placeholder && is_placeholder(v) {
+      return false;
+    }
+    if r.min_entropy > 0.0 && entropy(v) < r.min_entropy {
+      return false;
+    }
+    !KNOWN_PUBLIC_VALUES.iter().any(|k| k.as_bytes() == v)
+  }
+
+  /// The token rules, for the benchmark's JavaScript baseline: (kind, pattern, case-insensitive).
+  pub fn patterns(&self) -> Vec<(&'static str, &'static str, bool)> {
+    self.rules.iter().map(|r| (r.rule.kind, r.rule.pattern, r.rule.ci)).collect()
+  }
+
+  /// Compiles every rule now (tests, warm-up).
+  #[cfg_attr(not(test), allow(dead_code))]
+  pub fn compile_all(&self) {
+    for r in &self.rules {
+      r.regex();
+    }
+  }
+}
+
+
+/// Bitmasks of 64 bytes starting at `b` (bits past the end are 0): token characters
+/// (`[A-Za-z0-9+/_-]`), digits, and `-` `/` `+`.
+#[inline]
+fn masks64(t: &[u8], b: usize) -> (u64, u64, u64) {
+  if b + 64 <= t.len() {
+    #[cfg(target_arch = "x86_64")]
+    {
+      let (mut tm, mut dm, mut sm) = (0u64, 0u64, 0u64);
+      for k in 0..4 {
+        let (x, y, z) = sse2::classify16(&t[b + 16 * k..b + 16 * k + 16]);
+        tm |= (x as u64) << (16 * k);
+        dm |= (y as u64) << (16 * k);
+        sm |= (z as u64) << (16 * k);
+      }
+      return (tm, dm, sm);
+    }
+  }
+  let (mut tm, mut dm, mut sm) = (0u64, 0u64, 0u64);
+  for (k, &c) in t[b..(b + 64).min(t.len())].iter().enumerate() {
+    tm |= (TOKEN_CHAR[c as usize] as u64) << k;
+    dm |= (c.is_ascii_digit() as u64) << k;
+    sm |= (matches!(c, b'-' | b'/' | b'+') as u64) << k;
+  }
+  (tm, dm, sm)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+  use std::arch::x86_64::*;
+
+  /// (token, digit, separator) masks of 16 bytes. SSE2 is part of every x86_64 CPU.
+  #[inline(always)]
+  pub fn classify16(chunk: &[u8]) -> (u32, u32, u32) {
+    assert!(chunk.len() >= 16);
+    // SAFETY: the load reads 16 bytes, which the assert guarantees; SSE2 is always available
+    // on x86_64.
+    unsafe {
+      let v = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+      let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+      let alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8(0x60)), _mm_cmplt_epi8(lower, _mm_set1_epi8(0x7b)));
+      let digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x2f)), _mm_cmplt_epi8(v, _mm_set1_epi8(0x3a)));
+      let sep = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'-' as i8)), _mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8))),
+        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'+' as i8)),
+      );
+      let under = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'_' as i8));
+      let token = _mm_or_si128(_mm_or_si128(alpha, digit), _mm_or_si128(sep, under));
+      (_mm_movemask_epi8(token) as u32 & 0xffff, _mm_movemask_epi8(digit) as u32 & 0xffff, _mm_movemask_epi8(sep) as u32 & 0xffff)
+    }
+  }
+}
+
+/// Cheap look at what follows an identifier: `=`, `:` (not `::`), `>` (XML), `,` (quoted
+/// keys), `?=` / `||=`, a space then a value (CLI flags `--password x`), or ` is ` / ` was `.
+/// The assignment detector then parses it properly.
+fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
+  let mut p = e;
+  if is_quote(at(t, p)) {
+    p += 1;
+  } else if at(t, p) == b'\\' && is_quote(at(t, p + 1)) {
+    p += 2;
+  }
+  let op = p;
+  while p < t.len() && p - op < 8 && matches!(t[p], b' ' | b'\t') {
+    p += 1;
+  }
+  match at(t, p) {
+    b'=' | b'>' | b',' | b'?' | b'|' => true,
+    b':' => at(t, p + 1) != b':',
+    b'i' | b'w' => p > op && (t[p..].starts_with(b"is ") || t[p..].starts_with(b"was ")),
+    c => p > op && t[s] == b'-' && !c.is_ascii_whitespace(),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn masks_match_the_scalar_classes() {
+    let text: Vec<u8> = (0..=255u8).chain(b"ab-/+_09 Z@`{[\x7f".iter().copied()).cycle().take(300).collect();
+    for b in [0usize, 64, 128, 192] {
+      let (tm, dm, sm) = masks64(&text, b);
+      for k in 0..64.min(text.len() - b) {
+        let c = text[b + k];
+        assert_eq!((tm >> k) & 1 == 1, TOKEN_CHAR[c as usize], "token {c}");
+        assert_eq!((dm >> k) & 1 == 1, c.is_ascii_digit(), "digit {c}");
+        assert_eq!((sm >> k) & 1 == 1, matches!(c, b'-' | b'/' | b'+'), "sep {c}");
+      }
+    }
+  }
+}

@@ -1,0 +1,748 @@
+//! Personal data: e-mail addresses, phone numbers, payment cards (Luhn), IBANs (mod-97),
+//! US social security numbers, IPv4 and IPv6 addresses.
+//!
+//! Numbers: at each number that starts at a word boundary (the engine's single pass over the
+//! text finds them) the shapes are tried in order of specificity (IPv4, card, SSN, phone) and the
+//! first that validates claims the bytes. Short isolated numbers (the vast majority) leave after
+//! two byte comparisons. Dates, versions, UUIDs, 10-digit and millisecond timestamps do not fit
+//! any accepted shape and stay.
+
+use std::net::Ipv6Addr;
+
+use super::engine::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_PHONE, P_SSN};
+use super::text::*;
+
+// ---------------------------------------------------------------------------------------------
+// E-mail
+
+#[inline]
+fn is_local_char(b: u8) -> bool {
+  b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+}
+
+/// Called for every `@`.
+pub fn email_at(ctx: &mut Ctx, c: usize) {
+  let t = ctx.t;
+  if c < ctx.email_until {
+    return;
+  }
+  let mut a = c;
+  while a > 0 && c - a < 64 && is_local_char(t[a - 1]) {
+    a -= 1;
+  }
+  while a < c && matches!(t[a], b'.' | b'-' | b'+') {
+    a += 1;
+  }
+  if a == c || t[c - 1] == b'.' {
+    return;
+  }
+  // `scheme://user:password@host`: the URL detector owns userinfo.
+  if matches!(before(t, a), b':' | b'/') && inside_url(t, a) {
+    return;
+  }
+  let mut e = c + 1;
+  while e < t.len() && e - c <= 253 && (t[e].is_ascii_alphanumeric() || t[e] == b'-' || t[e] == b'.') {
+    e += 1;
+  }
+  while e > c + 1 && matches!(t[e - 1], b'.' | b'-') {
+    e -= 1;
+  }
+  if !valid_domain(&t[c + 1..e]) || is_word(at(t, e)) {
+    return;
+  }
+  ctx.email_until = e;
+  ctx.push(a, e, "email", "pattern", P_EMAIL);
+}
+
+fn valid_domain(d: &[u8]) -> bool {
+  let labels: Vec<&[u8]> = d.split(|&b| b == b'.').collect();
+  if labels.len() < 2 || labels.iter().any(|l| l.is_empty() || l.len() > 63 || l[0] == b'-' || l[l.len() - 1] == b'-') {
+    return false;
+  }
+  // `icon@2x.png`: retina image names, not addresses.
+  let first = labels[0];
+  if first.len() <= 2 && first[0].is_ascii_digit() && first[first.len() - 1] == b'x' {
+    return false;
+  }
+  let tld = labels[labels.len() - 1];
+  (tld.len() >= 2 && tld.iter().all(|b| b.is_ascii_alphabetic()))
+    || (tld.len() > 4 && tld[..4].eq_ignore_ascii_case(b"xn--") && tld[4..].iter().all(|b| b.is_ascii_alphanumeric()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+static PHONE_WORDS: WordSet = WordSet::new(&[
+  "phone", "tel", "mobile", "cell", "call", "fax", "whatsapp", "sms", "contact", "number", "numero", "n\u{fa}mero",
+  "nummer", "telefon", "telepono", "numara", "cep", "ph:", "ph.", "mob",
+]);
+
+static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "release", "build", "firmware", "v."]);
+
+/// The number starting at digit `p` (digits `p..q`): tries the shapes and returns where
+/// number scanning continues. Called by the engine's single pass over the text for every digit
+/// run it meets (`engine::scan_runs`).
+pub fn number_run(ctx: &mut Ctx, p: usize, q: usize) -> usize {
+  let t = ctx.t;
+  let prev = before(t, p);
+  let mut end = None;
+  if is_word(prev) {
+    // `DE89 3704 ...`: an IBAN starts with two capitals right before its check digits.
+    if p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !is_word(before(t, p - 2)) {
+      end = iban_at(ctx, p - 2);
+      if end.is_none() && iban_length(&t[p - 2..p]).is_some() {
+        // An IBAN with a bad checksum is not a phone number either.
+        end = Some(skip_iban_like(t, p));
+      }
+    }
+  } else {
+    end = number_at(ctx, p, q);
+  }
+  // Nothing matched: skip the rest of this run of like-separated digit groups, so that no
+  // shape is found in the middle of a longer number (`0044 0532 0130 01`).
+  end.unwrap_or_else(|| skip_run(t, q))
+}
+
+/// End of an IBAN-shaped run (`NL91 ABNA 0417 1643 01`) starting at `p`.
+fn skip_iban_like(t: &[u8], mut i: usize) -> usize {
+  let mut count = 0;
+  while count < 34 {
+    let b = at(t, i);
+    if b.is_ascii_uppercase() || b.is_ascii_digit() {
+      count += 1;
+      i += 1;
+    } else if matches!(b, b' ' | b'-') && (at(t, i + 1).is_ascii_uppercase() || at(t, i + 1).is_ascii_digit()) {
+      i += 1;
+    } else {
+      break;
+    }
+  }
+  i
+}
+
+/// End of the digit groups joined to the group ending at `q` by the separator that follows it.
+fn skip_run(t: &[u8], q: usize) -> usize {
+  let sep = at(t, q);
+  if !matches!(sep, b' ' | b'-' | b'.') {
+    return q;
+  }
+  let mut i = q;
+  while at(t, i) == sep && at(t, i + 1).is_ascii_digit() {
+    i += 1 + digits_at(t, i + 1);
+  }
+  i
+}
+
+/// Tries the numeric shapes at a number starting at `p` (digits `p..q`). Returns where
+/// scanning continues, or `None` when nothing matched.
+fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
+  let t = ctx.t;
+  let prev = before(t, p);
+  let next = at(t, q);
+  let g1 = q - p;
+  if prev == b'+' && (p < 2 || !is_word(t[p - 2])) {
+    return phone_intl(ctx, p - 1);
+  }
+  let continues = matches!(next, b' ' | b'-' | b'.' | b')') && matches!(at(t, q + 1), b'0'..=b'9' | b'(');
+  if g1 < 9 && !continues && prev != b'(' {
+    return None; // a short isolated number: the common case
+  }
+  if matches!(prev, b'.' | b'-' | b'#' | b'$') {
+    return None; // a fraction, a range, an issue number, an amount
+  }
+  // Dates (`2024-01-15`, `15.01.2024`) are the commonest separated numbers in logs.
+  if g1 == 4 && next == b'-' && digits_at(t, q + 1) == 2 && at(t, q + 3) == b'-' && digits_at(t, q + 4) == 2 {
+    return Some(q + 6);
+  }
+  if g1 == 2 && matches!(next, b'.' | b'/') && digits_at(t, q + 1) == 2 && at(t, q + 4) == next && digits_at(t, q + 5) == 4 {
+    return Some(q + 9);
+  }
+  if g1 <= 3 && next == b'.' {
+    if let Some(e) = ipv4_at(ctx, p) {
+      return Some(e);
+    }
+  }
+  if let Some(e) = card_at(ctx, p, q) {
+    return Some(e);
+  }
+  if let Some(e) = ssn_at(ctx, p, q) {
+    return Some(e);
+  }
+  let start = if prev == b'(' && !is_word(before(t, p - 1)) { p - 1 } else { p };
+  if let Some(e) = phone_national(ctx, start) {
+    return Some(e);
+  }
+  if !continues && (9..=12).contains(&g1) && phone_bare(ctx, p, q) {
+    return Some(q);
+  }
+  None
+}
+
+fn digits_at(t: &[u8], mut i: usize) -> usize {
+  let s = i;
+  while i < t.len() && t[i].is_ascii_digit() {
+    i += 1;
+  }
+  i - s
+}
+
+// --- IPv4 -------------------------------------------------------------------------------------
+
+fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
+  let t = ctx.t;
+  let mut i = p;
+  for k in 0..4 {
+    let d = digits_at(t, i);
+    if d == 0 || d > 3 {
+      return None;
+    }
+    let v: u32 = std::str::from_utf8(&t[i..i + d]).ok()?.parse().ok()?;
+    if v > 255 {
+      return None;
+    }
+    i += d;
+    if k < 3 {
+      if at(t, i) != b'.' {
+        return None;
+      }
+      i += 1;
+    }
+  }
+  let next = at(t, i);
+  if next.is_ascii_alphanumeric() || next == b'_' {
+    return None;
+  }
+  // `Chrome/120.0.0.0`, `version 1.2.3.4`: version numbers, not addresses.
+  let prev = before(t, p);
+  if prev == b'/' && p >= 2 && t[p - 2].is_ascii_alphabetic() {
+    return None;
+  }
+  if keyword_before(t, p, 16, &VERSION_WORDS) {
+    return None;
+  }
+  let mut e = i;
+  if next == b'/' {
+    let d = digits_at(t, i + 1);
+    if (1..=2).contains(&d) {
+      let v: u32 = std::str::from_utf8(&t[i + 1..i + 1 + d]).ok()?.parse().ok()?;
+      if v <= 32 {
+        e = i + 1 + d;
+      }
+    }
+  }
+  ctx.push(p, e, "ipv4", "pattern", P_IP);
+  Some(e)
+}
+
+// --- payment cards ----------------------------------------------------------------------------
+
+fn luhn(d: &[u8]) -> bool {
+  let mut sum = 0u32;
+  for (i, &c) in d.iter().rev().enumerate() {
+    let mut v = (c - b'0') as u32;
+    if i % 2 == 1 {
+      v *= 2;
+      if v > 9 {
+        v -= 9;
+      }
+    }
+    sum += v;
+  }
+  sum % 10 == 0
+}
+
+fn card_valid(d: &[u8]) -> bool {
+  let n = d.len();
+  if !(13..=19).contains(&n) || !card_prefix_ok(d) || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  luhn(d)
+}
+
+/// Issuer prefix and length: Visa, Mastercard, Amex, Discover, JCB, Diners, Maestro, UnionPay,
+/// UATP. (Millisecond timestamps are 13 digits starting with 1: no issuer has that.)
+fn card_prefix_ok(d: &[u8]) -> bool {
+  let n = d.len();
+  let p2: u32 = ((d[0] - b'0') * 10 + (d[1] - b'0')) as u32;
+  let p4: u32 = p2 * 100 + ((d[2] - b'0') * 10 + (d[3] - b'0')) as u32;
+  let p3 = p4 / 10;
+  match d[0] {
+    b'4' => matches!(n, 13 | 16 | 19),
+    b'1' => n == 15, // UATP
+    b'2' => (2221..=2720).contains(&p4) && n == 16,
+    b'3' => match p2 {
+      34 | 37 => n == 15,
+      35 => (3528..=3589).contains(&p4) && (16..=19).contains(&n),
+      30 | 36 | 38 | 39 => (p2 != 30 || p3 <= 305 || p3 == 309) && (14..=19).contains(&n),
+      _ => false,
+    },
+    b'5' => match p2 {
+      51..=55 => n == 16,
+      50 | 56..=59 => (16..=19).contains(&n),
+      _ => false,
+    },
+    b'6' => (16..=19).contains(&n),
+    _ => false,
+  }
+}
+
+fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
+  let t = ctx.t;
+  let g1 = q - p;
+  if (13..=19).contains(&g1) {
+    if is_word(at(t, q)) || !card_valid(&t[p..q]) {
+      return None;
+    }
+    ctx.push(p, q, "credit_card", "checksum", P_CARD);
+    return Some(q);
+  }
+  if g1 != 4 {
+    return None;
+  }
+  let sep = at(t, q);
+  if !matches!(sep, b' ' | b'-') {
+    return None;
+  }
+  // Groups of 4 (or Amex/Diners 4-6-5 / 4-6-4) with one separator.
+  let mut digits = [0u8; 19];
+  digits[..4].copy_from_slice(&t[p..q]);
+  let mut len = 4;
+  let mut ends = [(0usize, 0usize, 0usize); 8];
+  let mut m = 0;
+  let mut i = q;
+  while at(t, i) == sep && at(t, i + 1).is_ascii_digit() && m < 8 {
+    let d = digits_at(t, i + 1);
+    if d > 6 || len + d > 19 {
+      break;
+    }
+    digits[len..len + d].copy_from_slice(&t[i + 1..i + 1 + d]);
+    len += d;
+    i += 1 + d;
+    ends[m] = (i, len, d);
+    m += 1;
+  }
+  for k in (0..m).rev() {
+    let (e, len, last) = ends[k];
+    if len < 13 || is_word(at(t, e)) {
+      continue;
+    }
+    // Group sizes after the first: 4-4-4(-x) or 6-5 / 6-4.
+    let inner_ok = ends[..k].iter().all(|x| x.2 == 4);
+    let groups_ok = (inner_ok && (1..=4).contains(&last)) || (k == 1 && ends[0].2 == 6 && (4..=5).contains(&last));
+    if groups_ok && card_valid(&digits[..len]) {
+      ctx.push(p, e, "credit_card", "checksum", P_CARD);
+      return Some(e);
+    }
+  }
+  None
+}
+
+// --- US SSN -----------------------------------------------------------------------------------
+
+/// Nine digits collected from a separated SSN (no allocation).
+#[derive(Default)]
+struct DigitBuf {
+  b: [u8; 9],
+  n: usize,
+}
+
+impl DigitBuf {
+  fn extend_from_slice(&mut self, s: &[u8]) {
+    let k = s.len().min(9 - self.n);
+    self.b[self.n..self.n + k].copy_from_slice(&s[..k]);
+    self.n += k;
+  }
+}
+
+fn ssn_valid(d: &[u8]) -> bool {
+  if d.len() != 9 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  let area = &d[0..3];
+  if area == b"000" || area == b"666" || area[0] == b'9' || &d[3..5] == b"00" || &d[5..9] == b"0000" {
+    return false;
+  }
+  // Published or advertised numbers that were never anyone's.
+  !matches!(d, b"123456789" | b"078051120" | b"219099999" | b"457555462")
+}
+
+fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
+  let t = ctx.t;
+  let g1 = q - p;
+  let mut d = DigitBuf::default();
+  let e = match g1 {
+    9 => {
+      if matches!(at(t, q), b'.' | b'-') && at(t, q + 1).is_ascii_digit() {
+        return None;
+      }
+      d.extend_from_slice(&t[p..q]);
+      q
+    }
+    3 => {
+      let sep = at(t, q);
+      if !matches!(sep, b'-' | b' ' | b'.') {
+        return None;
+      }
+      let g2 = digits_at(t, q + 1);
+      if g2 == 2 && at(t, q + 3) == sep && digits_at(t, q + 4) == 4 {
+        d.extend_from_slice(&t[p..q]);
+        d.extend_from_slice(&t[q + 1..q + 3]);
+        d.extend_from_slice(&t[q + 4..q + 8]);
+        q + 8
+      } else if g2 == 6 && sep == b'-' {
+        d.extend_from_slice(&t[p..q]);
+        d.extend_from_slice(&t[q + 1..q + 7]);
+        q + 7
+      } else {
+        return None;
+      }
+    }
+    5 if at(t, q) == b'-' && digits_at(t, q + 1) == 4 => {
+      d.extend_from_slice(&t[p..q]);
+      d.extend_from_slice(&t[q + 1..q + 5]);
+      q + 5
+    }
+    _ => return None,
+  };
+  let next = at(t, e);
+  if is_word(next) || (matches!(next, b'-' | b'.' | b'/') && at(t, e + 1).is_ascii_digit()) {
+    return None;
+  }
+  if !ssn_valid(&d.b[..d.n]) {
+    return None;
+  }
+  ctx.push(p, e, "us_ssn", "pattern", P_SSN);
+  Some(e)
+}
+
+// --- phone numbers ----------------------------------------------------------------------------
+
+struct Group {
+  digits: usize,
+  /// Separator before the group (`0` for the first, `(` for a parenthesised group).
+  sep: u8,
+  end: usize,
+}
+
+/// Reads `(ddd)` or `ddd` at `i`.
+fn read_group(t: &[u8], i: usize) -> Option<(usize, usize, bool)> {
+  if at(t, i) == b'(' {
+    let d = digits_at(t, i + 1);
+    if (1..=5).contains(&d) && at(t, i + 1 + d) == b')' {
+      return Some((d, i + 2 + d, true));
+    }
+    return None;
+  }
+  let d = digits_at(t, i);
+  if d == 0 {
+    None
+  } else {
+    Some((d, i + d, false))
+  }
+}
+
+/// Up to 8 digit groups (no allocation).
+struct Groups {
+  g: [Group; 8],
+  n: usize,
+}
+
+impl std::ops::Deref for Groups {
+  type Target = [Group];
+  fn deref(&self) -> &[Group] {
+    &self.g[..self.n]
+  }
+}
+
+/// Groups separated by single spaces, dashes or dots (or a parenthesised area code).
+fn read_groups(t: &[u8], start: usize, max_digits: usize) -> Groups {
+  const EMPTY: Group = Group { digits: 0, sep: 0, end: 0 };
+  let mut groups = Groups { g: [EMPTY; 8], n: 0 };
+  let Some((d, mut i, paren)) = read_group(t, start) else { return groups };
+  groups.g[0] = Group { digits: d, sep: if paren { b'(' } else { 0 }, end: i };
+  groups.n = 1;
+  let mut total = d;
+  let mut after_paren = paren;
+  while groups.n < 8 && total <= max_digits {
+    let c = at(t, i);
+    let (sep, j) = if matches!(c, b' ' | b'-' | b'.') && matches!(at(t, i + 1), b'0'..=b'9' | b'(') {
+      (if after_paren { b'(' } else { c }, i + 1)
+    } else if after_paren && (c.is_ascii_digit()) {
+      (b'(', i)
+    } else {
+      break;
+    };
+    let Some((d, e, paren)) = read_group(t, j) else { break };
+    groups.g[groups.n] = Group { digits: d, sep: if paren { b'(' } else { sep }, end: e };
+    groups.n += 1;
+    total += d;
+    i = e;
+    after_paren = paren;
+  }
+  groups
+}
+
+fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
+  let t = ctx.t;
+  let groups = read_groups(t, plus + 1, 15);
+  // The longest prefix of groups that makes 8-15 digits (`+44 20 7946 0958 2024-01-15`).
+  let mut total = 0;
+  let mut ends = [0usize; 8];
+  let mut m = 0;
+  for g in groups.iter() {
+    total += g.digits;
+    if total > 15 {
+      break;
+    }
+    if total >= 8 {
+      ends[m] = g.end;
+      m += 1;
+    }
+  }
+  let last = groups.last()?.end;
+  let e = ends[..m].iter().rev().copied().find(|&e| {
+    !is_word(at(t, e)) && !(e == last && matches!(at(t, e), b'-' | b'.') && at(t, e + 1).is_ascii_digit())
+  })?;
+  ctx.push(plus, e, "phone", "pattern", P_PHONE);
+  Some(e)
+}
+
+fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
+  let t = ctx.t;
+  let groups = read_groups(t, start, 14);
+  if groups.len() < 2 {
+    return None;
+  }
+  // Stop where the separator changes (`415-555-0132 5 times`).
+  let mut cut = groups.len();
+  let mut sep_type = 0u8;
+  for (k, g) in groups.iter().enumerate().skip(1) {
+    if g.sep == b'(' {
+      continue;
+    }
+    if sep_type == 0 {
+      sep_type = g.sep;
+    } else if g.sep != sep_type {
+      cut = k;
+      break;
+    }
+  }
+  // Candidates: the groups up to the separator change, or fewer when the next group is long
+  // (`415 555 0132 1700000000123`); never a cut inside a run of like groups.
+  (2..=cut).rev().find_map(|k| {
+    if k < cut && groups[k].digits < 6 {
+      return None;
+    }
+    phone_candidate(t, start, &groups[..k], sep_type)
+  })
+  .inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
+}
+
+fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
+  if gs.len() < 2 {
+    return None;
+  }
+  let e = gs[gs.len() - 1].end;
+  let total: usize = gs.iter().map(|g| g.digits).sum();
+  let first_digit = t[if t[start] == b'(' { start + 1 } else { start }];
+  let has_paren = gs.iter().any(|g| g.sep == b'(');
+  let mut size_buf = [0usize; 8];
+  for (k, g) in gs.iter().enumerate() {
+    size_buf[k] = g.digits;
+  }
+  let sizes = &size_buf[..gs.len()];
+  let ok_total = (10..=12).contains(&total) || (total == 9 && first_digit == b'0');
+  let last = *sizes.last().unwrap();
+  let ones = sizes.iter().filter(|&&s| s == 1).count();
+  let shape_ok = last >= 2
+    && ones <= 1
+    && (ones == 0 || sizes[0] == 1)
+    && sizes[..sizes.len() - 1].iter().all(|&s| s <= 5)
+    && (last <= 5 || sizes.len() <= 3)
+    && (sizes.len() > 2 || first_digit == b'0' || has_paren);
+  if !ok_total || !shape_ok {
+    return None;
+  }
+  if sep_type == b'.' && (gs.len() < 3 || (gs.len() == 4 && sizes.iter().all(|&s| s <= 3))) {
+    return None;
+  }
+  if sizes == [3, 2, 4] || sizes == [4, 2, 2] || sizes == [2, 2, 4] {
+    return None; // SSN and date shapes
+  }
+  let next = at(t, e);
+  if is_word(next) || (matches!(next, b'-' | b'.' | b'/') && at(t, e + 1).is_ascii_digit()) {
+    return None;
+  }
+  Some(e)
+}
+
+/// A run of 9-12 digits is a phone number only when the line says so just before it
+/// (`call 4155550132`, `My CN number is 13812345678`); 10-digit timestamps start with 1 and
+/// fail the national-number check.
+fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
+  let t = ctx.t;
+  let d = &t[p..q];
+  let ok = match d.len() {
+    9 => d[0] == b'0',
+    10 => d[0] != b'1',
+    11 => d[0] == b'0' || d[0] == b'1',
+    12 => d[0] != b'0',
+    _ => false,
+  };
+  if ok && !is_word(at(t, q)) && keyword_before(t, p, 40, &PHONE_WORDS) {
+    ctx.push(p, q, "phone", "pattern", P_PHONE);
+    return true;
+  }
+  false
+}
+
+// --- IBAN -------------------------------------------------------------------------------------
+
+fn iban_length(cc: &[u8]) -> Option<usize> {
+  const TABLE: &[(&[u8; 2], usize)] = &[
+    (b"AD", 24), (b"AE", 23), (b"AL", 28), (b"AT", 20), (b"AZ", 28), (b"BA", 20), (b"BE", 16), (b"BG", 22),
+    (b"BH", 22), (b"BI", 27), (b"BR", 29), (b"BY", 28), (b"CH", 21), (b"CR", 22), (b"CY", 28), (b"CZ", 24),
+    (b"DE", 22), (b"DJ", 27), (b"DK", 18), (b"DO", 28), (b"EE", 20), (b"EG", 29), (b"ES", 24), (b"FI", 18),
+    (b"FK", 18), (b"FO", 18), (b"FR", 27), (b"GB", 22), (b"GE", 22), (b"GI", 23), (b"GL", 18), (b"GR", 27),
+    (b"GT", 28), (b"HN", 28), (b"HR", 21), (b"HU", 28), (b"IE", 22), (b"IL", 23), (b"IQ", 23), (b"IS", 26),
+    (b"IT", 27), (b"JO", 30), (b"KW", 30), (b"KZ", 20), (b"LB", 28), (b"LC", 32), (b"LI", 21), (b"LT", 20),
+    (b"LU", 20), (b"LV", 21), (b"LY", 25), (b"MC", 27), (b"MD", 24), (b"ME", 22), (b"MK", 19), (b"MN", 20),
+    (b"MR", 27), (b"MT", 31), (b"MU", 30), (b"NI", 28), (b"NL", 18), (b"NO", 15), (b"OM", 23), (b"PK", 24),
+    (b"PL", 28), (b"PS", 29), (b"PT", 25), (b"QA", 29), (b"RO", 24), (b"RS", 22), (b"RU", 33), (b"SA", 24),
+    (b"SC", 31), (b"SD", 18), (b"SE", 24), (b"SI", 19), (b"SK", 24), (b"SM", 27), (b"SO", 23), (b"ST", 25),
+    (b"SV", 28), (b"TL", 23), (b"TN", 24), (b"TR", 26), (b"UA", 29), (b"VA", 22), (b"VG", 24), (b"XK", 20),
+    (b"YE", 30),
+  ];
+  TABLE.iter().find(|(c, _)| &c[..] == cc).map(|&(_, n)| n)
+}
+
+fn iban_checksum_ok(chars: &[u8]) -> bool {
+  let mut rem: u32 = 0;
+  for &c in chars[4..].iter().chain(chars[..4].iter()) {
+    if c.is_ascii_digit() {
+      rem = (rem * 10 + (c - b'0') as u32) % 97;
+    } else {
+      let v = (c - b'A') as u32 + 10;
+      rem = (rem * 100 + v) % 97;
+    }
+  }
+  rem == 1
+}
+
+/// `s` points at the country code.
+fn iban_at(ctx: &mut Ctx, s: usize) -> Option<usize> {
+  let t = ctx.t;
+  let len = iban_length(&t[s..s + 2])?;
+  if !(at(t, s + 2).is_ascii_digit() && at(t, s + 3).is_ascii_digit()) {
+    return None;
+  }
+  let mut chars = Vec::with_capacity(len);
+  let mut sep = 0u8;
+  let mut i = s;
+  while chars.len() < len {
+    let b = at(t, i);
+    if b.is_ascii_uppercase() || b.is_ascii_digit() {
+      chars.push(b);
+      i += 1;
+    } else if matches!(b, b' ' | b'-') && chars.len() % 4 == 0 && (sep == 0 || sep == b) && i < t.len() {
+      let nb = at(t, i + 1);
+      if !(nb.is_ascii_uppercase() || nb.is_ascii_digit()) {
+        return None;
+      }
+      sep = b;
+      i += 1;
+    } else {
+      return None;
+    }
+  }
+  if is_word(at(t, i)) || !iban_checksum_ok(&chars) {
+    return None;
+  }
+  ctx.push(s, i, "iban", "checksum", P_IBAN);
+  Some(i)
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPv6
+
+#[inline]
+fn v6_char(b: u8) -> bool {
+  b.is_ascii_hexdigit() || b == b':' || b == b'.'
+}
+
+static V6_CONTEXT: WordSet =
+  WordSet::new(&["ip", "addr", "unspecified", "listen", "bind", "host", "src", "dst", "route", "gateway", "any"]);
+
+/// An IPv6 address around the `:` at `c`. Returns the position before which later colons need
+/// not be looked at (the end of the hex/colon run).
+pub fn ipv6_at(ctx: &mut Ctx, c: usize) -> usize {
+  let t = ctx.t;
+  let n = t.len();
+  let pv = before(t, c);
+  let nx = at(t, c + 1);
+  if !(pv.is_ascii_hexdigit() || pv == b':' || nx.is_ascii_hexdigit() || nx == b':') {
+    return c + 1;
+  }
+  let mut a = c;
+  while a > 0 && c - a < 45 && v6_char(t[a - 1]) {
+    a -= 1;
+  }
+  let mut b = c + 1;
+  while b < n && b - a < 64 && v6_char(t[b]) {
+    b += 1;
+  }
+  while a < c && t[a] == b'.' {
+    a += 1;
+  }
+  let lead = before(t, a);
+  if is_word(lead) || lead == b'.' || is_word(at(t, b)) {
+    return b;
+  }
+  let mut e = b;
+  while e > a && t[e - 1] == b'.' {
+    e -= 1;
+  }
+  let mut ok = parse_v6(&t[a..e]);
+  if !ok && e >= a + 2 && t[e - 1] == b':' && t[e - 2] != b':' {
+    e -= 1;
+    ok = parse_v6(&t[a..e]);
+  }
+  if !ok {
+    return b;
+  }
+  let cand = &t[a..e];
+  let mut end = e;
+  // Zone (`fe80::1%eth0`) and prefix length (`2001:db8::/32`, only when valid).
+  if at(t, end) == b'%' && at(t, end + 1).is_ascii_alphanumeric() {
+    end += 1;
+    while end < n && (t[end].is_ascii_alphanumeric() || matches!(t[end], b'_' | b'.' | b'-')) {
+      end += 1;
+    }
+  }
+  let mut prefixed = false;
+  if at(t, end) == b'/' {
+    let d = digits_at(t, end + 1);
+    if (1..=3).contains(&d) && !is_word(at(t, end + 1 + d)) {
+      let v: u32 = std::str::from_utf8(&t[end + 1..end + 1 + d]).unwrap_or("999").parse().unwrap_or(999);
+      if v <= 128 {
+        end += 1 + d;
+        prefixed = true;
+      }
+    }
+  }
+  if !cand.iter().any(|b| b.is_ascii_digit()) {
+    // `::` alone (and hex-letter-only forms like `a::b`) is an address only in context.
+    let bare = cand == b"::";
+    let context = prefixed || matches!(lead, b'=' | b'[') || keyword_before(t, a, 24, &V6_CONTEXT);
+    if !(bare && context) {
+      return b;
+    }
+  }
+  ctx.push(a, end, "ipv6", "pattern", P_IP);
+  b.max(end)
+}
+
+fn parse_v6(s: &[u8]) -> bool {
+  s.iter().filter(|&&b| b == b':').count() >= 2
+    && std::str::from_utf8(s).ok().and_then(|s| s.parse::<Ipv6Addr>().ok()).is_some()
+}

@@ -1,0 +1,338 @@
+//! Provider token formats: one entry per credential format whose shape alone identifies it
+//! (a distinctive prefix, length and alphabet), covering the breadth of gitleaks' rule set.
+//!
+//! Each rule names the keywords that make it worth running: the keyword prefilter
+//! (Aho-Corasick, ASCII case-insensitive) finds them, and only then is the rule's regex run, in a
+//! small window around the keyword. Patterns are written in the common subset of Rust `regex`
+//! (compiled with Unicode off, so `\b`, `\w` and `\d` are ASCII) and JavaScript `RegExp`, so that
+//! the benchmark can run the very same list in JS (`__redactionPatterns()`).
+//!
+//! Keyword-plus-value formats without a distinctive shape (`alibabaToken = "..."`,
+//! `sourcegraph: <hex>`) are not listed here: the assignment detector in `secrets.rs` handles
+//! them generically, with the provider names of [`PROVIDER_WORDS`] as context.
+
+/// What must follow a match for it to count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+  /// Nothing is checked (the pattern's own classes are greedy).
+  Any,
+  /// Not followed by `[A-Za-z0-9]`.
+  NotAlnum,
+  /// Not followed by `[A-Za-z0-9_-]`.
+  NotToken,
+  /// Followed by whitespace, a quote, `; , ) ] } > < & |`, a backslash escape, the end of the
+  /// text, or a `.` that ends a sentence.
+  Delim,
+}
+
+/// Where the engine looks for a rule's keyword.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+  /// At the start of a word (after a non-word byte, `-`, `/` or `+`): most token prefixes.
+  WordStart,
+  /// Right after a `:` (`:AA` of Telegram bot tokens).
+  Colon,
+  /// Right before a `~` (`Q~` of Azure AD client secrets).
+  Tilde,
+  /// Inside a run of token characters at least this long (`-us` of Mailchimp keys).
+  Infix(usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct TokenRule {
+  /// Finding kind, e.g. `github_token`.
+  pub kind: &'static str,
+  /// Keywords that trigger the rule (matched case-insensitively unless `exact`).
+  pub keywords: &'static [&'static str],
+  /// The keyword must appear with exactly this case (`AKIA`, not `akia`).
+  pub exact: bool,
+  /// Regex source (Rust/JS common subset).
+  pub pattern: &'static str,
+  /// Match the pattern case-insensitively.
+  pub ci: bool,
+  /// How many bytes before the keyword a match may start.
+  pub back: usize,
+  /// Longest possible match, bounding the search window.
+  pub max_len: usize,
+  pub end: End,
+  /// Reject masks and documentation examples (`ghp_xxxx...`, `...EXAMPLE`).
+  pub placeholder: bool,
+  /// Minimum Shannon entropy (bits/byte) of the whole match.
+  pub min_entropy: f64,
+  /// Leading bytes of the match that are not secret (e.g. `_gitlab_session=`).
+  pub skip: usize,
+  /// At least this many `[A-Za-z0-9]` must directly follow the keyword (a cheap pre-check).
+  pub tail: usize,
+  /// The byte before the match must not be a token character (`[A-Za-z0-9_~.-]`).
+  pub left_delim: bool,
+  /// Finding a match blocks the whole text (private keys).
+  pub blocks: bool,
+  pub trigger: Trigger,
+}
+
+fn rule(kind: &'static str, keywords: &'static [&'static str], pattern: &'static str) -> TokenRule {
+  TokenRule {
+    kind,
+    keywords,
+    exact: false,
+    pattern,
+    ci: false,
+    back: 0,
+    max_len: 320,
+    end: End::Delim,
+    placeholder: true,
+    min_entropy: 0.0,
+    skip: 0,
+    tail: 1,
+    left_delim: false,
+    blocks: false,
+    trigger: Trigger::WordStart,
+  }
+}
+
+impl TokenRule {
+  fn exact(mut self) -> Self {
+    self.exact = true;
+    self
+  }
+  fn ci(mut self) -> Self {
+    self.ci = true;
+    self
+  }
+  fn back(mut self, n: usize) -> Self {
+    self.back = n;
+    self
+  }
+  fn max(mut self, n: usize) -> Self {
+    self.max_len = n;
+    self
+  }
+  fn end(mut self, e: End) -> Self {
+    self.end = e;
+    self
+  }
+  fn raw(mut self) -> Self {
+    self.placeholder = false;
+    self
+  }
+  fn entropy(mut self, h: f64) -> Self {
+    self.min_entropy = h;
+    self
+  }
+  fn skip(mut self, n: usize) -> Self {
+    self.skip = n;
+    self
+  }
+  fn tail(mut self, n: usize) -> Self {
+    self.tail = n;
+    self
+  }
+  fn left_delim(mut self) -> Self {
+    self.left_delim = true;
+    self
+  }
+  fn blocks(mut self) -> Self {
+    self.blocks = true;
+    self
+  }
+  fn trigger(mut self, t: Trigger) -> Self {
+    self.trigger = t;
+    self
+  }
+}
+
+/// The provider token rules.
+pub fn token_rules() -> Vec<TokenRule> {
+  use End::*;
+  vec![
+    // --- cloud providers ---
+    rule(
+      "aws_access_key_id",
+      &["AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA", "ASCA", "A3T"],
+      r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ASCA)[A-Z0-9]{16}\b",
+    )
+    .exact()
+    .entropy(3.0)
+    .tail(12)
+    .end(NotAlnum),
+    rule("aws_bedrock_api_key", &["ABSK"], r"\bABSK[A-Za-z0-9+/]{109,269}={0,2}").exact().tail(40).end(NotToken),
+    rule("aws_bedrock_api_key", &["bedrock-api-key-"], r"\bbedrock-api-key-[A-Za-z0-9+/=]{100,}").tail(40).max(4096),
+    rule("google_api_key", &["AIza"], r"\bAIza[A-Za-z0-9_-]{35}").exact().end(NotToken).tail(0),
+    rule("google_oauth_secret", &["GOCSPX-"], r"\bGOCSPX-[A-Za-z0-9_-]{28}").exact().end(NotToken).tail(0),
+    rule("google_oauth_token", &["ya29."], r"\bya29\.[A-Za-z0-9_-]{30,2048}").end(NotToken).max(2100),
+    rule("azure_client_secret", &["Q~"], r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}")
+      .exact()
+      .back(4)
+      .left_delim()
+      .entropy(3.0)
+      .tail(0)
+      .end(Delim).trigger(Trigger::Tilde),
+    rule("digitalocean_token", &["dop_v1_", "doo_v1_", "dor_v1_"], r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+    rule("alibaba_access_key_id", &["LTAI"], r"\bLTAI[A-Za-z0-9]{20}\b").exact().entropy(2.0).tail(20),
+    rule("cloudflare_origin_ca_key", &["v1.0-"], r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}").max(200),
+    rule("heroku_api_key", &["HRKU-AA"], r"\bHRKU-AA[A-Za-z0-9_-]{58}").exact().end(NotToken).tail(0),
+    rule("hashicorp_tf_token", &["atlasv1"], r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}").back(15).end(NotToken).tail(0),
+    rule("vault_token", &["hvs.", "hvb."], r"\bhv[sb]\.[A-Za-z0-9_-]{90,300}").end(NotToken).tail(20),
+    rule("databricks_token", &["dapi"], r"\bdapi[a-f0-9]{32}(?:-[0-9])?\b").tail(32).entropy(3.0),
+    rule("doppler_token", &["dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."], r"\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9_]{40,44}\b"),
+    rule("dynatrace_token", &["dt0c01."], r"\bdt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b"),
+    rule("fly_io_token", &["fo1_"], r"\bfo1_[A-Za-z0-9_-]{43}").end(NotToken).tail(0),
+    rule("fly_io_token", &["fm1a_", "fm1r_", "fm2_"], r"\bfm(?:1[ar]|2)_[A-Za-z0-9+/]{100,2048}={0,3}").end(NotToken).max(2100),
+    rule("openshift_token", &["sha256~"], r"\bsha256~[A-Za-z0-9_-]{43}").end(NotToken).tail(0),
+    rule("planetscale_token", &["pscale_tkn_", "pscale_oauth_", "pscale_pw_"], r"\bpscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64}").tail(0),
+    rule("scalingo_token", &["tk-us-"], r"\btk-us-[A-Za-z0-9_-]{48}").end(NotToken).tail(0),
+    rule("heroku_api_key", &["HRKU-"], r"\bHRKU-[A-Za-z0-9_-]{60,}").exact().end(NotToken),
+    // --- source hosting and CI ---
+    rule("github_token", &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], r"\bgh[pousr]_[A-Za-z0-9]{36,251}\b").entropy(3.0).tail(36).end(NotToken),
+    rule("github_token", &["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{50,244}\b").tail(20).end(NotToken),
+    rule(
+      "gitlab_token",
+      &["glpat-", "glptt-", "glrt-", "gldt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-", "glffct-"],
+      r"\bgl(?:pat|ptt|rt|dt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?",
+    )
+    .entropy(3.0)
+    .tail(0)
+    .end(NotToken),
+    rule("gitlab_token", &["glcbt-"], r"\bglcbt-[0-9A-Za-z]{1,5}_[0-9A-Za-z_-]{20}").end(NotToken),
+    rule("gitlab_token", &["GR1348941"], r"\bGR1348941[A-Za-z0-9_-]{20}").exact().entropy(3.0).end(NotToken),
+    rule("gitlab_token", &["_gitlab_session="], r"_gitlab_session=[0-9a-z]{32}").skip(16).tail(0),
+    rule("bitbucket_token", &["ATBB"], r"\bATBB[A-Za-z0-9_=.-]{28,}").exact().entropy(3.0).end(NotToken).tail(20),
+    rule("atlassian_token", &["ATATT3"], r"\bATATT3[A-Za-z0-9_=-]{186}").exact().end(NotToken).max(200),
+    rule("buildkite_token", &["bkua_"], r"\bbkua_[a-f0-9]{40}\b"),
+    rule("circleci_token", &["CCIPAT_"], r"\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b").exact(),
+    rule("docker_hub_token", &["dckr_pat_"], r"\bdckr_pat_[A-Za-z0-9_-]{27,}").end(NotToken),
+    rule("octopus_deploy_api_key", &["API-"], r"\bAPI-[A-Z0-9]{26}\b").exact().entropy(3.0).tail(26),
+    rule("pulumi_token", &["pul-"], r"\bpul-[a-f0-9]{40}\b").tail(40),
+    rule("sourcegraph_token", &["sgp_"], r"\bsgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}\b").entropy(3.0).tail(0),
+    rule("sonar_token", &["squ_", "sqp_", "sqa_"], r"\bsq[upa]_[a-f0-9]{40}\b"),
+    // --- package registries ---
+    rule("npm_token", &["npm_"], r"\bnpm_[A-Za-z0-9]{36}\b").tail(36).entropy(2.5),
+    rule("pypi_token", &["pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"], r"\bpypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,1000}").max(1100).end(NotToken),
+    rule("rubygems_token", &["rubygems_"], r"\brubygems_[a-f0-9]{48}\b"),
+    rule("nuget_token", &["oy2"], r"\boy2[a-z0-9]{43}\b").tail(43).entropy(3.0),
+    rule("clojars_token", &["CLOJARS_"], r"\bCLOJARS_[A-Za-z0-9]{60}\b").ci(),
+    // --- communication ---
+    rule("slack_token", &["xoxb-"], r"\bxoxb-[0-9]{8,14}-[A-Za-z0-9-]{10,}").end(NotToken),
+    rule("slack_token", &["xoxp-", "xoxe-"], r"\bxox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}").end(NotToken),
+    rule("slack_token", &["xoxo-", "xoxs-"], r"\bxox[os]-[0-9]+-[0-9]+-[0-9]+-[A-Fa-f0-9]+").end(NotToken),
+    rule("slack_token", &["xoxa-", "xoxr-"], r"\bxox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}").entropy(2.0).end(NotToken),
+    rule("slack_token", &["xoxe.xoxb-", "xoxe.xoxp-"], r"\bxoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166}").ci().end(NotToken),
+    rule("slack_token", &["xoxe-"], r"\bxoxe-[0-9]-[A-Z0-9]{146}").ci().end(NotToken),
+    rule("slack_token", &["xapp-"], r"\bxapp-[0-9]-[A-Z0-9]+-[0-9]+-[A-Z0-9]+").ci().end(NotToken),
+    rule("webhook_url", &["hooks.slack.com"], r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,100}").back(8).tail(0).end(Any),
+    rule("webhook_url", &["webhook.office.com"], r"https://[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/-]{50,300}").back(64).tail(0).end(Any),
+    rule("webhook_url", &["api/webhooks/"], r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,20}/[A-Za-z0-9_-]{60,100}").back(40).tail(0).end(Any),
+    rule("twilio_api_key", &["SK"], r"\bSK[0-9a-fA-F]{32}\b").exact().entropy(3.0).tail(32),
+    rule("sendgrid_api_key", &["SG."], r"\bSG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}").exact().end(NotToken),
+    rule("sendinblue_api_key", &["xkeysib-"], r"\bxkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b"),
+    rule("mailgun_api_key", &["key-"], r"\bkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
+    rule("mailchimp_api_key", &["-us"], r"\b[0-9a-f]{32}-us[0-9]{1,2}\b").back(32).tail(0).trigger(Trigger::Infix(35)),
+    rule("telegram_bot_token", &[":AA"], r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}").exact().back(10).tail(0).end(NotToken).trigger(Trigger::Colon),
+    // --- payments and commerce ---
+    rule("stripe_key", &["sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"], r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,247}\b").entropy(2.0),
+    rule("stripe_key", &["whsec_"], r"\bwhsec_[A-Za-z0-9+/=]{32,}").end(NotToken),
+    rule("square_token", &["sq0atp-"], r"\bsq0atp-[0-9A-Za-z_-]{22,60}").end(NotToken),
+    rule("square_token", &["sq0csp-"], r"\bsq0csp-[0-9A-Za-z_\\\]^-]{43}").end(Any),
+    rule("square_token", &["EAAA"], r"\bEAAA[0-9A-Za-z_-]{22,60}").exact().entropy(3.0).end(NotToken).tail(22),
+    rule("shopify_token", &["shpat_", "shpca_", "shppa_", "shpss_"], r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    rule("flutterwave_key", &["FLWSECK", "FLWPUBK"], r"\bFLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12}(?:[a-hA-H0-9]{20}-X)?\b").exact().tail(0),
+    rule("shippo_token", &["shippo_"], r"\bshippo_(?:live|test)_[a-fA-F0-9]{40}\b"),
+    rule("easypost_token", &["EZAK", "EZTK"], r"\bEZ[AT]K[A-Za-z0-9]{54}\b").exact().tail(54),
+    rule("duffel_token", &["duffel_"], r"\bduffel_(?:test|live)_[A-Za-z0-9_=-]{43}").end(NotToken),
+    rule("gocardless_token", &["live_"], r"\blive_[A-Za-z0-9_=-]{40}\b").entropy(3.5).tail(8).end(NotToken),
+    rule("facebook_token", &["EAAM", "EAAC"], r"\bEAA[MC][A-Za-z0-9]{100,}").exact().entropy(3.5).tail(100).max(2048).end(Delim),
+    // --- AI providers ---
+    rule("openai_api_key", &["sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"], r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,300}").end(NotToken).max(340),
+    rule("openai_api_key", &["sk-"], r"\bsk-[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74}").tail(20).max(170).end(NotToken),
+    rule("openai_api_key", &["sk-"], r"\bsk-[A-Za-z0-9]{48}\b").tail(48).entropy(3.5),
+    rule("anthropic_api_key", &["sk-ant-"], r"\bsk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{80,120}").end(NotToken).tail(0),
+    rule("huggingface_token", &["hf_"], r"\bhf_[A-Za-z]{34}\b").entropy(3.0).tail(34),
+    rule("huggingface_token", &["api_org_"], r"\bapi_org_[A-Za-z]{34}\b").entropy(3.0),
+    rule("perplexity_api_key", &["pplx-"], r"\bpplx-[A-Za-z0-9]{48}").tail(48).end(NotAlnum),
+    rule("groq_api_key", &["gsk_"], r"\bgsk_[A-Za-z0-9]{52}\b"),
+    rule("replicate_token", &["r8_"], r"\br8_[A-Za-z0-9]{37}\b").tail(37),
+    rule("xai_api_key", &["xai-"], r"\bxai-[A-Za-z0-9]{80}\b").tail(80),
+    rule("langsmith_api_key", &["lsv2_"], r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b"),
+    rule("pinecone_api_key", &["pcsk_"], r"\bpcsk_[A-Za-z0-9_]{50,}").end(NotToken),
+    // --- observability, SaaS, misc ---
+    rule("onepassword_token", &["ops_eyJ"], r"\bops_eyJ[A-Za-z0-9+/]{250,}={0,3}").max(4096).end(NotToken),
+    rule("onepassword_secret_key", &["A3-"], r"\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b").exact().entropy(3.0).tail(6),
+    rule("adobe_client_secret", &["p8e-"], r"\bp8e-[A-Za-z0-9]{32}\b").entropy(2.0),
+    rule("age_secret_key", &["AGE-SECRET-KEY-1"], r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}").raw().blocks().end(Any),
+    rule("artifactory_token", &["AKCp"], r"\bAKCp[A-Za-z0-9]{69}\b").exact().entropy(4.5).tail(69),
+    rule("artifactory_token", &["cmVmd"], r"\bcmVmd[A-Za-z0-9]{59}\b").exact().entropy(4.5).tail(59),
+    rule("authress_key", &["sc_", "ext_", "scauth_", "authress_"], r"\b(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}").tail(5).end(NotToken),
+    rule("clickhouse_api_key", &["4b1d"], r"\b4b1d[A-Za-z0-9]{38}\b").entropy(3.0).tail(38),
+    rule("defined_networking_token", &["dnkey-"], r"\bdnkey-[A-Za-z0-9=_-]{26}-[A-Za-z0-9=_-]{52}").end(NotToken),
+    rule("frameio_token", &["fio-u-"], r"\bfio-u-[A-Za-z0-9_=-]{64}").end(NotToken),
+    rule("grafana_token", &["eyJrIjoi"], r"\beyJrIjoi[A-Za-z0-9]{70,400}={0,3}").max(420).end(NotToken),
+    rule("grafana_token", &["glc_"], r"\bglc_[A-Za-z0-9+/]{32,400}={0,3}").max(420).end(NotToken),
+    rule("grafana_token", &["glsa_"], r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b"),
+    rule("harness_token", &["pat.", "sat."], r"\b(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}\b").tail(0),
+    rule("infracost_token", &["ico-"], r"\bico-[A-Za-z0-9]{32}\b").entropy(3.0).tail(32),
+    rule("intra42_secret", &["s-s4t2ud-", "s-s4t2af-"], r"\bs-s4t2(?:ud|af)-[a-f0-9]{64}\b"),
+    rule("jwt", &["ZXlK"], r"\bZXlK(?:aGJHY2lPaU|MGVYQWlPaU|cmFXUWlP|aGRXUWlPaU|cGMzTWlPaU|emRXSWlPaU)[A-Za-z0-9+/_-]{40,4000}={0,2}").exact().max(4100).end(NotToken),
+    rule("linear_api_key", &["lin_api_"], r"\blin_api_[A-Za-z0-9]{40}\b"),
+    rule("mapbox_token", &["sk.eyJ"], r"\bsk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}").tail(0).end(NotToken),
+    rule("maxmind_license_key", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b").back(37).tail(0).trigger(Trigger::Infix(40)),
+    rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})\b").exact().tail(0),
+    rule("notion_token", &["ntn_"], r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b"),
+    rule("notion_token", &["secret_"], r"\bsecret_[A-Za-z0-9]{43}\b").entropy(4.0).tail(43),
+    rule("postman_token", &["PMAK-"], r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b"),
+    rule("prefect_token", &["pnu_"], r"\bpnu_[A-Za-z0-9]{36}\b"),
+    rule("readme_token", &["rdme_"], r"\brdme_[a-z0-9]{70}\b"),
+    rule("sentry_token", &["sntryu_"], r"\bsntryu_[a-f0-9]{64}\b").entropy(3.5),
+    rule("sentry_token", &["sntrys_eyJpYXQiO"], r"\bsntrys_eyJpYXQiO[A-Za-z0-9+/=_]{60,1000}").max(1100).end(NotToken),
+    rule("settlemint_token", &["sm_aat_", "sm_pat_", "sm_sat_"], r"\bsm_(?:aat|pat|sat)_[A-Za-z0-9]{16}\b").entropy(3.0),
+    rule("typeform_token", &["tfp_"], r"\btfp_[A-Za-z0-9_.=-]{59}").end(NotToken),
+    rule("yandex_api_key", &["AQVN"], r"\bAQVN[A-Za-z0-9_-]{35,38}\b").exact().tail(30),
+    rule("figma_token", &["figd_"], r"\bfigd_[A-Za-z0-9_-]{40}").end(NotToken),
+    rule("supabase_token", &["sbp_"], r"\bsbp_[a-f0-9]{40}\b"),
+    rule("tailscale_key", &["tskey-"], r"\btskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}\b").tail(0),
+    rule("firebase_fcm_key", &[":APA91b"], r"\bAAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{130,}").exact().back(12).tail(0).max(400).end(NotToken).trigger(Trigger::Colon),
+    rule("contentful_token", &["CFPAT-"], r"\bCFPAT-[A-Za-z0-9_-]{43}").exact().end(NotToken),
+    rule("netlify_token", &["nfp_"], r"\bnfp_[A-Za-z0-9]{36}\b"),
+    rule("render_token", &["rnd_"], r"\brnd_[A-Za-z0-9]{32}\b").entropy(3.0),
+    rule("airtable_token", &["pat"], r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b").tail(14),
+    rule("hubspot_token", &["pat-na1-", "pat-eu1-"], r"\bpat-(?:na|eu)1-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b").tail(0),
+  ]
+}
+
+/// Provider and product names that, as a word of an identifier (`alibabaToken`,
+/// `SOURCEGRAPH_KEY`, `meraki: ...`), make an assigned value a likely credential.
+pub const PROVIDER_WORDS: &[&str] = &[
+  "adafruit", "adobe", "airtable", "algolia", "alibaba", "amplitude", "anthropic", "artifactory", "asana", "atlassian",
+  "auth0", "aws", "azure", "beamer", "bintray", "bitbucket", "bittrex", "braintree", "circleci", "clickhouse",
+  "cloudflare", "codecov", "cohere", "coinbase", "confluence", "confluent", "contentful", "databricks", "datadog",
+  "deepgram", "digitalocean", "discord", "docker", "doppler", "droneci", "dropbox", "duffel", "dynatrace", "easypost",
+  "elevenlabs", "etsy", "facebook", "fastly", "finicity", "finnhub", "firebase", "flickr", "flutterwave", "frameio",
+  "freshbooks", "gcp", "github", "gitlab", "gitter", "gocardless", "google", "grafana", "groq", "heroku", "hubspot",
+  "huggingface", "infracost", "intercom", "jenkins", "jfrog", "jira", "kraken", "kucoin", "launchdarkly", "linear",
+  "linkedin", "lob", "looker", "mailchimp", "mailgun", "mapbox", "mattermost", "meraki", "messagebird", "mistral",
+  "netlify", "newrelic", "notion", "npm", "nytimes", "okta", "openai", "pagerduty", "paypal", "perplexity", "pinecone",
+  "plaid", "planetscale", "postman", "privateai", "pulumi", "pypi", "rapidapi", "replicate", "rubygems", "sendbird",
+  "sendgrid", "sentry", "shopify", "sidekiq", "slack", "snyk", "sonar", "sourcegraph", "square", "squarespace",
+  "stripe", "sumo", "sumologic", "supabase", "telegram", "terraform", "travis", "trello", "twilio", "twitch", "twitter",
+  "typeform", "vault", "vercel", "yandex", "zendesk",
+];
+
+/// Public example keys that appear in SDK documentation and sample apps (as allowlisted by
+/// gitleaks' `gcp-api-key` rule): never secrets.
+pub const KNOWN_PUBLIC_VALUES: &[&str] = &[
+  "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+  "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+  "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+  "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+  "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+  "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+  "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+  "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+  "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+  "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+  "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+  "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+  "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+  "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+  "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+  "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+];

@@ -1,0 +1,463 @@
+//! Byte-level helpers shared by the detectors: character classes, Shannon entropy, placeholder
+//! recognition and small context look-ups. Everything works on UTF-8 bytes; only ASCII bytes are
+//! ever classified as anything but "other", so multi-byte characters act as separators.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// A set of words matched as ASCII-case-insensitive substrings in one pass (built on first use).
+pub struct WordSet {
+  words: &'static [&'static str],
+  ac: OnceLock<AhoCorasick>,
+}
+
+impl WordSet {
+  pub const fn new(words: &'static [&'static str]) -> Self {
+    WordSet { words, ac: OnceLock::new() }
+  }
+
+  fn ac(&self) -> &AhoCorasick {
+    self.ac.get_or_init(|| {
+      AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(self.words)
+        .expect("word set")
+    })
+  }
+
+  /// Does `hay` contain one of the words?
+  pub fn in_text(&self, hay: &[u8]) -> bool {
+    !hay.is_empty() && self.ac().is_match(hay)
+  }
+
+}
+
+/// `[A-Za-z0-9_]`
+#[inline]
+pub fn is_word(b: u8) -> bool {
+  b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[inline]
+pub fn is_hex(b: u8) -> bool {
+  b.is_ascii_hexdigit()
+}
+
+#[inline]
+pub fn is_quote(b: u8) -> bool {
+  matches!(b, b'"' | b'\'' | b'`')
+}
+
+/// Characters of an identifier such as `DB_PASSWORD`, `api-key`, `config.token`.
+#[inline]
+pub fn is_ident(b: u8) -> bool {
+  b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+/// Characters of base64 / base64url / most API token alphabets.
+pub static TOKEN_CHAR: [bool; 256] = {
+  let mut t = [false; 256];
+  let mut i = 0;
+  while i < 256 {
+    let b = i as u8;
+    t[i] = b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'_' || b == b'-';
+    i += 1;
+  }
+  t
+};
+
+/// Byte at `i`, or a space outside the text (so boundaries at the edges look like separators).
+#[inline]
+pub fn at(t: &[u8], i: usize) -> u8 {
+  t.get(i).copied().unwrap_or(b' ')
+}
+
+/// Byte before `i`, or a space at the start.
+#[inline]
+pub fn before(t: &[u8], i: usize) -> u8 {
+  if i == 0 {
+    b' '
+  } else {
+    t[i - 1]
+  }
+}
+
+/// Shannon entropy in bits per byte.
+pub fn entropy(v: &[u8]) -> f64 {
+  if v.is_empty() {
+    return 0.0;
+  }
+  let mut counts = [0u16; 256];
+  for &b in v {
+    counts[b as usize] = counts[b as usize].saturating_add(1);
+  }
+  // H = log2(n) - (1/n) * sum(c * log2(c)), each distinct byte once.
+  let n = v.len() as f64;
+  let mut sum = 0.0;
+  for &b in v {
+    let c = counts[b as usize];
+    if c > 1 {
+      sum += c as f64 * (c as f64).log2();
+    }
+    counts[b as usize] = 0;
+  }
+  n.log2() - sum / n
+}
+
+/// ASCII case-insensitive substring test; `needle` must be lowercase.
+pub fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
+  if needle.is_empty() || hay.len() < needle.len() {
+    return needle.is_empty();
+  }
+  let first = needle[0];
+  for i in 0..=hay.len() - needle.len() {
+    if hay[i].to_ascii_lowercase() == first && hay[i..i + needle.len()].eq_ignore_ascii_case(needle) {
+      return true;
+    }
+  }
+  false
+}
+
+/// Start of the line containing `pos`, looking back at most `max` bytes.
+pub fn line_start(t: &[u8], pos: usize, max: usize) -> usize {
+  let floor = pos.saturating_sub(max);
+  let mut i = pos;
+  while i > floor && t[i - 1] != b'\n' && t[i - 1] != b'\r' {
+    i -= 1;
+  }
+  i
+}
+
+/// End of the line containing `pos` (exclusive), looking ahead at most `max` bytes.
+pub fn line_end(t: &[u8], pos: usize, max: usize) -> usize {
+  let ceil = (pos + max).min(t.len());
+  let mut i = pos;
+  while i < ceil && t[i] != b'\n' && t[i] != b'\r' {
+    i += 1;
+  }
+  i
+}
+
+/// Is one of `words` in the same line within `window` bytes before `pos`?
+pub fn keyword_before(t: &[u8], pos: usize, window: usize, words: &WordSet) -> bool {
+  let s = line_start(t, pos, window);
+  words.in_text(&t[s..pos])
+}
+
+/// Longest run of consecutive ascending characters (`abcd`, `1234`).
+fn longest_ascending_run(v: &[u8]) -> usize {
+  let mut best = 1;
+  let mut run = 1;
+  for w in v.windows(2) {
+    if w[1] == w[0].wrapping_add(1) && w[0].is_ascii_alphanumeric() {
+      run += 1;
+      best = best.max(run);
+    } else {
+      run = 1;
+    }
+  }
+  best
+}
+
+static PLACEHOLDER_WORDS: WordSet = WordSet::new(&[
+  "xxxx", "****", "####", "....", "\u{2022}\u{2022}", "redacted", "placeholder", "changeme", "change_me", "change-me",
+  "changeit", "your_", "your-", "yourtoken", "yourkey", "yoursecret", "yourpassword", "dummy", "_here", "-here",
+  "insert", "replace_me", "replaceme", "notreal", "not_real", "not-a-real",
+]);
+
+/// Values that stand for a secret rather than being one: variable references (`$TOKEN`,
+/// `${{ secrets.X }}`, `%PASS%`, `{{ .Values.x }}`), bracketed hints (`<token>`, `[PASSWORD]`),
+/// masks (`xxxx`, `****`, `####`), documentation examples (`AKIAIOSFODNN7EXAMPLE`), our own
+/// placeholders, and strings dominated by one character or a counting run.
+pub fn is_placeholder(v: &[u8]) -> bool {
+  let v = trim_quotes(v);
+  if v.len() < 3 {
+    return true;
+  }
+  let first = v[0];
+  // Variable references and templates.
+  if first == b'$' && v.len() > 1 && (v[1].is_ascii_alphabetic() || matches!(v[1], b'{' | b'(' | b'_')) {
+    return true;
+  }
+  if first == b'%' && (v.ends_with(b"%") || v.ends_with(b"s") || v.ends_with(b"d")) {
+    return true;
+  }
+  if matches!(first, b'<' | b'{' | b'[') {
+    return true;
+  }
+  if v.starts_with(b"process.env") || v.starts_with(b"os.environ") || v.starts_with(b"env.") || v.starts_with(b"ENV[") {
+    return true;
+  }
+  // Documentation examples (`AKIAIOSFODNN7EXAMPLE`); Bedrock keys legitimately contain it.
+  if v.ends_with(b"EXAMPLE") || v.ends_with(b"EXAMPLEKEY") || (!v.starts_with(b"ABSK") && EXAMPLE.in_text(v)) {
+    return true;
+  }
+  if PLACEHOLDER_WORDS.in_text(v) {
+    return true;
+  }
+  // One character dominates (`aaaaaaa`, `glc_1111111111`, `0000-0000`).
+  let mut counts = [0u16; 128];
+  let mut alnum = 0usize;
+  for &b in v {
+    if b.is_ascii_alphanumeric() {
+      counts[b as usize] += 1;
+      alnum += 1;
+    }
+  }
+  if alnum == 0 {
+    return true;
+  }
+  let (top_char, top) = counts.iter().enumerate().max_by_key(|&(_, &c)| c).map(|(i, &c)| (i as u8, c as usize)).unwrap();
+  let distinct = counts.iter().filter(|&&c| c > 0).count();
+  if distinct <= 2 && alnum >= 6 && top * 10 >= alnum * 8 {
+    return true;
+  }
+  // ... or a typical mask character makes up most of it (`sntryu_aaaa...`, `AIzaaaaa...`).
+  if alnum >= 12 && top * 2 > alnum && matches!(top_char, b'x' | b'X' | b'0' | b'1' | b'a' | b'A' | b'9' | b'z' | b'Z') {
+    return true;
+  }
+  // Counting runs: `abcdefgh`, `12345678`.
+  longest_ascending_run(v) >= 8
+}
+
+static EXAMPLE: WordSet = WordSet::new(&["example"]);
+
+/// Common words and type names that follow `password:` / `token =` in code without being
+/// secrets (`password: string`, `token = None`).
+pub fn is_non_secret_word(v: &[u8]) -> bool {
+  const WORDS: &[&str] = &[
+    "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "tokens", "key", "keys", "apikey", "api_key",
+    "null", "none", "nil", "true", "false", "undefined", "string", "str", "text", "number", "int", "integer", "bool",
+    "boolean", "bytes", "object", "any", "unknown", "void", "never", "optional", "required", "test", "testing", "user",
+    "username", "default", "empty", "value", "values", "env", "environment", "foo", "bar", "baz", "qux", "abc", "xyz",
+    "hidden", "masked", "sensitive", "secure", "encrypted", "generated", "random", "auto", "inherit", "disabled",
+    "enabled", "yes", "no", "on", "off", "public", "private", "bearer", "basic", "token123", "secret123",
+    "password123", "pass123", "xxx", "yyy", "zzz", "abc123", "123456", "12345678", "string[]", "str]", "self",
+    "this", "data", "config", "settings", "options", "input", "output", "result", "response", "request", "ok",
+  ];
+  let v = trim_quotes(v);
+  WORDS.iter().any(|w| v.eq_ignore_ascii_case(w.as_bytes()))
+}
+
+pub fn trim_quotes(v: &[u8]) -> &[u8] {
+  let mut s = 0;
+  let mut e = v.len();
+  while s < e && is_quote(v[s]) {
+    s += 1;
+  }
+  while e > s && is_quote(v[e - 1]) {
+    e -= 1;
+  }
+  &v[s..e]
+}
+
+/// 8-4-4-4-12 hex with dashes.
+pub fn is_uuid(v: &[u8]) -> bool {
+  v.len() == 36
+    && v.iter().enumerate().all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { is_hex(b) })
+}
+
+/// All hex digits of a single case (`3f2a...` or `3F2A...`).
+pub fn is_single_case_hex(v: &[u8]) -> bool {
+  !v.is_empty()
+    && (v.iter().all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+      || v.iter().all(|&b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
+}
+
+/// Character-class profile of a value.
+#[derive(Default, Clone, Copy)]
+pub struct Profile {
+  pub upper: usize,
+  pub lower: usize,
+  pub digit: usize,
+  pub symbol: usize,
+  pub space: usize,
+  pub other: usize,
+}
+
+pub fn profile(v: &[u8]) -> Profile {
+  let mut p = Profile::default();
+  for &b in v {
+    match b {
+      b'A'..=b'Z' => p.upper += 1,
+      b'a'..=b'z' => p.lower += 1,
+      b'0'..=b'9' => p.digit += 1,
+      b' ' | b'\t' => p.space += 1,
+      0x21..=0x7e => p.symbol += 1,
+      _ => p.other += 1,
+    }
+  }
+  p
+}
+
+/// Does the whitespace-delimited chunk around `pos` belong to a URL (`scheme://` before `pos`)?
+pub fn inside_url(t: &[u8], pos: usize) -> bool {
+  let floor = pos.saturating_sub(2048);
+  let mut i = pos;
+  while i > floor {
+    let b = t[i - 1];
+    if b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'<' | b'>' | b'(' | b')' | b'`') {
+      break;
+    }
+    i -= 1;
+  }
+  memchr::memmem::find(&t[i..pos], b"://").is_some()
+}
+
+/// Looks like a file-system path or URL path rather than a token (`/usr/lib/x86_64-linux-gnu`,
+/// `src/redact/mod`): separated by `/` into several pieces that are mostly letters.
+pub fn is_path_like(v: &[u8]) -> bool {
+  let slashes = v.iter().filter(|&&b| b == b'/' || b == b'\\').count();
+  if slashes == 0 {
+    return false;
+  }
+  if v.starts_with(b"/") || v.starts_with(b"./") || v.starts_with(b"../") || v.starts_with(b"~/") {
+    return true;
+  }
+  let wordy = v
+    .split(|&b| b == b'/' || b == b'\\')
+    .filter(|seg| seg.len() >= 3 && is_word_like(seg))
+    .count();
+  wordy >= 2 || (slashes >= 2 && wordy >= 1)
+}
+
+/// Letters (and `-_.`) in one case, or capitalised: `local`, `LICENSE`, `Makefile`, `site-packages`.
+pub fn is_word_like(seg: &[u8]) -> bool {
+  if !seg.iter().all(|b| b.is_ascii_alphabetic() || matches!(b, b'-' | b'_' | b'.')) {
+    return false;
+  }
+  let rest = &seg[1..];
+  !(rest.iter().any(|b| b.is_ascii_uppercase()) && rest.iter().any(|b| b.is_ascii_lowercase()))
+}
+
+/// Does the value read like words (`jetbrains.mps.v8_elimination`, `BlindKeySignatures`,
+/// `NRG0-Hermes-INTERNAL-API`) rather than random characters? Splits at non-letters and camel
+/// humps; pronounceable pieces of 4+ letters must hold 75% of the letters: at least two pieces
+/// between separators, or three camel-case pieces (random tokens rarely manage either).
+pub fn is_wordy(v: &[u8]) -> bool {
+  let letters = v.iter().filter(|b| b.is_ascii_alphabetic()).count();
+  if letters < 8 {
+    return false;
+  }
+  let mut in_words = 0;
+  let mut word_vowels = 0;
+  let mut pieces = 0;
+  let mut humps = 0;
+  let mut i = 0;
+  while i < v.len() {
+    if !v[i].is_ascii_alphabetic() {
+      i += 1;
+      continue;
+    }
+    // One piece: an optional capital then lowercase, or a run of capitals.
+    let s = i;
+    if v[i].is_ascii_uppercase() {
+      i += 1;
+      if i < v.len() && v[i].is_ascii_lowercase() {
+        while i < v.len() && v[i].is_ascii_lowercase() {
+          i += 1;
+        }
+      } else {
+        while i < v.len() && v[i].is_ascii_uppercase() && !(i + 1 < v.len() && v[i + 1].is_ascii_lowercase()) {
+          i += 1;
+        }
+      }
+      if s > 0 && v[s - 1].is_ascii_lowercase() {
+        humps += 1;
+      }
+    } else {
+      while i < v.len() && v[i].is_ascii_lowercase() {
+        i += 1;
+      }
+    }
+    let piece = &v[s..i];
+    if piece.len() >= 4 {
+      let vowels = piece.iter().filter(|b| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u')).count();
+      let ratio = vowels as f64 / piece.len() as f64;
+      if (0.15..=0.75).contains(&ratio) {
+        in_words += piece.len();
+        word_vowels += vowels;
+        pieces += 1;
+      }
+    }
+  }
+  let separators = v.iter().filter(|&&b| matches!(b, b'.' | b'_' | b'-' | b'/' | b':' | b' ')).count();
+  // English-like pieces have about 40% vowels; random letters about 23%.
+  in_words * 4 >= letters * 3 && word_vowels * 10 >= in_words * 3 && ((separators > 0 && pieces >= 2) || (humps >= 2 && pieces >= 3))
+}
+
+/// Contains a dotted version such as `0.11.2` or `1.2.3`.
+pub fn has_version(v: &[u8]) -> bool {
+  let mut i = 0;
+  while i < v.len() {
+    if v[i].is_ascii_digit() && (i == 0 || !v[i - 1].is_ascii_alphanumeric()) {
+      let mut parts = 1;
+      let mut j = i;
+      loop {
+        while j < v.len() && v[j].is_ascii_digit() {
+          j += 1;
+        }
+        if j + 1 < v.len() && v[j] == b'.' && v[j + 1].is_ascii_digit() && j - i < 12 {
+          parts += 1;
+          j += 1;
+        } else {
+          break;
+        }
+      }
+      if parts >= 3 {
+        return true;
+      }
+      i = j.max(i + 1);
+    } else {
+      i += 1;
+    }
+  }
+  false
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn entropy_bounds() {
+    assert_eq!(entropy(b"aaaa"), 0.0);
+    assert!((entropy(b"0123456789abcdef") - 4.0).abs() < 1e-9);
+  }
+
+  #[test]
+  fn placeholders() {
+    for p in [
+      "xxxxxxxx", "${DB_PASSWORD}", "$TOKEN", "<your token>", "[PASSWORD]", "{{ .Values.x }}", "AKIAIOSFODNN7EXAMPLE",
+      "%PASS%", "aaaaaaaaaaaaaaaaa", "glc_111111111111111111111111111", "abcdefghijklmnop", "****", "your_api_key_here",
+    ] {
+      assert!(is_placeholder(p.as_bytes()), "{p}");
+    }
+    for s in ["hunter2!", "ghp_t0s38uchqm9p6r88v07mvccubzquyzlto6et", "P@ssw0rd$1", "$2b$12$abcdEFGH"] {
+      assert!(!is_placeholder(s.as_bytes()), "{s}");
+    }
+  }
+
+  #[test]
+  fn wordy_values() {
+    for w in ["jetbrains.mps.v8_elimination", "id-Gost28147-89-None-KeyMeshing", "Ed25519.BlindKeySignatures", "getUserAccountSettings2"] {
+      assert!(is_wordy(w.as_bytes()), "{w}");
+    }
+    for r in ["Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB", "zljgtkp1v2zc9jwlk9nm0cdkehd82b", "2u51ruzincun_09u-nsdn1varkjouk10zqsgoswz", "6iwh9vssso7hj5fv60lwqp5yfr17lzvf3tqpjtez"] {
+      assert!(!is_wordy(r.as_bytes()), "{r}");
+    }
+    assert!(has_version(b"jjwt-jackson-0.11.2") && !has_version(b"a1.2b") && !has_version(b"192.168"));
+  }
+
+  #[test]
+  fn shapes() {
+    assert!(is_uuid(b"550e8400-e29b-41d4-a716-446655440000"));
+    assert!(is_single_case_hex(b"3f2a9c"));
+    assert!(!is_single_case_hex(b"3F2a9c"));
+    assert!(is_path_like(b"/usr/local/lib"));
+    assert!(is_path_like(b"src/redact/mod"));
+    assert!(!is_path_like(b"wJalrXUtnFEMI/K7MDENG/bPxRfiCY"));
+  }
+}
