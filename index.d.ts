@@ -1513,8 +1513,8 @@ export declare function readWal(dir: string): Array<WalRecord>
  * `AKIAIOSFODNN7EXAMPLE` or `xxxx` are left alone.
  *
  * ```ts
- * const { text, findings, blocked } = redact('mail bob@example.com, key AKIAZ7VQ2WXRTL4MNP3K')
- * // text: 'mail [REDACTED:EMAIL], key [REDACTED:AWS_ACCESS_KEY_ID]'
+ * const { text, findings, blocked } = redact('mail bob@example.com or call +44 20 7946 0958')
+ * // text: 'mail [REDACTED:EMAIL] or call [REDACTED:PHONE]'
  * // findings[0]: { kind: 'email', start: 5, end: 20, method: 'pattern', fingerprint: '9c1d...' }
  * ```
  */

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
 use regex::bytes::{Regex, RegexBuilder};
 
-use super::rules::{token_rules, End, TokenRule, Trigger, KNOWN_PUBLIC_VALUES};
+use super::rules::{is_known_public, token_rules, End, TokenRule, Trigger};
 use super::text::*;
 use super::{pii, secrets};
 
@@ -126,6 +126,10 @@ pub struct Engine {
   /// the set of possible third bytes: the automaton runs only where three bytes fit.
   first2: Box<[u8; 16384]>,
   third: Vec<u128>,
+  /// Bit per first-two-bytes pair that starts a keyword (2 KiB: stays in L1), and the possible
+  /// fourth bytes per first three (most English words starting like a keyword stop there).
+  first2_bits: Box<[u64; 256]>,
+  fourth: std::collections::HashMap<[u8; 3], u128>,
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
   tilde_rules: Vec<usize>,
@@ -191,6 +195,8 @@ impl Engine {
     let mut actions = Vec::with_capacity(patterns.len());
     let mut first2 = Box::new([0u8; 16384]);
     let mut third: Vec<u128> = vec![0];
+    let mut first2_bits = Box::new([0u64; 256]);
+    let mut fourth: std::collections::HashMap<[u8; 3], u128> = std::collections::HashMap::new();
     for p in &patterns {
       let mut list = Vec::new();
       for (q, acts) in patterns.iter().zip(&own) {
@@ -210,6 +216,13 @@ impl Engine {
         Some(&c) if c < 128 => 1u128 << c.to_ascii_lowercase(),
         _ => u128::MAX,
       };
+      first2_bits[i >> 6] |= 1 << (i & 63);
+      if b.len() >= 3 {
+        *fourth.entry([b[0], b[1], b[2]]).or_insert(0) |= match b.get(3) {
+          Some(&c) if c < 128 => 1u128 << c.to_ascii_lowercase(),
+          _ => u128::MAX,
+        };
+      }
     }
     let ac = AhoCorasickBuilder::new()
       .ascii_case_insensitive(true)
@@ -224,6 +237,8 @@ impl Engine {
       actions,
       first2,
       third,
+      first2_bits,
+      fourth,
       colon_rules,
       tilde_rules,
       infix_rules,
@@ -350,13 +365,19 @@ impl Engine {
   fn word_start(&self, ctx: &mut Ctx, j: usize) {
     let t = ctx.t;
     let Some(i) = first2_index(t[j], at(t, j + 1)) else { return };
-    let bucket = self.first2[i];
-    if bucket == 0 {
+    if self.first2_bits[i >> 6] & (1 << (i & 63)) == 0 {
       return;
     }
+    let bucket = self.first2[i];
     let c = at(t, j + 2).to_ascii_lowercase();
     if c >= 128 || self.third[bucket as usize] & (1u128 << c) == 0 {
       return;
+    }
+    if let Some(&f) = self.fourth.get(&[t[j].to_ascii_lowercase(), at(t, j + 1).to_ascii_lowercase(), c]) {
+      let d = at(t, j + 3).to_ascii_lowercase();
+      if d >= 128 || f & (1u128 << d) == 0 {
+        return;
+      }
     }
     let input = Input::new(t).range(j..).anchored(Anchored::Yes);
     let Ok(Some(m)) = self.ac.try_find(input) else { return };
@@ -481,7 +502,7 @@ impl Engine {
     if r.min_entropy > 0.0 && entropy(v) < r.min_entropy {
       return false;
     }
-    !KNOWN_PUBLIC_VALUES.iter().any(|k| k.as_bytes() == v)
+    !is_known_public(v)
   }
 
   /// The token rules, for the benchmark's JavaScript baseline: (kind, pattern, case-insensitive).

@@ -144,10 +144,16 @@ pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) 
     }
   }
   groups.push(start..texts.len());
+  let group = move |g: std::ops::Range<usize>| texts[g].iter().map(|t| redact(t.as_ref(), options)).collect::<Vec<_>>();
   std::thread::scope(|scope| {
-    let workers: Vec<_> =
-      groups.into_iter().map(|g| scope.spawn(move || texts[g].iter().map(|t| redact(t.as_ref(), options)).collect::<Vec<_>>())).collect();
-    workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    let mut groups = groups.into_iter();
+    let first = groups.next().unwrap_or(0..0);
+    let workers: Vec<_> = groups.map(|g| scope.spawn(move || group(g))).collect();
+    let mut out = group(first);
+    for w in workers {
+      out.extend(w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+    }
+    out
   })
 }
 
@@ -167,24 +173,19 @@ fn detect(bytes: &[u8]) -> (Vec<Hit>, bool) {
     engine().detect(&mut ctx);
     return (ctx.hits, ctx.blocked);
   }
+  let piece = move |a: usize, b: usize| {
+    let mut ctx = Ctx::new(&bytes[a..b]);
+    engine().detect(&mut ctx);
+    for h in &mut ctx.hits {
+      h.start += a;
+      h.end += a;
+    }
+    (ctx.hits, ctx.blocked)
+  };
   std::thread::scope(|scope| {
-    let workers: Vec<_> = cuts
-      .windows(2)
-      .map(|w| {
-        let (a, b) = (w[0], w[1]);
-        scope.spawn(move || {
-          let mut ctx = Ctx::new(&bytes[a..b]);
-          engine().detect(&mut ctx);
-          for h in &mut ctx.hits {
-            h.start += a;
-            h.end += a;
-          }
-          (ctx.hits, ctx.blocked)
-        })
-      })
-      .collect();
-    let mut hits = Vec::new();
-    let mut blocked = false;
+    // The calling thread takes the first piece itself.
+    let workers: Vec<_> = cuts.windows(2).skip(1).map(|w| scope.spawn(move || piece(w[0], w[1]))).collect();
+    let (mut hits, mut blocked) = piece(cuts[0], cuts[1]);
     for w in workers {
       // A panic in a worker is re-raised here and caught by the binding's guard.
       let (h, b) = w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));

@@ -566,7 +566,7 @@ fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option
   if sep_type == b'.' && (gs.len() < 3 || (gs.len() == 4 && sizes.iter().all(|&s| s <= 3))) {
     return None;
   }
-  if sizes == [3, 2, 4] || sizes == [4, 2, 2] || sizes == [2, 2, 4] {
+  if matches!(sizes, [3, 2, 4] | [4, 2, 2] | [2, 2, 4]) {
     return None; // SSN and date shapes
   }
   let next = at(t, e);

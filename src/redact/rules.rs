@@ -316,23 +316,34 @@ pub const PROVIDER_WORDS: &[&str] = &[
   "typeform", "vault", "vercel", "yandex", "zendesk",
 ];
 
-/// Public example keys that appear in SDK documentation and sample apps (as allowlisted by
-/// gitleaks' `gcp-api-key` rule): never secrets.
-pub const KNOWN_PUBLIC_VALUES: &[&str] = &[
-  "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
-  "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
-  "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
-  "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
-  "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
-  "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
-  "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
-  "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
-  "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
-  "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
-  "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
-  "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
-  "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
-  "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
-  "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
-  "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+/// SHA-256 digests of public example keys that appear in SDK documentation and sample apps (the
+/// Google API keys gitleaks' `gcp-api-key` rule allowlists): never secrets. Kept as digests so
+/// that this source file holds nothing a secret scanner would flag.
+pub const KNOWN_PUBLIC_SHA256: &[&str] = &[
+  "f56e323494a6ffc2064e7a955908957d84f0755e5f975dabd64328d0359a8f7c",
+  "2037abcaffb2b77785da716cf7ccff4ff4d00c4ea930db0167b7d71f50af7eb4",
+  "3f370c9dd8225c63b5c77de1f785edc9712958f18bb612d5fa2e0ae33aeca682",
+  "e4a5542bb7fd7b67e943c71ad29c34b5972c9840597e7eda53e666f44d5da0b9",
+  "a19f89ab3555eac10c40741f6df79ecf0935998f15569f8db9d67bce0181fff6",
+  "0b476bdf9acf2123d547b5ae76f1e59884d8ec9553ee0c47e9f31fd4768f3f3c",
+  "eb540d2b6ee2a0a47c5779bc8a0141784c6b753840d4c6f4e2428a6e86e9e0b1",
+  "37f8f09bdf12c2f2eae4ead7273a62ddb0c23459cbf902892f282b57f7ed6619",
+  "8731261cb72d86267a32a532ebd3df429e2144e5e4ced7e13568bc9e6c8fb1b1",
+  "49f777db995e8260da7ca9ffdf0c08d66f0453e97ec967018baf2cdfe3b582d0",
+  "27a9a42931dff7eb2f8434e20a9bce976ea364e7bee49187f19d5cfeca9c7045",
+  "dc0fcf046c61640cbd1e8b999ada3262d722c2ca4bf42dceac999020ffdbb614",
+  "4c98242dcadc8b29005c6b4aad526552d5ea1842149154c0694adeec75847583",
+  "ea9bb1082cf95663f5faca23b8b15ef2aa0fce0a5c6df9c32dcb85b2e0a4513d",
+  "3a8b61d0f636b007840c0d40ba12bcf48465dc054cdc1a68704a33521d84b665",
+  "a6c814bc555ae62c7bd8b58ec07bf559c7ed3a009976a1e0acc9cef0d4473b41",
 ];
+
+/// Is `v` one of the published example keys?
+pub fn is_known_public(v: &[u8]) -> bool {
+  use sha2::{Digest, Sha256};
+  if !(v.len() == 39 && v.starts_with(b"AIza")) {
+    return false;
+  }
+  let digest = hex::encode(Sha256::digest(v));
+  KNOWN_PUBLIC_SHA256.contains(&digest.as_str())
+}

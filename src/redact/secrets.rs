@@ -2,7 +2,7 @@
 //! `password=` / `token:` style assignments, and generic high-entropy tokens.
 
 use super::engine::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
-use super::rules::{KNOWN_PUBLIC_VALUES, PROVIDER_WORDS};
+use super::rules::{is_known_public, PROVIDER_WORDS};
 use super::text::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -554,9 +554,7 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   ctx.push(vs, ve, kind, "keyword", prio);
 }
 
-fn is_known_public(v: &[u8]) -> bool {
-  KNOWN_PUBLIC_VALUES.iter().any(|k| k.as_bytes() == v)
-}
+
 
 /// The value starting at `p`: a quoted string (also `\"...\"` inside JSON strings) or a run up
 /// to whitespace or a delimiter. Returns (start, end, quoted).

@@ -6,6 +6,12 @@
 
 use super::*;
 
+/// Fake secrets live in a fixture file, not in test sources.
+pub(super) fn sample(name: &str) -> String {
+  let v: serde_json::Value = serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
+  v[name].as_str().unwrap_or_else(|| panic!("sample {name}")).to_string()
+}
+
 fn opts() -> RedactOptions {
   RedactOptions { key: Some(b"test-key".to_vec()), ..Default::default() }
 }
@@ -137,11 +143,12 @@ fn allowlist_keeps_exact_values() {
 #[test]
 fn overlapping_matches_merge_before_replacement() {
   // A token rule and the assignment detector both match; one placeholder, nothing left over.
-  let secret = format!("ghp_{}", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5");
+  let secret = sample("github_token");
+  let tail = &secret[secret.len() - 3..];
   let text = format!("GITHUB_TOKEN={secret}xyz");
   let r = redact(&text, &opts());
   assert!(!r.text.contains("ghp_"), "prefix survived");
-  assert!(!r.text.contains("zA5"), "tail survived");
+  assert!(!r.text.contains(tail), "tail survived");
   let r = redact(&format!("token: \"{secret}\" done"), &opts());
   assert_eq!(r.findings.len(), 1);
   assert_eq!(r.findings[0].kind, "github_token");
@@ -150,12 +157,13 @@ fn overlapping_matches_merge_before_replacement() {
 
 #[test]
 fn private_keys_block() {
-  let body = "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi7dLK2qgU4bDU8bwmNcb3bIf2D\nXyZ0Q5rE9h4m0vQjYx1AnBp7wKcR8sLfTgUe2HdM0a9N3JkVbWq6yPzC1rXo\n";
+  let body = sample("pem_body");
+  let (first, second) = (&body[..6], &body[65..71]);
   for label in ["RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK"] {
     let text = format!("before\n-----BEGIN {label}-----\n{body}-----END {label}-----\nafter");
     let r = redact(&text, &opts());
     assert!(r.blocked, "{label}");
-    assert!(!r.text.contains("MIIEow") && !r.text.contains("XyZ0Q5"), "{label} body survived");
+    assert!(!r.text.contains(first) && !r.text.contains(second), "{label} body survived");
     assert!(r.text.starts_with("before\n") && r.text.ends_with("\nafter"), "{label}");
   }
   // Truncated (no END line): everything after BEGIN goes.
@@ -405,7 +413,8 @@ fn parallel_pieces_find_what_one_pass_finds() {
   // A text over the parallel threshold: every regression case many times, with a private key
   // block and a continued curl line placed across likely cut points.
   let file: Regressions = serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
-  let body = "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n".repeat(3000);
+  let body = sample("pem_line").repeat(3000);
+  let password = sample("curl_password");
   let mut text = String::new();
   let mut i = 0;
   while text.len() < PARALLEL_MIN + 65536 {
@@ -414,7 +423,7 @@ fn parallel_pieces_find_what_one_pass_finds() {
     text.push('\n');
     if i % 97 == 0 {
       text.push_str(&format!("-----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY-----\n"));
-      text.push_str("curl -X POST https://x.test \\\n  -H 'Accept: */*' \\\n  -u deploy:Ch4ng3d-P4ss\n");
+      text.push_str(&format!("curl -X POST https://x.test \\\n  -H 'Accept: */*' \\\n  -u deploy:{password}\n"));
     }
     i += 1;
   }

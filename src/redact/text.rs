@@ -435,8 +435,9 @@ mod tests {
     ] {
       assert!(is_placeholder(p.as_bytes()), "{p}");
     }
-    for s in ["hunter2!", "ghp_t0s38uchqm9p6r88v07mvccubzquyzlto6et", "P@ssw0rd$1", "$2b$12$abcdEFGH"] {
-      assert!(!is_placeholder(s.as_bytes()), "{s}");
+    let samples: serde_json::Value = serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
+    for (i, s) in samples["not_placeholders"].as_array().unwrap().iter().enumerate() {
+      assert!(!is_placeholder(s.as_str().unwrap().as_bytes()), "sample {i}");
     }
   }
 
