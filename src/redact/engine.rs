@@ -1,5 +1,5 @@
 //! The detection engine. One pass over the runs of token characters does almost everything:
-//! at each word start a keyword prefilter (a two-byte bitmap, then an anchored Aho-Corasick
+//! at each word start a keyword prefilter (bit sets of the keywords' first four bytes, then an anchored Aho-Corasick
 //! automaton over all keywords: token prefixes, `-----BEGIN`, `eyJ`, `Bearer`, `curl`) decides
 //! which provider rules run; numbers go to the number shapes; long runs to the entropy check;
 //! identifiers followed by an assignment operator (and containing `pass`, `token`, `key`, ... per
@@ -117,7 +117,7 @@ impl CompiledRule {
 pub struct Engine {
   rules: Vec<CompiledRule>,
   /// The keyword prefilter: an anchored Aho-Corasick automaton over every word-start keyword,
-  /// run only where a word begins with one of `first2`.
+  /// run only where a word's first bytes fit the bit sets below.
   ac: AhoCorasick,
   /// Per keyword: what to run when it matches, including the actions of every shorter keyword
   /// that is a prefix of it (the automaton reports the longest), each with its keyword length.
@@ -360,7 +360,7 @@ impl Engine {
     }
   }
 
-  /// The keyword prefilter at a word start: three bytes of tables, then the anchored automaton.
+  /// The keyword prefilter at a word start: four bytes of bit sets, then the anchored automaton.
   #[inline]
   fn word_start(&self, ctx: &mut Ctx, j: usize) {
     let t = ctx.t;
