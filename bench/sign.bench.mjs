@@ -13,7 +13,8 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+
+import { writeReport } from './lib.mjs'
 
 const require = createRequire(import.meta.url)
 const core = require('../index.js')
@@ -198,10 +199,7 @@ async function main() {
 
   const report = ['# @loa/core signed-state benchmark', '', ...machine(), '', ...lines, '', '## Ratios', '', ...ratios, ''].join('\n')
   console.log(report)
-  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results')
-  fs.mkdirSync(outDir, { recursive: true })
-  fs.writeFileSync(path.join(outDir, 'sign.md'), report)
-  console.error(`written to ${path.join(outDir, 'sign.md')}`)
+  writeReport('sign', report)
 }
 
 // A benchmark, not a test: missed targets print MISSED but still exit 0.

@@ -11,11 +11,11 @@
 //
 //   node bench/tokens.bench.mjs          full run (3 interleaved rounds; about a minute)
 //   node bench/tokens.bench.mjs --quick  smoke run (1 MB corpus, 1 round)
-import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+
+import { writeReport } from './lib.mjs'
 
 import { candidates, corpus, KINDS } from './tokens-corpus.mjs'
 
@@ -245,10 +245,7 @@ function main() {
     '',
   ].join('\n')
   console.log(report)
-  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results')
-  fs.mkdirSync(outDir, { recursive: true })
-  fs.writeFileSync(path.join(outDir, 'tokens.md'), report)
-  console.error(`written to ${path.join(outDir, 'tokens.md')}`)
+  writeReport('tokens', report)
 }
 
 // A benchmark, not a test: missed targets print MISSED but still exit 0 (differing counts fail).

@@ -10,7 +10,8 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+
+import { writeReport } from './lib.mjs'
 
 const require = createRequire(import.meta.url)
 const { Wal } = require('../index.js')
@@ -242,10 +243,7 @@ async function main() {
   ].join('\n')
   console.log(report)
 
-  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results')
-  fs.mkdirSync(outDir, { recursive: true })
-  fs.writeFileSync(path.join(outDir, 'wal.md'), report)
-  console.error(`written to ${path.join(outDir, 'wal.md')}`)
+  writeReport('wal', report)
 }
 
 // A benchmark, not a test: missed targets print MISSED but still exit 0.
