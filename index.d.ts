@@ -1116,25 +1116,7 @@ export declare function estimateTokens(text: string): number
  * "never", "prefer", "remember that") always pass, are tagged `instruction` and boosted.
  * Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
  */
-export declare function evaluateGates(candidate: GateCandidate, options?: EvaluateGatesOptions): GateEvaluation
-
-/**
- * Options of `evaluateGates`: thresholds plus what the `duplicate` and `temporal` gates compare
- * against.
- */
-export interface EvaluateGatesOptions {
-  minConfidence?: number
-  speculationMinConfidence?: number
-  minContentLength?: number
-  repetitionMinUniqueRatio?: number
-  repetitionMinWords?: number
-  maxAgeMs?: number
-  instructionBoost?: number
-  /** `contentHash` values of stored memories; the `duplicate` gate fails on a match. */
-  knownHashes?: Array<string>
-  /** The reference time of the `temporal` gate (RFC 3339). Default: now. */
-  now?: string
-}
+export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
 
 /** One redacted span. Never holds the value or any part of it. */
 export interface Finding {
@@ -1174,6 +1156,17 @@ export interface GateCandidate {
   timestamp?: string
   sessionId?: string
   tags?: Array<string>
+}
+
+/**
+ * What the `duplicate` and `temporal` gates of `evaluateGates` compare against (its options are
+ * `GateOptions & GateComparisonOptions`).
+ */
+export interface GateComparisonOptions {
+  /** `contentHash` values of stored memories; the `duplicate` gate fails on a match. */
+  knownHashes?: Array<string>
+  /** The reference time of the `temporal` gate (RFC 3339). Default: now. */
+  now?: string
 }
 
 /** The verdict of all six gates. */
@@ -1510,7 +1503,7 @@ export declare function readWal(dir: string): Array<WalRecord>
  * Stripe, OpenAI, Anthropic, Google, Azure, npm, PyPI, Twilio, SendGrid and about a hundred
  * more), credentials in URLs, `password=` / `token:` / `Bearer` values and random-looking
  * tokens. Git SHAs, UUIDs, versions, dates, timestamps, file paths and placeholders such as
- * `AKIAIOSFODNN7EXAMPLE` or `xxxx` are left alone.
+ * AWS's documentation example key (`AKIA…EXAMPLE`) or `xxxx` are left alone.
  *
  * ```ts
  * const { text, findings, blocked } = redact('mail bob@example.com or call +44 20 7946 0958')

@@ -2,7 +2,7 @@
 // marked, every drop is reported.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { core } from './helpers.mjs'
+import { core, rng } from './helpers.mjs'
 
 const { buildContext, countTokens, isLoaError } = core
 const HEADER = '## Session Context (from LOA memory)\n\n'
@@ -213,17 +213,6 @@ test('bad input is E_INVALID_ARGUMENT naming the field', () => {
 
 // -- property test ---------------------------------------------------------------------------
 
-function rng(seed) {
-  let x = seed >>> 0 || 1
-  return (n) => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x % n
-  }
-}
 
 const FRAGMENTS = ['the agent fixed the build', ' and then', '中文内容测试', '日本語のテキスト', '한국어 텍스트', '🚀', '👨‍👩‍👧‍👦', '❤️‍🔥', 'a3f9c2e1b7d4', 'sk-ABCdef123XYZ', '\n', '\n\n', '  ', '.', '…', 'e\u0301', '<|endoftext|>', '\r\n', '1234567', '\ud800']
 const OFFSETS = ['Z', '+00:00', '+02:00', '-05:30', '+14:00', '-12:00']

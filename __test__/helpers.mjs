@@ -75,3 +75,16 @@ export function runCli(args, options = {}) {
  */
 export const redactorIsStub = typeof core.redact !== 'function' || core.redact('a@b.co').findings.length === 0
 export const needsRealRedactor = { skip: redactorIsStub && 'src/redact is still the stub (no findings for a@b.co)' }
+
+/** xorshift32: deterministic generated inputs. `rng(seed)(n)` is an integer in [0, n). */
+export function rng(seed) {
+  let x = seed >>> 0 || 1
+  return (n) => {
+    x ^= x << 13
+    x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    return x % n
+  }
+}

@@ -2,7 +2,7 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { core, fixture, requireDev } from './helpers.mjs'
+import { core, fixture, requireDev, rng } from './helpers.mjs'
 
 const { countTokens, countTokensBatch, estimateTokens, isLoaError } = core
 const { getEncoding } = requireDev('js-tiktoken')
@@ -26,18 +26,6 @@ test('exact counts equal js-tiktoken on English, notes, code, CJK, emoji, keys, 
   assert.equal(countTokens('hello world'), 2, 'o200k_base is the default')
 })
 
-/** xorshift32: deterministic generated inputs. */
-function rng(seed) {
-  let x = seed >>> 0 || 1
-  return (n) => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x % n
-  }
-}
 
 test('exact counts equal js-tiktoken on generated text, lone surrogates included', () => {
   const r = rng(42)

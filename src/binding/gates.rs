@@ -72,18 +72,11 @@ pub struct GateOptions {
   pub instruction_boost: Option<f64>,
 }
 
-/// Options of `evaluateGates`: thresholds plus what the `duplicate` and `temporal` gates compare
-/// against.
+/// What the `duplicate` and `temporal` gates of `evaluateGates` compare against (its options are
+/// `GateOptions & GateComparisonOptions`).
 #[napi(object)]
 #[allow(dead_code)] // declares the TypeScript shape; read field by field
-pub struct EvaluateGatesOptions {
-  pub min_confidence: Option<f64>,
-  pub speculation_min_confidence: Option<f64>,
-  pub min_content_length: Option<u32>,
-  pub repetition_min_unique_ratio: Option<f64>,
-  pub repetition_min_words: Option<u32>,
-  pub max_age_ms: Option<f64>,
-  pub instruction_boost: Option<f64>,
+pub struct GateComparisonOptions {
   /// `contentHash` values of stored memories; the `duplicate` gate fails on a match.
   pub known_hashes: Option<Vec<String>>,
   /// The reference time of the `temporal` gate (RFC 3339). Default: now.
@@ -117,7 +110,7 @@ pub(crate) fn gate_result_to_js(g: core::GateResult) -> GateResult {
   GateResult { name: g.name, pass: g.pass, reason: g.reason }
 }
 
-/// Threshold fields shared by `GateOptions` and `EvaluateGatesOptions`.
+/// The `GateOptions` fields, as `MemoryStore` and `evaluateGates` both read them.
 pub(crate) fn parse_gate_overrides(o: &Object) -> Result<GateOverrides> {
   Ok(GateOverrides {
     min_confidence: optional_f64(o, "minConfidence")?,
@@ -161,7 +154,7 @@ fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evalua
 /// matched whole ("install" does not contain "all"). Instructions and preferences ("always",
 /// "never", "prefer", "remember that") always pass, are tagged `instruction` and boosted.
 /// Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
-#[napi(ts_args_type = "candidate: GateCandidate, options?: EvaluateGatesOptions")]
+#[napi(ts_args_type = "candidate: GateCandidate, options?: GateOptions & GateComparisonOptions")]
 pub fn evaluate_gates(env: Env, candidate: Unknown, options: Option<Unknown>) -> napi::Result<GateEvaluation> {
   let e = to_napi(&env, guard(|| evaluate(candidate, options)))?;
   Ok(GateEvaluation { pass: e.pass, score: e.score, gates: e.gates.into_iter().map(gate_result_to_js).collect(), tags: e.tags })

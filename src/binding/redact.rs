@@ -208,7 +208,7 @@ fn read_string(env: &Env, value: &Unknown, name: &str, buf: &mut Vec<u8>) -> cra
 /// Stripe, OpenAI, Anthropic, Google, Azure, npm, PyPI, Twilio, SendGrid and about a hundred
 /// more), credentials in URLs, `password=` / `token:` / `Bearer` values and random-looking
 /// tokens. Git SHAs, UUIDs, versions, dates, timestamps, file paths and placeholders such as
-/// `AKIAIOSFODNN7EXAMPLE` or `xxxx` are left alone.
+/// AWS's documentation example key (`AKIA…EXAMPLE`) or `xxxx` are left alone.
 ///
 /// ```ts
 /// const { text, findings, blocked } = redact('mail bob@example.com or call +44 20 7946 0958')
