@@ -5,7 +5,6 @@
 //! solution only when that item's turn comes, and only as many bytes of it as could be used. So
 //! 100,000 candidates cost one JavaScript loop, not 100,000 conversions.
 
-use std::cell::Cell;
 use std::ffi::CStr;
 use std::ptr;
 
@@ -14,6 +13,7 @@ use napi::sys;
 use napi::{Env, JsValue, Unknown};
 use napi_derive::napi;
 
+use super::glue::{self, call, check, get, napi_failed};
 use super::{args, guard, js_error, strings};
 use crate::context::{self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text};
 use crate::error::{LoaError, Result};
@@ -120,56 +120,7 @@ pub struct BuiltContext {
   pub dropped: Vec<ContextDrop>,
 }
 
-const GLUE_SOURCE: &str = include_str!("context_glue.js");
-
-thread_local! {
-  /// The compiled glue of this thread's JS environment (a JS thread has one environment, and a
-  /// worker's dies with its thread).
-  static GLUE: Cell<Option<(usize, sys::napi_ref)>> = const { Cell::new(None) };
-}
-
-fn napi_failed(what: &str) -> LoaError {
-  LoaError::Internal(format!("N-API call failed: {what}"))
-}
-
-fn check(status: sys::napi_status, what: &str) -> Result<()> {
-  if status == sys::Status::napi_ok {
-    Ok(())
-  } else {
-    Err(napi_failed(what))
-  }
-}
-
-unsafe fn glue(env: &Env) -> Result<sys::napi_value> {
-  let raw = env.raw();
-  let mut value = ptr::null_mut();
-  if let Some((owner, reference)) = GLUE.get() {
-    if owner == raw as usize {
-      check(sys::napi_get_reference_value(raw, reference, &mut value), "glue reference")?;
-      if !value.is_null() {
-        return Ok(value);
-      }
-    }
-  }
-  let compiled: Unknown = env.run_script(GLUE_SOURCE).map_err(|e| LoaError::Internal(format!("context glue: {e}")))?;
-  let mut reference = ptr::null_mut();
-  check(sys::napi_create_reference(raw, compiled.raw(), 1, &mut reference), "glue reference")?;
-  GLUE.set(Some((raw as usize, reference)));
-  Ok(compiled.raw())
-}
-
-unsafe fn get(env: sys::napi_env, object: sys::napi_value, key: &CStr) -> Result<sys::napi_value> {
-  let mut value = ptr::null_mut();
-  check(sys::napi_get_named_property(env, object, key.as_ptr(), &mut value), "get property")?;
-  Ok(value)
-}
-
-unsafe fn call(env: sys::napi_env, object: sys::napi_value, name: &CStr, argv: &[sys::napi_value]) -> Result<sys::napi_value> {
-  let f = get(env, object, name)?;
-  let mut out = ptr::null_mut();
-  check(sys::napi_call_function(env, object, f, argv.len(), argv.as_ptr(), &mut out), "call glue")?;
-  Ok(out)
-}
+const GLUE: glue::Script = glue::Script { name: "context", source: include_str!("context_glue.js") };
 
 unsafe fn typed_array<'a, T>(env: sys::napi_env, value: sys::napi_value) -> Result<&'a [T]> {
   let mut kind = 0;
@@ -301,7 +252,7 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
   let o = args::optional_object(Some(input), "input")?.ok_or_else(|| LoaError::InvalidArgument("`input` must be an object".into()))?;
   let options = parse_options(&o)?;
   let raw = env.raw();
-  let glue = glue(env)?;
+  let glue = glue::load(env, &GLUE)?;
   let sessions = get(raw, o.raw(), c"sessions")?;
   let learnings = get(raw, o.raw(), c"learnings")?;
 
@@ -335,7 +286,7 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
 /// returns). For other entry points that build a context in Rust (the memory store's).
 pub(crate) unsafe fn built_to_js(env: &Env, built: &core::BuiltContext) -> Result<sys::napi_value> {
   let raw = env.raw();
-  let glue = glue(env)?;
+  let glue = glue::load(env, &GLUE)?;
   // Typed arrays, turned into objects by the glue.
   let kind_code = |k: ItemKind| if k == ItemKind::Session { 0u8 } else { 1u8 };
   const REASONS: [DropReason; 4] = [DropReason::Empty, DropReason::DoesNotFit, DropReason::BudgetFull, DropReason::NoBudget];

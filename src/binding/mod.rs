@@ -21,6 +21,7 @@ mod config;
 mod context;
 mod fs;
 mod gates;
+mod glue;
 mod memory;
 mod json;
 mod promises;

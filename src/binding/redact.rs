@@ -1,11 +1,11 @@
 //! `redact`, `redactAsync`, `redactBatch`, `redactionKinds`: PII and secret redaction.
 
 use napi::bindgen_prelude::*;
-use napi::{check_status, sys, Env, Unknown};
+use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
 use super::fs::CoreTask;
-use super::{args, guard, to_napi};
+use super::{args, glue, guard, to_napi};
 use crate::redact as core;
 
 /// Options of `redact`.
@@ -82,10 +82,10 @@ fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions>
   Ok(out)
 }
 
-/// A `Redaction` converted to JS by hand: with thousands of findings, creating each object
-/// through generic property setters (a new key string per property, a new string per `kind`)
-/// cost more than finding them. Keys and the few distinct `kind` / `method` strings are made
-/// once per call; the text is created as Latin-1 when it is ASCII (a plain copy in V8).
+/// A `Redaction` on its way to JavaScript. With thousands of findings, creating each object
+/// through N-API (about 100 ns per property) cost more than finding them: the findings cross as
+/// one typed array and one string of fingerprints, and a JavaScript helper (`redact_glue.js`)
+/// builds the objects. A large ASCII text is handed to V8 without a copy (an external string).
 pub struct FastRedaction(core::Redaction);
 
 fn to_js(r: core::Redaction) -> FastRedaction {
@@ -103,74 +103,139 @@ impl TypeName for FastRedaction {
 
 impl ValidateNapiValue for FastRedaction {}
 
-unsafe fn js_string(env: sys::napi_env, s: &str) -> napi::Result<sys::napi_value> {
-  let mut v = std::ptr::null_mut();
-  if s.is_ascii() {
-    check_status!(unsafe { sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v) })?;
-  } else {
-    check_status!(unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) })?;
-  }
-  Ok(v)
-}
-
-unsafe fn js_u32(env: sys::napi_env, n: usize) -> napi::Result<sys::napi_value> {
-  let mut v = std::ptr::null_mut();
-  check_status!(unsafe { sys::napi_create_uint32(env, n as u32, &mut v) })?;
-  Ok(v)
-}
-
-unsafe fn set(env: sys::napi_env, obj: sys::napi_value, key: sys::napi_value, value: sys::napi_value) -> napi::Result<()> {
-  check_status!(unsafe { sys::napi_set_property(env, obj, key, value) })
-}
-
 impl ToNapiValue for FastRedaction {
   unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    let r = val.0;
-    unsafe { redaction_to_js(env, &r.text, &r.findings, r.blocked) }
+    // SAFETY: napi-rs calls this on the JS thread with its env.
+    unsafe { redaction_to_js(&Env::from_raw(env), val.0) }.map_err(|e| napi::Error::from_reason(e.to_string()))
   }
 }
 
-unsafe fn redaction_to_js(env: sys::napi_env, text: &str, found: &[core::Finding], blocked: bool) -> napi::Result<sys::napi_value> {
-  unsafe {
-    let keys: Vec<sys::napi_value> =
-      ["kind", "start", "end", "method", "fingerprint"].iter().map(|k| js_string(env, k)).collect::<napi::Result<_>>()?;
-    let mut interned: Vec<(String, sys::napi_value)> = Vec::new();
-    let mut intern = |s: &str| -> napi::Result<sys::napi_value> {
-      if let Some((_, v)) = interned.iter().find(|(k, _)| k == s) {
-        return Ok(*v);
-      }
-      let v = js_string(env, s)?;
-      interned.push((s.to_string(), v));
-      Ok(v)
-    };
-    let mut findings = std::ptr::null_mut();
-    check_status!(sys::napi_create_array_with_length(env, found.len(), &mut findings))?;
-    for (i, f) in found.iter().enumerate() {
-      let mut obj = std::ptr::null_mut();
-      check_status!(sys::napi_create_object(env, &mut obj))?;
-      set(env, obj, keys[0], intern(&f.kind)?)?;
-      set(env, obj, keys[1], js_u32(env, f.start)?)?;
-      set(env, obj, keys[2], js_u32(env, f.end)?)?;
-      set(env, obj, keys[3], intern(&f.method)?)?;
-      set(env, obj, keys[4], js_string(env, &f.fingerprint)?)?;
-      check_status!(sys::napi_set_element(env, findings, i as u32, obj))?;
+const GLUE: glue::Script = glue::Script { name: "redact", source: include_str!("redact_glue.js") };
+
+unsafe fn js_string(env: sys::napi_env, s: &str) -> crate::Result<sys::napi_value> {
+  let mut v = std::ptr::null_mut();
+  let status = if s.is_ascii() {
+    unsafe { sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+  } else {
+    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+  };
+  glue::check(status, "create string")?;
+  Ok(v)
+}
+
+/// ASCII texts at least this long become external strings (V8 reads our buffer in place);
+/// shorter ones are copied, which costs less than a finalizer.
+const EXTERNAL_MIN: usize = 256 * 1024;
+
+/// `node_api_create_external_string_latin1` (Node >= 20.4; N-API 10), looked up at run time so
+/// that the addon still loads, and copies, where it is missing.
+type CreateExternalLatin1 = unsafe extern "C" fn(
+  sys::napi_env,
+  *const std::ffi::c_char,
+  isize,
+  Option<unsafe extern "C" fn(sys::napi_env, *mut std::ffi::c_void, *mut std::ffi::c_void)>,
+  *mut std::ffi::c_void,
+  *mut sys::napi_value,
+  *mut bool,
+) -> sys::napi_status;
+
+fn create_external_latin1() -> Option<CreateExternalLatin1> {
+  static FOUND: std::sync::OnceLock<Option<CreateExternalLatin1>> = std::sync::OnceLock::new();
+  *FOUND.get_or_init(|| {
+    #[cfg(unix)]
+    {
+      // SAFETY: dlsym with RTLD_DEFAULT searches the loaded objects (node itself); the symbol,
+      // when present, has the signature above (js_native_api.h).
+      let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr()) };
+      (!found.is_null()).then(|| unsafe { std::mem::transmute::<*mut std::ffi::c_void, CreateExternalLatin1>(found) })
     }
-    let mut result = std::ptr::null_mut();
-    check_status!(sys::napi_create_object(env, &mut result))?;
-    set(env, result, js_string(env, "text")?, js_string(env, text)?)?;
-    set(env, result, js_string(env, "findings")?, findings)?;
-    let mut b = std::ptr::null_mut();
-    check_status!(sys::napi_get_boolean(env, blocked, &mut b))?;
-    set(env, result, js_string(env, "blocked")?, b)?;
-    Ok(result)
+    #[cfg(not(unix))]
+    {
+      None
+    }
+  })
+}
+
+/// Frees the buffer of an external string: `hint` is the boxed `Vec` that owned it.
+unsafe extern "C" fn free_external(_env: sys::napi_env, _data: *mut std::ffi::c_void, hint: *mut std::ffi::c_void) {
+  // SAFETY: `hint` came from `Box::into_raw` in `owned_js_string`, and V8 calls this once.
+  drop(unsafe { Box::from_raw(hint.cast::<Vec<u8>>()) });
+}
+
+/// `text` as a JS string, moved to V8 without a copy when it is long and ASCII.
+unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys::napi_value> {
+  if text.len() >= EXTERNAL_MIN && text.is_ascii() {
+    if let Some(create) = create_external_latin1() {
+      let owner = Box::new(text.into_bytes());
+      let (data, len) = (owner.as_ptr(), owner.len());
+      let hint = Box::into_raw(owner);
+      let mut v = std::ptr::null_mut();
+      let mut copied = false;
+      // SAFETY: `data` stays valid until `free_external` runs: V8 calls it when the string
+      // dies, or before returning when it copied (`copied`, e.g. under a V8 sandbox). On failure
+      // it is not called and V8 keeps no reference.
+      let status = unsafe { create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied) };
+      if status == sys::Status::napi_ok {
+        return Ok(v);
+      }
+      // Not created (and the finalizer not called): take the buffer back and copy it.
+      let bytes = *unsafe { Box::from_raw(hint) };
+      let text = String::from_utf8(bytes).map_err(|_| glue::napi_failed("external string"))?;
+      return unsafe { js_string(env, &text) };
+    }
+  }
+  unsafe { js_string(env, &text) }
+}
+
+unsafe fn redaction_to_js(env: &Env, r: core::Redaction) -> crate::Result<sys::napi_value> {
+  let raw = env.raw();
+  // Per finding: start, end, and the indices of its kind and method in the lists below.
+  let (mut kinds, mut methods): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+  let mut packed: Vec<u32> = Vec::with_capacity(r.findings.len() * 3);
+  let mut fingerprints = String::with_capacity(r.findings.len() * 16);
+  for f in &r.findings {
+    let tag = intern(&mut kinds, &f.kind) | intern(&mut methods, &f.method) << 16;
+    packed.extend([f.start as u32, f.end as u32, tag]);
+    fingerprints.push_str(&f.fingerprint);
+  }
+  let strings = |list: &[&str]| -> crate::Result<sys::napi_value> {
+    let mut array = std::ptr::null_mut();
+    glue::check(unsafe { sys::napi_create_array_with_length(raw, list.len(), &mut array) }, "create array")?;
+    for (i, s) in list.iter().enumerate() {
+      glue::check(unsafe { sys::napi_set_element(raw, array, i as u32, js_string(raw, s)?) }, "set element")?;
+    }
+    Ok(array)
+  };
+  let mut blocked = std::ptr::null_mut();
+  glue::check(unsafe { sys::napi_get_boolean(raw, r.blocked, &mut blocked) }, "create boolean")?;
+  let argv = [
+    unsafe { owned_js_string(raw, r.text)? },
+    blocked,
+    strings(&kinds)?,
+    strings(&methods)?,
+    unsafe { Uint32Array::to_napi_value(raw, Uint32Array::new(packed)) }.map_err(|e| glue::napi_failed(&e.reason))?,
+    unsafe { js_string(raw, &fingerprints)? },
+  ];
+  let helpers = unsafe { glue::load(env, &GLUE)? };
+  unsafe { glue::call(raw, helpers, c"redaction", &argv) }
+}
+
+/// Index of `s` in `list`, appended if new (a call has a handful of distinct kinds).
+fn intern<'a>(list: &mut Vec<&'a str>, s: &'a str) -> u32 {
+  match list.iter().position(|k| *k == s) {
+    Some(i) => i as u32,
+    None => {
+      list.push(s);
+      (list.len() - 1) as u32
+    }
   }
 }
 
 thread_local! {
-  /// The input and output text of the last `redact` call on this thread, reused: allocating
-  /// (and page-faulting in) two fresh buffers per call was a measurable share of the time for
+  /// The UTF-8 copy of the input of the last `redact` call on this thread, reused: allocating
+  /// (and page-faulting in) a fresh buffer per call was a measurable share of the time for
   /// large texts.
-  static BUFFERS: std::cell::RefCell<(Vec<u8>, String)> = const { std::cell::RefCell::new((Vec::new(), String::new())) };
+  static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Reads a JS string into `buf` as UTF-8 (V8 writes lone surrogates as U+FFFD, one UTF-16
@@ -220,21 +285,18 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
   let raw = to_napi(
     env,
     guard(|| {
-      BUFFERS.with(|cell| {
-        let mut guard = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
-        let (input, output) = &mut *guard;
-        read_string(env, &text, "text", input)?;
+      INPUT.with(|cell| {
+        let mut input = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
+        read_string(env, &text, "text", &mut input)?;
         let options = parse_options(options)?;
-        let text = std::str::from_utf8(input).map_err(|_| crate::LoaError::InvalidArgument("`text` must be a valid string".into()))?;
-        let (findings, blocked) = core::redact_into(text, &options, output);
-        // SAFETY: called on the JS thread with its env.
-        let value = unsafe { redaction_to_js(env.raw(), output, &findings, blocked) }.map_err(|e| crate::LoaError::Internal(e.to_string()))?;
+        let text = std::str::from_utf8(&input).map_err(|_| crate::LoaError::InvalidArgument("`text` must be a valid string".into()))?;
+        let redaction = core::redact(text, &options);
         if input.capacity() > 64 << 20 {
-          // Do not keep huge buffers around after an exceptional call.
+          // Do not keep a huge buffer around after an exceptional call.
           *input = Vec::new();
-          *output = String::new();
         }
-        Ok(value)
+        // SAFETY: called on the JS thread with its env.
+        unsafe { redaction_to_js(env, redaction) }
       })
     }),
   )?;

@@ -129,7 +129,7 @@ pub struct Engine {
   /// Bit per first-two-bytes pair that starts a keyword (2 KiB: stays in L1), and the possible
   /// fourth bytes per first three (most English words starting like a keyword stop there).
   first2_bits: Box<[u64; 256]>,
-  fourth: std::collections::HashMap<[u8; 3], u128>,
+  fourth: rustc_hash::FxHashMap<[u8; 3], u128>,
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
   tilde_rules: Vec<usize>,
@@ -196,7 +196,7 @@ impl Engine {
     let mut first2 = Box::new([0u8; 16384]);
     let mut third: Vec<u128> = vec![0];
     let mut first2_bits = Box::new([0u64; 256]);
-    let mut fourth: std::collections::HashMap<[u8; 3], u128> = std::collections::HashMap::new();
+    let mut fourth: rustc_hash::FxHashMap<[u8; 3], u128> = rustc_hash::FxHashMap::default();
     for p in &patterns {
       let mut list = Vec::new();
       for (q, acts) in patterns.iter().zip(&own) {
@@ -300,7 +300,19 @@ impl Engine {
     }
   }
 
+  /// One run of token characters `t[s..e]`. Most runs are short words with nothing after them
+  /// that looks like an assignment: they only need the keyword check, done here inline.
+  #[inline(always)]
   fn run(&self, ctx: &mut Ctx, s: usize, e: usize, has_digit: bool, has_sep: bool, numbers_until: &mut usize) {
+    if !has_digit && !has_sep && e - s < 16 && !assignment_follows(ctx.t, s, e) {
+      self.word_start(ctx, s);
+    } else {
+      self.long_run(ctx, s, e, has_digit, has_sep, numbers_until);
+    }
+  }
+
+  #[inline(never)]
+  fn long_run(&self, ctx: &mut Ctx, s: usize, e: usize, has_digit: bool, has_sep: bool, numbers_until: &mut usize) {
     let t = ctx.t;
     self.word_start(ctx, s);
     if has_sep {
@@ -361,13 +373,20 @@ impl Engine {
   }
 
   /// The keyword prefilter at a word start: four bytes of bit sets, then the anchored automaton.
-  #[inline]
+  /// The first test (can a keyword start with these two bytes?) rejects most words, inline.
+  #[inline(always)]
   fn word_start(&self, ctx: &mut Ctx, j: usize) {
     let t = ctx.t;
     let Some(i) = first2_index(t[j], at(t, j + 1)) else { return };
-    if self.first2_bits[i >> 6] & (1 << (i & 63)) == 0 {
-      return;
+    if self.first2_bits[i >> 6] & (1 << (i & 63)) != 0 {
+      self.keyword_at(ctx, j, i);
     }
+  }
+
+  /// [`Self::word_start`] past its first test: `i` is the index of the first two bytes.
+  #[inline(never)]
+  fn keyword_at(&self, ctx: &mut Ctx, j: usize, i: usize) {
+    let t = ctx.t;
     let bucket = self.first2[i];
     let c = at(t, j + 2).to_ascii_lowercase();
     if c >= 128 || self.third[bucket as usize] & (1u128 << c) == 0 {
@@ -575,6 +594,7 @@ mod sse2 {
 /// Cheap look at what follows an identifier: `=`, `:` (not `::`), `>` (XML), `,` (quoted
 /// keys), `?=` / `||=`, a space then a value (CLI flags `--password x`), or ` is ` / ` was `.
 /// The assignment detector then parses it properly.
+#[inline(always)]
 fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
   let mut p = e;
   if is_quote(at(t, p)) {

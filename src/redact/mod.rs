@@ -102,23 +102,178 @@ const PARALLEL_MIN: usize = 512 * 1024;
 const PARALLEL_PIECE: usize = 256 * 1024;
 
 /// Redacts `text`.
+///
+/// Texts of [`PARALLEL_MIN`] bytes or more are cut at line boundaries into pieces that are
+/// redacted on several threads (detection, merging, fingerprints and writing the output); every
+/// detector looks at one line at a time apart from multi-line constructs, which no cut falls
+/// inside, so the pieces find exactly what one pass over the whole text would.
 pub fn redact(text: &str, options: &RedactOptions) -> Redaction {
-  let mut out = String::new();
-  let (findings, blocked) = redact_into(text, options, &mut out);
-  Redaction { text: out, findings, blocked }
+  let bytes = text.as_bytes();
+  let cuts = if bytes.len() >= PARALLEL_MIN { split_points(bytes, parallelism(bytes.len())) } else { vec![0, bytes.len()] };
+  redact_pieces(text, options, &cuts)
 }
 
-/// [`redact`] writing the redacted text into `out` (cleared first), so that a caller redacting
-/// large texts again and again can reuse one buffer. Returns the findings and `blocked`.
-pub fn redact_into(text: &str, options: &RedactOptions, out: &mut String) -> (Vec<Finding>, bool) {
+/// [`redact`] over the pieces between `cuts` (`0 = c0 < c1 < ... = len`, at line starts
+/// outside multi-line constructs), one thread per piece.
+fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redaction {
+  let shared = Shared::new(options);
+  if cuts.len() <= 2 {
+    let piece = analyse(text, &shared);
+    let mut out = vec![0u8; piece.out_len];
+    write_piece(text, &piece, options, &mut out);
+    return Redaction { text: into_text(out), findings: piece.findings, blocked: piece.blocked };
+  }
+  let texts: Vec<&str> = cuts.windows(2).map(|w| &text[w[0]..w[1]]).collect();
+  let shared = &shared;
+  let pieces: Vec<Piece> = std::thread::scope(|scope| {
+    // The calling thread takes the first piece itself.
+    let workers: Vec<_> = texts[1..].iter().map(|&t| scope.spawn(move || analyse(t, shared))).collect();
+    let mut pieces = vec![analyse(texts[0], shared)];
+    // A panic in a worker is re-raised here and caught by the binding's guard.
+    pieces.extend(workers.into_iter().map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))));
+    pieces
+  });
+  // Each piece writes its own region of the output, in parallel. (A large zeroed allocation
+  // usually comes as fresh pages, already zero, so `vec![0; n]` rarely costs a pass over it.)
+  let mut out = vec![0u8; pieces.iter().map(|p| p.out_len).sum()];
+  std::thread::scope(|scope| {
+    let mut rest: &mut [u8] = &mut out;
+    let mut regions = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+      let (region, tail) = std::mem::take(&mut rest).split_at_mut(p.out_len);
+      regions.push(region);
+      rest = tail;
+    }
+    let mut jobs = texts.iter().zip(&pieces).zip(regions);
+    let first = jobs.next();
+    let workers: Vec<_> = jobs.map(|((&t, p), region)| scope.spawn(move || write_piece(t, p, options, region))).collect();
+    if let Some(((&t, p), region)) = first {
+      write_piece(t, p, options, region);
+    }
+    for w in workers {
+      w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    }
+  });
+  let mut findings = Vec::with_capacity(pieces.iter().map(|p| p.findings.len()).sum());
+  let (mut base, mut blocked) = (0, false);
+  for p in pieces {
+    findings.extend(p.findings.into_iter().map(|f| Finding { start: f.start + base, end: f.end + base, ..f }));
+    base += p.utf16_len;
+    blocked |= p.blocked;
+  }
+  Redaction { text: into_text(out), findings, blocked }
+}
+
+/// What every piece of one call shares: the allowlist and the keyed hash.
+struct Shared<'o> {
+  allow: HashSet<&'o [u8]>,
+  mac: HmacSha256,
+  pseudonymize: bool,
+}
+
+impl<'o> Shared<'o> {
+  fn new(options: &'o RedactOptions) -> Self {
+    let key: &[u8] = options.key.as_deref().unwrap_or(process_key());
+    Shared {
+      allow: options.allowlist.iter().map(|s| s.as_bytes()).collect(),
+      mac: HmacSha256::new_from_slice(key).expect("HMAC accepts any key length"),
+      pseudonymize: options.pseudonymize,
+    }
+  }
+}
+
+/// One piece of the input, analysed: its merged spans (byte offsets into the piece), findings
+/// (UTF-16 offsets into the piece), and the sizes needed to place it in the output.
+struct Piece {
+  spans: Vec<Hit>,
+  findings: Vec<Finding>,
+  blocked: bool,
+  utf16_len: usize,
+  out_len: usize,
+}
+
+/// Detects, merges and fingerprints the spans of `text` (one thread).
+fn analyse(text: &str, shared: &Shared) -> Piece {
   let bytes = text.as_bytes();
-  let (mut hits, blocked) = detect(bytes);
-  if !options.allowlist.is_empty() {
-    let allow: HashSet<&[u8]> = options.allowlist.iter().map(|s| s.as_bytes()).collect();
-    hits.retain(|h| !allow.contains(&bytes[h.start..h.end]));
+  let mut ctx = Ctx::new(bytes);
+  engine().detect(&mut ctx);
+  let (mut hits, blocked) = (ctx.hits, ctx.blocked);
+  if !shared.allow.is_empty() {
+    hits.retain(|h| !shared.allow.contains(&bytes[h.start..h.end]));
   }
   let spans = merge(hits, text);
-  (render(text, &spans, options, out), blocked)
+  let ascii = bytes.is_ascii();
+  let mut findings = Vec::with_capacity(spans.len());
+  let (mut byte_pos, mut u16_pos) = (0usize, 0usize);
+  let mut utf16_at = |target: usize| -> usize {
+    u16_pos += if ascii { target - byte_pos } else { utf16_len(&bytes[byte_pos..target]) };
+    byte_pos = target;
+    u16_pos
+  };
+  let mut out_len = text.len();
+  for h in &spans {
+    let (start, end) = (utf16_at(h.start), utf16_at(h.end));
+    let mut m = shared.mac.clone();
+    m.update(&bytes[h.start..h.end]);
+    let fingerprint = hex::encode(&m.finalize().into_bytes()[..FINGERPRINT_HEX / 2]);
+    out_len = out_len - (h.end - h.start) + placeholder_len(h.kind, shared.pseudonymize);
+    findings.push(Finding { kind: h.kind.to_string(), start, end, method: h.method.to_string(), fingerprint });
+  }
+  let utf16_len = utf16_at(bytes.len());
+  Piece { spans, findings, blocked, utf16_len, out_len }
+}
+
+/// `[REDACTED:EMAIL]` or `[EMAIL_3f2a9c1d]`.
+fn placeholder_len(kind: &str, pseudonymize: bool) -> usize {
+  if pseudonymize {
+    kind.len() + 3 + PSEUDONYM_HEX
+  } else {
+    kind.len() + 11
+  }
+}
+
+/// Writes the redacted `text` of `piece` into `out`, which has exactly `piece.out_len` bytes.
+fn write_piece(text: &str, piece: &Piece, options: &RedactOptions, out: &mut [u8]) {
+  let bytes = text.as_bytes();
+  let mut w = 0;
+  let mut put = |b: &[u8]| {
+    out[w..w + b.len()].copy_from_slice(b);
+    w += b.len();
+  };
+  let mut copied = 0;
+  for (h, f) in piece.spans.iter().zip(&piece.findings) {
+    put(&bytes[copied..h.start]);
+    put(b"[");
+    if options.pseudonymize {
+      put_upper(&mut put, h.kind);
+      put(b"_");
+      put(&f.fingerprint.as_bytes()[..PSEUDONYM_HEX]);
+    } else {
+      put(b"REDACTED:");
+      put_upper(&mut put, h.kind);
+    }
+    put(b"]");
+    copied = h.end;
+  }
+  put(&bytes[copied..]);
+  assert_eq!(w, out.len(), "redacted piece length");
+}
+
+fn put_upper(put: &mut impl FnMut(&[u8]), kind: &str) {
+  for &b in kind.as_bytes() {
+    put(&[b.to_ascii_uppercase()]);
+  }
+}
+
+/// The output buffer as a string. Every byte of it was copied from the input at character
+/// boundaries (spans are widened to them) or from an ASCII placeholder, so it is valid UTF-8;
+/// the check runs anyway (a few GB/s), as the last guard before the text leaves.
+fn into_text(out: Vec<u8>) -> String {
+  String::from_utf8(out).expect("redacted text is UTF-8")
+}
+
+fn parallelism(len: usize) -> usize {
+  std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8).min(len / PARALLEL_PIECE)
 }
 
 /// Redacts many texts with the same options (in input order); large batches are spread over
@@ -126,7 +281,7 @@ pub fn redact_into(text: &str, options: &RedactOptions, out: &mut String) -> (Ve
 pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) -> Vec<Redaction> {
   let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
   let threads = if total >= PARALLEL_MIN && texts.len() > 1 {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8).min(total / PARALLEL_PIECE).min(texts.len())
+    parallelism(total).min(texts.len())
   } else {
     1
   };
@@ -154,45 +309,6 @@ pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) 
       out.extend(w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
     }
     out
-  })
-}
-
-/// Runs the detectors: on one thread, or for large texts on several, each over a piece that
-/// ends at a line boundary outside any multi-line construct (a private key block, a PuTTY key,
-/// a backslash-continued command line). Every detector looks at one line at a time apart from
-/// those, so the pieces find exactly what the whole text would.
-fn detect(bytes: &[u8]) -> (Vec<Hit>, bool) {
-  let threads = if bytes.len() >= PARALLEL_MIN {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8).min(bytes.len() / PARALLEL_PIECE)
-  } else {
-    1
-  };
-  let cuts = if threads > 1 { split_points(bytes, threads) } else { vec![0, bytes.len()] };
-  if cuts.len() <= 2 {
-    let mut ctx = Ctx::new(bytes);
-    engine().detect(&mut ctx);
-    return (ctx.hits, ctx.blocked);
-  }
-  let piece = move |a: usize, b: usize| {
-    let mut ctx = Ctx::new(&bytes[a..b]);
-    engine().detect(&mut ctx);
-    for h in &mut ctx.hits {
-      h.start += a;
-      h.end += a;
-    }
-    (ctx.hits, ctx.blocked)
-  };
-  std::thread::scope(|scope| {
-    // The calling thread takes the first piece itself.
-    let workers: Vec<_> = cuts.windows(2).skip(1).map(|w| scope.spawn(move || piece(w[0], w[1]))).collect();
-    let (mut hits, mut blocked) = piece(cuts[0], cuts[1]);
-    for w in workers {
-      // A panic in a worker is re-raised here and caught by the binding's guard.
-      let (h, b) = w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-      hits.extend(h);
-      blocked |= b;
-    }
-    (hits, blocked)
   })
 }
 
@@ -300,56 +416,6 @@ fn process_key() -> &'static [u8; 32] {
     }
     key
   })
-}
-
-fn render(text: &str, spans: &[Hit], options: &RedactOptions, out: &mut String) -> Vec<Finding> {
-  let bytes = text.as_bytes();
-  let key: &[u8] = options.key.as_deref().unwrap_or(process_key());
-  let mac = HmacSha256::new_from_slice(key).expect("HMAC accepts any key length");
-  let ascii = bytes.is_ascii();
-  out.clear();
-  out.reserve(text.len());
-  let mut findings = Vec::with_capacity(spans.len());
-  let (mut byte_pos, mut u16_pos) = (0usize, 0usize);
-  let mut utf16_at = |target: usize| -> usize {
-    if !ascii {
-      u16_pos += utf16_len(&bytes[byte_pos..target]);
-    } else {
-      u16_pos += target - byte_pos;
-    }
-    byte_pos = target;
-    u16_pos
-  };
-  let mut copied = 0;
-  for h in spans {
-    let start16 = utf16_at(h.start);
-    let end16 = utf16_at(h.end);
-    let mut m = mac.clone();
-    m.update(&bytes[h.start..h.end]);
-    let digest = m.finalize().into_bytes();
-    let fingerprint = hex::encode(&digest[..FINGERPRINT_HEX / 2]);
-    out.push_str(&text[copied..h.start]);
-    out.push('[');
-    if options.pseudonymize {
-      push_upper(out, h.kind);
-      out.push('_');
-      out.push_str(&fingerprint[..PSEUDONYM_HEX]);
-    } else {
-      out.push_str("REDACTED:");
-      push_upper(out, h.kind);
-    }
-    out.push(']');
-    copied = h.end;
-    findings.push(Finding { kind: h.kind.to_string(), start: start16, end: end16, method: h.method.to_string(), fingerprint });
-  }
-  out.push_str(&text[copied..]);
-  findings
-}
-
-fn push_upper(out: &mut String, kind: &str) {
-  for c in kind.chars() {
-    out.push(c.to_ascii_uppercase());
-  }
 }
 
 /// UTF-16 code units of a UTF-8 byte string: one per character, two for characters outside the

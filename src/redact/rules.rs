@@ -11,6 +11,8 @@
 //! `sourcegraph: <hex>`) are not listed here: the assignment detector in `secrets.rs` handles
 //! them generically, with the provider names of [`PROVIDER_WORDS`] as context.
 
+use super::text::Lexicon;
+
 /// What must follow a match for it to count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -300,7 +302,7 @@ pub fn token_rules() -> Vec<TokenRule> {
 
 /// Provider and product names that, as a word of an identifier (`alibabaToken`,
 /// `SOURCEGRAPH_KEY`, `meraki: ...`), make an assigned value a likely credential.
-pub const PROVIDER_WORDS: &[&str] = &[
+pub static PROVIDER_WORDS: Lexicon = Lexicon::new(&[
   "adafruit", "adobe", "airtable", "algolia", "alibaba", "amplitude", "anthropic", "artifactory", "asana", "atlassian",
   "auth0", "aws", "azure", "beamer", "bintray", "bitbucket", "bittrex", "braintree", "circleci", "clickhouse",
   "cloudflare", "codecov", "cohere", "coinbase", "confluence", "confluent", "contentful", "databricks", "datadog",
@@ -314,7 +316,7 @@ pub const PROVIDER_WORDS: &[&str] = &[
   "sendgrid", "sentry", "shopify", "sidekiq", "slack", "snyk", "sonar", "sourcegraph", "square", "squarespace",
   "stripe", "sumo", "sumologic", "supabase", "telegram", "terraform", "travis", "trello", "twilio", "twitch", "twitter",
   "typeform", "vault", "vercel", "yandex", "zendesk",
-];
+]);
 
 /// SHA-256 digests of public example keys that appear in SDK documentation and sample apps (the
 /// Google API keys gitleaks' `gcp-api-key` rule allowlists): never secrets. Kept as digests so

@@ -331,10 +331,20 @@ impl Words {
   fn has(&self, set: &[&str]) -> bool {
     self.iter().any(|w| in_set(set, w))
   }
+  fn has_any_of(&self, lexicon: &Lexicon) -> bool {
+    self.iter().any(|w| lexicon.contains(w))
+  }
 }
 
 fn in_set(set: &[&str], w: &[u8]) -> bool {
-  set.iter().any(|s| s.as_bytes() == w)
+  // The first byte is compared inline: most candidates differ there, and a slice comparison
+  // is a library call.
+  set.iter().any(|s| s.len() == w.len() && s.as_bytes().first() == w.first() && s.as_bytes() == w)
+}
+
+/// Does `v` start with one of `prefixes`? (First byte inline, as in [`in_set`].)
+fn starts_with_any(v: &[u8], prefixes: &[&str]) -> bool {
+  prefixes.iter().any(|p| p.as_bytes().first() == v.first() && v.starts_with(p.as_bytes()))
 }
 
 fn ident_words(ident: &[u8]) -> Words {
@@ -378,7 +388,7 @@ fn ident_words(ident: &[u8]) -> Words {
   w
 }
 
-const ANTI_WORDS: &[&str] = &[
+static ANTI_WORDS: Lexicon = Lexicon::new(&[
   "public", "pub", "publishable", "csrf", "xsrf", "authenticity", "max", "min", "num", "total", "prompt", "completion",
   "completions", "input", "output", "cached", "reasoning", "remaining", "usage", "count", "keyboard", "keyword",
   "keywords", "keys", "tokens", "tokenizer", "tokenize", "tokenized", "monkey", "hotkey", "turkey", "author", "authors",
@@ -386,9 +396,9 @@ const ANTI_WORDS: &[&str] = &[
   "pagination", "continuation", "cursor", "sighash", "down", "up", "left", "right", "event", "press", "pressed",
   "board", "frame", "mesh", "meshing", "pair", "ring", "selector", "stone", "word", "alias", "keystore", "keytab",
   "keyframe", "keychain", "keyring", "turnkey",
-];
+]);
 
-const META_WORDS: &[&str] = &[
+static META_WORDS: Lexicon = Lexicon::new(&[
   "id", "ids", "name", "names", "type", "types", "length", "len", "size", "url", "uri", "urls", "endpoint", "host",
   "path", "file", "dir", "format", "version", "policy", "rule", "rules", "field", "label", "hint", "prefix", "suffix",
   "header", "limit", "limits", "budget", "index", "enabled", "required", "expiry", "expires", "expiration", "ttl",
@@ -397,15 +407,15 @@ const META_WORDS: &[&str] = &[
   "class", "handler", "validator", "strength", "rotation", "generator", "helper", "util", "utils", "config", "option",
   "options", "param", "params", "flag", "min", "max", "length", "chars", "bits", "bytes", "rounds", "iterations",
   "salt", "hash", "hashed", "digest", "fingerprint", "sha", "md5", "check", "checksum", "reset", "changed", "policy",
-];
+]);
 
 const PASSWORD_WORDS: &[&str] = &["password", "passwd", "pwd", "pass", "passphrase", "passcode", "pword", "pw"];
-const STRONG_WORDS: &[&str] = &[
+static STRONG_WORDS: Lexicon = Lexicon::new(&[
   "secret", "secrets", "token", "apikey", "authorization", "credential", "credentials", "creds", "bearer",
   "privatekey", "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "apitoken", "clientsecret",
   "sessiontoken", "authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "appkey", "serverkey",
   "clientkey", "accountkey", "subscriptionkey", "sharedkey", "xapikey", "webhooksecret", "appsecret", "oauthtoken",
-];
+]);
 const KEY_PAIRS: &[&str] = &[
   "api", "access", "secret", "private", "auth", "master", "signing", "encryption", "account", "client", "app",
   "license", "subscription", "shared", "server", "admin", "service", "session", "write", "read", "deploy", "consumer",
@@ -415,21 +425,21 @@ const WEAK_WORDS: &[&str] = &["key", "auth", "oauth", "sig", "session", "cookie"
 
 fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let words = ident_words(ident);
-  if words.n == 0 || words.has(ANTI_WORDS) {
+  if words.n == 0 || words.has_any_of(&ANTI_WORDS) {
     return None;
   }
   let last = words.get(words.n - 1);
-  if in_set(META_WORDS, last) {
+  if META_WORDS.contains(last) {
     return None;
   }
-  let provider = words.has(PROVIDER_WORDS);
+  let provider = words.has_any_of(&PROVIDER_WORDS);
   let pair = |i: usize, a: &[&str], b: &str| in_set(a, words.get(i)) && words.get(i + 1) == b.as_bytes();
   let pairs = |a: &[&str], b: &str| (0..words.n.saturating_sub(1)).any(|i| pair(i, a, b));
   let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
   let ends_with_any = |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
   let strength = if words.has(PASSWORD_WORDS) || ends_with_any(&["password", "passwd", "pwd"]) {
     Strength::Password
-  } else if words.has(STRONG_WORDS) || ends_with_any(&["token", "secret"]) || pairs(KEY_PAIRS, "key") || pairs(&["api"], "token") || pairs(&["api"], "secret") {
+  } else if words.has_any_of(&STRONG_WORDS) || ends_with_any(&["token", "secret"]) || pairs(KEY_PAIRS, "key") || pairs(&["api"], "token") || pairs(&["api"], "secret") {
     Strength::Strong
   } else if provider {
     Strength::Provider
@@ -626,7 +636,7 @@ const PREFIXES: &[&str] = &[
 ];
 
 fn provider_prefix_mismatch(v: &[u8]) -> bool {
-  PREFIXES.iter().any(|p| v.starts_with(p.as_bytes()))
+  starts_with_any(v, PREFIXES)
 }
 
 fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: &[u8]) -> bool {
@@ -741,8 +751,8 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   }
   // Cheap tests first: most long runs are identifiers, ids and hashes that fail them.
   let hex = is_single_case_hex(v);
-  if hex && len < 20 {
-    return; // request ids, short hashes
+  if hex && len < 20 || is_uuid(v) {
+    return; // request ids, short hashes, UUIDs
   }
   let p = profile(v);
   if p.digit == 0 || p.upper + p.lower == 0 {
@@ -757,13 +767,12 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !strong_shape && h < if hex { 3.0 } else { 3.5 } {
     return;
   }
-  if is_uuid(v) || provider_prefix_mismatch(v) || is_known_public(v) || ctx.in_public_zone(a) {
+  if provider_prefix_mismatch(v) || is_known_public(v) || ctx.in_public_zone(a) {
     return;
   }
-  for prefix in [&b"sha1-"[..], b"sha256-", b"sha384-", b"sha512-", b"AAAAB3Nza", b"AAAAC3Nza", b"AAAAE2VjZH"] {
-    if v.starts_with(prefix) {
-      return;
-    }
+  // Subresource integrity hashes and SSH public keys.
+  if starts_with_any(v, &["sha1-", "sha256-", "sha384-", "sha512-", "AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZH"]) {
+    return;
   }
   let context = match context_before(t, a) {
     Context::Anti => return,

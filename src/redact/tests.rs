@@ -376,33 +376,40 @@ fn redact_perf() {
   let time = |name: &str, f: &dyn Fn()| {
     f();
     let t0 = std::time::Instant::now();
-    for _ in 0..3 {
+    for _ in 0..5 {
       f();
     }
-    let s = t0.elapsed().as_secs_f64() / 3.0;
-    println!("{name:>12}: {:7.1} MB/s", mb / s);
+    let s = t0.elapsed().as_secs_f64() / 5.0;
+    println!("{name:>24}: {:7.1} ms {:7.1} MiB/s", s * 1e3, mb / s);
   };
   let e = engine();
-  time("parallel detect", &|| {
-    let _ = detect(text.as_bytes());
-  });
-  let (hits, _) = detect(text.as_bytes());
-  time("merge", &|| {
-    let _ = merge(hits.clone(), &text);
-  });
-  let spans = merge(hits.clone(), &text);
-  time("render", &|| {
-    let mut out = String::new();
-    let _ = render(&text, &spans, &opts(), &mut out);
-  });
+  let options = opts();
+  let shared = Shared::new(&options);
   time("redact", &|| {
     redact(&text, &opts());
   });
-  time("detect", &|| {
+  time("redact, one thread", &|| {
+    redact_pieces(&text, &opts(), &[0, text.len()]);
+  });
+  time("analyse, one thread", &|| {
+    analyse(&text, &shared);
+  });
+  let cuts = split_points(text.as_bytes(), 2);
+  for w in cuts.windows(2) {
+    time(&format!("analyse {}..{}", w[0], w[1]), &|| {
+      analyse(&text[w[0]..w[1]], &shared);
+    });
+  }
+  let piece = analyse(&text, &shared);
+  time("write, one thread", &|| {
+    let mut out = vec![0u8; piece.out_len];
+    write_piece(&text, &piece, &opts(), &mut out);
+  });
+  time("detect, one thread", &|| {
     let mut c = Ctx::new(text.as_bytes());
     e.detect(&mut c);
   });
-  time("runs", &|| {
+  time("scan_runs, one thread", &|| {
     let mut c = Ctx::new(text.as_bytes());
     e.scan_runs(&mut c);
   });
@@ -421,23 +428,25 @@ fn parallel_pieces_find_what_one_pass_finds() {
     let c = &file.cases[i % file.cases.len()];
     text.push_str(&c.text);
     text.push('\n');
+    if i % 5 == 0 {
+      // Characters of two and four UTF-8 bytes (one and two UTF-16 units) before later pieces.
+      text.push_str("na\u{ef}ve caf\u{e9} \u{1f600} mail ana@example.com\n");
+    }
     if i % 97 == 0 {
       text.push_str(&format!("-----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY-----\n"));
       text.push_str(&format!("curl -X POST https://x.test \\\n  -H 'Accept: */*' \\\n  -u deploy:{password}\n"));
     }
     i += 1;
   }
-  let (mut parallel, pb) = detect(text.as_bytes());
-  let mut ctx = Ctx::new(text.as_bytes());
-  engine().detect(&mut ctx);
-  let (mut sequential, sb) = (ctx.hits, ctx.blocked);
-  let key = |h: &Hit| (h.start, h.end, h.kind);
-  parallel.sort_by_key(key);
-  sequential.sort_by_key(key);
-  assert!(split_points(text.as_bytes(), 2).len() > 2, "the text was not split");
-  assert_eq!(pb, sb);
-  assert_eq!(parallel.len(), sequential.len());
-  assert!(parallel == sequential, "parallel and sequential hits differ");
+  let cuts = split_points(text.as_bytes(), 3);
+  assert!(cuts.len() > 2, "the text was not split");
+  for options in [opts(), RedactOptions { pseudonymize: true, ..opts() }] {
+    let parallel = redact_pieces(&text, &options, &cuts);
+    let sequential = redact_pieces(&text, &options, &[0, text.len()]);
+    assert!(!sequential.findings.is_empty() && sequential.blocked);
+    assert_eq!(parallel.findings.len(), sequential.findings.len());
+    assert!(parallel == sequential, "parallel and sequential results differ");
+  }
 }
 
 #[test]
@@ -451,4 +460,18 @@ fn batches_equal_single_calls() {
   for (t, r) in texts.iter().zip(&batch) {
     assert!(*r == redact(t, &opts()));
   }
+}
+
+/// Development aid: one single-threaded detection pass, for `valgrind --tool=callgrind`.
+#[test]
+#[ignore]
+fn redact_detect_once() {
+  let Ok(path) = std::env::var("LOA_REDACT_PERF") else { return };
+  let text = std::fs::read_to_string(path).unwrap();
+  let text = &text[..text.len().min(2 << 20)];
+  let text = &text[..text.rfind('\n').unwrap_or(text.len())];
+  let mut c = Ctx::new(text.as_bytes());
+  engine().compile_all();
+  engine().detect(&mut c);
+  println!("hits {}", c.hits.len());
 }

@@ -7,14 +7,35 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 /// A set of words matched as ASCII-case-insensitive substrings in one pass (built on first use).
+///
+/// Most texts a set is asked about contain none of its words (the assignment detector asks
+/// about every identifier followed by `=`, `:` or `,`), so a table of the words' first two
+/// bytes rejects them before the automaton runs: a text holding a word holds its first pair.
 pub struct WordSet {
   words: &'static [&'static str],
   ac: OnceLock<AhoCorasick>,
+  /// Bit per folded byte pair ([`pair_index`]) that starts a word.
+  first_pairs: [u64; 256],
+  /// A one-byte word: the table cannot decide.
+  unfiltered: bool,
 }
 
 impl WordSet {
   pub const fn new(words: &'static [&'static str]) -> Self {
-    WordSet { words, ac: OnceLock::new() }
+    let mut first_pairs = [0u64; 256];
+    let mut unfiltered = false;
+    let mut i = 0;
+    while i < words.len() {
+      let w = words[i].as_bytes();
+      if w.len() < 2 {
+        unfiltered = true;
+      } else {
+        let pair = pair_index(w[0], w[1]);
+        first_pairs[pair >> 6] |= 1 << (pair & 63);
+      }
+      i += 1;
+    }
+    WordSet { words, ac: OnceLock::new(), first_pairs, unfiltered }
   }
 
   fn ac(&self) -> &AhoCorasick {
@@ -29,9 +50,45 @@ impl WordSet {
 
   /// Does `hay` contain one of the words?
   pub fn in_text(&self, hay: &[u8]) -> bool {
-    !hay.is_empty() && self.ac().is_match(hay)
+    if hay.is_empty() {
+      return false;
+    }
+    if !self.unfiltered && !hay.windows(2).any(|w| self.starts_a_word(w[0], w[1])) {
+      return false;
+    }
+    self.ac().is_match(hay)
   }
 
+  #[inline]
+  fn starts_a_word(&self, b0: u8, b1: u8) -> bool {
+    let pair = pair_index(b0, b1);
+    self.first_pairs[pair >> 6] & (1 << (pair & 63)) != 0
+  }
+}
+
+/// Index of a byte pair in a 128 x 128 bit table. The folding (`| 0x20`, low seven bits) maps
+/// an ASCII letter's two cases to one index, as the case-insensitive match treats them; that it
+/// also merges some other bytes only lets more texts through to the automaton.
+#[inline]
+const fn pair_index(b0: u8, b1: u8) -> usize {
+  (((b0 | 0x20) as usize & 127) << 7) | ((b1 | 0x20) as usize & 127)
+}
+
+/// A set of lowercase words looked up whole (an identifier's words against a list of a hundred):
+/// a hash set built on first use instead of a scan of the list.
+pub struct Lexicon {
+  words: &'static [&'static str],
+  set: OnceLock<rustc_hash::FxHashSet<&'static [u8]>>,
+}
+
+impl Lexicon {
+  pub const fn new(words: &'static [&'static str]) -> Self {
+    Lexicon { words, set: OnceLock::new() }
+  }
+
+  pub fn contains(&self, word: &[u8]) -> bool {
+    self.set.get_or_init(|| self.words.iter().map(|w| w.as_bytes()).collect()).contains(word)
+  }
 }
 
 /// `[A-Za-z0-9_]`
@@ -99,11 +156,24 @@ pub fn entropy(v: &[u8]) -> f64 {
   for &b in v {
     let c = counts[b as usize];
     if c > 1 {
-      sum += c as f64 * (c as f64).log2();
+      sum += c_log2_c(c);
     }
     counts[b as usize] = 0;
   }
   n.log2() - sum / n
+}
+
+/// `c * log2(c)`, from a table for the counts tokens have: the entropy test runs on every long
+/// run of token characters, and a `log2` per distinct byte was most of its cost.
+#[inline]
+fn c_log2_c(c: u16) -> f64 {
+  const TABLED: usize = 1024;
+  static TABLE: OnceLock<Box<[f64; TABLED]>> = OnceLock::new();
+  let f = |c: usize| c as f64 * (c as f64).log2();
+  match TABLE.get_or_init(|| Box::new(std::array::from_fn(f))).get(c as usize) {
+    Some(&x) => x,
+    None => f(c as usize),
+  }
 }
 
 /// ASCII case-insensitive substring test; `needle` must be lowercase.
@@ -199,18 +269,21 @@ pub fn is_placeholder(v: &[u8]) -> bool {
   }
   // One character dominates (`aaaaaaa`, `glc_1111111111`, `0000-0000`).
   let mut counts = [0u16; 128];
-  let mut alnum = 0usize;
+  let (mut alnum, mut distinct, mut top, mut top_char) = (0usize, 0usize, 0usize, 0u8);
   for &b in v {
     if b.is_ascii_alphanumeric() {
-      counts[b as usize] += 1;
+      let c = &mut counts[b as usize];
+      *c = c.saturating_add(1);
       alnum += 1;
+      distinct += (*c == 1) as usize;
+      if *c as usize > top {
+        (top, top_char) = (*c as usize, b);
+      }
     }
   }
   if alnum == 0 {
     return true;
   }
-  let (top_char, top) = counts.iter().enumerate().max_by_key(|&(_, &c)| c).map(|(i, &c)| (i as u8, c as usize)).unwrap();
-  let distinct = counts.iter().filter(|&&c| c > 0).count();
   if distinct <= 2 && alnum >= 6 && top * 10 >= alnum * 8 {
     return true;
   }
