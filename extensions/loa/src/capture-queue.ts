@@ -1,7 +1,8 @@
 // Fail-open capture with retries: a capture that fails is tried again with exponential backoff;
 // one that exhausts its attempts is written, already redacted, to a dead-letter file with its
-// error. Nothing is dropped silently. `drain()` runs every pending retry now (no more waiting)
-// and resolves when each has succeeded or been dead-lettered.
+// error. Nothing is dropped silently. `enqueue` resolves after the first attempt; `drain()` runs
+// every pending retry now (no more waiting) and resolves when each has succeeded or been
+// dead-lettered.
 
 export interface CaptureJob {
   /** Performs the capture; throws to ask for a retry. */
@@ -26,6 +27,8 @@ interface Pending {
   timer?: ReturnType<typeof setTimeout> | undefined
   wake?: (() => void) | undefined
   done: Promise<void>
+  /** Resolves what `enqueue` returned (idempotent). */
+  attempted: () => void
 }
 
 export function describeError(err: unknown): { code: string; message: string } {
@@ -38,12 +41,27 @@ export class CaptureQueue {
 
   constructor(private readonly options: QueueOptions) {}
 
-  /** Starts the job now; retries and dead-lettering happen in the background. */
+  /**
+   * Starts the job now. Resolves once its first attempt has finished: stored, or failed and
+   * scheduled for retry. Retries and dead-lettering go on in the background (`drain()` waits for
+   * them), so a hook never holds the agent's turn, or OpenClaw's plugin stop, through a backoff.
+   * Never rejects.
+   */
   enqueue(job: CaptureJob): Promise<void> {
-    const entry: Pending = { job, attempt: 0, done: Promise.resolve() }
-    entry.done = this.runAttempts(entry).finally(() => this.pending.delete(entry))
+    let attempted: () => void = () => {}
+    const firstAttempt = new Promise<void>((resolve) => (attempted = resolve))
+    const entry: Pending = { job, attempt: 0, done: Promise.resolve(), attempted: () => attempted() }
+    entry.done = this.runAttempts(entry)
+      .catch((err) => {
+        const { code, message } = describeError(err)
+        this.options.warn(`capture ${job.label} could not be dead-lettered: ${code}: ${message}`)
+      })
+      .finally(() => {
+        attempted()
+        this.pending.delete(entry)
+      })
     this.pending.add(entry)
-    return entry.done
+    return firstAttempt
   }
 
   /** Number of captures not yet stored nor dead-lettered. */
@@ -69,6 +87,7 @@ export class CaptureQueue {
         const { code, message } = describeError(err)
         this.options.warn(`capture ${entry.job.label} failed (attempt ${entry.attempt}/${attempts}): ${code}: ${message}`)
       }
+      entry.attempted()
       if (entry.attempt < attempts) await this.backoff(entry, baseDelayMs * 2 ** (entry.attempt - 1))
     }
     const record = { ...(await entry.job.deadLetter()), attempts, error: describeError(lastError), at: new Date().toISOString() }

@@ -129,7 +129,8 @@ test('a failing capture is retried, then dead-lettered redacted, and the agent c
   writeFileSync(join(workspaceDir, '.loa', 'wal'), 'not a directory')
   const ctx = agentCtx(workspaceDir, 'broken')
   const messages = [{ role: 'assistant', content: `I will always send the invoice to ${email} on the first of the month.` }]
-  await runner.runAgentEnd({ messages, success: true }, ctx)
+  await runner.runAgentEnd({ messages, success: true }, ctx) // returns after the first attempt
+  while (!logs.some((l) => /dead-lettered/.test(l.msg))) await new Promise((r) => setTimeout(r, 5))
 
   const lines = readFileSync(join(workspaceDir, '.loa', 'dead-letter.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.length, 1)
@@ -154,4 +155,31 @@ test('a missing conversation permission is reported as such', () => {
   assert.equal(ours.length, 1, JSON.stringify(logs))
   assert.match(ours[0].msg, /plugins\.entries\.loa\.hooks\.allowConversationAccess: true/)
   assert.match(ours[0].msg, /before_prompt_build, agent_end/)
+})
+
+test('stopping the plugin runs pending retries at once and stores what they hold', { timeout: 120_000 }, async () => {
+  // A retry that would otherwise wait ten minutes: only the plugin's stop can run it in time
+  // (the test's timeout is what fails if it does not).
+  const { registry, runner, workspaceDir, logs } = load({ pluginConfig: { retry: { attempts: 3, baseDelayMs: 600_000 } } })
+  mkdirSync(join(workspaceDir, '.loa'), { recursive: true })
+  writeFileSync(join(workspaceDir, '.loa', 'wal'), 'not a directory')
+  const ctx = agentCtx(workspaceDir, 'stopping')
+  const messages = [{ role: 'assistant', content: `We always rotate the staging certificates on Mondays; questions go to ${email}.` }]
+  await runner.runAgentEnd({ messages, success: true }, ctx) // returns after the first attempt
+  assert.ok(logs.some((l) => /failed \(attempt 1\/3\)/.test(l.msg)), JSON.stringify(logs))
+  rmSync(join(workspaceDir, '.loa', 'wal')) // the disk recovers; the retry is still ten minutes away
+
+  // How OpenClaw stops a plugin instance (reload, uninstall, shutdown): its lifecycle's dispose,
+  // which runs what the plugin registered with `api.lifecycle.onDispose`. The loader keeps
+  // instances in a process-wide singleton keyed by the plugin's registry record.
+  const record = registry.plugins.find((p) => p.id === 'loa')
+  const instance = globalThis[Symbol.for('openclaw.pluginInstanceState')]?.records.get(record)?.instance
+  assert.equal(typeof instance?.dispose, 'function', 'OpenClaw exposes no dispose for the plugin instance')
+  await instance.dispose()
+
+  assert.ok(!logs.some((l) => /dead-lettered/.test(l.msg)), JSON.stringify(logs))
+  assert.ok(!readdirSync(join(workspaceDir, '.loa')).includes('dead-letter.jsonl'))
+  const notes = readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8')
+  assert.match(notes, /staging certificates on Mondays/, 'stop consolidated the retried capture')
+  assert.ok(!notes.includes(email), 'NOTES.md is redacted')
 })
