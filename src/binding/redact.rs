@@ -5,7 +5,7 @@ use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
 use super::fs::CoreTask;
-use super::{args, glue, guard, to_napi};
+use super::{args, glue, guard, strings, to_napi};
 use crate::redact as core;
 
 /// Options of `redact`.
@@ -87,10 +87,6 @@ fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions>
 /// one typed array and one string of fingerprints, and a JavaScript helper (`redact_glue.js`)
 /// builds the objects. A large ASCII text is handed to V8 without a copy (an external string).
 pub struct FastRedaction(core::Redaction);
-
-fn to_js(r: core::Redaction) -> FastRedaction {
-  FastRedaction(r)
-}
 
 impl TypeName for FastRedaction {
   fn type_name() -> &'static str {
@@ -238,35 +234,6 @@ thread_local! {
   static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Reads a JS string into `buf` as UTF-8 (V8 writes lone surrogates as U+FFFD, one UTF-16
-/// unit like the surrogate, so offsets are unaffected).
-fn read_string(env: &Env, value: &Unknown, name: &str, buf: &mut Vec<u8>) -> crate::Result<()> {
-  if value.get_type().ok() != Some(napi::ValueType::String) {
-    return Err(crate::LoaError::InvalidArgument(format!("`{name}` must be a string")));
-  }
-  let raw_env = env.raw();
-  let raw = value.raw();
-  // The UTF-16 length is known to V8 without a pass over the string (the UTF-8 length is not),
-  // and UTF-8 needs at most 3 bytes per UTF-16 unit: one copy instead of a measuring pass and a
-  // copy.
-  let mut units = 0usize;
-  let status = unsafe { sys::napi_get_value_string_utf16(raw_env, raw, std::ptr::null_mut(), 0, &mut units) };
-  if status != sys::Status::napi_ok {
-    return Err(crate::LoaError::InvalidArgument(format!("`{name}` must be a valid string")));
-  }
-  let len = units * 3;
-  buf.clear();
-  buf.reserve(len + 1);
-  let mut written = 0usize;
-  let status = unsafe { sys::napi_get_value_string_utf8(raw_env, raw, buf.as_mut_ptr().cast(), len + 1, &mut written) };
-  if status != sys::Status::napi_ok {
-    return Err(crate::LoaError::InvalidArgument(format!("`{name}` must be a valid string")));
-  }
-  // SAFETY: napi wrote `written` bytes into the reserved capacity.
-  unsafe { buf.set_len(written) };
-  Ok(())
-}
-
 /// Finds personal data and secrets in `text` and replaces each with a placeholder: e-mail
 /// addresses, phone numbers, payment cards (Luhn), IBANs (mod-97), US SSNs, IP addresses,
 /// private keys (which also set `blocked`), JWTs, provider tokens (AWS, GitHub, GitLab, Slack,
@@ -287,9 +254,12 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
     guard(|| {
       INPUT.with(|cell| {
         let mut input = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
-        read_string(env, &text, "text", &mut input)?;
+        if text.get_type().ok() != Some(napi::ValueType::String) {
+          return Err(crate::LoaError::InvalidArgument("`text` must be a string".into()));
+        }
+        // SAFETY: called on the JS thread with its env; `text` is a string.
+        let text = unsafe { strings::read_whole_into(env.raw(), text.raw(), &mut input, "text")? };
         let options = parse_options(options)?;
-        let text = std::str::from_utf8(&input).map_err(|_| crate::LoaError::InvalidArgument("`text` must be a valid string".into()))?;
         let redaction = core::redact(text, &options);
         if input.capacity() > 64 << 20 {
           // Do not keep a huge buffer around after an exceptional call.
@@ -308,7 +278,7 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
 pub fn redact_async(text: Unknown, options: Option<Unknown>) -> napi::Result<AsyncTask<CoreTask<FastRedaction>>> {
   // Bad arguments reject the promise like any other failure, instead of throwing synchronously.
   Ok(AsyncTask::new(match guard(|| Ok((args::string(text, "text")?, parse_options(options)?))) {
-    Ok((text, options)) => CoreTask::new(move || Ok(to_js(core::redact(&text, &options)))),
+    Ok((text, options)) => CoreTask::new(move || Ok(FastRedaction(core::redact(&text, &options)))),
     Err(e) => CoreTask::new(move || Err(e)),
   }))
 }
@@ -322,7 +292,7 @@ pub fn redact_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi:
     guard(|| {
       let texts = args::string_array(texts, "texts")?;
       let options = parse_options(options)?;
-      Ok(core::redact_batch(&texts, &options).into_iter().map(to_js).collect())
+      Ok(core::redact_batch(&texts, &options).into_iter().map(FastRedaction).collect())
     }),
   )
 }

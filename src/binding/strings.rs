@@ -72,6 +72,25 @@ pub unsafe fn read_into<'b>(env: sys::napi_env, value: sys::napi_value, buf: &'b
   }
 }
 
+/// Reads the whole JS string `value` into `buf` (reused between calls) with one copy: the UTF-16
+/// length is known to V8 without a pass over the string (the UTF-8 length is not), and UTF-8
+/// needs at most 3 bytes per UTF-16 unit, so no measuring pass is needed. For large strings
+/// (`redact`'s input); [`read_into`] suits many small ones. V8 writes a lone surrogate as
+/// U+FFFD, one UTF-16 unit like the surrogate, so UTF-16 offsets computed on the result match
+/// the JS string's.
+pub unsafe fn read_whole_into<'b>(env: sys::napi_env, value: sys::napi_value, buf: &'b mut Vec<u8>, what: &str) -> Result<&'b str> {
+  let cap = utf16_len(env, value, what)?.saturating_mul(3) + 1;
+  buf.clear();
+  buf.reserve(cap);
+  let mut written = 0usize;
+  if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
+    return Err(failed(what));
+  }
+  // SAFETY: napi wrote `written` bytes into the reserved capacity.
+  buf.set_len(written);
+  std::str::from_utf8(buf).map_err(|_| failed(what))
+}
+
 /// At least the first `max_bytes` UTF-8 bytes of the JS string `value` (cut at a character
 /// boundary), converting no more than about that much of it; and whether that is all of it.
 pub unsafe fn read_prefix(env: sys::napi_env, value: sys::napi_value, max_bytes: usize, what: &str) -> Result<(String, bool)> {
