@@ -1,3 +1,5 @@
 fn main() {
-    napi_build::setup();
+  // Only the Node binding links against N-API symbols that Node itself provides.
+  #[cfg(feature = "napi")]
+  napi_build::setup();
 }

@@ -1,5 +1,5 @@
 // `npm run eval:redact`: precision and recall of `redact` on the labelled development corpus
-// (../shared/corpus, see its README): gitleaks' rule samples and Presidio's recognizer tests.
+// (testdata/corpus, see its README): gitleaks' rule samples and Presidio's recognizer tests.
 //
 //   node scripts/eval-redact.mjs              tables (Markdown) on stdout
 //   node scripts/eval-redact.mjs --json       one JSON document
@@ -21,7 +21,7 @@ const { redact } = require(join(root, 'index.js'))
 const args = process.argv.slice(2)
 const JSON_OUT = args.includes('--json')
 const MISSES = args.includes('--misses')
-const corpus = process.env.LOA_CORPUS_DIR ?? join(root, '..', 'shared', 'corpus')
+const corpus = process.env.LOA_CORPUS_DIR ?? join(root, 'testdata', 'corpus')
 if (!existsSync(join(corpus, 'gitleaks_rule_samples.dev.jsonl'))) {
   console.error(`eval-redact: corpus not found in ${corpus} (set LOA_CORPUS_DIR)`)
   process.exit(2)

@@ -46,12 +46,8 @@ pub enum AttentionAction {
 }
 
 impl AttentionLevel {
-  pub const ALL: [AttentionLevel; 4] = [
-    AttentionLevel::Green,
-    AttentionLevel::Yellow,
-    AttentionLevel::Orange,
-    AttentionLevel::Red,
-  ];
+  pub const ALL: [AttentionLevel; 4] =
+    [AttentionLevel::Green, AttentionLevel::Yellow, AttentionLevel::Orange, AttentionLevel::Red];
 
   pub fn as_str(self) -> &'static str {
     match self {
@@ -115,12 +111,7 @@ pub struct AttentionStatus {
 
 /// The thresholds of yellow, orange and red, checked to increase.
 fn thresholds(config: &AttentionBudgetConfig) -> Result<[u64; 4]> {
-  let t = [
-    0,
-    config.yellow.tokens,
-    config.orange.tokens,
-    config.red.tokens,
-  ];
+  let t = [0, config.yellow.tokens, config.orange.tokens, config.red.tokens];
   if !(t[1] >= 1 && t[1] < t[2] && t[2] < t[3]) {
     return invalid(format!(
       "attention levels must increase: yellow {} < orange {} < red {} tokens (and yellow at least 1)",
@@ -131,11 +122,8 @@ fn thresholds(config: &AttentionBudgetConfig) -> Result<[u64; 4]> {
 }
 
 fn status_of(t: &[u64; 4], tokens_used: u64) -> AttentionStatus {
-  let level = AttentionLevel::ALL
-    .into_iter()
-    .rev()
-    .find(|l| tokens_used >= t[l.index()])
-    .unwrap_or(AttentionLevel::Green);
+  let level =
+    AttentionLevel::ALL.into_iter().rev().find(|l| tokens_used >= t[l.index()]).unwrap_or(AttentionLevel::Green);
   let i = level.index();
   AttentionStatus {
     level,
@@ -148,10 +136,7 @@ fn status_of(t: &[u64; 4], tokens_used: u64) -> AttentionStatus {
 }
 
 /// The level of `tokens_used` under `config`. `E_INVALID_ARGUMENT` if the levels do not increase.
-pub fn attention_level(
-  tokens_used: u64,
-  config: &AttentionBudgetConfig,
-) -> Result<AttentionStatus> {
+pub fn attention_level(tokens_used: u64, config: &AttentionBudgetConfig) -> Result<AttentionStatus> {
   Ok(status_of(&thresholds(config)?, tokens_used))
 }
 
@@ -210,11 +195,7 @@ impl AttentionTracker {
     if status.level > self.reported {
       self.reported = status.level;
     }
-    AttentionUpdate {
-      status,
-      crossed,
-      over_operation_limit: tokens > self.single_operation,
-    }
+    AttentionUpdate { status, crossed, over_operation_limit: tokens > self.single_operation }
   }
 
   /// Back to 0 tokens after the context was cleared; every level will be reported again.
@@ -252,20 +233,11 @@ mod tests {
     assert_eq!(at(5000).action, AttentionAction::DeltaSync);
     assert_eq!(at(9999).level, AttentionLevel::Yellow);
     assert_eq!(at(10_000).level, AttentionLevel::Orange);
-    assert_eq!(
-      at(10_000).message,
-      "Context is filling. Consider /clear when ready."
-    );
+    assert_eq!(at(10_000).message, "Context is filling. Consider /clear when ready.");
     assert_eq!(at(15_000).level, AttentionLevel::Red);
-    assert_eq!(
-      at(15_000).message,
-      "Attention budget high. Recommend /clear."
-    );
+    assert_eq!(at(15_000).message, "Attention budget high. Recommend /clear.");
     assert_eq!(at(u64::MAX).level, AttentionLevel::Red);
-    assert_eq!(
-      (at(7000).threshold, at(7000).next_threshold),
-      (5000, Some(10_000))
-    );
+    assert_eq!((at(7000).threshold, at(7000).next_threshold), (5000, Some(10_000)));
     assert_eq!((at(1).threshold, at(1).next_threshold), (0, Some(5000)));
     assert_eq!(at(20_000).next_threshold, None);
   }
@@ -277,31 +249,13 @@ mod tests {
       .unwrap()
       .config
       .attention_budget;
-    assert_eq!(
-      attention_level(9_999, &c).unwrap().level,
-      AttentionLevel::Green
-    );
-    assert_eq!(
-      attention_level(10_000, &c).unwrap().level,
-      AttentionLevel::Yellow
-    );
-    assert_eq!(
-      attention_level(20_000, &c).unwrap().level,
-      AttentionLevel::Orange
-    );
-    assert_eq!(
-      attention_level(30_000, &c).unwrap().level,
-      AttentionLevel::Red
-    );
+    assert_eq!(attention_level(9_999, &c).unwrap().level, AttentionLevel::Green);
+    assert_eq!(attention_level(10_000, &c).unwrap().level, AttentionLevel::Yellow);
+    assert_eq!(attention_level(20_000, &c).unwrap().level, AttentionLevel::Orange);
+    assert_eq!(attention_level(30_000, &c).unwrap().level, AttentionLevel::Red);
     let mut bad = defaults();
-    bad.orange = BudgetLevel {
-      tokens: 4000,
-      fraction: 0.02,
-    };
-    assert_eq!(
-      attention_level(1, &bad).unwrap_err().code(),
-      "E_INVALID_ARGUMENT"
-    );
+    bad.orange = BudgetLevel { tokens: 4000, fraction: 0.02 };
+    assert_eq!(attention_level(1, &bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
     assert!(AttentionTracker::new(&bad).is_err());
   }
 
@@ -313,10 +267,7 @@ mod tests {
     assert_eq!(u.status.level, AttentionLevel::Green);
     t.add(1500);
     let u = t.add(2000); // exactly 5000: yellow, with a delta sync
-    assert!(
-      !u.over_operation_limit,
-      "2000 is the per-operation limit itself"
-    );
+    assert!(!u.over_operation_limit, "2000 is the per-operation limit itself");
     assert_eq!(u.crossed.len(), 1);
     assert_eq!(u.crossed[0].level, AttentionLevel::Yellow);
     assert_eq!(u.crossed[0].action, AttentionAction::DeltaSync);
@@ -324,14 +275,8 @@ mod tests {
     assert!(t.add(100).crossed.is_empty(), "yellow is reported once");
     // One big result jumps over orange into red: both are reported, lowest first.
     let u = t.add(12_000);
-    assert_eq!(
-      u.crossed.iter().map(|c| c.level).collect::<Vec<_>>(),
-      [AttentionLevel::Orange, AttentionLevel::Red]
-    );
-    assert!(
-      u.over_operation_limit,
-      "12000 tokens in one operation is over single_search (2000)"
-    );
+    assert_eq!(u.crossed.iter().map(|c| c.level).collect::<Vec<_>>(), [AttentionLevel::Orange, AttentionLevel::Red]);
+    assert!(u.over_operation_limit, "12000 tokens in one operation is over single_search (2000)");
     assert_eq!(u.status.tokens_used, 17_100);
     assert!(t.add(1).crossed.is_empty());
     assert_eq!(t.tokens_used(), 17_101);
@@ -340,10 +285,7 @@ mod tests {
     assert_eq!(t.status().level, AttentionLevel::Green);
     assert_eq!(t.tokens_used(), 0);
     let u = t.add(6000);
-    assert_eq!(
-      u.crossed.iter().map(|c| c.level).collect::<Vec<_>>(),
-      [AttentionLevel::Yellow]
-    );
+    assert_eq!(u.crossed.iter().map(|c| c.level).collect::<Vec<_>>(), [AttentionLevel::Yellow]);
     assert_eq!(u.crossed[0].tokens_used, 6000);
     // Adding never overflows.
     t.add(u64::MAX);

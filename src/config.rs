@@ -77,13 +77,8 @@ const MAX_CONFIG_BYTES: u64 = MIB;
 const DEFAULT_GRIMOIRES_DIR: &str = "grimoires/loa";
 const WINDOW_KEY: &str = "attention_budget.context_window_tokens";
 /// Artifacts seed 003 says must never be cleared; always part of `preserve_artifacts`.
-pub const ALWAYS_PRESERVED: [&str; 5] = [
-  "trajectory_events",
-  "quality_gate_results",
-  "decision_records",
-  "notes_session_continuity",
-  "active_beads",
-];
+pub const ALWAYS_PRESERVED: [&str; 5] =
+  ["trajectory_events", "quality_gate_results", "decision_records", "notes_session_continuity", "active_beads"];
 
 // ---------------------------------------------------------------------------------------------
 // The resolved configuration
@@ -275,10 +270,7 @@ pub struct RetryConfig {
 
 impl Default for RetryConfig {
   fn default() -> Self {
-    RetryConfig {
-      max_attempts: 3,
-      backoff_base_ms: 1000,
-    }
+    RetryConfig { max_attempts: 3, backoff_base_ms: 1000 }
   }
 }
 
@@ -344,10 +336,7 @@ pub struct BudgetLevel {
 
 impl BudgetLevel {
   fn tokens(tokens: u64, window: u64) -> Self {
-    BudgetLevel {
-      tokens,
-      fraction: tokens as f64 / window as f64,
-    }
+    BudgetLevel { tokens, fraction: tokens as f64 / window as f64 }
   }
 }
 
@@ -388,10 +377,7 @@ impl Default for AttentionBudgetConfig {
       yellow: BudgetLevel::tokens(5000, w),
       orange: BudgetLevel::tokens(10_000, w),
       red: BudgetLevel::tokens(15_000, w),
-      compact: BudgetLevel {
-        tokens: 160_000,
-        fraction: 0.8,
-      },
+      compact: BudgetLevel { tokens: 160_000, fraction: 0.8 },
     }
   }
 }
@@ -422,11 +408,7 @@ impl Default for ContextEditingConfig {
       enabled: true,
       preserve_recent_turns: 5,
       clear_targets: ClearTarget::ALL.to_vec(),
-      clear_after_phases: vec![
-        "initialization".into(),
-        "implementation".into(),
-        "testing".into(),
-      ],
+      clear_after_phases: vec!["initialization".into(), "implementation".into(), "testing".into()],
       preserve_artifacts: ALWAYS_PRESERVED.iter().map(|s| s.to_string()).collect(),
     }
   }
@@ -459,10 +441,7 @@ impl ClearTarget {
   ];
   const NAMES: [(&'static str, ClearTarget); 5] = [
     ("stale_tool_results", ClearTarget::StaleToolResults),
-    (
-      "completed_phase_details",
-      ClearTarget::CompletedPhaseDetails,
-    ),
+    ("completed_phase_details", ClearTarget::CompletedPhaseDetails),
     ("superseded_file_reads", ClearTarget::SupersededFileReads),
     ("intermediate_outputs", ClearTarget::IntermediateOutputs),
     ("verbose_debug", ClearTarget::VerboseDebug),
@@ -544,11 +523,7 @@ pub struct SessionContinuityConfig {
 
 impl Default for SessionContinuityConfig {
   fn default() -> Self {
-    SessionContinuityConfig {
-      tiered_recovery: true,
-      level1_tokens: 100,
-      level2_tokens: 500,
-    }
+    SessionContinuityConfig { tiered_recovery: true, level1_tokens: 100, level2_tokens: 500 }
   }
 }
 
@@ -568,12 +543,7 @@ pub struct TrajectoryConfig {
 
 impl TrajectoryConfig {
   fn under(g: &str) -> Self {
-    TrajectoryConfig {
-      dir: join(g, "a2a/trajectory"),
-      retention_days: 30,
-      archive_days: 365,
-      compression_level: 6,
-    }
+    TrajectoryConfig { dir: join(g, "a2a/trajectory"), retention_days: 30, archive_days: 365, compression_level: 6 }
   }
 }
 
@@ -591,11 +561,7 @@ pub struct EddConfig {
 
 impl Default for EddConfig {
   fn default() -> Self {
-    EddConfig {
-      enabled: true,
-      min_test_scenarios: 3,
-      require_citations: true,
-    }
+    EddConfig { enabled: true, min_test_scenarios: 3, require_citations: true }
   }
 }
 
@@ -612,10 +578,7 @@ pub struct IdentityConfig {
 
 impl IdentityConfig {
   fn under(g: &str) -> Self {
-    IdentityConfig {
-      beauvoir_path: join(g, "BEAUVOIR.md"),
-      soul_path: "SOUL.md".into(),
-    }
+    IdentityConfig { beauvoir_path: join(g, "BEAUVOIR.md"), soul_path: "SOUL.md".into() }
   }
 }
 
@@ -664,10 +627,7 @@ pub struct AuditConfig {
 
 impl Default for AuditConfig {
   fn default() -> Self {
-    AuditConfig {
-      dir: ".loa/audit".into(),
-      segment_max_bytes: 10 * MIB,
-    }
+    AuditConfig { dir: ".loa/audit".into(), segment_max_bytes: 10 * MIB }
   }
 }
 
@@ -694,11 +654,7 @@ impl Default for RecoveryConfig {
       window_ms: 120_000,
       max_attempts: 5,
       degraded_alert_cycles: 3,
-      sources: vec![
-        RecoverySource::Mount,
-        RecoverySource::Git,
-        RecoverySource::Template,
-      ],
+      sources: vec![RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
       mount_dir: None,
     }
   }
@@ -732,11 +688,7 @@ pub struct SynthesisConfig {
 
 impl Default for SynthesisConfig {
   fn default() -> Self {
-    SynthesisConfig {
-      dir: "thoughts/shared/handoffs".into(),
-      retention_days: 7,
-      commit_throttle_ms: 1_800_000,
-    }
+    SynthesisConfig { dir: "thoughts/shared/handoffs".into(), retention_days: 7, commit_throttle_ms: 1_800_000 }
   }
 }
 
@@ -755,11 +707,7 @@ pub struct PersistenceConfig {
 
 impl PersistenceConfig {
   fn under(g: &str) -> Self {
-    PersistenceConfig {
-      state_dir: ".loa/state".into(),
-      memory_path: join(g, "MEMORY.md"),
-      stale_after_ms: 300_000,
-    }
+    PersistenceConfig { state_dir: ".loa/state".into(), memory_path: join(g, "MEMORY.md"), stale_after_ms: 300_000 }
   }
 }
 
@@ -782,35 +730,18 @@ pub fn load_config(workspace: &Path) -> Result<LoadedConfig> {
   let file = match File::open(&path) {
     Ok(f) => f,
     Err(e) if e.kind() == io::ErrorKind::NotFound => {
-      return Ok(LoadedConfig {
-        config: Config::default(),
-        warnings: Vec::new(),
-        source: None,
-      });
+      return Ok(LoadedConfig { config: Config::default(), warnings: Vec::new(), source: None });
     }
     Err(e) => return Err(LoaError::io("open config", &path, e)),
   };
   let mut bytes = Vec::new();
-  file
-    .take(MAX_CONFIG_BYTES + 1)
-    .read_to_end(&mut bytes)
-    .map_err(|e| LoaError::io("read config", &path, e))?;
+  file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| LoaError::io("read config", &path, e))?;
   if bytes.len() as u64 > MAX_CONFIG_BYTES {
-    let size = std::fs::metadata(&path)
-      .map(|m| m.len())
-      .unwrap_or(bytes.len() as u64);
-    return Err(LoaError::TooLarge {
-      what: path.display().to_string(),
-      size,
-      limit: MAX_CONFIG_BYTES,
-    });
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(bytes.len() as u64);
+    return Err(LoaError::TooLarge { what: path.display().to_string(), size, limit: MAX_CONFIG_BYTES });
   }
-  let text = String::from_utf8(bytes).map_err(|e| {
-    invalid(
-      "<yaml>",
-      format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
-    )
-  })?;
+  let text = String::from_utf8(bytes)
+    .map_err(|e| invalid("<yaml>", format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to())))?;
   let mut loaded = parse_config(&text)?;
   loaded.source = Some(path);
   Ok(loaded)
@@ -824,11 +755,7 @@ pub fn parse_config(yaml: &str) -> Result<LoadedConfig> {
   value.apply_merge().map_err(yaml_error)?;
   let mut warnings = Vec::new();
   let config = parse_root(value, &mut warnings)?;
-  Ok(LoadedConfig {
-    config,
-    warnings,
-    source: None,
-  })
+  Ok(LoadedConfig { config, warnings, source: None })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -836,20 +763,13 @@ pub fn parse_config(yaml: &str) -> Result<LoadedConfig> {
 // ---------------------------------------------------------------------------------------------
 
 fn invalid(key: &str, reason: impl Into<String>) -> LoaError {
-  LoaError::ConfigInvalid {
-    key: key.to_string(),
-    reason: reason.into(),
-  }
+  LoaError::ConfigInvalid { key: key.to_string(), reason: reason.into() }
 }
 
 fn yaml_error(e: serde_norway::Error) -> LoaError {
   let reason = match e.location() {
     Some(loc) if !e.to_string().contains("line") => {
-      format!(
-        "YAML syntax error at line {} column {}: {e}",
-        loc.line(),
-        loc.column()
-      )
+      format!("YAML syntax error at line {} column {}: {e}", loc.line(), loc.column())
     }
     _ => format!("YAML syntax error: {e}"),
   };
@@ -868,22 +788,12 @@ fn join(base: &str, name: &str) -> String {
 /// never shown in a message.
 fn secret_ish(path: &str) -> bool {
   let lower = path.to_ascii_lowercase();
-  lower
-    .split(|c: char| !c.is_ascii_alphanumeric())
-    .any(|seg| {
-      matches!(seg, "key" | "keys" | "token" | "private" | "pat")
-        || [
-          "secret",
-          "password",
-          "passwd",
-          "passphrase",
-          "credential",
-          "apikey",
-          "privatekey",
-        ]
+  lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|seg| {
+    matches!(seg, "key" | "keys" | "token" | "private" | "pat")
+      || ["secret", "password", "passwd", "passphrase", "credential", "apikey", "privatekey"]
         .iter()
         .any(|w| seg.contains(w))
-    })
+  })
 }
 
 /// How a value is shown in an error message: the value itself, or only its kind for secret-ish
@@ -951,11 +861,9 @@ impl Field {
     match &self.value {
       Value::Number(n) => match (n.as_u64(), n.as_i64()) {
         (Some(u), _) if (min..=max).contains(&u) => Ok(u),
-        (Some(_), _) | (None, Some(_)) => Err(self.err(format!(
-          "must be {}, got {}",
-          range_text(min, max),
-          self.got()
-        ))),
+        (Some(_), _) | (None, Some(_)) => {
+          Err(self.err(format!("must be {}, got {}", range_text(min, max), self.got())))
+        }
         (None, None) => Err(self.err(format!("expected a whole number, got {}", self.got()))),
       },
       _ => Err(self.err(format!("expected a whole number, got {}", self.got()))),
@@ -972,10 +880,7 @@ impl Field {
     if f >= min && f <= max {
       Ok(f)
     } else {
-      Err(self.err(format!(
-        "must be between {min} and {max}, got {}",
-        self.got()
-      )))
+      Err(self.err(format!("must be between {min} and {max}, got {}", self.got())))
     }
   }
 
@@ -1005,10 +910,7 @@ impl Field {
       return Err(self.err("must not contain a NUL character"));
     }
     if s.starts_with('~') {
-      return Err(self.err(format!(
-        "must be relative to the workspace (`~` is not expanded), got {}",
-        self.got()
-      )));
+      return Err(self.err(format!("must be relative to the workspace (`~` is not expanded), got {}", self.got())));
     }
     let mut parts = Vec::new();
     for c in Path::new(&s).components() {
@@ -1016,32 +918,18 @@ impl Field {
         Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
         Component::CurDir => {}
         Component::ParentDir => {
-          return Err(self.err(format!(
-            "must stay inside the workspace (no `..`), got {}",
-            self.got()
-          )));
+          return Err(self.err(format!("must stay inside the workspace (no `..`), got {}", self.got())));
         }
         Component::RootDir | Component::Prefix(_) => {
-          return Err(self.err(format!(
-            "must be relative to the workspace, got {}",
-            self.got()
-          )));
+          return Err(self.err(format!("must be relative to the workspace, got {}", self.got())));
         }
       }
     }
-    Ok(if parts.is_empty() {
-      ".".into()
-    } else {
-      parts.join("/")
-    })
+    Ok(if parts.is_empty() { ".".into() } else { parts.join("/") })
   }
 
   fn choice<T: Copy>(&self, options: &[(&str, T)]) -> Result<T> {
-    let names = options
-      .iter()
-      .map(|(n, _)| *n)
-      .collect::<Vec<_>>()
-      .join(", ");
+    let names = options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
     match &self.value {
       Value::String(s) => {
         let wanted = s.trim().to_ascii_lowercase();
@@ -1061,10 +949,7 @@ impl Field {
         items
           .iter()
           .enumerate()
-          .map(|(i, v)| Field {
-            path: format!("{}[{i}]", self.path),
-            value: v.clone(),
-          })
+          .map(|(i, v)| Field { path: format!("{}[{i}]", self.path), value: v.clone() })
           .collect(),
       ),
       _ => Err(self.err(format!("expected a list, got {}", self.got()))),
@@ -1084,8 +969,7 @@ impl Field {
 
   /// An attention level: whole number = tokens, decimal in (0, 1] = fraction, `"N%"` = percent.
   fn level(&self) -> Result<LevelInput> {
-    const HELP: &str =
-      "expected a token count (5000), a fraction of the context window (0.8) or a \
+    const HELP: &str = "expected a token count (5000), a fraction of the context window (0.8) or a \
                         percentage (\"80%\")";
     match &self.value {
       Value::Number(n) if !n.is_f64() => Ok(LevelInput::Tokens(self.uint(1, MAX_SAFE)?)),
@@ -1101,10 +985,7 @@ impl Field {
         let num = s.trim().trim_end_matches('%').trim();
         match num.parse::<f64>() {
           Ok(p) if p > 0.0 && p <= 100.0 => Ok(LevelInput::Fraction(p / 100.0)),
-          _ => Err(self.err(format!(
-            "a percentage must be above 0 and at most 100, got {}",
-            self.got()
-          ))),
+          _ => Err(self.err(format!("a percentage must be above 0 and at most 100, got {}", self.got()))),
         }
       }
       _ => Err(self.err(format!("{HELP}, got {}", self.got()))),
@@ -1131,17 +1012,8 @@ struct Section {
 impl Section {
   fn new(path: String, field: Option<Field>) -> Result<Section> {
     match field {
-      None => Ok(Section {
-        path,
-        entries: Vec::new(),
-      }),
-      Some(Field {
-        value: Value::Mapping(m),
-        ..
-      }) => Ok(Section {
-        path,
-        entries: m.into_iter().collect(),
-      }),
+      None => Ok(Section { path, entries: Vec::new() }),
+      Some(Field { value: Value::Mapping(m), .. }) => Ok(Section { path, entries: m.into_iter().collect() }),
       Some(f) => Err(f.err(format!("expected a mapping of keys, got {}", f.got()))),
     }
   }
@@ -1156,18 +1028,12 @@ impl Section {
 
   /// Removes `key`; returns it unless absent or null (`key:` with no value means "default").
   fn take(&mut self, key: &str) -> Option<Field> {
-    let pos = self
-      .entries
-      .iter()
-      .position(|(k, _)| k.as_str() == Some(key))?;
+    let pos = self.entries.iter().position(|(k, _)| k.as_str() == Some(key))?;
     let (_, value) = self.entries.remove(pos);
     if value.is_null() {
       None
     } else {
-      Some(Field {
-        path: self.child(key),
-        value,
-      })
+      Some(Field { path: self.child(key), value })
     }
   }
 
@@ -1176,12 +1042,7 @@ impl Section {
     Section::new(self.child(key), field)
   }
 
-  fn get<T>(
-    &mut self,
-    key: &str,
-    default: T,
-    parse: impl FnOnce(&Field) -> Result<T>,
-  ) -> Result<T> {
+  fn get<T>(&mut self, key: &str, default: T, parse: impl FnOnce(&Field) -> Result<T>) -> Result<T> {
     match self.take(key) {
       Some(f) => parse(&f),
       None => Ok(default),
@@ -1201,53 +1062,30 @@ impl Section {
 
 /// Chooses among the spellings of one setting, listed in precedence order (the first is the
 /// canonical one, `canonical`). Returns the index of the spelling used and its field.
-fn pick(
-  canonical: &str,
-  candidates: Vec<Option<Field>>,
-  warnings: &mut Vec<String>,
-) -> Option<(usize, Field)> {
-  let mut present = candidates
-    .into_iter()
-    .enumerate()
-    .filter_map(|(i, f)| f.map(|f| (i, f)));
+fn pick(canonical: &str, candidates: Vec<Option<Field>>, warnings: &mut Vec<String>) -> Option<(usize, Field)> {
+  let mut present = candidates.into_iter().enumerate().filter_map(|(i, f)| f.map(|f| (i, f)));
   let (index, winner) = present.next()?;
   for (_, other) in present {
-    warnings.push(format!(
-      "`{}` is also set; `{}` wins",
-      other.path, winner.path
-    ));
+    warnings.push(format!("`{}` is also set; `{}` wins", other.path, winner.path));
   }
   if index != 0 {
-    warnings.push(format!(
-      "`{}` is deprecated; use `{canonical}`",
-      winner.path
-    ));
+    warnings.push(format!("`{}` is deprecated; use `{canonical}`", winner.path));
   }
   Some((index, winner))
 }
 
 /// [`pick`] for a nested key and its flat spelling.
-fn aliased(
-  canonical: &str,
-  nested: Option<Field>,
-  flat: Option<Field>,
-  warnings: &mut Vec<String>,
-) -> Option<Field> {
+fn aliased(canonical: &str, nested: Option<Field>, flat: Option<Field>, warnings: &mut Vec<String>) -> Option<Field> {
   pick(canonical, vec![nested, flat], warnings).map(|(_, f)| f)
 }
 
 fn parse_root(value: Value, w: &mut Vec<String>) -> Result<Config> {
   let root_field = match value {
     Value::Null => None,
-    v => Some(Field {
-      path: "<yaml>".into(),
-      value: v,
-    }),
+    v => Some(Field { path: "<yaml>".into(), value: v }),
   };
   let mut root = Section::new(String::new(), root_field)?;
-  let grimoires_dir = root.get("grimoires_dir", DEFAULT_GRIMOIRES_DIR.to_string(), |f| {
-    f.rel_path()
-  })?;
+  let grimoires_dir = root.get("grimoires_dir", DEFAULT_GRIMOIRES_DIR.to_string(), |f| f.rel_path())?;
   let g = grimoires_dir.as_str();
 
   let wal = parse_wal(&mut root, w)?;
@@ -1291,21 +1129,11 @@ fn parse_wal(root: &mut Section, w: &mut Vec<String>) -> Result<WalConfig> {
   };
   let cfg = WalConfig {
     dir,
-    lock_timeout_ms: s.get("lock_timeout_ms", d.lock_timeout_ms, |f| {
-      f.uint(0, MAX_SAFE)
-    })?,
-    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| {
-      f.uint(1024, MAX_SAFE)
-    })?,
-    segment_max_age_ms: s.get("segment_max_age_ms", d.segment_max_age_ms, |f| {
-      f.uint(1, MAX_SAFE)
-    })?,
+    lock_timeout_ms: s.get("lock_timeout_ms", d.lock_timeout_ms, |f| f.uint(0, MAX_SAFE))?,
+    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| f.uint(1024, MAX_SAFE))?,
+    segment_max_age_ms: s.get("segment_max_age_ms", d.segment_max_age_ms, |f| f.uint(1, MAX_SAFE))?,
     sync: s.get("sync", d.sync, |f| {
-      f.choice(&[
-        ("always", WalSync::Always),
-        ("batch", WalSync::Batch),
-        ("none", WalSync::None),
-      ])
+      f.choice(&[("always", WalSync::Always), ("batch", WalSync::Batch), ("none", WalSync::None)])
     })?,
   };
   s.finish(w);
@@ -1322,22 +1150,14 @@ fn parse_memory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<Memo
   let mut q = s.section("quality_gates")?;
   let quality_gates = QualityGatesConfig {
     min_confidence: q.get("min_confidence", dq.min_confidence, Field::fraction)?,
-    speculation_min_confidence: q.get(
-      "speculation_min_confidence",
-      dq.speculation_min_confidence,
-      Field::fraction,
-    )?,
-    min_content_length: q.get("min_content_length", dq.min_content_length, |f| {
-      f.uint(0, MAX_SAFE)
-    })?,
+    speculation_min_confidence: q.get("speculation_min_confidence", dq.speculation_min_confidence, Field::fraction)?,
+    min_content_length: q.get("min_content_length", dq.min_content_length, |f| f.uint(0, MAX_SAFE))?,
     repetition_min_unique_ratio: q.get(
       "repetition_min_unique_ratio",
       dq.repetition_min_unique_ratio,
       Field::fraction,
     )?,
-    repetition_min_words: q.get("repetition_min_words", dq.repetition_min_words, |f| {
-      f.uint(0, MAX_SAFE)
-    })?,
+    repetition_min_words: q.get("repetition_min_words", dq.repetition_min_words, |f| f.uint(0, MAX_SAFE))?,
     max_age_ms: match q.take("max_age_ms") {
       Some(f) => Some(f.uint(1, MAX_SAFE)?),
       None => None,
@@ -1349,29 +1169,17 @@ fn parse_memory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<Memo
   let mut r = s.section("retry")?;
   let retry = RetryConfig {
     max_attempts: r.get("max_attempts", dr.max_attempts, |f| f.uint(1, 100))?,
-    backoff_base_ms: r.get("backoff_base_ms", dr.backoff_base_ms, |f| {
-      f.uint(0, 3_600_000)
-    })?,
+    backoff_base_ms: r.get("backoff_base_ms", dr.backoff_base_ms, |f| f.uint(0, 3_600_000))?,
   };
   r.finish(w);
   s.finish(w);
-  Ok(MemoryConfig {
-    notes_path,
-    learnings_path,
-    quality_gates,
-    retry,
-  })
+  Ok(MemoryConfig { notes_path, learnings_path, quality_gates, retry })
 }
 
 fn parse_context(root: &mut Section, w: &mut Vec<String>) -> Result<ContextConfig> {
   let d = ContextConfig::default();
   let mut s = root.section("context")?;
-  let budget = aliased(
-    "context.token_budget",
-    s.take("token_budget"),
-    root.take("context_token_budget"),
-    w,
-  );
+  let budget = aliased("context.token_budget", s.take("token_budget"), root.take("context_token_budget"), w);
   let cfg = ContextConfig {
     token_budget: match budget {
       Some(f) => f.uint(0, MAX_SAFE)?,
@@ -1379,26 +1187,18 @@ fn parse_context(root: &mut Section, w: &mut Vec<String>) -> Result<ContextConfi
     },
     learnings_share: s.get("learnings_share", d.learnings_share, Field::fraction)?,
     encoding: s.get("encoding", d.encoding, |f| {
-      f.choice(&[
-        ("o200k_base", TokenEncoding::O200kBase),
-        ("cl100k_base", TokenEncoding::Cl100kBase),
-      ])
+      f.choice(&[("o200k_base", TokenEncoding::O200kBase), ("cl100k_base", TokenEncoding::Cl100kBase)])
     })?,
     recent_sessions: s.get("recent_sessions", d.recent_sessions, |f| f.uint(0, 1000))?,
     active_learnings: s.get("active_learnings", d.active_learnings, |f| f.uint(0, 1000))?,
     safety_margin: s.get("safety_margin", d.safety_margin, |f| {
       let m = f.fraction()?;
       if m >= 1.0 {
-        return Err(f.err(format!(
-          "must be below 1 (1 would leave no budget), got {}",
-          f.got()
-        )));
+        return Err(f.err(format!("must be below 1 (1 would leave no budget), got {}", f.got())));
       }
       Ok(m)
     })?,
-    min_truncated_tokens: s.get("min_truncated_tokens", d.min_truncated_tokens, |f| {
-      f.uint(0, MAX_SAFE)
-    })?,
+    min_truncated_tokens: s.get("min_truncated_tokens", d.min_truncated_tokens, |f| f.uint(0, MAX_SAFE))?,
   };
   s.finish(w);
   Ok(cfg)
@@ -1420,39 +1220,23 @@ impl LevelSpec {
     default: LevelInput,
   ) -> Result<LevelSpec> {
     Ok(match picked {
-      Some((i, f)) => LevelSpec {
-        input: if i >= percent_from {
-          f.percent()?
-        } else {
-          f.level()?
-        },
-        path: f.path,
-        explicit: true,
-      },
-      None => LevelSpec {
-        path: canonical.to_string(),
-        input: default,
-        explicit: false,
-      },
+      Some((i, f)) => {
+        LevelSpec { input: if i >= percent_from { f.percent()? } else { f.level()? }, path: f.path, explicit: true }
+      }
+      None => LevelSpec { path: canonical.to_string(), input: default, explicit: false },
     })
   }
 
   fn resolve(&self, window: u64) -> Result<BudgetLevel> {
     let level = match self.input {
       LevelInput::Tokens(t) => BudgetLevel::tokens(t, window),
-      LevelInput::Fraction(f) => BudgetLevel {
-        tokens: ((f * window as f64).round() as u64).max(1),
-        fraction: f,
-      },
+      LevelInput::Fraction(f) => BudgetLevel { tokens: ((f * window as f64).round() as u64).max(1), fraction: f },
     };
     if level.tokens > window {
       return Err(if self.explicit {
         invalid(
           &self.path,
-          format!(
-            "{} tokens is more than the context window (`{WINDOW_KEY}` = {window})",
-            level.tokens
-          ),
+          format!("{} tokens is more than the context window (`{WINDOW_KEY}` = {window})", level.tokens),
         )
       } else {
         invalid(
@@ -1478,9 +1262,7 @@ fn parse_attention(
   use LevelInput::{Fraction, Tokens};
   let d = AttentionBudgetConfig::default();
   let mut s = root.section("attention_budget")?;
-  let window = s.get("context_window_tokens", d.context_window_tokens, |f| {
-    f.uint(1, MAX_SAFE)
-  })?;
+  let window = s.get("context_window_tokens", d.context_window_tokens, |f| f.uint(1, MAX_SAFE))?;
   let never = usize::MAX;
 
   let single_key = "attention_budget.single_search";
@@ -1488,35 +1270,15 @@ fn parse_attention(
   let single = LevelSpec::read(single_key, single, never, Tokens(2000))?;
 
   let yellow_key = "attention_budget.yellow";
-  let yellow = pick(
-    yellow_key,
-    vec![
-      s.take("yellow"),
-      s.take("yellow_threshold"),
-      s.take("accumulated"),
-    ],
-    w,
-  );
+  let yellow = pick(yellow_key, vec![s.take("yellow"), s.take("yellow_threshold"), s.take("accumulated")], w);
   let yellow = LevelSpec::read(yellow_key, yellow, never, Tokens(5000))?;
 
   let orange_key = "attention_budget.orange";
-  let orange = pick(
-    orange_key,
-    vec![s.take("orange"), s.take("orange_threshold")],
-    w,
-  );
+  let orange = pick(orange_key, vec![s.take("orange"), s.take("orange_threshold")], w);
   let orange = LevelSpec::read(orange_key, orange, never, Tokens(10_000))?;
 
   let red_key = "attention_budget.red";
-  let red = pick(
-    red_key,
-    vec![
-      s.take("red"),
-      s.take("red_threshold"),
-      s.take("session_total"),
-    ],
-    w,
-  );
+  let red = pick(red_key, vec![s.take("red"), s.take("red_threshold"), s.take("session_total")], w);
   let red = LevelSpec::read(red_key, red, never, Tokens(15_000))?;
 
   let compact_key = "attention_budget.compact";
@@ -1534,11 +1296,7 @@ fn parse_attention(
   s.finish(w);
 
   let levels = [&yellow, &orange, &red];
-  let resolved = [
-    yellow.resolve(window)?,
-    orange.resolve(window)?,
-    red.resolve(window)?,
-  ];
+  let resolved = [yellow.resolve(window)?, orange.resolve(window)?, red.resolve(window)?];
   for i in 0..2 {
     let (lo, hi) = (levels[i], levels[i + 1]);
     if resolved[i].tokens >= resolved[i + 1].tokens {
@@ -1572,73 +1330,40 @@ fn parse_attention(
   Ok(cfg)
 }
 
-fn parse_context_editing(
-  root: &mut Section,
-  mut s: Section,
-  w: &mut Vec<String>,
-) -> Result<ContextEditingConfig> {
+fn parse_context_editing(root: &mut Section, mut s: Section, w: &mut Vec<String>) -> Result<ContextEditingConfig> {
   let d = ContextEditingConfig::default();
   let enabled = s.get("enabled", d.enabled, Field::boolean)?;
-  let preserve_recent_turns = s.get("preserve_recent_turns", d.preserve_recent_turns, |f| {
-    f.uint(0, 100_000)
-  })?;
+  let preserve_recent_turns = s.get("preserve_recent_turns", d.preserve_recent_turns, |f| f.uint(0, 100_000))?;
   let clear_targets = match s.take("clear_targets") {
     None => d.clear_targets,
     Some(f) => clear_target_list(&f, w)?,
   };
   let phases_key = "context_editing.clear_after_phases";
-  let clear_after_phases = match aliased(
-    phases_key,
-    s.take("clear_after_phases"),
-    root.take("clear_after_phases"),
-    w,
-  ) {
+  let clear_after_phases = match aliased(phases_key, s.take("clear_after_phases"), root.take("clear_after_phases"), w) {
     Some(f) => f.string_list()?,
     None => d.clear_after_phases,
   };
   let preserve_key = "context_editing.preserve_artifacts";
-  let preserve_artifacts = match aliased(
-    preserve_key,
-    s.take("preserve_artifacts"),
-    root.take("preserve_artifacts"),
-    w,
-  ) {
+  let preserve_artifacts = match aliased(preserve_key, s.take("preserve_artifacts"), root.take("preserve_artifacts"), w)
+  {
     None => d.preserve_artifacts,
     Some(f) => {
       let listed = f.string_list()?;
-      let missing: Vec<&str> = ALWAYS_PRESERVED
-        .iter()
-        .copied()
-        .filter(|a| !listed.iter().any(|l| l == a))
-        .collect();
+      let missing: Vec<&str> = ALWAYS_PRESERVED.iter().copied().filter(|a| !listed.iter().any(|l| l == a)).collect();
       if !missing.is_empty() {
         w.push(format!(
           "`{}` does not list {}; they are always preserved",
           f.path,
-          missing
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+          missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
         ));
       }
       let mut out = d.preserve_artifacts;
-      out.extend(
-        listed
-          .into_iter()
-          .filter(|l| !ALWAYS_PRESERVED.contains(&l.as_str())),
-      );
+      out.extend(listed.into_iter().filter(|l| !ALWAYS_PRESERVED.contains(&l.as_str())));
       out
     }
   };
   s.finish(w);
-  Ok(ContextEditingConfig {
-    enabled,
-    preserve_recent_turns,
-    clear_targets,
-    clear_after_phases,
-    preserve_artifacts,
-  })
+  Ok(ContextEditingConfig { enabled, preserve_recent_turns, clear_targets, clear_after_phases, preserve_artifacts })
 }
 
 /// A list of clear targets in priority order; repeats are ignored with a warning.
@@ -1647,10 +1372,7 @@ fn clear_target_list(f: &Field, w: &mut Vec<String>) -> Result<Vec<ClearTarget>>
   for item in f.list()? {
     let target = item.choice(&ClearTarget::NAMES)?;
     if out.contains(&target) {
-      w.push(format!(
-        "`{}` repeats an earlier target; ignored",
-        item.path
-      ));
+      w.push(format!("`{}` repeats an earlier target; ignored", item.path));
     } else {
       out.push(target);
     }
@@ -1677,30 +1399,16 @@ pub struct ContextEditingOverride {
 
 /// Reads a `context_editing` block (already parsed YAML) with the same rules and error keys as
 /// `.loa.config.yaml` (`context_editing.clear_targets[1]`); unknown keys are warnings.
-pub fn parse_context_editing_override(
-  value: Value,
-) -> Result<(ContextEditingOverride, Vec<String>)> {
+pub fn parse_context_editing_override(value: Value) -> Result<(ContextEditingOverride, Vec<String>)> {
   let mut w = Vec::new();
   let path = "context_editing".to_string();
   let mut s = Section::new(path.clone(), Some(Field { path, value }))?;
   let out = ContextEditingOverride {
     enabled: s.take("enabled").map(|f| f.boolean()).transpose()?,
-    preserve_recent_turns: s
-      .take("preserve_recent_turns")
-      .map(|f| f.uint(0, 100_000))
-      .transpose()?,
-    clear_targets: s
-      .take("clear_targets")
-      .map(|f| clear_target_list(&f, &mut w))
-      .transpose()?,
-    clear_after_phases: s
-      .take("clear_after_phases")
-      .map(|f| f.string_list())
-      .transpose()?,
-    preserve_artifacts: s
-      .take("preserve_artifacts")
-      .map(|f| f.string_list())
-      .transpose()?,
+    preserve_recent_turns: s.take("preserve_recent_turns").map(|f| f.uint(0, 100_000)).transpose()?,
+    clear_targets: s.take("clear_targets").map(|f| clear_target_list(&f, &mut w)).transpose()?,
+    clear_after_phases: s.take("clear_after_phases").map(|f| f.string_list()).transpose()?,
+    preserve_artifacts: s.take("preserve_artifacts").map(|f| f.string_list()).transpose()?,
     compact_threshold_percent: match s.take("compact_threshold_percent") {
       None => None,
       Some(f) => {
@@ -1726,12 +1434,7 @@ fn parse_runtime_signals(mut s: Section, w: &mut Vec<String>) -> Result<RuntimeS
 fn parse_grounding(root: &mut Section, w: &mut Vec<String>) -> Result<GroundingConfig> {
   let d = GroundingConfig::default();
   let mut s = root.section("grounding")?;
-  let enforcement = aliased(
-    "grounding.enforcement",
-    s.take("enforcement"),
-    root.take("grounding_enforcement"),
-    w,
-  );
+  let enforcement = aliased("grounding.enforcement", s.take("enforcement"), root.take("grounding_enforcement"), w);
   let cfg = GroundingConfig {
     enforcement: match enforcement {
       Some(f) => f.choice(&[
@@ -1749,10 +1452,7 @@ fn parse_grounding(root: &mut Section, w: &mut Vec<String>) -> Result<GroundingC
   Ok(cfg)
 }
 
-fn parse_session_continuity(
-  root: &mut Section,
-  w: &mut Vec<String>,
-) -> Result<SessionContinuityConfig> {
+fn parse_session_continuity(root: &mut Section, w: &mut Vec<String>) -> Result<SessionContinuityConfig> {
   let d = SessionContinuityConfig::default();
   let mut s = root.section("session_continuity")?;
   let tiered_recovery = s.get("tiered_recovery", d.tiered_recovery, Field::boolean)?;
@@ -1769,11 +1469,7 @@ fn parse_session_continuity(
     ));
   }
   s.finish(w);
-  Ok(SessionContinuityConfig {
-    tiered_recovery,
-    level1_tokens,
-    level2_tokens,
-  })
+  Ok(SessionContinuityConfig { tiered_recovery, level1_tokens, level2_tokens })
 }
 
 fn parse_trajectory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<TrajectoryConfig> {
@@ -1794,12 +1490,7 @@ fn parse_trajectory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<
   }
   let compression_level = s.get("compression_level", d.compression_level, |f| f.uint(0, 9))?;
   s.finish(w);
-  Ok(TrajectoryConfig {
-    dir,
-    retention_days,
-    archive_days,
-    compression_level,
-  })
+  Ok(TrajectoryConfig { dir, retention_days, archive_days, compression_level })
 }
 
 fn parse_edd(root: &mut Section, w: &mut Vec<String>) -> Result<EddConfig> {
@@ -1807,9 +1498,7 @@ fn parse_edd(root: &mut Section, w: &mut Vec<String>) -> Result<EddConfig> {
   let mut s = root.section("edd")?;
   let cfg = EddConfig {
     enabled: s.get("enabled", d.enabled, Field::boolean)?,
-    min_test_scenarios: s.get("min_test_scenarios", d.min_test_scenarios, |f| {
-      f.uint(0, 1000)
-    })?,
+    min_test_scenarios: s.get("min_test_scenarios", d.min_test_scenarios, |f| f.uint(0, 1000))?,
     require_citations: s.get("require_citations", d.require_citations, Field::boolean)?,
   };
   s.finish(w);
@@ -1846,11 +1535,7 @@ fn parse_signing(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<Sig
     rotation_days,
     overlap_days,
     max_retired_keys: s.get("max_retired_keys", d.max_retired_keys, |f| f.uint(0, 1000))?,
-    manifest_lock_timeout_ms: s.get(
-      "manifest_lock_timeout_ms",
-      d.manifest_lock_timeout_ms,
-      |f| f.uint(0, MAX_SAFE),
-    )?,
+    manifest_lock_timeout_ms: s.get("manifest_lock_timeout_ms", d.manifest_lock_timeout_ms, |f| f.uint(0, MAX_SAFE))?,
   };
   s.finish(w);
   Ok(cfg)
@@ -1861,9 +1546,7 @@ fn parse_audit(root: &mut Section, w: &mut Vec<String>) -> Result<AuditConfig> {
   let mut s = root.section("audit")?;
   let cfg = AuditConfig {
     dir: s.get("dir", d.dir, |f| f.rel_path())?,
-    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| {
-      f.uint(1024, MAX_SAFE)
-    })?,
+    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| f.uint(1024, MAX_SAFE))?,
   };
   s.finish(w);
   Ok(cfg)
@@ -1874,9 +1557,7 @@ fn parse_recovery(root: &mut Section, w: &mut Vec<String>) -> Result<RecoveryCon
   let mut s = root.section("recovery")?;
   let window_ms = s.get("window_ms", d.window_ms, |f| f.uint(1, MAX_SAFE))?;
   let max_attempts = s.get("max_attempts", d.max_attempts, |f| f.uint(1, 1000))?;
-  let degraded_alert_cycles = s.get("degraded_alert_cycles", d.degraded_alert_cycles, |f| {
-    f.uint(1, 1000)
-  })?;
+  let degraded_alert_cycles = s.get("degraded_alert_cycles", d.degraded_alert_cycles, |f| f.uint(1, 1000))?;
   let sources = match s.take("sources") {
     None => d.sources,
     Some(f) => {
@@ -1904,13 +1585,7 @@ fn parse_recovery(root: &mut Section, w: &mut Vec<String>) -> Result<RecoveryCon
     None => None,
   };
   s.finish(w);
-  Ok(RecoveryConfig {
-    window_ms,
-    max_attempts,
-    degraded_alert_cycles,
-    sources,
-    mount_dir,
-  })
+  Ok(RecoveryConfig { window_ms, max_attempts, degraded_alert_cycles, sources, mount_dir })
 }
 
 fn parse_synthesis(root: &mut Section, w: &mut Vec<String>) -> Result<SynthesisConfig> {
@@ -1919,19 +1594,13 @@ fn parse_synthesis(root: &mut Section, w: &mut Vec<String>) -> Result<SynthesisC
   let cfg = SynthesisConfig {
     dir: s.get("dir", d.dir, |f| f.rel_path())?,
     retention_days: s.get("retention_days", d.retention_days, |f| f.uint(0, 36_500))?,
-    commit_throttle_ms: s.get("commit_throttle_ms", d.commit_throttle_ms, |f| {
-      f.uint(0, MAX_SAFE)
-    })?,
+    commit_throttle_ms: s.get("commit_throttle_ms", d.commit_throttle_ms, |f| f.uint(0, MAX_SAFE))?,
   };
   s.finish(w);
   Ok(cfg)
 }
 
-fn parse_persistence(
-  root: &mut Section,
-  g: &str,
-  w: &mut Vec<String>,
-) -> Result<PersistenceConfig> {
+fn parse_persistence(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<PersistenceConfig> {
   let d = PersistenceConfig::under(g);
   let mut s = root.section("persistence")?;
   let cfg = PersistenceConfig {
@@ -2007,18 +1676,9 @@ mod tests {
     assert_eq!(c.signing.max_retired_keys, 3);
     assert_eq!(c.memory.notes_path, "grimoires/loa/NOTES.md");
     let a = &c.attention_budget;
-    assert_eq!(
-      (a.yellow.tokens, a.orange.tokens, a.red.tokens),
-      (5000, 10_000, 15_000)
-    );
+    assert_eq!((a.yellow.tokens, a.orange.tokens, a.red.tokens), (5000, 10_000, 15_000));
     assert_eq!(a.yellow.fraction, 0.025);
-    assert_eq!(
-      a.compact,
-      BudgetLevel {
-        tokens: 160_000,
-        fraction: 0.8
-      }
-    );
+    assert_eq!(a.compact, BudgetLevel { tokens: 160_000, fraction: 0.8 });
   }
 
   #[test]
@@ -2027,10 +1687,7 @@ mod tests {
     std::fs::write(dir.path().join(CONFIG_FILE_NAME), "wal:\n  sync: batch\n").unwrap();
     let loaded = load_config(dir.path()).unwrap();
     assert_eq!(loaded.config.wal.sync, WalSync::Batch);
-    assert_eq!(
-      loaded.source.as_deref(),
-      Some(dir.path().join(CONFIG_FILE_NAME).as_path())
-    );
+    assert_eq!(loaded.source.as_deref(), Some(dir.path().join(CONFIG_FILE_NAME).as_path()));
   }
 
   #[test]
@@ -2046,10 +1703,7 @@ mod tests {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(CONFIG_FILE_NAME), b"wal:\n  dir: \xff\n").unwrap();
     let err = load_config(dir.path()).unwrap_err();
-    assert!(
-      matches!(err, LoaError::ConfigInvalid { ref key, .. } if key == "<yaml>"),
-      "{err}"
-    );
+    assert!(matches!(err, LoaError::ConfigInvalid { ref key, .. } if key == "<yaml>"), "{err}");
   }
 
   const FULL: &str = r#"
@@ -2154,60 +1808,21 @@ persistence:
     assert_eq!(c.memory.learnings_path, "state/loa/learnings.json"); // follows grimoires_dir
     assert_eq!(c.memory.quality_gates.max_age_ms, Some(86_400_000));
     assert_eq!(c.memory.quality_gates.repetition_min_words, 20);
-    assert_eq!(
-      c.memory.retry,
-      RetryConfig {
-        max_attempts: 4,
-        backoff_base_ms: 250
-      }
-    );
+    assert_eq!(c.memory.retry, RetryConfig { max_attempts: 4, backoff_base_ms: 250 });
     assert_eq!(c.context.encoding, TokenEncoding::Cl100kBase);
     assert_eq!(c.context.token_budget, 3000);
     assert_eq!(c.context.safety_margin, 0.15);
     assert_eq!(c.context.min_truncated_tokens, 16);
     let a = &c.attention_budget;
     assert_eq!(a.context_window_tokens, 100_000);
-    assert_eq!(
-      a.single_search,
-      BudgetLevel {
-        tokens: 1000,
-        fraction: 0.01
-      }
-    );
-    assert_eq!(
-      a.yellow,
-      BudgetLevel {
-        tokens: 5000,
-        fraction: 0.05
-      }
-    );
-    assert_eq!(
-      a.orange,
-      BudgetLevel {
-        tokens: 10_000,
-        fraction: 0.1
-      }
-    );
-    assert_eq!(
-      a.red,
-      BudgetLevel {
-        tokens: 20_000,
-        fraction: 0.2
-      }
-    );
-    assert_eq!(
-      a.compact,
-      BudgetLevel {
-        tokens: 75_000,
-        fraction: 0.75
-      }
-    );
+    assert_eq!(a.single_search, BudgetLevel { tokens: 1000, fraction: 0.01 });
+    assert_eq!(a.yellow, BudgetLevel { tokens: 5000, fraction: 0.05 });
+    assert_eq!(a.orange, BudgetLevel { tokens: 10_000, fraction: 0.1 });
+    assert_eq!(a.red, BudgetLevel { tokens: 20_000, fraction: 0.2 });
+    assert_eq!(a.compact, BudgetLevel { tokens: 75_000, fraction: 0.75 });
     let e = &c.context_editing;
     assert!(!e.enabled);
-    assert_eq!(
-      e.clear_targets,
-      vec![ClearTarget::VerboseDebug, ClearTarget::StaleToolResults]
-    );
+    assert_eq!(e.clear_targets, vec![ClearTarget::VerboseDebug, ClearTarget::StaleToolResults]);
     assert_eq!(e.clear_after_phases, vec!["setup", "coding"]);
     assert_eq!(e.preserve_artifacts.len(), 6);
     assert_eq!(e.preserve_artifacts[5], "test_results");
@@ -2223,14 +1838,7 @@ persistence:
     assert_eq!(c.signing.keys_dir, ".loa/ring");
     assert_eq!((c.signing.rotation_days, c.signing.overlap_days), (30, 2));
     assert_eq!(c.audit.segment_max_bytes, 2048);
-    assert_eq!(
-      c.recovery.sources,
-      vec![
-        RecoverySource::Git,
-        RecoverySource::Mount,
-        RecoverySource::Template
-      ]
-    );
+    assert_eq!(c.recovery.sources, vec![RecoverySource::Git, RecoverySource::Mount, RecoverySource::Template]);
     assert_eq!(c.recovery.mount_dir.as_deref(), Some("/mnt/r2/loa"));
     assert_eq!(c.synthesis.dir, "ledger");
     assert_eq!(c.persistence.memory_path, "state/loa/MEMORY.md");
@@ -2246,10 +1854,7 @@ persistence:
       edd:\n  enabled: true\n  min_test_scenarios: 3\n  require_citations: true\n";
     let loaded = parse(yaml);
     assert_eq!(loaded.config, Config::default());
-    assert_eq!(
-      loaded.warnings,
-      vec!["`grounding_enforcement` is deprecated; use `grounding.enforcement`"]
-    );
+    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is deprecated; use `grounding.enforcement`"]);
   }
 
   #[test]
@@ -2261,14 +1866,8 @@ persistence:
     let loaded = parse(yaml);
     assert_eq!(loaded.config, Config::default());
     let w = loaded.warnings.join("\n");
-    assert!(
-      w.contains("`attention_budget.accumulated` is deprecated; use `attention_budget.yellow`"),
-      "{w}"
-    );
-    assert!(
-      w.contains("`attention_budget.session_total` is deprecated"),
-      "{w}"
-    );
+    assert!(w.contains("`attention_budget.accumulated` is deprecated; use `attention_budget.yellow`"), "{w}");
+    assert!(w.contains("`attention_budget.session_total` is deprecated"), "{w}");
     assert!(
       w.contains(
         "`runtime_signals.signal_threshold_percent` is also set; \
@@ -2277,36 +1876,22 @@ persistence:
       "{w}"
     );
 
-    let flat = parse("compact_threshold_percent: 50\n")
-      .config
-      .attention_budget
-      .compact;
-    assert_eq!(
-      flat,
-      BudgetLevel {
-        tokens: 100_000,
-        fraction: 0.5
-      }
-    );
+    let flat = parse("compact_threshold_percent: 50\n").config.attention_budget.compact;
+    assert_eq!(flat, BudgetLevel { tokens: 100_000, fraction: 0.5 });
   }
 
   #[test]
   fn threshold_suffixed_spellings_are_read() {
-    let loaded = parse(
-      "attention_budget:\n  yellow_threshold: 4000\n  orange_threshold: 0.05\n  red_threshold: '6%'\n",
-    );
-    let a = &loaded.config.attention_budget;
-    assert_eq!(
-      (a.yellow.tokens, a.orange.tokens, a.red.tokens),
-      (4000, 10_000, 12_000)
-    );
-    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
-    assert!(loaded.warnings[0].contains(
-      "`attention_budget.yellow_threshold` is deprecated; use `attention_budget.yellow`"
-    ));
-    // The plain spelling wins over the suffixed one, which wins over seed 003's.
     let loaded =
-      parse("attention_budget:\n  yellow: 3000\n  yellow_threshold: 4000\n  accumulated: 4500\n");
+      parse("attention_budget:\n  yellow_threshold: 4000\n  orange_threshold: 0.05\n  red_threshold: '6%'\n");
+    let a = &loaded.config.attention_budget;
+    assert_eq!((a.yellow.tokens, a.orange.tokens, a.red.tokens), (4000, 10_000, 12_000));
+    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+    assert!(
+      loaded.warnings[0].contains("`attention_budget.yellow_threshold` is deprecated; use `attention_budget.yellow`")
+    );
+    // The plain spelling wins over the suffixed one, which wins over seed 003's.
+    let loaded = parse("attention_budget:\n  yellow: 3000\n  yellow_threshold: 4000\n  accumulated: 4500\n");
     assert_eq!(loaded.config.attention_budget.yellow.tokens, 3000);
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
     let loaded = parse("attention_budget:\n  yellow_threshold: 4000\n  accumulated: 4500\n");
@@ -2316,20 +1901,11 @@ persistence:
   #[test]
   fn nested_spelling_wins_and_the_flat_one_is_named() {
     let loaded = parse("grounding_enforcement: disabled\ngrounding:\n  enforcement: warn\n");
-    assert_eq!(
-      loaded.config.grounding.enforcement,
-      GroundingEnforcement::Warn
-    );
-    assert_eq!(
-      loaded.warnings,
-      vec!["`grounding_enforcement` is also set; `grounding.enforcement` wins"]
-    );
+    assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Warn);
+    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is also set; `grounding.enforcement` wins"]);
 
     let loaded = parse("grounding_enforcement: disabled\n");
-    assert_eq!(
-      loaded.config.grounding.enforcement,
-      GroundingEnforcement::Disabled
-    );
+    assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Disabled);
     assert_eq!(loaded.warnings.len(), 1);
     assert!(loaded.warnings[0].contains("deprecated"));
 
@@ -2338,18 +1914,12 @@ persistence:
     assert_eq!(loaded.config.wal.dir, "x");
     assert_eq!(
       loaded.warnings,
-      vec![
-        "`wal_dir` is deprecated; use `wal.dir`",
-        "`context_token_budget` is also set; `context.token_budget` wins",
-      ]
+      vec!["`wal_dir` is deprecated; use `wal.dir`", "`context_token_budget` is also set; `context.token_budget` wins",]
     );
 
     // The ignored spelling is not validated; the one used is.
     let loaded = parse("grounding_enforcement: bogus\ngrounding:\n  enforcement: strict\n");
-    assert_eq!(
-      loaded.config.grounding.enforcement,
-      GroundingEnforcement::Strict
-    );
+    assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Strict);
     invalid_at("grounding_enforcement: bogus\n", "grounding_enforcement");
   }
 
@@ -2379,44 +1949,23 @@ persistence:
     invalid_at("wal:\n  segment_max_bytes: 1.5\n", "wal.segment_max_bytes");
     invalid_at("edd:\n  enabled: yes\n", "edd.enabled");
     invalid_at("wal: 5\n", "wal");
-    invalid_at(
-      "context_editing:\n  clear_after_phases: setup\n",
-      "context_editing.clear_after_phases",
-    );
+    invalid_at("context_editing:\n  clear_after_phases: setup\n", "context_editing.clear_after_phases");
     invalid_at("- a\n- b\n", "<yaml>");
     // Negative budget.
     invalid_at("context:\n  token_budget: -1\n", "context.token_budget");
-    invalid_at(
-      "memory:\n  retry:\n    backoff_base_ms: -5\n",
-      "memory.retry.backoff_base_ms",
-    );
+    invalid_at("memory:\n  retry:\n    backoff_base_ms: -5\n", "memory.retry.backoff_base_ms");
     // Fraction above 1.
-    let r = invalid_at(
-      "memory:\n  quality_gates:\n    min_confidence: 1.5\n",
-      "memory.quality_gates.min_confidence",
-    );
+    let r = invalid_at("memory:\n  quality_gates:\n    min_confidence: 1.5\n", "memory.quality_gates.min_confidence");
     assert!(r.contains("1.5"), "{r}");
-    invalid_at(
-      "context:\n  learnings_share: 2\n",
-      "context.learnings_share",
-    );
+    invalid_at("context:\n  learnings_share: 2\n", "context.learnings_share");
     let r = invalid_at("context:\n  safety_margin: 1\n", "context.safety_margin");
     assert!(r.contains("below 1"), "{r}");
     invalid_at("context:\n  safety_margin: -0.1\n", "context.safety_margin");
-    invalid_at(
-      "attention_budget:\n  compact: 1.2\n",
-      "attention_budget.compact",
-    );
-    invalid_at(
-      "context_editing:\n  compact_threshold_percent: 120\n",
-      "context_editing.compact_threshold_percent",
-    );
+    invalid_at("attention_budget:\n  compact: 1.2\n", "attention_budget.compact");
+    invalid_at("context_editing:\n  compact_threshold_percent: 120\n", "context_editing.compact_threshold_percent");
     // Unknown enum string.
     let r = invalid_at("wal:\n  sync: sometimes\n", "wal.sync");
-    assert!(
-      r.contains("always, batch, none") && r.contains("sometimes"),
-      "{r}"
-    );
+    assert!(r.contains("always, batch, none") && r.contains("sometimes"), "{r}");
     invalid_at("grounding:\n  enforcement: lax\n", "grounding.enforcement");
     invalid_at("context:\n  encoding: p50k\n", "context.encoding");
     invalid_at(
@@ -2428,33 +1977,15 @@ persistence:
     invalid_at("grimoires_dir: ../elsewhere\n", "grimoires_dir");
     invalid_at("wal:\n  dir: /var/lib/loa\n", "wal.dir");
     // Cross-key constraints.
-    invalid_at(
-      "attention_budget:\n  orange: 4000\n",
-      "attention_budget.orange",
-    );
-    invalid_at(
-      "attention_budget:\n  yellow: 12000\n",
-      "attention_budget.yellow",
-    );
+    invalid_at("attention_budget:\n  orange: 4000\n", "attention_budget.orange");
+    invalid_at("attention_budget:\n  yellow: 12000\n", "attention_budget.yellow");
     invalid_at("attention_budget:\n  red: 300000\n", "attention_budget.red");
-    invalid_at(
-      "attention_budget:\n  context_window_tokens: 8000\n",
-      WINDOW_KEY,
-    );
+    invalid_at("attention_budget:\n  context_window_tokens: 8000\n", WINDOW_KEY);
     invalid_at("signing:\n  overlap_days: 90\n", "signing.overlap_days");
-    invalid_at(
-      "trajectory:\n  archive_days: 10\n",
-      "trajectory.archive_days",
-    );
-    invalid_at(
-      "trajectory:\n  compression_level: 10\n",
-      "trajectory.compression_level",
-    );
+    invalid_at("trajectory:\n  archive_days: 10\n", "trajectory.archive_days");
+    invalid_at("trajectory:\n  compression_level: 10\n", "trajectory.compression_level");
     // Integers beyond what JavaScript represents exactly.
-    invalid_at(
-      "wal:\n  segment_max_age_ms: 9007199254740992\n",
-      "wal.segment_max_age_ms",
-    );
+    invalid_at("wal:\n  segment_max_age_ms: 9007199254740992\n", "wal.segment_max_age_ms");
   }
 
   #[test]
@@ -2463,9 +1994,7 @@ persistence:
     assert!(!r.contains("98765"), "{r}");
     let r = invalid_at("signing:\n  keys_dir: /SECRETVALUE\n", "signing.keys_dir");
     assert!(!r.contains("SECRETVALUE"), "{r}");
-    assert!(
-      secret_ish("signing.private_key") && secret_ish("api_token") && secret_ish("db_password")
-    );
+    assert!(secret_ish("signing.private_key") && secret_ish("api_token") && secret_ish("db_password"));
     assert!(!secret_ish("attention_budget.context_window_tokens") && !secret_ish("wal.sync"));
   }
 
@@ -2476,27 +2005,9 @@ persistence:
     let a = parse("attention_budget:\n  context_window_tokens: 50000\n  yellow: '10%'\n  orange: 0.2\n  red: 15000\n")
       .config
       .attention_budget;
-    assert_eq!(
-      a.yellow,
-      BudgetLevel {
-        tokens: 5000,
-        fraction: 0.1
-      }
-    );
-    assert_eq!(
-      a.orange,
-      BudgetLevel {
-        tokens: 10_000,
-        fraction: 0.2
-      }
-    );
-    assert_eq!(
-      a.red,
-      BudgetLevel {
-        tokens: 15_000,
-        fraction: 0.3
-      }
-    );
+    assert_eq!(a.yellow, BudgetLevel { tokens: 5000, fraction: 0.1 });
+    assert_eq!(a.orange, BudgetLevel { tokens: 10_000, fraction: 0.2 });
+    assert_eq!(a.red, BudgetLevel { tokens: 15_000, fraction: 0.3 });
     assert_eq!(a.compact.tokens, 40_000);
   }
 
@@ -2506,18 +2017,8 @@ persistence:
     let p = &loaded.config.context_editing.preserve_artifacts;
     assert_eq!(p.len(), 6);
     assert_eq!(p[..5], ALWAYS_PRESERVED.map(String::from));
-    assert!(
-      loaded
-        .warnings
-        .iter()
-        .any(|w| w.contains("`trajectory_events`")),
-      "{:?}",
-      loaded.warnings
-    );
-    assert!(loaded
-      .warnings
-      .iter()
-      .any(|w| w.contains("`preserve_artifacts` is deprecated")));
+    assert!(loaded.warnings.iter().any(|w| w.contains("`trajectory_events`")), "{:?}", loaded.warnings);
+    assert!(loaded.warnings.iter().any(|w| w.contains("`preserve_artifacts` is deprecated")));
   }
 
   #[test]
@@ -2555,10 +2056,7 @@ persistence:
         alias.push(' ');
         alias.push_str(t);
         if t.ends_with(';') {
-          let rest = alias
-            .trim()
-            .trim_start_matches("export type ")
-            .trim_end_matches(';');
+          let rest = alias.trim().trim_start_matches("export type ").trim_end_matches(';');
           let (name, ty) = rest.split_once('=').unwrap();
           let ty = ty.trim().trim_start_matches('|').trim();
           aliases.insert(name.trim().to_string(), ty.to_string());
@@ -2575,27 +2073,18 @@ persistence:
           continue;
         }
         let (name, ty) = t.trim_end_matches(';').split_once(':').expect(t);
-        let name = name
-          .trim()
-          .trim_start_matches("readonly ")
-          .trim_end_matches('?');
+        let name = name.trim().trim_start_matches("readonly ").trim_end_matches('?');
         fields.push((name.to_string(), ty.trim().to_string()));
       }
     }
-    Dts {
-      interfaces,
-      aliases,
-    }
+    Dts { interfaces, aliases }
   }
 
   fn type_ok(dts: &Dts, ty: &str, v: &serde_json::Value, path: &str) -> bool {
     ty.split('|').map(str::trim).any(|alt| {
       if let Some(elem) = alt.strip_suffix("[]") {
         return v.as_array().is_some_and(|items| {
-          items
-            .iter()
-            .enumerate()
-            .all(|(i, item)| type_ok(dts, elem, item, &format!("{path}[{i}]")))
+          items.iter().enumerate().all(|(i, item)| type_ok(dts, elem, item, &format!("{path}[{i}]")))
         });
       }
       if let Some(lit) = alt.strip_prefix('\'').and_then(|a| a.strip_suffix('\'')) {
@@ -2618,22 +2107,13 @@ persistence:
 
   fn check_interface(dts: &Dts, name: &str, v: &serde_json::Value, path: &str) {
     let fields = &dts.interfaces[name];
-    let obj = v
-      .as_object()
-      .unwrap_or_else(|| panic!("{path}: expected an object for {name}"));
+    let obj = v.as_object().unwrap_or_else(|| panic!("{path}: expected an object for {name}"));
     let json_keys: BTreeSet<&str> = obj.keys().map(String::as_str).collect();
     let ts_keys: BTreeSet<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-      json_keys, ts_keys,
-      "keys of `{path}` differ between serde and interface {name}"
-    );
+    assert_eq!(json_keys, ts_keys, "keys of `{path}` differ between serde and interface {name}");
     for (field, ty) in fields {
       let p = format!("{path}.{field}");
-      assert!(
-        type_ok(dts, ty, &obj[field], &p),
-        "{p}: value {} is not a {ty}",
-        obj[field]
-      );
+      assert!(type_ok(dts, ty, &obj[field], &p), "{p}: value {} is not a {ty}", obj[field]);
     }
   }
 
@@ -2648,12 +2128,7 @@ persistence:
     let json = serde_json::to_value(&loaded).unwrap();
     check_interface(&dts, "LoadedConfig", &json, "loaded");
     // Top-level keys, spelled out (the list users see first).
-    let top: Vec<&str> = json["config"]
-      .as_object()
-      .unwrap()
-      .keys()
-      .map(String::as_str)
-      .collect();
+    let top: Vec<&str> = json["config"].as_object().unwrap().keys().map(String::as_str).collect();
     let expected = [
       "grimoiresDir",
       "wal",
@@ -2673,10 +2148,7 @@ persistence:
       "synthesis",
       "persistence",
     ];
-    assert_eq!(
-      top.iter().copied().collect::<BTreeSet<_>>(),
-      expected.into_iter().collect()
-    );
+    assert_eq!(top.iter().copied().collect::<BTreeSet<_>>(), expected.into_iter().collect());
     // Optional values also match when set, and every enum variant is in its union type.
     let full = serde_json::to_value(parse(FULL).config).unwrap();
     check_interface(&dts, "LoaConfig", &full, "config");
@@ -2690,10 +2162,7 @@ persistence:
     });
     for (alias, values) in variants.as_object().unwrap() {
       for v in values.as_array().unwrap() {
-        assert!(
-          type_ok(&dts, alias, v, alias),
-          "{v} missing from type {alias}"
-        );
+        assert!(type_ok(&dts, alias, v, alias), "{v} missing from type {alias}");
       }
     }
   }

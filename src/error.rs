@@ -47,7 +47,11 @@ pub enum LoaError {
 
   /// The operating system refused a read, write, fsync, rename or lock.
   #[error("{context}: {source}")]
-  Io { context: String, #[source] source: io::Error },
+  Io {
+    context: String,
+    #[source]
+    source: io::Error,
+  },
 
   /// The caller passed something the API does not accept (wrong type, empty name, ...).
   #[error("invalid argument: {0}")]

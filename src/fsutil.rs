@@ -43,9 +43,8 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
 /// fsync the directory. The parent directory must exist. `mode` applies to the new file.
 pub fn write_file_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> Result<()> {
   static COUNTER: AtomicU64 = AtomicU64::new(0);
-  let file_name = path
-    .file_name()
-    .ok_or_else(|| LoaError::InvalidArgument(format!("{} does not name a file", path.display())))?;
+  let file_name =
+    path.file_name().ok_or_else(|| LoaError::InvalidArgument(format!("{} does not name a file", path.display())))?;
   let dir = match path.parent() {
     Some(p) if !p.as_os_str().is_empty() => p,
     _ => Path::new("."),

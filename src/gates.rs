@@ -90,10 +90,57 @@ const PREFERENCE_WORDS: &[&str] = &["prefer", "prefers", "preferred", "preferenc
 
 /// Content that is filler when it consists only of these words and phrases.
 const FILLER: &[&str] = &[
-  "ok", "okay", "k", "kk", "oh", "ah", "well", "yes", "yeah", "yep", "yup", "no", "nope", "sure", "thanks", "thank you",
-  "thx", "ty", "cheers", "great", "cool", "nice", "good", "fine", "alright", "right", "perfect", "awesome", "got it",
-  "sounds good", "makes sense", "no problem", "np", "you're welcome", "welcome", "will do", "noted", "ack", "done",
-  "hmm", "hm", "lol", "of course", "very", "so", "much", "a lot", "again", "all good", "understood", "i see",
+  "ok",
+  "okay",
+  "k",
+  "kk",
+  "oh",
+  "ah",
+  "well",
+  "yes",
+  "yeah",
+  "yep",
+  "yup",
+  "no",
+  "nope",
+  "sure",
+  "thanks",
+  "thank you",
+  "thx",
+  "ty",
+  "cheers",
+  "great",
+  "cool",
+  "nice",
+  "good",
+  "fine",
+  "alright",
+  "right",
+  "perfect",
+  "awesome",
+  "got it",
+  "sounds good",
+  "makes sense",
+  "no problem",
+  "np",
+  "you're welcome",
+  "welcome",
+  "will do",
+  "noted",
+  "ack",
+  "done",
+  "hmm",
+  "hm",
+  "lol",
+  "of course",
+  "very",
+  "so",
+  "much",
+  "a lot",
+  "again",
+  "all good",
+  "understood",
+  "i see",
 ];
 
 /// Thresholds of the gates. `Default` is the configuration default (SPEC.md values).
@@ -130,7 +177,13 @@ impl From<&QualityGatesConfig> for GateConfig {
 
 impl GateConfig {
   pub fn validate(&self) -> Result<()> {
-    let fraction = |v: f64, name: &str| if (0.0..=1.0).contains(&v) { Ok(()) } else { invalid(format!("`{name}` must be between 0 and 1")) };
+    let fraction = |v: f64, name: &str| {
+      if (0.0..=1.0).contains(&v) {
+        Ok(())
+      } else {
+        invalid(format!("`{name}` must be between 0 and 1"))
+      }
+    };
     fraction(self.min_confidence, "minConfidence")?;
     fraction(self.speculation_min_confidence, "speculationMinConfidence")?;
     fraction(self.repetition_min_unique_ratio, "repetitionMinUniqueRatio")?;
@@ -202,9 +255,7 @@ pub fn words(text: &str) -> Vec<String> {
   let mut current = String::new();
   let chars: Vec<char> = text.chars().map(|c| if c == '\u{2019}' { '\'' } else { c }).collect();
   for (i, &c) in chars.iter().enumerate() {
-    let inner_apostrophe = c == '\''
-      && !current.is_empty()
-      && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+    let inner_apostrophe = c == '\'' && !current.is_empty() && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
     if c.is_alphanumeric() || inner_apostrophe {
       current.extend(c.to_lowercase());
     } else if !current.is_empty() {
@@ -273,11 +324,19 @@ fn round4(v: f64) -> f64 {
 
 /// Runs all six gates. `is_known(hash)` says whether a memory with that content hash is stored;
 /// `now_ms` is the reference time of the temporal gate.
-pub fn evaluate(candidate: &Candidate, config: &GateConfig, is_known: &dyn Fn(&str) -> bool, now_ms: i64) -> Evaluation {
+pub fn evaluate(
+  candidate: &Candidate,
+  config: &GateConfig,
+  is_known: &dyn Fn(&str) -> bool,
+  now_ms: i64,
+) -> Evaluation {
   let tokens = words(&candidate.content);
   let confidence = candidate.confidence.unwrap_or(DEFAULT_CONFIDENCE);
-  let confidence_text =
-    if candidate.confidence.is_some() { format!("confidence {confidence}") } else { format!("no confidence given (counts as {DEFAULT_CONFIDENCE})") };
+  let confidence_text = if candidate.confidence.is_some() {
+    format!("confidence {confidence}")
+  } else {
+    format!("no confidence given (counts as {DEFAULT_CONFIDENCE})")
+  };
   let mut gates = Vec::with_capacity(6);
   let mut added_tags: Vec<&str> = Vec::new();
 
@@ -308,7 +367,11 @@ pub fn evaluate(candidate: &Candidate, config: &GateConfig, is_known: &dyn Fn(&s
     GateResult {
       name: "speculation".into(),
       pass,
-      reason: format!("hedged ({}); {confidence_text} is {verdict} {}", quoted(&hedges), config.speculation_min_confidence),
+      reason: format!(
+        "hedged ({}); {confidence_text} is {verdict} {}",
+        quoted(&hedges),
+        config.speculation_min_confidence
+      ),
     }
   });
 
@@ -324,7 +387,11 @@ pub fn evaluate(candidate: &Candidate, config: &GateConfig, is_known: &dyn Fn(&s
     GateResult {
       name: "instruction".into(),
       pass: true,
-      reason: format!("instruction or preference ({}): kept, tagged, score +{}", quoted(&instructions), config.instruction_boost),
+      reason: format!(
+        "instruction or preference ({}): kept, tagged, score +{}",
+        quoted(&instructions),
+        config.instruction_boost
+      ),
     }
   });
 
@@ -332,7 +399,11 @@ pub fn evaluate(candidate: &Candidate, config: &GateConfig, is_known: &dyn Fn(&s
   gates.push(GateResult {
     name: "confidence".into(),
     pass: confidence >= config.min_confidence,
-    reason: format!("{confidence_text} is {} {}", if confidence >= config.min_confidence { "at least" } else { "below" }, config.min_confidence),
+    reason: format!(
+      "{confidence_text} is {} {}",
+      if confidence >= config.min_confidence { "at least" } else { "below" },
+      config.min_confidence
+    ),
   });
 
   // 5. content
@@ -369,9 +440,17 @@ pub fn evaluate(candidate: &Candidate, config: &GateConfig, is_known: &dyn Fn(&s
   // 6. duplicate
   let hash = content_hash(&candidate.content);
   gates.push(if is_known(&hash) {
-    GateResult { name: "duplicate".into(), pass: false, reason: format!("same normalised content as stored memory {}", &hash[..12]) }
+    GateResult {
+      name: "duplicate".into(),
+      pass: false,
+      reason: format!("same normalised content as stored memory {}", &hash[..12]),
+    }
   } else {
-    GateResult { name: "duplicate".into(), pass: true, reason: "no stored memory has the same normalised content".into() }
+    GateResult {
+      name: "duplicate".into(),
+      pass: true,
+      reason: "no stored memory has the same normalised content".into(),
+    }
   });
 
   let mut score = confidence;
@@ -452,7 +531,10 @@ mod tests {
     assert!((e.score - plain.score - DEFAULT_INSTRUCTION_BOOST).abs() < 1e-9, "{} vs {}", e.score, plain.score);
     let e = run(&cand("The user prefers short answers without emoji"));
     assert_eq!(e.tags, vec!["instruction", "preference"]);
-    let e = run(&Candidate { tags: vec!["style".into(), "instruction".into()], ..cand("Remember that deploys happen on Fridays") });
+    let e = run(&Candidate {
+      tags: vec!["style".into(), "instruction".into()],
+      ..cand("Remember that deploys happen on Fridays")
+    });
     assert_eq!(e.tags, vec!["style", "instruction"]);
     assert!(gate(&e, "instruction").reason.contains("'remember that'"));
     // Never rejected, whatever else happens.
@@ -462,7 +544,9 @@ mod tests {
 
   #[test]
   fn confidence_gate() {
-    assert!(!gate(&run(&Candidate { confidence: Some(0.49), ..cand("The build takes ten minutes") }), "confidence").pass);
+    assert!(
+      !gate(&run(&Candidate { confidence: Some(0.49), ..cand("The build takes ten minutes") }), "confidence").pass
+    );
     assert!(gate(&run(&Candidate { confidence: Some(0.5), ..cand("The build takes ten minutes") }), "confidence").pass);
     assert!(gate(&run(&cand("The build takes ten minutes")), "confidence").reason.contains("no confidence given"));
   }

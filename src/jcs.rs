@@ -40,9 +40,7 @@ pub fn to_string(value: &Value) -> Result<String> {
 /// Appends the canonical bytes of `value` to `out`.
 pub fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<()> {
   if depth > MAX_DEPTH {
-    return Err(LoaError::InvalidArgument(format!(
-      "JSON nested deeper than {MAX_DEPTH} levels"
-    )));
+    return Err(LoaError::InvalidArgument(format!("JSON nested deeper than {MAX_DEPTH} levels")));
   }
   match value {
     Value::Null => out.extend_from_slice(b"null"),
@@ -51,9 +49,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<()>
     Value::Number(n) => {
       // Every JSON number is an IEEE-754 double to RFC 8785 (and to JavaScript); u64/i64 values
       // over 2^53 round to the nearest double here, exactly as JSON.parse rounds them.
-      let f = n
-        .as_f64()
-        .ok_or_else(|| LoaError::InvalidArgument(format!("number {n} is not a double")))?;
+      let f = n.as_f64().ok_or_else(|| LoaError::InvalidArgument(format!("number {n} is not a double")))?;
       write_number(out, f)?;
     }
     Value::String(s) => write_string(out, s),
@@ -86,7 +82,11 @@ fn needs_utf16_sort(name: &str) -> bool {
   name.bytes().any(|b| b >= 0xed)
 }
 
-fn write_object<'a>(out: &mut Vec<u8>, members: impl Iterator<Item = (&'a String, &'a Value)> + Clone, depth: usize) -> Result<()> {
+fn write_object<'a>(
+  out: &mut Vec<u8>,
+  members: impl Iterator<Item = (&'a String, &'a Value)> + Clone,
+  depth: usize,
+) -> Result<()> {
   out.push(b'{');
   let mut first = true;
   let mut member = |out: &mut Vec<u8>, name: &str, value: &Value| -> Result<()> {
@@ -129,9 +129,7 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
 /// refused (`E_INVALID_ARGUMENT`).
 pub fn write_number(out: &mut Vec<u8>, f: f64) -> Result<()> {
   if !f.is_finite() {
-    return Err(LoaError::InvalidArgument(format!(
-      "{f} is not a JSON number (RFC 8785 has no NaN or Infinity)"
-    )));
+    return Err(LoaError::InvalidArgument(format!("{f} is not a JSON number (RFC 8785 has no NaN or Infinity)")));
   }
   if f == 0.0 {
     out.push(b'0'); // both zeros: ECMAScript writes -0 as "0"
@@ -166,14 +164,7 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
       0x0a => b"\\n",
       0x0c => b"\\f",
       0x0d => b"\\r",
-      0x00..=0x1f => &[
-        b'\\',
-        b'u',
-        b'0',
-        b'0',
-        HEX[(b >> 4) as usize],
-        HEX[(b & 0xf) as usize],
-      ],
+      0x00..=0x1f => &[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
       _ => continue,
     };
     out.extend_from_slice(&bytes[start..i]);
@@ -217,9 +208,7 @@ pub fn parse_strict(text: &str) -> Result<Value> {
       Ok(Value::from(v))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Value, E> {
-      serde_json::Number::from_f64(v)
-        .map(Value::Number)
-        .ok_or_else(|| E::custom("number out of range"))
+      serde_json::Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number out of range"))
     }
     fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
       Ok(Value::String(v.to_owned()))
@@ -242,19 +231,16 @@ pub fn parse_strict(text: &str) -> Result<Value> {
       while let Some(key) = map.next_key::<String>()? {
         let Strict(v) = map.next_value()?;
         if object.insert(key.clone(), v).is_some() {
-          return Err(serde::de::Error::custom(format!(
-            "duplicate member name {key:?}"
-          )));
+          return Err(serde::de::Error::custom(format!("duplicate member name {key:?}")));
         }
       }
       Ok(Value::Object(object))
     }
   }
   let mut de = serde_json::Deserializer::from_str(text);
-  let Strict(value) = Strict::deserialize(&mut de)
-    .map_err(|e| LoaError::InvalidArgument(format!("invalid JSON: {e}")))?;
-  de.end()
-    .map_err(|e| LoaError::InvalidArgument(format!("invalid JSON: {e}")))?;
+  let Strict(value) =
+    Strict::deserialize(&mut de).map_err(|e| LoaError::InvalidArgument(format!("invalid JSON: {e}")))?;
+  de.end().map_err(|e| LoaError::InvalidArgument(format!("invalid JSON: {e}")))?;
   Ok(value)
 }
 
@@ -262,18 +248,10 @@ pub fn parse_strict(text: &str) -> Result<Value> {
 pub(crate) mod tests_support {
   use std::path::PathBuf;
 
-  /// `../shared/vectors` beside the checkout (where CI has it). Missing vectors fail the test
-  /// under CI and skip it, loudly, elsewhere.
-  pub fn vectors() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors");
-    if dir.is_dir() {
-      Some(dir)
-    } else if std::env::var_os("CI").is_some() {
-      panic!("test vectors missing at {}", dir.display())
-    } else {
-      eprintln!("SKIPPED: no test vectors at {}", dir.display());
-      None
-    }
+  /// The reference vectors vendored under `testdata/vectors` (provenance and licences in its
+  /// README). They are part of the repository, so a fresh clone runs every vector test.
+  pub fn vectors() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors")
   }
 }
 
@@ -285,7 +263,7 @@ mod tests {
 
   #[test]
   fn every_reference_input_canonicalizes_byte_for_byte() {
-    let Some(dir) = vectors() else { return };
+    let dir = vectors();
     let mut seen = 0;
     for entry in std::fs::read_dir(dir.join("jcs/input")).unwrap() {
       let path = entry.unwrap().path();
@@ -295,22 +273,12 @@ mod tests {
       let hex_name = PathBuf::from(&name).with_extension("txt");
       let hex_text = std::fs::read_to_string(dir.join("jcs/outhex").join(hex_name)).unwrap();
       let expected_hex = hex::decode(hex_text.split_whitespace().collect::<String>()).unwrap();
-      assert_eq!(
-        expected, expected_hex,
-        "{name:?}: output and outhex disagree"
-      );
+      assert_eq!(expected, expected_hex, "{name:?}: output and outhex disagree");
       let got = canonicalize_text(&input).unwrap();
-      assert_eq!(
-        String::from_utf8_lossy(&got),
-        String::from_utf8_lossy(&expected),
-        "{name:?}"
-      );
+      assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&expected), "{name:?}");
       assert_eq!(got, expected, "{name:?}");
       // Canonical form is a fixed point.
-      assert_eq!(
-        canonicalize_text(std::str::from_utf8(&got).unwrap()).unwrap(),
-        got
-      );
+      assert_eq!(canonicalize_text(std::str::from_utf8(&got).unwrap()).unwrap(), got);
       seen += 1;
     }
     assert_eq!(seen, 6);
@@ -318,7 +286,7 @@ mod tests {
 
   #[test]
   fn every_es6_number_case_formats_exactly() {
-    let Some(dir) = vectors() else { return };
+    let dir = vectors();
     let text = std::fs::read_to_string(dir.join("jcs/es6_numbers_first10000.csv")).unwrap();
     let mut count = 0;
     for line in text.lines().filter(|l| !l.is_empty()) {
@@ -326,11 +294,7 @@ mod tests {
       let f = f64::from_bits(u64::from_str_radix(hex_bits, 16).unwrap());
       let mut out = Vec::new();
       write_number(&mut out, f).unwrap();
-      assert_eq!(
-        std::str::from_utf8(&out).unwrap(),
-        expected,
-        "bits {hex_bits}"
-      );
+      assert_eq!(std::str::from_utf8(&out).unwrap(), expected, "bits {hex_bits}");
       // And through JSON text: parsing the expected form gives back the same double.
       let parsed: Value = parse_strict(expected).unwrap();
       assert_eq!(to_string(&parsed).unwrap(), expected, "text {expected}");
@@ -346,19 +310,11 @@ mod tests {
       ("8000000000000000", "0"),
     ] {
       let mut out = Vec::new();
-      write_number(
-        &mut out,
-        f64::from_bits(u64::from_str_radix(bits, 16).unwrap()),
-      )
-      .unwrap();
+      write_number(&mut out, f64::from_bits(u64::from_str_radix(bits, 16).unwrap())).unwrap();
       assert_eq!(std::str::from_utf8(&out).unwrap(), expected);
     }
     for bits in ["7fffffffffffffff", "7ff0000000000000", "fff0000000000000"] {
-      let err = write_number(
-        &mut Vec::new(),
-        f64::from_bits(u64::from_str_radix(bits, 16).unwrap()),
-      )
-      .unwrap_err();
+      let err = write_number(&mut Vec::new(), f64::from_bits(u64::from_str_radix(bits, 16).unwrap())).unwrap_err();
       assert_eq!(err.code(), "E_INVALID_ARGUMENT");
     }
   }
@@ -367,36 +323,22 @@ mod tests {
   fn member_names_sort_by_utf16_code_units_not_code_points() {
     // U+1F600 (surrogates D83D DE00) sorts before U+FB01 in UTF-16, after it in UTF-8.
     let v: Value = parse_strict("{\"\u{fb01}\":1,\"\u{1f600}\":2,\"a\":3}").unwrap();
-    assert_eq!(
-      to_string(&v).unwrap(),
-      "{\"a\":3,\"\u{1f600}\":2,\"\u{fb01}\":1}"
-    );
+    assert_eq!(to_string(&v).unwrap(), "{\"a\":3,\"\u{1f600}\":2,\"\u{fb01}\":1}");
   }
 
   #[test]
   fn large_integers_round_like_javascript_and_duplicates_are_refused() {
-    assert_eq!(
-      canonicalize_text("[9007199254740993, -0, -0.0, 1E400]")
-        .unwrap_err()
-        .code(),
-      "E_INVALID_ARGUMENT"
-    );
+    assert_eq!(canonicalize_text("[9007199254740993, -0, -0.0, 1E400]").unwrap_err().code(), "E_INVALID_ARGUMENT");
     assert_eq!(
       canonicalize_text("[9007199254740993,-0,-0.0,1e21,18446744073709551616]").unwrap(),
       b"[9007199254740992,0,0,1e+21,18446744073709552000]"
     );
-    assert_eq!(
-      canonicalize_text(r#"{"a":1,"a":2}"#).unwrap_err().code(),
-      "E_INVALID_ARGUMENT"
-    );
+    assert_eq!(canonicalize_text(r#"{"a":1,"a":2}"#).unwrap_err().code(), "E_INVALID_ARGUMENT");
     assert_eq!(
       canonicalize_text("\"\\u0000\\u001f\\u007f\u{2028}\"").unwrap(),
       "\"\\u0000\\u001f\u{7f}\u{2028}\"".as_bytes()
     );
-    assert_eq!(
-      canonicalize_text("1 2").unwrap_err().code(),
-      "E_INVALID_ARGUMENT"
-    );
+    assert_eq!(canonicalize_text("1 2").unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
 
   #[test]

@@ -3,8 +3,8 @@
 //! Plain Rust, testable with `cargo test`; the Node binding lives in [`binding`] and only
 //! converts arguments and errors.
 
-pub mod audit;
 pub mod attention;
+pub mod audit;
 pub mod compaction;
 pub mod config;
 pub mod context;
@@ -15,11 +15,12 @@ pub mod jcs;
 pub mod lock;
 pub mod memory;
 pub mod redact;
-pub mod timestamp;
 pub mod sign;
+pub mod timestamp;
 pub mod tokens;
 pub mod wal;
 
+#[cfg(feature = "napi")]
 mod binding;
 
 pub use error::{LoaError, Result};

@@ -18,8 +18,9 @@ pub fn now_ms() -> i64 {
 /// milliseconds since the Unix epoch (sub-millisecond digits are truncated). `what` names the
 /// value in the `E_INVALID_ARGUMENT` error, which never echoes the input.
 pub fn parse_rfc3339_ms(text: &str, what: &str) -> Result<i64> {
-  let parsed = OffsetDateTime::parse(text.trim(), &Rfc3339)
-    .map_err(|_| LoaError::InvalidArgument(format!("`{what}` must be an RFC 3339 timestamp such as 2026-01-02T10:00:00Z")))?;
+  let parsed = OffsetDateTime::parse(text.trim(), &Rfc3339).map_err(|_| {
+    LoaError::InvalidArgument(format!("`{what}` must be an RFC 3339 timestamp such as 2026-01-02T10:00:00Z"))
+  })?;
   Ok((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
@@ -63,7 +64,10 @@ mod tests {
     // As strings "10:00+02:00" > "09:00Z"; as instants it is an hour earlier.
     assert!(plus_two < utc);
     assert_eq!(utc - plus_two, 3_600_000);
-    assert_eq!(parse_rfc3339_ms("2026-01-02T04:30:00-05:30", "t").unwrap(), parse_rfc3339_ms("2026-01-02T10:00:00.000Z", "t").unwrap());
+    assert_eq!(
+      parse_rfc3339_ms("2026-01-02T04:30:00-05:30", "t").unwrap(),
+      parse_rfc3339_ms("2026-01-02T10:00:00.000Z", "t").unwrap()
+    );
     assert_eq!(format_ms(plus_two), "2026-01-02T08:00:00.000Z");
     assert_eq!(format_ms(parse_rfc3339_ms("2026-01-02T08:00:00.1239Z", "t").unwrap()), "2026-01-02T08:00:00.123Z");
     assert_eq!(format_ms_compact(utc), "20260102T090000000Z");

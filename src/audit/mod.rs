@@ -111,11 +111,7 @@ pub struct AuditOptions {
 
 impl Default for AuditOptions {
   fn default() -> Self {
-    AuditOptions {
-      max_segment_bytes: 10 * 1024 * 1024,
-      hmac_key: None,
-      lock_timeout: Duration::from_secs(5),
-    }
+    AuditOptions { max_segment_bytes: 10 * 1024 * 1024, hmac_key: None, lock_timeout: Duration::from_secs(5) }
   }
 }
 
@@ -132,18 +128,10 @@ impl std::fmt::Debug for AuditOptions {
 impl AuditOptions {
   pub fn validate(&self) -> Result<()> {
     if self.max_segment_bytes < MIN_SEGMENT_BYTES {
-      return crate::error::invalid(format!(
-        "`maxSegmentBytes` must be at least {MIN_SEGMENT_BYTES}"
-      ));
+      return crate::error::invalid(format!("`maxSegmentBytes` must be at least {MIN_SEGMENT_BYTES}"));
     }
-    if self
-      .hmac_key
-      .as_ref()
-      .is_some_and(|k| k.len() < MIN_HMAC_KEY_BYTES)
-    {
-      return crate::error::invalid(format!(
-        "`hmacKey` must be at least {MIN_HMAC_KEY_BYTES} bytes"
-      ));
+    if self.hmac_key.as_ref().is_some_and(|k| k.len() < MIN_HMAC_KEY_BYTES) {
+      return crate::error::invalid(format!("`hmacKey` must be at least {MIN_HMAC_KEY_BYTES} bytes"));
     }
     Ok(())
   }
@@ -218,8 +206,8 @@ pub fn entry_hash(body: &Value, key: Option<&[u8]>) -> Result<String> {
   let canonical = jcs::to_vec(body)?;
   Ok(match key {
     Some(key) => {
-      let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
-        .map_err(|_| LoaError::InvalidArgument("bad HMAC key".into()))?;
+      let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| LoaError::InvalidArgument("bad HMAC key".into()))?;
       mac.update(AUDIT_DOMAIN);
       mac.update(&canonical);
       hex::encode(mac.finalize().into_bytes())
@@ -246,20 +234,13 @@ fn alg_name(key: Option<&[u8]>) -> &'static str {
 /// Only the tail is read, so an append after another process's append stays cheap.
 fn read_tail(path: &Path) -> Result<(u64, Option<Vec<u8>>, u64)> {
   let mut file = File::open(path).map_err(|e| LoaError::io("open", path, e))?;
-  let len = file
-    .metadata()
-    .map_err(|e| LoaError::io("stat", path, e))?
-    .len();
+  let len = file.metadata().map_err(|e| LoaError::io("stat", path, e))?.len();
   let mut window = 64 * 1024u64;
   loop {
     let start = len.saturating_sub(window);
     let mut bytes = vec![0u8; (len - start) as usize];
-    file
-      .seek(SeekFrom::Start(start))
-      .map_err(|e| LoaError::io("seek", path, e))?;
-    file
-      .read_exact(&mut bytes)
-      .map_err(|e| LoaError::io("read", path, e))?;
+    file.seek(SeekFrom::Start(start)).map_err(|e| LoaError::io("seek", path, e))?;
+    file.read_exact(&mut bytes).map_err(|e| LoaError::io("read", path, e))?;
     let Some(last_nl) = bytes.iter().rposition(|&b| b == b'\n') else {
       if start == 0 {
         return Ok((0, None, len));
@@ -269,13 +250,7 @@ fn read_tail(path: &Path) -> Result<(u64, Option<Vec<u8>>, u64)> {
     };
     let complete = start + last_nl as u64 + 1;
     match bytes[..last_nl].iter().rposition(|&b| b == b'\n') {
-      Some(prev_nl) => {
-        return Ok((
-          complete,
-          Some(bytes[prev_nl + 1..last_nl].to_vec()),
-          len - complete,
-        ))
-      }
+      Some(prev_nl) => return Ok((complete, Some(bytes[prev_nl + 1..last_nl].to_vec()), len - complete)),
       None if start == 0 => return Ok((complete, Some(bytes[..last_nl].to_vec()), len - complete)),
       None => window *= 2,
     }
@@ -298,12 +273,7 @@ impl AuditLog {
   pub fn open(dir: &Path, options: AuditOptions) -> Result<AuditLog> {
     options.validate()?;
     create_dir_durable(dir)?;
-    let log = AuditLog {
-      dir: dir.to_path_buf(),
-      options,
-      tail: Mutex::new(None),
-      truncated: Mutex::new(None),
-    };
+    let log = AuditLog { dir: dir.to_path_buf(), options, tail: Mutex::new(None), truncated: Mutex::new(None) };
     let _lock = log.lock()?;
     log.refresh()?;
     Ok(log)
@@ -323,11 +293,7 @@ impl AuditLog {
 
   /// The torn tail this handle cut off most recently, if any.
   pub fn truncated_tail(&self) -> Option<TornTail> {
-    self
-      .truncated
-      .lock()
-      .unwrap_or_else(|e| e.into_inner())
-      .clone()
+    self.truncated.lock().unwrap_or_else(|e| e.into_inner()).clone()
   }
 
   /// Where the chain ends now (as far as this handle knows after its last open or append).
@@ -359,44 +325,20 @@ impl AuditLog {
   /// Finds the last entry (walking back over an empty newest segment), cutting a torn tail.
   fn read_chain_end(&self, segments: &[(u64, PathBuf)]) -> Result<Tail> {
     let Some((newest_seq, newest)) = segments.last() else {
-      return Ok(Tail {
-        segment: None,
-        len: 0,
-        modified: None,
-        head: Head {
-          seq: 0,
-          hash: GENESIS.into(),
-        },
-      });
+      return Ok(Tail { segment: None, len: 0, modified: None, head: Head { seq: 0, hash: GENESIS.into() } });
     };
-    let name = |p: &Path| {
-      p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-    };
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (complete, last, torn) = read_tail(newest)?;
     if torn > 0 {
       let lines = count_lines(newest, complete);
-      let file = OpenOptions::new()
-        .write(true)
-        .open(newest)
-        .map_err(|e| LoaError::io("open", newest, e))?;
-      file
-        .set_len(complete)
-        .map_err(|e| LoaError::io("truncate torn tail of", newest, e))?;
-      file
-        .sync_all()
-        .map_err(|e| LoaError::io("fsync", newest, e))?;
-      *self.truncated.lock().unwrap_or_else(|e| e.into_inner()) = Some(TornTail {
-        segment: name(newest),
-        line: lines + 1,
-        bytes: torn,
-      });
+      let file = OpenOptions::new().write(true).open(newest).map_err(|e| LoaError::io("open", newest, e))?;
+      file.set_len(complete).map_err(|e| LoaError::io("truncate torn tail of", newest, e))?;
+      file.sync_all().map_err(|e| LoaError::io("fsync", newest, e))?;
+      *self.truncated.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(TornTail { segment: name(newest), line: lines + 1, bytes: torn });
     }
     let head = match last {
-      Some(line) => {
-        self.check_last_entry(&line, &name(newest), || count_lines(newest, complete))?
-      }
+      Some(line) => self.check_last_entry(&line, &name(newest), || count_lines(newest, complete))?,
       None => {
         // An empty newest segment (a writer died right after creating it): the chain ends in
         // the segment before, and the next entry must be this segment's first.
@@ -406,50 +348,29 @@ impl AuditLog {
           return Err(LoaError::AuditCorrupt {
             segment: name(newest),
             line: 1,
-            reason: format!(
-              "empty segment for seq {newest_seq}, but the chain ends at seq {}",
-              head.seq
-            ),
+            reason: format!("empty segment for seq {newest_seq}, but the chain ends at seq {}", head.seq),
           });
         }
         head
       }
     };
     let modified = fs::metadata(newest).and_then(|m| m.modified()).ok();
-    Ok(Tail {
-      segment: Some(newest.clone()),
-      len: complete,
-      modified,
-      head,
-    })
+    Ok(Tail { segment: Some(newest.clone()), len: complete, modified, head })
   }
 
   /// Parses and verifies the newest entry: the chain may only continue from a valid end.
-  fn check_last_entry(
-    &self,
-    line: &[u8],
-    segment: &str,
-    line_no: impl Fn() -> u64,
-  ) -> Result<Head> {
-    let corrupt = |reason: String| LoaError::AuditCorrupt {
-      segment: segment.to_string(),
-      line: line_no(),
-      reason,
-    };
+  fn check_last_entry(&self, line: &[u8], segment: &str, line_no: impl Fn() -> u64) -> Result<Head> {
+    let corrupt = |reason: String| LoaError::AuditCorrupt { segment: segment.to_string(), line: line_no(), reason };
     let text = std::str::from_utf8(line).map_err(|_| corrupt("not UTF-8".into()))?;
     let value = jcs::parse_strict(text).map_err(|e| corrupt(e.to_string()))?;
-    let (Some(seq), Some(stored)) = (
-      value.get("seq").and_then(Value::as_u64),
-      value.get("hash").and_then(Value::as_str),
-    ) else {
+    let (Some(seq), Some(stored)) =
+      (value.get("seq").and_then(Value::as_u64), value.get("hash").and_then(Value::as_str))
+    else {
       return Err(corrupt("entry has no seq or hash".into()));
     };
     let stored = stored.to_string();
     let mut body = value.clone();
-    body
-      .as_object_mut()
-      .ok_or_else(|| corrupt("entry is not an object".into()))?
-      .remove("hash");
+    body.as_object_mut().ok_or_else(|| corrupt("entry is not an object".into()))?.remove("hash");
     let alg = body.get("alg").and_then(Value::as_str).unwrap_or("");
     if alg != alg_name(self.key()) {
       return Err(LoaError::SignatureInvalid(format!(
@@ -469,10 +390,7 @@ impl AuditLog {
 
   /// Appends an event; returns once it is durable.
   pub fn append(&self, event: &AuditEvent) -> Result<Head> {
-    if event.action.is_empty()
-      || event.action.len() > 256
-      || event.action.chars().any(char::is_control)
-    {
+    if event.action.is_empty() || event.action.len() > 256 || event.action.chars().any(char::is_control) {
       return crate::error::invalid("`action` must be 1-256 bytes without control characters");
     }
     let _lock = self.lock()?;
@@ -489,10 +407,7 @@ impl AuditLog {
     let seq = tail.head.seq + 1;
     let mut body = Map::new();
     body.insert("seq".into(), Value::from(seq));
-    body.insert(
-      "ts".into(),
-      Value::String(crate::timestamp::format_ms(crate::timestamp::now_ms())),
-    );
+    body.insert("ts".into(), Value::String(crate::timestamp::format_ms(crate::timestamp::now_ms())));
     body.insert("action".into(), Value::String(event.action.clone()));
     body.insert("actor".into(), Value::String(event.actor.as_str().into()));
     if let Some(details) = &event.details {
@@ -502,10 +417,7 @@ impl AuditLog {
     body.insert("prev".into(), Value::String(tail.head.hash.clone()));
     let mut body = Value::Object(body);
     let hash = entry_hash(&body, self.key())?;
-    body
-      .as_object_mut()
-      .expect("object")
-      .insert("hash".into(), Value::String(hash.clone()));
+    body.as_object_mut().expect("object").insert("hash".into(), Value::String(hash.clone()));
     let mut line = jcs::to_vec(&body)?;
     line.push(b'\n');
     if line.len() > MAX_ENTRY_BYTES {
@@ -516,9 +428,7 @@ impl AuditLog {
       });
     }
     let (segment, len) = match &tail.segment {
-      Some(path)
-        if tail.len == 0 || tail.len + line.len() as u64 <= self.options.max_segment_bytes =>
-      {
+      Some(path) if tail.len == 0 || tail.len + line.len() as u64 <= self.options.max_segment_bytes => {
         (path.clone(), tail.len)
       }
       _ => {
@@ -534,24 +444,13 @@ impl AuditLog {
         (path, 0)
       }
     };
-    let mut file = OpenOptions::new()
-      .append(true)
-      .open(&segment)
-      .map_err(|e| LoaError::io("open", &segment, e))?;
-    file
-      .write_all(&line)
-      .map_err(|e| LoaError::io("append to", &segment, e))?;
-    file
-      .sync_data()
-      .map_err(|e| LoaError::io("fsync", &segment, e))?;
+    let mut file = OpenOptions::new().append(true).open(&segment).map_err(|e| LoaError::io("open", &segment, e))?;
+    file.write_all(&line).map_err(|e| LoaError::io("append to", &segment, e))?;
+    file.sync_data().map_err(|e| LoaError::io("fsync", &segment, e))?;
     let modified = file.metadata().and_then(|m| m.modified()).ok();
     let head = Head { seq, hash };
-    *self.tail.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tail {
-      segment: Some(segment),
-      len: len + line.len() as u64,
-      modified,
-      head: head.clone(),
-    });
+    *self.tail.lock().unwrap_or_else(|e| e.into_inner()) =
+      Some(Tail { segment: Some(segment), len: len + line.len() as u64, modified, head: head.clone() });
     Ok(head)
   }
 

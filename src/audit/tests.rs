@@ -9,18 +9,12 @@ fn event(i: u64) -> AuditEvent {
   AuditEvent {
     action: format!("test.event{}", i % 3),
     actor: [Actor::System, Actor::User, Actor::Automated][(i % 3) as usize],
-    details: Some(
-      json!({ "i": i, "nested": { "deep": [1, { "x": format!("v{i}") }], "flag": i.is_multiple_of(2) } }),
-    ),
+    details: Some(json!({ "i": i, "nested": { "deep": [1, { "x": format!("v{i}") }], "flag": i.is_multiple_of(2) } })),
   }
 }
 
 fn small(key: Option<&[u8]>) -> AuditOptions {
-  AuditOptions {
-    max_segment_bytes: 1024,
-    hmac_key: key.map(|k| Zeroizing::new(k.to_vec())),
-    ..Default::default()
-  }
+  AuditOptions { max_segment_bytes: 1024, hmac_key: key.map(|k| Zeroizing::new(k.to_vec())), ..Default::default() }
 }
 
 fn kinds(v: &AuditVerification) -> Vec<String> {
@@ -50,10 +44,7 @@ fn write_lines(path: &Path, lines: &[String]) {
 fn chain_continues_across_rotations_and_segment_names_never_collide() {
   let tmp = tempfile::tempdir().unwrap();
   let log = AuditLog::open(tmp.path(), small(None)).unwrap();
-  let mut last = Head {
-    seq: 0,
-    hash: GENESIS.into(),
-  };
+  let mut last = Head { seq: 0, hash: GENESIS.into() };
   for i in 1..=40 {
     last = log.append(&event(i)).unwrap();
     assert_eq!(last.seq, i);
@@ -62,8 +53,7 @@ fn chain_continues_across_rotations_and_segment_names_never_collide() {
   assert!(segments.len() >= 5, "rotated ({} segments)", segments.len());
   for (seq, path) in &segments {
     assert!(fs::metadata(path).unwrap().len() <= 1024);
-    let first: Value =
-      serde_json::from_str(fs::read_to_string(path).unwrap().lines().next().unwrap()).unwrap();
+    let first: Value = serde_json::from_str(fs::read_to_string(path).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(first["seq"], *seq);
   }
   let v = log.verify(Some(&last)).unwrap();
@@ -73,11 +63,7 @@ fn chain_continues_across_rotations_and_segment_names_never_collide() {
   // A second handle continues the same chain.
   let other = AuditLog::open(tmp.path(), small(None)).unwrap();
   assert_eq!(other.append(&event(41)).unwrap().seq, 41);
-  assert_eq!(
-    log.append(&event(42)).unwrap().seq,
-    42,
-    "the first handle notices the other's append"
-  );
+  assert_eq!(log.append(&event(42)).unwrap().seq, 42, "the first handle notices the other's append");
   assert!(verify(tmp.path(), None, None).unwrap().ok);
 }
 
@@ -115,16 +101,9 @@ fn editing_any_field_of_any_entry_is_detected() {
         lines[n] = crate::jcs::to_string(&entry).unwrap();
         write_lines(&path, &lines);
         let v = verify(tmp.path(), None, None).unwrap();
+        assert!(!v.ok, "{pointer} of {} line {} undetected", path.display(), n + 1);
         assert!(
-          !v.ok,
-          "{pointer} of {} line {} undetected",
-          path.display(),
-          n + 1
-        );
-        assert!(
-          v.problems
-            .iter()
-            .any(|p| p.line == n as u64 + 1 || p.line == n as u64 + 2),
+          v.problems.iter().any(|p| p.line == n as u64 + 1 || p.line == n as u64 + 2),
           "{pointer}: {:?}",
           v.problems
         );
@@ -168,10 +147,7 @@ fn every_byte_flip_of_a_segment_is_detected() {
   *bytes.last_mut().unwrap() ^= 0x01;
   fs::write(&path, &bytes).unwrap();
   let v = verify(tmp.path(), None, None).unwrap();
-  assert_eq!(
-    v.torn_tail.as_ref().map(|t| t.line),
-    Some(lines.len() as u64)
-  );
+  assert_eq!(v.torn_tail.as_ref().map(|t| t.line), Some(lines.len() as u64));
   assert_eq!(v.entries, 2);
 }
 
@@ -192,11 +168,7 @@ fn deleting_reordering_inserting_lines_and_removing_segments_are_detected() {
     write_lines(path, &edited);
     let v = verify(tmp.path(), None, None).unwrap();
     assert!(!v.ok, "deleting line {n}");
-    assert!(
-      kinds(&v).contains(&"chain".to_string()) || kinds(&v).contains(&"segment".to_string()),
-      "{:?}",
-      v.problems
-    );
+    assert!(kinds(&v).contains(&"chain".to_string()) || kinds(&v).contains(&"segment".to_string()), "{:?}", v.problems);
   }
   // Swap neighbours.
   for n in 0..lines.len() - 1 {
@@ -204,11 +176,7 @@ fn deleting_reordering_inserting_lines_and_removing_segments_are_detected() {
     edited.swap(n, n + 1);
     write_lines(path, &edited);
     let v = verify(tmp.path(), None, None).unwrap();
-    assert!(
-      kinds(&v).contains(&"chain".to_string()),
-      "swapping {n}: {:?}",
-      v.problems
-    );
+    assert!(kinds(&v).contains(&"chain".to_string()), "swapping {n}: {:?}", v.problems);
   }
   // Duplicate a line.
   let mut edited = lines.clone();
@@ -221,13 +189,7 @@ fn deleting_reordering_inserting_lines_and_removing_segments_are_detected() {
   let first = fs::read(&segments[0].0).unwrap();
   fs::remove_file(&segments[0].0).unwrap();
   let v = verify(tmp.path(), None, None).unwrap();
-  assert!(
-    v.problems
-      .iter()
-      .any(|p| p.kind == "seq" && p.detail.contains("starts at seq")),
-    "{:?}",
-    v.problems
-  );
+  assert!(v.problems.iter().any(|p| p.kind == "seq" && p.detail.contains("starts at seq")), "{:?}", v.problems);
   fs::write(&segments[0].0, first).unwrap();
   let middle = fs::read(&segments[2].0).unwrap();
   fs::remove_file(&segments[2].0).unwrap();
@@ -239,10 +201,7 @@ fn deleting_reordering_inserting_lines_and_removing_segments_are_detected() {
   assert!(verify(tmp.path(), None, None).unwrap().ok);
   let v = verify(tmp.path(), None, Some(heads.last().unwrap())).unwrap();
   assert_eq!(kinds(&v), ["head"]);
-  assert!(
-    verify(tmp.path(), None, Some(&heads[20])).unwrap().ok,
-    "an older head is still on the chain"
-  );
+  assert!(verify(tmp.path(), None, Some(&heads[20])).unwrap().ok, "an older head is still on the chain");
 }
 
 #[test]
@@ -259,28 +218,10 @@ fn torn_tail_is_cut_on_open_and_reported() {
   drop(f);
   let v = verify(tmp.path(), None, None).unwrap();
   assert!(v.ok, "a torn tail is not tampering");
-  assert_eq!(
-    v.torn_tail,
-    Some(TornTail {
-      segment: segment_name(1),
-      line: 3,
-      bytes: 21
-    })
-  );
-  assert_eq!(
-    fs::metadata(&path).unwrap().len(),
-    before + 21,
-    "verify never writes"
-  );
+  assert_eq!(v.torn_tail, Some(TornTail { segment: segment_name(1), line: 3, bytes: 21 }));
+  assert_eq!(fs::metadata(&path).unwrap().len(), before + 21, "verify never writes");
   let log = AuditLog::open(tmp.path(), AuditOptions::default()).unwrap();
-  assert_eq!(
-    log.truncated_tail(),
-    Some(TornTail {
-      segment: segment_name(1),
-      line: 3,
-      bytes: 21
-    })
-  );
+  assert_eq!(log.truncated_tail(), Some(TornTail { segment: segment_name(1), line: 3, bytes: 21 }));
   assert_eq!(fs::metadata(&path).unwrap().len(), before);
   assert_eq!(log.append(&event(3)).unwrap().seq, 3);
   assert!(verify(tmp.path(), None, None).unwrap().ok);
@@ -297,21 +238,12 @@ fn hmac_key_is_required_to_verify_and_to_continue() {
   assert!(verify(tmp.path(), Some(key), None).unwrap().ok);
   let v = verify(tmp.path(), None, None).unwrap();
   assert_eq!(kinds(&v), ["key"]);
-  assert!(
-    !verify(tmp.path(), Some(b"another key of 16+ bytes"), None)
-      .unwrap()
-      .ok
-  );
+  assert!(!verify(tmp.path(), Some(b"another key of 16+ bytes"), None).unwrap().ok);
   assert_eq!(
-    AuditLog::open(tmp.path(), small(Some(b"another key of 16+ bytes")))
-      .unwrap_err()
-      .code(),
+    AuditLog::open(tmp.path(), small(Some(b"another key of 16+ bytes"))).unwrap_err().code(),
     "E_SIGNATURE_INVALID"
   );
-  assert_eq!(
-    AuditLog::open(tmp.path(), small(None)).unwrap_err().code(),
-    "E_SIGNATURE_INVALID"
-  );
+  assert_eq!(AuditLog::open(tmp.path(), small(None)).unwrap_err().code(), "E_SIGNATURE_INVALID");
   // Someone without the key edits an entry and recomputes the plain chain: detected.
   let (path, lines) = lines_of(tmp.path()).remove(0);
   let mut entry: Value = serde_json::from_str(&lines[0]).unwrap();
@@ -324,19 +256,9 @@ fn hmac_key_is_required_to_verify_and_to_continue() {
   edited[0] = crate::jcs::to_string(&entry).unwrap();
   write_lines(&path, &edited);
   let v = verify(tmp.path(), Some(key), None).unwrap();
-  assert!(
-    kinds(&v).contains(&"key".to_string()) && kinds(&v).contains(&"chain".to_string()),
-    "{:?}",
-    v.problems
-  );
+  assert!(kinds(&v).contains(&"key".to_string()) && kinds(&v).contains(&"chain".to_string()), "{:?}", v.problems);
   assert_eq!(
-    AuditOptions {
-      hmac_key: Some(Zeroizing::new(vec![1; 8])),
-      ..Default::default()
-    }
-    .validate()
-    .unwrap_err()
-    .code(),
+    AuditOptions { hmac_key: Some(Zeroizing::new(vec![1; 8])), ..Default::default() }.validate().unwrap_err().code(),
     "E_INVALID_ARGUMENT"
   );
 }
@@ -348,32 +270,18 @@ fn a_tampered_last_entry_stops_appends_and_bad_input_is_refused() {
   log.append(&event(1)).unwrap();
   let (path, lines) = lines_of(tmp.path()).remove(0);
   write_lines(&path, &[lines[0].replace("test.event1", "test.eventX")]);
-  assert_eq!(
-    log.append(&event(2)).unwrap_err().code(),
-    "E_SIGNATURE_INVALID"
-  );
+  assert_eq!(log.append(&event(2)).unwrap_err().code(), "E_SIGNATURE_INVALID");
   write_lines(&path, &["not json".to_string()]);
   assert_eq!(log.append(&event(2)).unwrap_err().code(), "E_AUDIT_CORRUPT");
   write_lines(&path, &lines);
   assert_eq!(log.append(&event(2)).unwrap().seq, 2);
   for action in ["", "a\nb", &"x".repeat(257)] {
-    let e = AuditEvent {
-      action: action.into(),
-      actor: Actor::User,
-      details: None,
-    };
+    let e = AuditEvent { action: action.into(), actor: Actor::User, details: None };
     assert_eq!(log.append(&e).unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
-  let big = AuditEvent {
-    action: "big".into(),
-    actor: Actor::User,
-    details: Some(json!("x".repeat(MAX_ENTRY_BYTES))),
-  };
+  let big = AuditEvent { action: "big".into(), actor: Actor::User, details: Some(json!("x".repeat(MAX_ENTRY_BYTES))) };
   assert_eq!(log.append(&big).unwrap_err().code(), "E_TOO_LARGE");
-  assert_eq!(
-    Actor::parse("root").unwrap_err().code(),
-    "E_INVALID_ARGUMENT"
-  );
+  assert_eq!(Actor::parse("root").unwrap_err().code(), "E_INVALID_ARGUMENT");
   assert!(verify(tmp.path(), None, None).unwrap().ok);
 }
 
@@ -391,10 +299,7 @@ fn an_empty_newest_segment_left_by_a_crash_is_continued() {
   let v = verify(tmp.path(), None, None).unwrap();
   assert!(v.ok, "{:?}", v.problems);
   fs::write(tmp.path().join(segment_name(9)), b"").unwrap();
-  assert_eq!(
-    AuditLog::open(tmp.path(), small(None)).unwrap_err().code(),
-    "E_AUDIT_CORRUPT"
-  );
+  assert_eq!(AuditLog::open(tmp.path(), small(None)).unwrap_err().code(), "E_AUDIT_CORRUPT");
 }
 
 #[test]

@@ -50,11 +50,7 @@ pub struct AuditVerification {
 
 /// Verifies every segment of the log in `dir` with `key` (the HMAC key, if the log uses one).
 /// Never writes and never throws for damage; an unreadable directory is an error.
-pub fn verify(
-  dir: &Path,
-  key: Option<&[u8]>,
-  expected_head: Option<&Head>,
-) -> Result<AuditVerification> {
+pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> Result<AuditVerification> {
   let segments = list_segments(dir)?;
   let mut v = AuditVerification {
     ok: false,
@@ -65,12 +61,7 @@ pub fn verify(
     torn_tail: None,
   };
   let mut report = |segment: &str, line: u64, kind: &str, detail: String| {
-    v.problems.push(AuditProblem {
-      segment: segment.to_string(),
-      line,
-      kind: kind.to_string(),
-      detail,
-    });
+    v.problems.push(AuditProblem { segment: segment.to_string(), line, kind: kind.to_string(), detail });
   };
   // The previous entry's (seq, hash) as stored; None after an unparseable line.
   let mut previous: Option<(u64, String)> = Some((0, GENESIS.to_string()));
@@ -80,37 +71,19 @@ pub fn verify(
   let mut torn_tail = None;
   let mut entries = 0u64;
   for (index, (first_seq, path)) in segments.iter().enumerate() {
-    let name = path
-      .file_name()
-      .map(|n| n.to_string_lossy().into_owned())
-      .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let newest = index + 1 == segments.len();
     let bytes = std::fs::read(path).map_err(|e| LoaError::io("read", path, e))?;
-    let complete = bytes
-      .iter()
-      .rposition(|&b| b == b'\n')
-      .map(|i| i + 1)
-      .unwrap_or(0);
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map(|i| i + 1).unwrap_or(0);
     if complete == 0 && !newest {
-      report(
-        &name,
-        0,
-        "segment",
-        "empty segment before the newest one".into(),
-      );
+      report(&name, 0, "segment", "empty segment before the newest one".into());
     }
     let mut line_no = 0u64;
-    let lines = if complete == 0 {
-      None
-    } else {
-      Some(bytes[..complete - 1].split(|&b| b == b'\n'))
-    };
+    let lines = if complete == 0 { None } else { Some(bytes[..complete - 1].split(|&b| b == b'\n')) };
     for line in lines.into_iter().flatten() {
       line_no += 1;
       entries += 1;
-      let parsed = std::str::from_utf8(line)
-        .ok()
-        .and_then(|t| jcs::parse_strict(t).ok());
+      let parsed = std::str::from_utf8(line).ok().and_then(|t| jcs::parse_strict(t).ok());
       let Some(value) = parsed else {
         report(&name, line_no, "malformed", "not a JSON entry".into());
         previous = None;
@@ -120,59 +93,25 @@ pub fn verify(
       let stored_hash = value.get("hash").and_then(Value::as_str).map(str::to_owned);
       let prev = value.get("prev").and_then(Value::as_str).map(str::to_owned);
       let (Some(seq), Some(stored_hash), Some(prev)) = (seq, stored_hash, prev) else {
-        report(
-          &name,
-          line_no,
-          "malformed",
-          "entry lacks seq, prev or hash".into(),
-        );
+        report(&name, line_no, "malformed", "entry lacks seq, prev or hash".into());
         previous = None;
         continue;
       };
-      let fields_ok = value
-        .get("ts")
-        .and_then(Value::as_str)
-        .and_then(crate::timestamp::parse_ms)
-        .is_some()
-        && value
-          .get("action")
-          .and_then(Value::as_str)
-          .is_some_and(|a| !a.is_empty())
-        && matches!(
-          value.get("actor").and_then(Value::as_str),
-          Some("system" | "user" | "automated")
-        )
+      let fields_ok = value.get("ts").and_then(Value::as_str).and_then(crate::timestamp::parse_ms).is_some()
+        && value.get("action").and_then(Value::as_str).is_some_and(|a| !a.is_empty())
+        && matches!(value.get("actor").and_then(Value::as_str), Some("system" | "user" | "automated"))
         && value.as_object().is_some_and(|o| {
-          o.keys().all(|k| {
-            matches!(
-              k.as_str(),
-              "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash"
-            )
-          })
+          o.keys()
+            .all(|k| matches!(k.as_str(), "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash"))
         });
       if !fields_ok {
-        report(
-          &name,
-          line_no,
-          "malformed",
-          "entry fields are missing, of the wrong type, or unknown".into(),
-        );
+        report(&name, line_no, "malformed", "entry fields are missing, of the wrong type, or unknown".into());
       }
       if jcs::to_vec(&value).ok().as_deref() != Some(line) {
-        report(
-          &name,
-          line_no,
-          "format",
-          "entry is not in canonical form (bytes changed)".into(),
-        );
+        report(&name, line_no, "format", "entry is not in canonical form (bytes changed)".into());
       }
       if line_no == 1 && seq != *first_seq {
-        report(
-          &name,
-          0,
-          "segment",
-          format!("segment is named for seq {first_seq} but starts at seq {seq}"),
-        );
+        report(&name, 0, "segment", format!("segment is named for seq {first_seq} but starts at seq {seq}"));
       }
       // Hash.
       let alg = value.get("alg").and_then(Value::as_str).unwrap_or("");
@@ -182,26 +121,11 @@ pub fn verify(
         ("hmac-sha256", None) => unverifiable += 1,
         (alg, key) if alg == alg_name(key) => {
           if entry_hash(&body, key).ok().as_deref() != Some(stored_hash.as_str()) {
-            report(
-              &name,
-              line_no,
-              "hash",
-              "the entry's hash does not verify (edited)".into(),
-            );
+            report(&name, line_no, "hash", "the entry's hash does not verify (edited)".into());
           }
         }
-        ("sha256", Some(_)) => report(
-          &name,
-          line_no,
-          "key",
-          "entry is not authenticated with the HMAC key".into(),
-        ),
-        (other, _) => report(
-          &name,
-          line_no,
-          "malformed",
-          format!("unknown alg {other:?}"),
-        ),
+        ("sha256", Some(_)) => report(&name, line_no, "key", "entry is not authenticated with the HMAC key".into()),
+        (other, _) => report(&name, line_no, "malformed", format!("unknown alg {other:?}")),
       }
       // Links.
       match &previous {
@@ -219,19 +143,13 @@ pub fn verify(
               &name,
               line_no,
               "chain",
-              "prev is not the hash of the entry before (lines deleted, inserted or reordered)"
-                .into(),
+              "prev is not the hash of the entry before (lines deleted, inserted or reordered)".into(),
             );
           }
         }
         None => {
           if seq == 1 && prev != GENESIS {
-            report(
-              &name,
-              line_no,
-              "chain",
-              "the first entry does not start from the genesis hash".into(),
-            );
+            report(&name, line_no, "chain", "the first entry does not start from the genesis hash".into());
           }
         }
       }
@@ -239,27 +157,15 @@ pub fn verify(
         if seq == expected.seq {
           anchor_seen = true;
           if stored_hash != expected.hash {
-            report(
-              &name,
-              line_no,
-              "head",
-              format!("seq {seq} does not have the expected hash"),
-            );
+            report(&name, line_no, "head", format!("seq {seq} does not have the expected hash"));
           }
         }
       }
       previous = Some((seq, stored_hash.clone()));
-      head = Some(Head {
-        seq,
-        hash: stored_hash,
-      });
+      head = Some(Head { seq, hash: stored_hash });
     }
     if complete < bytes.len() {
-      let torn = TornTail {
-        segment: name.clone(),
-        line: line_no + 1,
-        bytes: (bytes.len() - complete) as u64,
-      };
+      let torn = TornTail { segment: name.clone(), line: line_no + 1, bytes: (bytes.len() - complete) as u64 };
       if newest {
         torn_tail = Some(torn);
       } else {
@@ -267,21 +173,13 @@ pub fn verify(
           &name,
           line_no + 1,
           "malformed",
-          format!(
-            "{} bytes without a final newline in a segment that is not the newest",
-            torn.bytes
-          ),
+          format!("{} bytes without a final newline in a segment that is not the newest", torn.bytes),
         );
       }
     }
   }
   if unverifiable > 0 {
-    report(
-      "",
-      0,
-      "key",
-      format!("{unverifiable} entries are authenticated with an HMAC key; verify with that key"),
-    );
+    report("", 0, "key", format!("{unverifiable} entries are authenticated with an HMAC key; verify with that key"));
   }
   if let Some(expected) = expected_head {
     if !anchor_seen && expected.seq > 0 {
@@ -290,10 +188,7 @@ pub fn verify(
         "",
         0,
         "head",
-        format!(
-          "the log ends at seq {last}, before the expected head at seq {}: entries were removed",
-          expected.seq
-        ),
+        format!("the log ends at seq {last}, before the expected head at seq {}: entries were removed", expected.seq),
       );
     }
   }

@@ -104,7 +104,8 @@ pub fn bytes(value: Unknown, name: &str) -> Result<Vec<u8>> {
       Ok(slice.to_vec())
     }
     Some(ValueType::Object) if value.is_typedarray().unwrap_or(false) => {
-      let array = unsafe { Uint8Array::from_napi_value(env, value.raw()) }.map_err(|_| wrong(name, "a Buffer, Uint8Array or string"))?;
+      let array = unsafe { Uint8Array::from_napi_value(env, value.raw()) }
+        .map_err(|_| wrong(name, "a Buffer, Uint8Array or string"))?;
       Ok(array.to_vec())
     }
     _ => Err(wrong(name, "a Buffer, Uint8Array or string")),
@@ -139,7 +140,8 @@ pub fn string_array(value: Unknown, name: &str) -> Result<Vec<String>> {
   if !value.is_array().unwrap_or(false) {
     return Err(wrong(name, "an array of strings"));
   }
-  let array = unsafe { Array::from_napi_value(value.value().env, value.raw()) }.map_err(|_| wrong(name, "an array of strings"))?;
+  let array = unsafe { Array::from_napi_value(value.value().env, value.raw()) }
+    .map_err(|_| wrong(name, "an array of strings"))?;
   let mut out = Vec::with_capacity(array.len() as usize);
   for i in 0..array.len() {
     let item: Unknown = array.get(i).ok().flatten().ok_or_else(|| wrong(&format!("{name}[{i}]"), "a string"))?;

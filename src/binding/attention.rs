@@ -47,8 +47,10 @@ fn level(o: &Object, key: &str, window: u64) -> Result<Option<BudgetLevel>> {
   let tokens = match v.get_type().ok() {
     Some(ValueType::Number) => args::u64_value(v, key)?,
     Some(ValueType::Object) => {
-      let level = unsafe { Object::from_napi_value(v.value().env, v.raw()) }.map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an object")))?;
-      args::optional_u64(&level, "tokens")?.ok_or_else(|| LoaError::InvalidArgument(format!("`{key}.tokens` must be a non-negative integer")))?
+      let level = unsafe { Object::from_napi_value(v.value().env, v.raw()) }
+        .map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an object")))?;
+      args::optional_u64(&level, "tokens")?
+        .ok_or_else(|| LoaError::InvalidArgument(format!("`{key}.tokens` must be a non-negative integer")))?
     }
     _ => return invalid(format!("`{key}` must be a token count or a level ({{ tokens, fraction }})")),
   };
@@ -67,7 +69,13 @@ pub(crate) fn parse_config(config: Option<Unknown>) -> Result<AttentionBudgetCon
     c.context_window_tokens = w;
   }
   let w = c.context_window_tokens;
-  for (key, slot) in [("singleSearch", &mut c.single_search), ("yellow", &mut c.yellow), ("orange", &mut c.orange), ("red", &mut c.red), ("compact", &mut c.compact)] {
+  for (key, slot) in [
+    ("singleSearch", &mut c.single_search),
+    ("yellow", &mut c.yellow),
+    ("orange", &mut c.orange),
+    ("red", &mut c.red),
+    ("compact", &mut c.compact),
+  ] {
     if let Some(l) = level(&o, key, w)? {
       *slot = l;
     }

@@ -112,13 +112,18 @@ fn verification_to_js(v: core::AuditVerification) -> AuditVerification {
     entries: v.entries as f64,
     segments: v.segments as f64,
     head: v.head.map(head_to_js),
-    problems: v.problems.into_iter().map(|p| AuditProblem { segment: p.segment, line: p.line as f64, kind: p.kind, detail: p.detail }).collect(),
+    problems: v
+      .problems
+      .into_iter()
+      .map(|p| AuditProblem { segment: p.segment, line: p.line as f64, kind: p.kind, detail: p.detail })
+      .collect(),
     torn_tail: v.torn_tail.map(torn_to_js),
   }
 }
 
 fn hmac_key(o: &Object) -> Result<Option<Zeroizing<Vec<u8>>>> {
-  let value: Unknown = o.get_named_property("hmacKey").map_err(|_| LoaError::InvalidArgument("`hmacKey` is not readable".into()))?;
+  let value: Unknown =
+    o.get_named_property("hmacKey").map_err(|_| LoaError::InvalidArgument("`hmacKey` is not readable".into()))?;
   if matches!(value.get_type(), Ok(napi::ValueType::Undefined | napi::ValueType::Null)) {
     return Ok(None);
   }
@@ -129,11 +134,20 @@ fn hmac_key(o: &Object) -> Result<Option<Zeroizing<Vec<u8>>>> {
 }
 
 fn expected_head(o: &Object) -> Result<Option<Head>> {
-  let Some(head) = args::optional_object(Some(o.get_named_property("expectedHead").map_err(|_| LoaError::InvalidArgument("`expectedHead` is not readable".into()))?), "expectedHead")? else {
+  let Some(head) = args::optional_object(
+    Some(
+      o.get_named_property("expectedHead")
+        .map_err(|_| LoaError::InvalidArgument("`expectedHead` is not readable".into()))?,
+    ),
+    "expectedHead",
+  )?
+  else {
     return Ok(None);
   };
-  let seq = args::optional_u64(&head, "seq")?.ok_or_else(|| LoaError::InvalidArgument("`expectedHead.seq` must be a number".into()))?;
-  let hash = args::optional_string(&head, "hash")?.ok_or_else(|| LoaError::InvalidArgument("`expectedHead.hash` must be a string".into()))?;
+  let seq = args::optional_u64(&head, "seq")?
+    .ok_or_else(|| LoaError::InvalidArgument("`expectedHead.seq` must be a number".into()))?;
+  let hash = args::optional_string(&head, "hash")?
+    .ok_or_else(|| LoaError::InvalidArgument("`expectedHead.hash` must be a string".into()))?;
   Ok(Some(Head { seq, hash }))
 }
 
@@ -174,7 +188,10 @@ impl AuditLog {
   /// `E_AUDIT_CORRUPT` if it cannot be read.
   #[napi(factory, ts_args_type = "dir: string, options?: AuditLogOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<AuditLog> {
-    let inner = to_napi(&env, guard(|| core::AuditLog::open(&PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)))?;
+    let inner = to_napi(
+      &env,
+      guard(|| core::AuditLog::open(&PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)),
+    )?;
     Ok(AuditLog { inner })
   }
 
@@ -198,11 +215,18 @@ impl AuditLog {
     to_napi(
       &env,
       guard(|| {
-        let o = args::optional_object(Some(event), "event")?.ok_or_else(|| LoaError::InvalidArgument("`event` must be an object".into()))?;
-        let action = args::optional_string(&o, "action")?.ok_or_else(|| LoaError::InvalidArgument("`action` must be a string".into()))?;
+        let o = args::optional_object(Some(event), "event")?
+          .ok_or_else(|| LoaError::InvalidArgument("`event` must be an object".into()))?;
+        let action = args::optional_string(&o, "action")?
+          .ok_or_else(|| LoaError::InvalidArgument("`action` must be a string".into()))?;
         let actor = Actor::parse(&args::optional_string(&o, "actor")?.unwrap_or_default())?;
-        let details: Unknown = o.get_named_property("details").map_err(|_| LoaError::InvalidArgument("`details` is not readable".into()))?;
-        let details = if matches!(details.get_type(), Ok(napi::ValueType::Undefined)) { None } else { Some(json::from_js(&env, details, "details")?) };
+        let details: Unknown =
+          o.get_named_property("details").map_err(|_| LoaError::InvalidArgument("`details` is not readable".into()))?;
+        let details = if matches!(details.get_type(), Ok(napi::ValueType::Undefined)) {
+          None
+        } else {
+          Some(json::from_js(&env, details, "details")?)
+        };
         self.inner.append(&AuditEvent { action, actor, details })
       }),
     )

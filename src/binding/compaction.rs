@@ -163,7 +163,10 @@ fn parse_parts(items: &Value) -> Result<Vec<Part>> {
   for (i, item) in list.iter().enumerate() {
     let p = |k: &str| format!("items[{i}].{k}");
     let o = item.as_object().ok_or_else(|| wrong(&format!("items[{i}]"), "an object"))?;
-    let required = |k: &str| opt(o, k).ok_or_else(|| wrong(&p(k), if k == "id" || k == "target" { "a string" } else { "a non-negative integer" }));
+    let required = |k: &str| {
+      opt(o, k)
+        .ok_or_else(|| wrong(&p(k), if k == "id" || k == "target" { "a string" } else { "a non-negative integer" }))
+    };
     parts.push(Part {
       id: string(required("id")?, &p("id"))?,
       target: string(required("target")?, &p("target"))?,
@@ -197,10 +200,12 @@ pub(crate) fn parse_policy(value: Option<&Value>, name: &str) -> Result<Policy> 
     let names = strings(v, &p("clearTargets"))?;
     let mut targets = Vec::new();
     for (i, n) in names.iter().enumerate() {
-      let t = ClearTarget::ALL
-        .into_iter()
-        .find(|t| target_name(*t) == n)
-        .ok_or_else(|| wrong(&format!("{}[{i}]", p("clearTargets")), &format!("one of {}", ClearTarget::ALL.map(target_name).join(", "))))?;
+      let t = ClearTarget::ALL.into_iter().find(|t| target_name(*t) == n).ok_or_else(|| {
+        wrong(
+          &format!("{}[{i}]", p("clearTargets")),
+          &format!("one of {}", ClearTarget::ALL.map(target_name).join(", ")),
+        )
+      })?;
       if !targets.contains(&t) {
         targets.push(t);
       }
@@ -223,8 +228,14 @@ pub(crate) fn parse_policy(value: Option<&Value>, name: &str) -> Result<Policy> 
     let s = v.as_object().ok_or_else(|| wrong(&p("runtimeSignals"), "an object"))?;
     let d = RuntimeSignalsConfig::default();
     policy.runtime_signals = RuntimeSignalsConfig {
-      context_near_limit: opt(s, "contextNearLimit").map(|v| string(v, &p("runtimeSignals.contextNearLimit"))).transpose()?.unwrap_or(d.context_near_limit),
-      compaction_complete: opt(s, "compactionComplete").map(|v| string(v, &p("runtimeSignals.compactionComplete"))).transpose()?.unwrap_or(d.compaction_complete),
+      context_near_limit: opt(s, "contextNearLimit")
+        .map(|v| string(v, &p("runtimeSignals.contextNearLimit")))
+        .transpose()?
+        .unwrap_or(d.context_near_limit),
+      compaction_complete: opt(s, "compactionComplete")
+        .map(|v| string(v, &p("runtimeSignals.compactionComplete")))
+        .transpose()?
+        .unwrap_or(d.compaction_complete),
     };
   }
   Ok(policy)
@@ -248,7 +259,10 @@ fn policy_to_js(p: &Policy) -> Value {
 fn from_js(env: &Env, value: Option<Unknown>, name: &str) -> Result<Option<Value>> {
   match value {
     None => Ok(None),
-    Some(v) => env.from_js_value::<Value, _>(v).map(Some).map_err(|e| LoaError::InvalidArgument(format!("`{name}` must be plain data ({e})"))),
+    Some(v) => env
+      .from_js_value::<Value, _>(v)
+      .map(Some)
+      .map_err(|e| LoaError::InvalidArgument(format!("`{name}` must be plain data ({e})"))),
   }
 }
 

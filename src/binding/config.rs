@@ -19,7 +19,8 @@ fn to_js(env: &Env, loaded: crate::config::LoadedConfig) -> napi::Result<serde_j
 /// `E_CONFIG_INVALID` with `key` set to its dotted name.
 #[napi(ts_args_type = "workspaceDir: string", ts_return_type = "LoadedConfig")]
 pub fn load_config(env: Env, workspace_dir: Unknown) -> napi::Result<serde_json::Value> {
-  let loaded = to_napi(&env, guard(|| crate::config::load_config(&PathBuf::from(args::string(workspace_dir, "workspaceDir")?))))?;
+  let loaded =
+    to_napi(&env, guard(|| crate::config::load_config(&PathBuf::from(args::string(workspace_dir, "workspaceDir")?))))?;
   to_js(&env, loaded)
 }
 

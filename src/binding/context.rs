@@ -15,7 +15,9 @@ use napi_derive::napi;
 
 use super::glue::{self, call, check, get, napi_failed};
 use super::{args, guard, js_error, strings};
-use crate::context::{self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text};
+use crate::context::{
+  self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text,
+};
 use crate::error::{LoaError, Result};
 use crate::tokens::{self, TokenEncoding};
 
@@ -128,7 +130,10 @@ unsafe fn typed_array<'a, T>(env: sys::napi_env, value: sys::napi_value) -> Resu
   let mut data = ptr::null_mut();
   let mut buffer = ptr::null_mut();
   let mut offset = 0usize;
-  check(sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset), "typed array")?;
+  check(
+    sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset),
+    "typed array",
+  )?;
   Ok(if len == 0 || data.is_null() { &[] } else { std::slice::from_raw_parts(data as *const T, len) })
 }
 
@@ -161,7 +166,14 @@ struct JsSource {
 }
 
 impl JsSource {
-  fn text(&self, list: sys::napi_value, list_name: &str, index: usize, key: &CStr, max_bytes: usize) -> Result<Text<'static>> {
+  fn text(
+    &self,
+    list: sys::napi_value,
+    list_name: &str,
+    index: usize,
+    key: &CStr,
+    max_bytes: usize,
+  ) -> Result<Text<'static>> {
     let name = || format!("{list_name}[{index}].{}", key.to_str().unwrap_or("?"));
     unsafe {
       let mut scope = ptr::null_mut();
@@ -240,7 +252,9 @@ unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &s
     if strings::is_string(env, value) {
       if let Ok((text, _)) = strings::read_prefix(env, value, 256, field) {
         if text.contains('\n') {
-          return LoaError::InvalidArgument(format!("`{list_name}[{i}].{field}` must be an RFC 3339 timestamp string (it holds a line break)"));
+          return LoaError::InvalidArgument(format!(
+            "`{list_name}[{i}].{field}` must be an RFC 3339 timestamp string (it holds a line break)"
+          ));
         }
       }
     }
@@ -249,7 +263,8 @@ unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &s
 }
 
 unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
-  let o = args::optional_object(Some(input), "input")?.ok_or_else(|| LoaError::InvalidArgument("`input` must be an object".into()))?;
+  let o = args::optional_object(Some(input), "input")?
+    .ok_or_else(|| LoaError::InvalidArgument("`input` must be an object".into()))?;
   let options = parse_options(&o)?;
   let raw = env.raw();
   let glue = glue::load(env, &GLUE)?;
@@ -259,13 +274,16 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
   let s = checked(raw, call(raw, glue, c"sessions", &[sessions])?)?;
   let s_joined = read_timestamps(raw, get(raw, s, c"timestamps")?)?;
   let s_importance: &[f64] = typed_array(raw, get(raw, s, c"importance")?)?;
-  let s_timestamps = split_n(&s_joined, s_importance.len()).ok_or_else(|| line_break_in(raw, sessions, "sessions", c"timestamp"))?;
+  let s_timestamps =
+    split_n(&s_joined, s_importance.len()).ok_or_else(|| line_break_in(raw, sessions, "sessions", c"timestamp"))?;
   let l = checked(raw, call(raw, glue, c"learnings", &[learnings])?)?;
   let l_joined = read_timestamps(raw, get(raw, l, c"lastUsed")?)?;
   let l_used: &[u8] = typed_array(raw, get(raw, l, c"used")?)?;
   let l_importance: &[f64] = typed_array(raw, get(raw, l, c"importance")?)?;
-  let l_last_used = split_n(&l_joined, l_used.len()).ok_or_else(|| line_break_in(raw, learnings, "learnings", c"lastUsed"))?;
-  if s_timestamps.len() != s_importance.len() || l_last_used.len() != l_used.len() || l_used.len() != l_importance.len() {
+  let l_last_used =
+    split_n(&l_joined, l_used.len()).ok_or_else(|| line_break_in(raw, learnings, "learnings", c"lastUsed"))?;
+  if s_timestamps.len() != s_importance.len() || l_last_used.len() != l_used.len() || l_used.len() != l_importance.len()
+  {
     return Err(napi_failed("glue returned inconsistent lists"));
   }
 
@@ -289,7 +307,8 @@ pub(crate) unsafe fn built_to_js(env: &Env, built: &core::BuiltContext) -> Resul
   let glue = glue::load(env, &GLUE)?;
   // Typed arrays, turned into objects by the glue.
   let kind_code = |k: ItemKind| if k == ItemKind::Session { 0u8 } else { 1u8 };
-  const REASONS: [DropReason; 4] = [DropReason::Empty, DropReason::DoesNotFit, DropReason::BudgetFull, DropReason::NoBudget];
+  const REASONS: [DropReason; 4] =
+    [DropReason::Empty, DropReason::DoesNotFit, DropReason::BudgetFull, DropReason::NoBudget];
   let reason_code = |r: DropReason| REASONS.iter().position(|x| *x == r).unwrap_or(0) as u8;
   let inc = &built.included;
   let included = vec![

@@ -58,7 +58,11 @@ pub struct WriteFileAtomicOptions {
   pub mode: Option<u32>,
 }
 
-fn parse_write_args(path: Unknown, data: Unknown, options: Option<Unknown>) -> crate::Result<(PathBuf, Vec<u8>, Option<u32>)> {
+fn parse_write_args(
+  path: Unknown,
+  data: Unknown,
+  options: Option<Unknown>,
+) -> crate::Result<(PathBuf, Vec<u8>, Option<u32>)> {
   let path = PathBuf::from(args::string(path, "path")?);
   let data = args::bytes(data, "data")?;
   let mode = match args::optional_object(options, "options")? {
@@ -76,7 +80,12 @@ fn parse_write_args(path: Unknown, data: Unknown, options: Option<Unknown>) -> c
 /// directory, fsyncs it, renames it over `path` and fsyncs the directory. The directory must
 /// exist. Resolves once the new content is durable.
 #[napi(ts_args_type = "path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions")]
-pub fn write_file_atomic(env: Env, path: Unknown, data: Unknown, options: Option<Unknown>) -> napi::Result<AsyncTask<CoreTask<()>>> {
+pub fn write_file_atomic(
+  env: Env,
+  path: Unknown,
+  data: Unknown,
+  options: Option<Unknown>,
+) -> napi::Result<AsyncTask<CoreTask<()>>> {
   let _ = env;
   // Bad arguments reject the promise like any other failure, instead of throwing synchronously.
   Ok(AsyncTask::new(match guard(|| parse_write_args(path, data, options)) {

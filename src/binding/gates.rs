@@ -125,9 +125,8 @@ pub(crate) fn parse_gate_overrides(o: &Object) -> Result<GateOverrides> {
 
 fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
   let c = required_object(candidate, "candidate")?;
-  let timestamp_ms = args::optional_string(&c, "timestamp")?
-    .map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp"))
-    .transpose()?;
+  let timestamp_ms =
+    args::optional_string(&c, "timestamp")?.map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp")).transpose()?;
   let candidate = Candidate {
     content: args::optional_string(&c, "content")?.ok_or_else(|| wrong("content", "a string"))?,
     memory_type: args::optional_string(&c, "type")?,
@@ -140,7 +139,11 @@ fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evalua
   let (mut config, mut known, mut now) = (GateConfig::default(), HashSet::new(), crate::timestamp::now_ms());
   if let Some(o) = args::optional_object(options, "options")? {
     config = parse_gate_overrides(&o)?.apply(config);
-    known = optional_string_array(&o, "knownHashes")?.unwrap_or_default().into_iter().map(|h| h.to_ascii_lowercase()).collect();
+    known = optional_string_array(&o, "knownHashes")?
+      .unwrap_or_default()
+      .into_iter()
+      .map(|h| h.to_ascii_lowercase())
+      .collect();
     if let Some(t) = args::optional_string(&o, "now")? {
       now = crate::timestamp::parse_rfc3339_ms(&t, "now")?;
     }
@@ -157,7 +160,12 @@ fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evalua
 #[napi(ts_args_type = "candidate: GateCandidate, options?: GateOptions & GateComparisonOptions")]
 pub fn evaluate_gates(env: Env, candidate: Unknown, options: Option<Unknown>) -> napi::Result<GateEvaluation> {
   let e = to_napi(&env, guard(|| evaluate(candidate, options)))?;
-  Ok(GateEvaluation { pass: e.pass, score: e.score, gates: e.gates.into_iter().map(gate_result_to_js).collect(), tags: e.tags })
+  Ok(GateEvaluation {
+    pass: e.pass,
+    score: e.score,
+    gates: e.gates.into_iter().map(gate_result_to_js).collect(),
+    tags: e.tags,
+  })
 }
 
 /// The key of the `duplicate` gate and the id of a stored memory: full sha256 (hex) of the content

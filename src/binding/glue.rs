@@ -40,7 +40,8 @@ pub fn check(status: sys::napi_status, what: &str) -> Result<()> {
 /// The object of functions `script` evaluates to, compiled on first use in this environment.
 pub unsafe fn load(env: &Env, script: &Script) -> Result<sys::napi_value> {
   let raw = env.raw();
-  let cached = COMPILED.with_borrow(|c| c.iter().find(|(name, owner, _)| *name == script.name && *owner == raw as usize).map(|e| e.2));
+  let cached = COMPILED
+    .with_borrow(|c| c.iter().find(|(name, owner, _)| *name == script.name && *owner == raw as usize).map(|e| e.2));
   if let Some(reference) = cached {
     let mut value = ptr::null_mut();
     check(sys::napi_get_reference_value(raw, reference, &mut value), "glue reference")?;
@@ -48,7 +49,8 @@ pub unsafe fn load(env: &Env, script: &Script) -> Result<sys::napi_value> {
       return Ok(value);
     }
   }
-  let compiled: Unknown = env.run_script(script.source).map_err(|e| LoaError::Internal(format!("{} glue: {e}", script.name)))?;
+  let compiled: Unknown =
+    env.run_script(script.source).map_err(|e| LoaError::Internal(format!("{} glue: {e}", script.name)))?;
   let mut reference = ptr::null_mut();
   check(sys::napi_create_reference(raw, compiled.raw(), 1, &mut reference), "glue reference")?;
   COMPILED.with_borrow_mut(|c| {
@@ -65,7 +67,12 @@ pub unsafe fn get(env: sys::napi_env, object: sys::napi_value, key: &CStr) -> Re
 }
 
 /// Calls `object[name](...argv)`.
-pub unsafe fn call(env: sys::napi_env, object: sys::napi_value, name: &CStr, argv: &[sys::napi_value]) -> Result<sys::napi_value> {
+pub unsafe fn call(
+  env: sys::napi_env,
+  object: sys::napi_value,
+  name: &CStr,
+  argv: &[sys::napi_value],
+) -> Result<sys::napi_value> {
   let f = get(env, object, name)?;
   let mut out = ptr::null_mut();
   check(sys::napi_call_function(env, object, f, argv.len(), argv.as_ptr(), &mut out), "call glue")?;

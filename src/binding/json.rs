@@ -62,7 +62,15 @@ impl Reader {
       status(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object), "Object")?;
       let mut prototype = ptr::null_mut();
       status(sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut prototype), "Object.prototype")?;
-      Ok(Reader { env, object_prototype: prototype, path: Vec::new(), name, utf16: Vec::new(), scratch: Box::new([0u8; 512]), keep_members: None })
+      Ok(Reader {
+        env,
+        object_prototype: prototype,
+        path: Vec::new(),
+        name,
+        utf16: Vec::new(),
+        scratch: Box::new([0u8; 512]),
+        keep_members: None,
+      })
     }
   }
 
@@ -80,7 +88,11 @@ impl Reader {
         continue;
       };
       match step {
-        Step::Key(k) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') && !k.starts_with(|c: char| c.is_ascii_digit()) => {
+        Step::Key(k)
+          if !k.is_empty()
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+            && !k.starts_with(|c: char| c.is_ascii_digit()) =>
+        {
           out.push('.');
           out.push_str(k);
         }
@@ -109,13 +121,19 @@ impl Reader {
     let mut written = 0usize;
     let mut long: Vec<u8>;
     let bytes: &[u8] = unsafe {
-      status(sys::napi_get_value_string_utf8(self.env, value, self.scratch.as_mut_ptr().cast(), SHORT, &mut written), "string")?;
+      status(
+        sys::napi_get_value_string_utf8(self.env, value, self.scratch.as_mut_ptr().cast(), SHORT, &mut written),
+        "string",
+      )?;
       if written + 4 >= SHORT {
         // Possibly cut short (V8 never splits a character, so a full buffer can end early).
         let mut len = 0usize;
         status(sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
         long = vec![0u8; len + 1];
-        status(sys::napi_get_value_string_utf8(self.env, value, long.as_mut_ptr().cast(), len + 1, &mut written), "string")?;
+        status(
+          sys::napi_get_value_string_utf8(self.env, value, long.as_mut_ptr().cast(), len + 1, &mut written),
+          "string",
+        )?;
         &long[..written]
       } else {
         &self.scratch[..written]
@@ -134,7 +152,10 @@ impl Reader {
       status(sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
       self.utf16.clear();
       self.utf16.resize(len + 1, 0);
-      status(sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written), "string")?;
+      status(
+        sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written),
+        "string",
+      )?;
     }
     match String::from_utf16(&self.utf16[..written]) {
       Ok(s) => Ok(s),
@@ -279,7 +300,11 @@ pub fn from_js(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
 
 /// Reads a JS plain object as JSON and also returns its members' JS values (those that are
 /// not `undefined`), for building a shallow copy without re-creating every nested value.
-pub fn from_js_with_members(env: &Env, value: Unknown, name: &'static str) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
+pub fn from_js_with_members(
+  env: &Env,
+  value: Unknown,
+  name: &'static str,
+) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
   let mut reader = Reader::new(env, name)?;
   reader.keep_members = Some(Vec::new());
   let read = reader.read(value.raw(), 0)?;
@@ -309,7 +334,11 @@ impl ToNapiValue for RawJs {
 
 /// A new plain object with the given members (their JS values as they are) and extra members
 /// built from JSON values.
-pub fn shallow_object(env: &Env, members: &[(String, sys::napi_value)], extra: &[(&str, &Value)]) -> napi::Result<RawJs> {
+pub fn shallow_object(
+  env: &Env,
+  members: &[(String, sys::napi_value)],
+  extra: &[(&str, &Value)],
+) -> napi::Result<RawJs> {
   let env_raw = env.raw();
   let check = |code: sys::napi_status| {
     if code == sys::Status::napi_ok {

@@ -8,8 +8,8 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::fs::CoreTask;
 use super::args::{field, optional_f64, optional_string_array, required_object};
+use super::fs::CoreTask;
 use super::gates::{gate_result_to_js, parse_gate_overrides, GateResult};
 use super::{args, guard, to_napi};
 use crate::error::{LoaError, Result};
@@ -175,7 +175,10 @@ pub struct Learning {
 fn parse_workspace_options(options: Unknown) -> Result<core::StoreOptions> {
   let o = required_object(options, "options")?;
   Ok(core::StoreOptions {
-    workspace_dir: PathBuf::from(args::optional_string(&o, "workspaceDir")?.ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?),
+    workspace_dir: PathBuf::from(
+      args::optional_string(&o, "workspaceDir")?
+        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
+    ),
     grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
     wal_dir: args::optional_string(&o, "walDir")?,
     lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
@@ -186,10 +189,14 @@ fn parse_workspace_options(options: Unknown) -> Result<core::StoreOptions> {
 fn parse_options(options: Unknown) -> Result<core::StoreOptions> {
   let o = required_object(options, "options")?;
   let mut parsed = core::StoreOptions {
-    workspace_dir: PathBuf::from(args::optional_string(&o, "workspaceDir")?.ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?),
+    workspace_dir: PathBuf::from(
+      args::optional_string(&o, "workspaceDir")?
+        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
+    ),
     grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
     wal_dir: args::optional_string(&o, "walDir")?,
-    session_id: args::optional_string(&o, "sessionId")?.ok_or_else(|| LoaError::InvalidArgument("`sessionId` must be a string".into()))?,
+    session_id: args::optional_string(&o, "sessionId")?
+      .ok_or_else(|| LoaError::InvalidArgument("`sessionId` must be a string".into()))?,
     lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
     ..Default::default()
   };
@@ -213,8 +220,10 @@ fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
     .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
     .transpose()?;
   Ok(core::Entry {
-    memory_type: args::optional_string(&e, "type")?.ok_or_else(|| LoaError::InvalidArgument("`type` must be a string".into()))?,
-    content: args::optional_string(&e, "content")?.ok_or_else(|| LoaError::InvalidArgument("`content` must be a string".into()))?,
+    memory_type: args::optional_string(&e, "type")?
+      .ok_or_else(|| LoaError::InvalidArgument("`type` must be a string".into()))?,
+    content: args::optional_string(&e, "content")?
+      .ok_or_else(|| LoaError::InvalidArgument("`content` must be a string".into()))?,
     agent_id: args::optional_string(&e, "agentId")?,
     confidence: optional_f64(&e, "confidence")?,
     tags: optional_string_array(&e, "tags")?.unwrap_or_default(),
@@ -232,7 +241,14 @@ fn capture_to_js(c: core::CaptureOutcome) -> CaptureResult {
     findings: c
       .findings
       .into_iter()
-      .map(|f| CaptureFinding { field: f.field, kind: f.kind, start: f.start as u32, end: f.end as u32, method: f.method, fingerprint: f.fingerprint })
+      .map(|f| CaptureFinding {
+        field: f.field,
+        kind: f.kind,
+        start: f.start as u32,
+        end: f.end as u32,
+        method: f.method,
+        fingerprint: f.fingerprint,
+      })
       .collect(),
     blocked: c.blocked,
     score: c.score,
@@ -290,7 +306,9 @@ impl MemoryStore {
   #[napi(ts_args_type = "options: MemoryStoreOptions", ts_return_type = "Promise<MemoryStore>")]
   pub fn open_async(options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
     AsyncTask::new(match guard(|| parse_options(options)) {
-      Ok(options) => CoreTask::new(move || core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })),
+      Ok(options) => {
+        CoreTask::new(move || core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) }))
+      }
       Err(e) => CoreTask::new(move || Err(e)),
     })
   }
@@ -352,18 +370,20 @@ impl MemoryStore {
   #[napi(ts_args_type = "limit: number")]
   pub fn recent_sessions(&self, env: Env, limit: Unknown) -> napi::Result<Vec<SessionEntry>> {
     let sessions = to_napi(&env, guard(|| self.inner.recent_sessions(limit_of(limit)?)))?;
-    Ok(sessions
-      .into_iter()
-      .map(|s| SessionEntry {
-        session_id: s.session_id,
-        started_at: s.started_at,
-        last_active_at: s.last_active_at,
-        memories: s.memories as u32,
-        types: s.types.into_iter().map(|(k, v)| (k, v as u32)).collect(),
-        latest: s.latest,
-        source: s.source,
-      })
-      .collect())
+    Ok(
+      sessions
+        .into_iter()
+        .map(|s| SessionEntry {
+          session_id: s.session_id,
+          started_at: s.started_at,
+          last_active_at: s.last_active_at,
+          memories: s.memories as u32,
+          types: s.types.into_iter().map(|(k, v)| (k, v as u32)).collect(),
+          latest: s.latest,
+          source: s.source,
+        })
+        .collect(),
+    )
   }
 
   /// The `limit` most important active learnings (then newest first). Throws
@@ -371,21 +391,23 @@ impl MemoryStore {
   #[napi(ts_args_type = "limit: number")]
   pub fn active_learnings(&self, env: Env, limit: Unknown) -> napi::Result<Vec<Learning>> {
     let learnings = to_napi(&env, guard(|| self.inner.active_learnings(limit_of(limit)?)))?;
-    Ok(learnings
-      .into_iter()
-      .map(|l| Learning {
-        id: l.id,
-        memory_type: l.memory_type,
-        content: l.content,
-        importance: l.importance,
-        confidence: l.confidence,
-        tags: l.tags,
-        session_id: l.session_id,
-        agent_id: l.agent_id,
-        created_at: l.created_at,
-        status: l.status,
-      })
-      .collect())
+    Ok(
+      learnings
+        .into_iter()
+        .map(|l| Learning {
+          id: l.id,
+          memory_type: l.memory_type,
+          content: l.content,
+          importance: l.importance,
+          confidence: l.confidence,
+          tags: l.tags,
+          session_id: l.session_id,
+          agent_id: l.agent_id,
+          created_at: l.created_at,
+          status: l.status,
+        })
+        .collect(),
+    )
   }
 
   #[napi(getter)]
@@ -426,9 +448,18 @@ pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<Memor
 /// `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory
 /// (consolidated, and captures still in the WAL) and takes no lock, writes nothing. For tools
 /// such as `loa context`.
-#[napi(ts_args_type = "workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions", ts_return_type = "BuiltContext")]
-pub fn build_memory_context<'a>(env: Env, workspace: Unknown<'a>, options: Option<Unknown<'a>>) -> napi::Result<Unknown<'a>> {
-  let built = guard(|| core::MemoryView::open(&parse_workspace_options(workspace)?)?.build_context(&parse_context_request(options)?));
+#[napi(
+  ts_args_type = "workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions",
+  ts_return_type = "BuiltContext"
+)]
+pub fn build_memory_context<'a>(
+  env: Env,
+  workspace: Unknown<'a>,
+  options: Option<Unknown<'a>>,
+) -> napi::Result<Unknown<'a>> {
+  let built = guard(|| {
+    core::MemoryView::open(&parse_workspace_options(workspace)?)?.build_context(&parse_context_request(options)?)
+  });
   match built.and_then(|built| unsafe { super::context::built_to_js(&env, &built) }) {
     Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
     Err(e) => Err(super::js_error(&env, &e)),
@@ -459,7 +490,8 @@ fn parse_context_request(options: Option<Unknown>) -> Result<core::ContextReques
   let Some(o) = args::optional_object(options, "options")? else { return Ok(request) };
   request.budget = args::optional_u64(&o, "budget")?;
   request.session_share = args::optional_f64(&o, "sessionShare")?;
-  request.encoding = args::optional_string(&o, "encoding")?.map(|e| crate::tokens::TokenEncoding::parse(&e)).transpose()?;
+  request.encoding =
+    args::optional_string(&o, "encoding")?.map(|e| crate::tokens::TokenEncoding::parse(&e)).transpose()?;
   request.safety_margin = args::optional_f64(&o, "safetyMargin")?;
   request.sessions = args::optional_u64(&o, "sessions")?;
   request.learnings = args::optional_u64(&o, "learnings")?;

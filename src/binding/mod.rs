@@ -14,21 +14,21 @@
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
 mod args;
-mod audit;
 mod attention;
+mod audit;
 mod compaction;
 mod config;
 mod context;
 mod fs;
 mod gates;
 mod glue;
-mod memory;
 mod json;
+mod memory;
 mod promises;
+mod redact;
 mod sign;
 mod strings;
 mod tokens;
-mod redact;
 mod wal;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

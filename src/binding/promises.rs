@@ -118,7 +118,9 @@ impl PromiseBatcher {
     };
     if was_empty {
       let tsfn = self.shared.tsfn.load(Ordering::Acquire);
-      unsafe { sys::napi_call_threadsafe_function(tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking) };
+      unsafe {
+        sys::napi_call_threadsafe_function(tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
+      };
     }
   }
 
@@ -162,7 +164,12 @@ unsafe fn settle_one(env: &Env, deferred: Deferred, result: crate::Result<u64>) 
   }
 }
 
-unsafe extern "C" fn settle_all(env: sys::napi_env, _js_callback: sys::napi_value, context: *mut c_void, _data: *mut c_void) {
+unsafe extern "C" fn settle_all(
+  env: sys::napi_env,
+  _js_callback: sys::napi_value,
+  context: *mut c_void,
+  _data: *mut c_void,
+) {
   let shared = unsafe { &*(context as *const Shared) };
   let batch = std::mem::take(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()));
   if env.is_null() || batch.is_empty() {

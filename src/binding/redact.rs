@@ -170,7 +170,8 @@ unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys
       // SAFETY: `data` stays valid until `free_external` runs: V8 calls it when the string
       // dies, or before returning when it copied (`copied`, e.g. under a V8 sandbox). On failure
       // it is not called and V8 keeps no reference.
-      let status = unsafe { create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied) };
+      let status =
+        unsafe { create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied) };
       if status == sys::Status::napi_ok {
         return Ok(v);
       }
@@ -309,7 +310,10 @@ pub fn redaction_kinds() -> Vec<&'static str> {
 pub fn redaction_patterns() -> Vec<RedactionPattern> {
   core::token_patterns()
     .into_iter()
-    .map(|(kind, source, ci)| RedactionPattern { kind: kind.into(), source: source.into(), flags: if ci { "gi" } else { "g" }.into() })
+    .map(|(kind, source, ci)| RedactionPattern {
+      kind: kind.into(),
+      source: source.into(),
+      flags: if ci { "gi" } else { "g" }.into(),
+    })
     .collect()
 }
-

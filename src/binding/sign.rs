@@ -112,7 +112,9 @@ fn parse_policy(options: Option<Unknown>) -> Result<(KeyPolicy, bool)> {
   let mut use_env = true;
   if let Some(o) = args::optional_object(options, "options")? {
     let small = |key: &str| -> Result<Option<u32>> {
-      args::optional_u64(&o, key)?.map(|n| u32::try_from(n).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is too large")))).transpose()
+      args::optional_u64(&o, key)?
+        .map(|n| u32::try_from(n).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is too large"))))
+        .transpose()
     };
     if let Some(n) = small("rotationDays")? {
       policy.rotation_days = n;
@@ -303,24 +305,31 @@ pub struct ManifestVerification {
 fn verification_to_js(v: core::Verification) -> ManifestVerification {
   ManifestVerification {
     ok: v.ok,
-    problems: v.problems.into_iter().map(|p| ManifestProblem { kind: enum_str(&p.kind), path: p.path, detail: p.detail }).collect(),
+    problems: v
+      .problems
+      .into_iter()
+      .map(|p| ManifestProblem { kind: enum_str(&p.kind), path: p.path, detail: p.detail })
+      .collect(),
     files: v.files as f64,
     signed_by: v.signed_by,
   }
 }
 
 fn string_array(object: &Object, key: &str) -> Result<Vec<String>> {
-  let value: Unknown = object.get_named_property(key).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is not readable")))?;
+  let value: Unknown =
+    object.get_named_property(key).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is not readable")))?;
   match value.get_type().ok() {
     Some(ValueType::Undefined | ValueType::Null) => return Ok(Vec::new()),
     Some(ValueType::Object) if value.is_array().unwrap_or(false) => {}
     _ => return Err(LoaError::InvalidArgument(format!("`{key}` must be an array of strings"))),
   }
-  let array = unsafe { Object::from_napi_value(value.value().env, value.raw()) }.map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
+  let array = unsafe { Object::from_napi_value(value.value().env, value.raw()) }
+    .map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
   let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
   (0..len)
     .map(|i| {
-      let item: Unknown = array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`{key}[{i}]` is not readable")))?;
+      let item: Unknown =
+        array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`{key}[{i}]` is not readable")))?;
       args::string(item, key)
     })
     .collect()
@@ -336,7 +345,9 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
     if parsed.threads == Some(0) {
       return crate::error::invalid("`threads` must be at least 1");
     }
-    let progress: Unknown = o.get_named_property("onProgress").map_err(|_| LoaError::InvalidArgument("`onProgress` is not readable".into()))?;
+    let progress: Unknown = o
+      .get_named_property("onProgress")
+      .map_err(|_| LoaError::InvalidArgument("`onProgress` is not readable".into()))?;
     match progress.get_type().ok() {
       Some(ValueType::Undefined | ValueType::Null) => {}
       Some(ValueType::Function) => callback = Some(progress.raw()),
@@ -359,7 +370,9 @@ pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) ->
     let (options, callback) = parse_manifest_options(options)?;
     let mut progress = |p: core::Progress| -> Result<()> {
       let Some(function) = callback else { return Ok(()) };
-      let arg = json::to_js(&env, &serde_json::to_value(p).expect("progress is JSON")).map_err(|e| LoaError::Internal(e.to_string()))?.raw();
+      let arg = json::to_js(&env, &serde_json::to_value(p).expect("progress is JSON"))
+        .map_err(|e| LoaError::Internal(e.to_string()))?
+        .raw();
       unsafe {
         let mut undefined = ptr::null_mut();
         sys::napi_get_undefined(env.raw(), &mut undefined);
@@ -385,10 +398,14 @@ pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) ->
 /// (`onProgress` is not called).
 #[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Promise<Manifest>")]
 pub fn create_manifest_async(root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
-  AsyncTask::new(match guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0))) {
-    Ok((root, options)) => CoreTask::new(move || core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value()))),
-    Err(e) => CoreTask::new(move || Err(e)),
-  })
+  AsyncTask::new(
+    match guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0))) {
+      Ok((root, options)) => {
+        CoreTask::new(move || core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value())))
+      }
+      Err(e) => CoreTask::new(move || Err(e)),
+    },
+  )
 }
 
 fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
@@ -431,16 +448,20 @@ fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
   if value.get_type().ok() != Some(ValueType::Object) || !value.is_array().unwrap_or(false) {
     return crate::error::invalid("`keys` must be an array of KeyInfo (keyRing.verificationKeys()) or a KeyRing");
   }
-  let array = unsafe { Object::from_napi_value(env.raw(), value.raw()) }.map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
+  let array = unsafe { Object::from_napi_value(env.raw(), value.raw()) }
+    .map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
   let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
   let mut out = Vec::new();
   for i in 0..len {
-    let item: Unknown = array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`keys[{i}]` is not readable")))?;
-    let key = args::optional_object(Some(item), "keys[]")?.ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}]` must be a KeyInfo")))?;
+    let item: Unknown =
+      array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`keys[{i}]` is not readable")))?;
+    let key = args::optional_object(Some(item), "keys[]")?
+      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}]` must be a KeyInfo")))?;
     if matches!(args::optional_string(&key, "status")?.as_deref(), Some("revoked" | "expired")) {
       continue;
     }
-    let public = args::optional_string(&key, "publicKey")?.ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}].publicKey` must be a string")))?;
+    let public = args::optional_string(&key, "publicKey")?
+      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}].publicKey` must be a string")))?;
     out.push(TrustedKey::from_hex(&public)?);
   }
   Ok(out)
@@ -455,7 +476,13 @@ fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
   ts_args_type = "rootDir: string, signed: SignedManifest, keys: KeyInfo[] | KeyRing, options?: { threads?: number }",
   ts_return_type = "ManifestVerification"
 )]
-pub fn verify_manifest(env: Env, root_dir: Unknown, signed: Unknown, keys: Unknown, options: Option<Unknown>) -> napi::Result<ManifestVerification> {
+pub fn verify_manifest(
+  env: Env,
+  root_dir: Unknown,
+  signed: Unknown,
+  keys: Unknown,
+  options: Option<Unknown>,
+) -> napi::Result<ManifestVerification> {
   to_napi(
     &env,
     guard(|| {
@@ -477,16 +504,29 @@ pub fn verify_manifest(env: Env, root_dir: Unknown, signed: Unknown, keys: Unkno
   ts_args_type = "rootDir: string, signed: SignedManifest, keys: KeyInfo[] | KeyRing, options?: { threads?: number }",
   ts_return_type = "Promise<ManifestVerification>"
 )]
-pub fn verify_manifest_async(env: Env, root_dir: Unknown, signed: Unknown, keys: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<ManifestVerification>> {
+pub fn verify_manifest_async(
+  env: Env,
+  root_dir: Unknown,
+  signed: Unknown,
+  keys: Unknown,
+  options: Option<Unknown>,
+) -> AsyncTask<CoreTask<ManifestVerification>> {
   let parsed = guard(|| {
     let threads = match args::optional_object(options, "options")? {
       Some(o) => args::optional_u64(&o, "threads")?.map(|n| n.max(1) as usize),
       None => None,
     };
-    Ok((PathBuf::from(args::string(root_dir, "rootDir")?), json::from_js(&env, signed, "signed")?, trusted_keys(&env, keys)?, threads))
+    Ok((
+      PathBuf::from(args::string(root_dir, "rootDir")?),
+      json::from_js(&env, signed, "signed")?,
+      trusted_keys(&env, keys)?,
+      threads,
+    ))
   });
   AsyncTask::new(match parsed {
-    Ok((root, value, keys, threads)) => CoreTask::new(move || core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js)),
+    Ok((root, value, keys, threads)) => {
+      CoreTask::new(move || core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js))
+    }
     Err(e) => CoreTask::new(move || Err(e)),
   })
 }

@@ -41,7 +41,12 @@ fn into_string(mut bytes: Vec<u8>) -> String {
 
 /// Reads the JS string `value` into `buf` (reused between calls) and returns it. One N-API call
 /// when the buffer is large enough, which it soon is when reading many strings.
-pub unsafe fn read_into<'b>(env: sys::napi_env, value: sys::napi_value, buf: &'b mut Vec<u8>, what: &str) -> Result<&'b str> {
+pub unsafe fn read_into<'b>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  buf: &'b mut Vec<u8>,
+  what: &str,
+) -> Result<&'b str> {
   if buf.capacity() < 4096 {
     buf.reserve(4096);
   }
@@ -78,7 +83,12 @@ pub unsafe fn read_into<'b>(env: sys::napi_env, value: sys::napi_value, buf: &'b
 /// (`redact`'s input); [`read_into`] suits many small ones. V8 writes a lone surrogate as
 /// U+FFFD, one UTF-16 unit like the surrogate, so UTF-16 offsets computed on the result match
 /// the JS string's.
-pub unsafe fn read_whole_into<'b>(env: sys::napi_env, value: sys::napi_value, buf: &'b mut Vec<u8>, what: &str) -> Result<&'b str> {
+pub unsafe fn read_whole_into<'b>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  buf: &'b mut Vec<u8>,
+  what: &str,
+) -> Result<&'b str> {
   let cap = utf16_len(env, value, what)?.saturating_mul(3) + 1;
   buf.clear();
   buf.reserve(cap);
@@ -93,7 +103,12 @@ pub unsafe fn read_whole_into<'b>(env: sys::napi_env, value: sys::napi_value, bu
 
 /// At least the first `max_bytes` UTF-8 bytes of the JS string `value` (cut at a character
 /// boundary), converting no more than about that much of it; and whether that is all of it.
-pub unsafe fn read_prefix(env: sys::napi_env, value: sys::napi_value, max_bytes: usize, what: &str) -> Result<(String, bool)> {
+pub unsafe fn read_prefix(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  max_bytes: usize,
+  what: &str,
+) -> Result<(String, bool)> {
   let units = utf16_len(env, value, what)?;
   // A UTF-16 unit is at most 3 UTF-8 bytes (a surrogate pair, 2 units, is 4).
   let whole = units.saturating_mul(3) <= max_bytes;
@@ -108,4 +123,3 @@ pub unsafe fn read_prefix(env: sys::napi_env, value: sys::napi_value, max_bytes:
   let complete = whole || text.chars().map(char::len_utf16).sum::<usize>() == units;
   Ok((text, complete))
 }
-

@@ -78,7 +78,9 @@ pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) ->
         let mut item = std::ptr::null_mut();
         let what = || format!("texts[{i}]");
         unsafe {
-          if napi::sys::napi_get_element(raw_env, array, i, &mut item) != napi::sys::Status::napi_ok || !strings::is_string(raw_env, item) {
+          if napi::sys::napi_get_element(raw_env, array, i, &mut item) != napi::sys::Status::napi_ok
+            || !strings::is_string(raw_env, item)
+          {
             return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
           }
           let text = strings::read_into(raw_env, item, &mut buf, &what())?;

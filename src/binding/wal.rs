@@ -218,7 +218,8 @@ fn parse_record(env: &Env, rec: Unknown) -> crate::Result<AppendRequest> {
   let o = args::optional_object(Some(rec), "record")?
     .ok_or_else(|| crate::LoaError::InvalidArgument("`record` must be an object".into()))?;
   Ok(AppendRequest {
-    op: args::optional_string(&o, "op")?.ok_or_else(|| crate::LoaError::InvalidArgument("`op` must be a string".into()))?,
+    op: args::optional_string(&o, "op")?
+      .ok_or_else(|| crate::LoaError::InvalidArgument("`op` must be a string".into()))?,
     path: args::optional_string(&o, "path")?,
     meta: args::optional_json_object(env, &o, "meta")?,
     data: args::optional_bytes(&o, "data")?,
@@ -414,7 +415,12 @@ pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
 /// (ts, sessionId, seq) across all runs. Cross-session overwrites are returned and appended to
 /// `<dir>/conflicts.jsonl`. Then removes segments whose records are all applied.
 #[napi(ts_args_type = "dir: string, targetDir: string, options?: ConsolidateWalOptions")]
-pub fn consolidate_wal(env: Env, dir: Unknown, target_dir: Unknown, options: Option<Unknown>) -> napi::Result<WalConsolidation> {
+pub fn consolidate_wal(
+  env: Env,
+  dir: Unknown,
+  target_dir: Unknown,
+  options: Option<Unknown>,
+) -> napi::Result<WalConsolidation> {
   let c = to_napi(
     &env,
     guard(|| {

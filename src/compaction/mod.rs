@@ -142,9 +142,7 @@ impl CompactionPolicy {
   fn check(&self) -> Result<()> {
     let p = self.compact_threshold_percent;
     if !(p.is_finite() && p > 0.0 && p <= 100.0) {
-      return invalid(format!(
-        "`compactThresholdPercent` must be above 0 and at most 100, got {p}"
-      ));
+      return invalid(format!("`compactThresholdPercent` must be above 0 and at most 100, got {p}"));
     }
     if self.context_window_tokens == 0 {
       return invalid("`contextWindowTokens` must be at least 1");
@@ -226,9 +224,7 @@ pub struct CompactionPlan {
 }
 
 fn clear_target(name: &str) -> Option<ClearTarget> {
-  ClearTarget::ALL
-    .into_iter()
-    .find(|t| target_name(*t) == name)
+  ClearTarget::ALL.into_iter().find(|t| target_name(*t) == name)
 }
 
 /// The snake_case name of a clear target.
@@ -252,27 +248,18 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
     }
     if !ids.insert(p.id.as_str()) {
       let shown: String = p.id.chars().take(80).collect();
-      return invalid(format!(
-        "`items[{i}].id` repeats {shown:?}; ids must be unique"
-      ));
+      return invalid(format!("`items[{i}].id` repeats {shown:?}; ids must be unique"));
     }
   }
 
-  let preserved = |name: &str| {
-    ALWAYS_PRESERVED.contains(&name) || policy.preserve_artifacts.iter().any(|a| a == name)
-  };
-  let current = policy
-    .current_turn
-    .unwrap_or_else(|| parts.iter().map(|p| p.turn).max().unwrap_or(0));
-  let recent_from = current
-    .saturating_add(1)
-    .saturating_sub(policy.preserve_recent_turns); // turns >= this are recent
+  let preserved = |name: &str| ALWAYS_PRESERVED.contains(&name) || policy.preserve_artifacts.iter().any(|a| a == name);
+  let current = policy.current_turn.unwrap_or_else(|| parts.iter().map(|p| p.turn).max().unwrap_or(0));
+  let recent_from = current.saturating_add(1).saturating_sub(policy.preserve_recent_turns); // turns >= this are recent
 
   let mut protected = Vec::new();
   let mut candidates = Vec::new(); // (priority rank, turn, index)
   for (index, p) in parts.iter().enumerate() {
-    let rank =
-      clear_target(&p.target).and_then(|t| policy.clear_targets.iter().position(|c| *c == t));
+    let rank = clear_target(&p.target).and_then(|t| policy.clear_targets.iter().position(|c| *c == t));
     let reason = if p.artifact.as_deref().is_some_and(preserved) || preserved(&p.target) {
       Some(KeepReason::PreservedArtifact)
     } else if policy.preserve_recent_turns > 0 && p.turn >= recent_from {
@@ -280,20 +267,17 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
     } else if rank.is_none() {
       Some(KeepReason::NotAClearTarget)
     } else if p.target == "completed_phase_details"
-      && !p.phase.as_ref().is_some_and(|ph| {
-        policy.completed_phases.contains(ph) && policy.clear_after_phases.contains(ph)
-      })
+      && !p
+        .phase
+        .as_ref()
+        .is_some_and(|ph| policy.completed_phases.contains(ph) && policy.clear_after_phases.contains(ph))
     {
       Some(KeepReason::PhaseNotCompleted)
     } else {
       None
     };
     match (reason, rank) {
-      (Some(reason), _) => protected.push(KeptPart {
-        id: p.id.clone(),
-        tokens: p.tokens,
-        reason,
-      }),
+      (Some(reason), _) => protected.push(KeptPart { id: p.id.clone(), tokens: p.tokens, reason }),
       (None, Some(rank)) => candidates.push((rank, p.turn, index)),
       (None, None) => unreachable!("no rank means NotAClearTarget"),
     }
@@ -301,9 +285,7 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
   candidates.sort_unstable();
 
   let tokens_before = parts.iter().fold(0u64, |a, p| a.saturating_add(p.tokens));
-  let protected_tokens = protected
-    .iter()
-    .fold(0u64, |a, p| a.saturating_add(p.tokens));
+  let protected_tokens = protected.iter().fold(0u64, |a, p| a.saturating_add(p.tokens));
   let threshold = policy.threshold_tokens();
   let needed = tokens_before >= threshold;
   let mut clear = Vec::new();
@@ -318,29 +300,26 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
         continue;
       }
       after -= p.tokens.min(after);
-      clear.push(ClearStep {
-        id: p.id.clone(),
-        target: p.target.clone(),
-        tokens: p.tokens,
-        turn: p.turn,
-      });
+      clear.push(ClearStep { id: p.id.clone(), target: p.target.clone(), tokens: p.tokens, turn: p.turn });
     }
   }
   let under = after < threshold;
   let signals = &policy.runtime_signals;
   let (signal, message) = if !needed {
-    (
-      None,
-      format!(
-        "{tokens_before} tokens is below the compaction threshold of {threshold}; nothing to clear"
-      ),
-    )
+    (None, format!("{tokens_before} tokens is below the compaction threshold of {threshold}; nothing to clear"))
   } else if !policy.enabled {
-    (Some(signals.context_near_limit.clone()), format!("{tokens_before} tokens reached the threshold of {threshold}, but context editing is disabled"))
+    (
+      Some(signals.context_near_limit.clone()),
+      format!("{tokens_before} tokens reached the threshold of {threshold}, but context editing is disabled"),
+    )
   } else if under {
     (
       Some(signals.compaction_complete.clone()),
-      format!("clear {} part(s) to free {} tokens: {tokens_before} -> {after}, below the threshold of {threshold}", clear.len(), tokens_before - after),
+      format!(
+        "clear {} part(s) to free {} tokens: {tokens_before} -> {after}, below the threshold of {threshold}",
+        clear.len(),
+        tokens_before - after
+      ),
     )
   } else {
     (
@@ -409,16 +388,10 @@ pub fn frontmatter(text: &str) -> Option<&str> {
 /// gives `base` unchanged. `E_IO` if the file cannot be read, `E_TOO_LARGE` over 1 MiB,
 /// `E_CONFIG_INVALID` (with the dotted key, e.g. `context_editing.clear_targets[1]`) for invalid
 /// YAML or values.
-pub fn read_skill_context_policy(
-  path: &Path,
-  base: &CompactionPolicy,
-) -> Result<SkillContextPolicy> {
+pub fn read_skill_context_policy(path: &Path, base: &CompactionPolicy) -> Result<SkillContextPolicy> {
   let file = File::open(path).map_err(|e| LoaError::io("cannot open", path, e))?;
   let mut bytes = Vec::new();
-  file
-    .take(MAX_SKILL_FILE_BYTES + 1)
-    .read_to_end(&mut bytes)
-    .map_err(|e| LoaError::io("cannot read", path, e))?;
+  file.take(MAX_SKILL_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| LoaError::io("cannot read", path, e))?;
   if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
     return Err(LoaError::TooLarge {
       what: path.display().to_string(),
@@ -427,24 +400,14 @@ pub fn read_skill_context_policy(
     });
   }
   let in_file = |e: LoaError| match e {
-    LoaError::ConfigInvalid { key, reason } => LoaError::ConfigInvalid {
-      key,
-      reason: format!("{reason} (in {})", path.display()),
-    },
+    LoaError::ConfigInvalid { key, reason } => {
+      LoaError::ConfigInvalid { key, reason: format!("{reason} (in {})", path.display()) }
+    }
     other => other,
   };
-  let text = String::from_utf8(bytes).map_err(|_| {
-    in_file(LoaError::ConfigInvalid {
-      key: "<yaml>".into(),
-      reason: "the file is not UTF-8".into(),
-    })
-  })?;
-  let mut out = SkillContextPolicy {
-    name: None,
-    found: false,
-    policy: base.clone(),
-    warnings: Vec::new(),
-  };
+  let text = String::from_utf8(bytes)
+    .map_err(|_| in_file(LoaError::ConfigInvalid { key: "<yaml>".into(), reason: "the file is not UTF-8".into() }))?;
+  let mut out = SkillContextPolicy { name: None, found: false, policy: base.clone(), warnings: Vec::new() };
   let Some(yaml) = frontmatter(&text) else {
     return Ok(out);
   };

@@ -1,22 +1,12 @@
 use super::*;
 
 fn part(id: &str, target: &str, tokens: u64, turn: u64) -> ContextPart {
-  ContextPart {
-    id: id.into(),
-    target: target.into(),
-    tokens,
-    turn,
-    phase: None,
-    artifact: None,
-  }
+  ContextPart { id: id.into(), target: target.into(), tokens, turn, phase: None, artifact: None }
 }
 
 /// A 1000-token window with the threshold at 80 % (800 tokens).
 fn small_policy() -> CompactionPolicy {
-  CompactionPolicy {
-    context_window_tokens: 1000,
-    ..CompactionPolicy::default()
-  }
+  CompactionPolicy { context_window_tokens: 1000, ..CompactionPolicy::default() }
 }
 
 fn ids(plan: &CompactionPlan) -> Vec<&str> {
@@ -44,34 +34,20 @@ fn clears_in_priority_order_until_under_the_threshold() {
   assert!(plan.under_threshold);
   assert_eq!(plan.signal.as_deref(), Some("COMPACTION_COMPLETE"));
 
-  let policy = CompactionPolicy {
-    compact_threshold_percent: 30.0,
-    ..small_policy()
-  };
+  let policy = CompactionPolicy { compact_threshold_percent: 30.0, ..small_policy() };
   let plan = plan_compaction(&parts, &policy).unwrap();
-  assert_eq!(
-    ids(&plan),
-    ["tool-1", "tool-2", "read-1", "inter-1", "debug-1"]
-  );
+  assert_eq!(ids(&plan), ["tool-1", "tool-2", "read-1", "inter-1", "debug-1"]);
   assert_eq!(plan.tokens_after, 350);
-  assert!(
-    !plan.under_threshold,
-    "the user message and the recent turn are never cleared"
-  );
+  assert!(!plan.under_threshold, "the user message and the recent turn are never cleared");
   assert_eq!(plan.signal.as_deref(), Some("CONTEXT_NEAR_LIMIT"));
   assert!(plan.message.contains("still over"), "{}", plan.message);
 
   // The clearing order is the policy's.
-  let policy = CompactionPolicy {
-    clear_targets: vec![ClearTarget::VerboseDebug, ClearTarget::IntermediateOutputs],
-    ..policy
-  };
+  let policy =
+    CompactionPolicy { clear_targets: vec![ClearTarget::VerboseDebug, ClearTarget::IntermediateOutputs], ..policy };
   let plan = plan_compaction(&parts, &policy).unwrap();
   assert_eq!(ids(&plan), ["debug-1", "inter-1"]);
-  assert!(plan
-    .protected
-    .iter()
-    .any(|k| k.id == "tool-1" && k.reason == KeepReason::NotAClearTarget));
+  assert!(plan.protected.iter().any(|k| k.id == "tool-1" && k.reason == KeepReason::NotAClearTarget));
 }
 
 #[test]
@@ -105,11 +81,7 @@ fn never_clears_preserved_artifacts_or_recent_turns() {
   // Current turn 8, 5 recent turns: 4..=8 are preserved; turn 3 is not.
   assert_eq!(ids(&plan), ["tool-old"]);
   assert!(!plan.under_threshold);
-  let reasons: Vec<(&str, KeepReason)> = plan
-    .protected
-    .iter()
-    .map(|k| (k.id.as_str(), k.reason))
-    .collect();
+  let reasons: Vec<(&str, KeepReason)> = plan.protected.iter().map(|k| (k.id.as_str(), k.reason)).collect();
   assert_eq!(
     reasons,
     [
@@ -122,20 +94,13 @@ fn never_clears_preserved_artifacts_or_recent_turns() {
   assert_eq!(plan.protected_tokens, 1000);
 
   // The five mandatory artifacts stay preserved even if a policy leaves them out.
-  let policy = CompactionPolicy {
-    preserve_artifacts: vec![],
-    preserve_recent_turns: 0,
-    ..policy
-  };
+  let policy = CompactionPolicy { preserve_artifacts: vec![], preserve_recent_turns: 0, ..policy };
   let plan = plan_compaction(&parts, &policy).unwrap();
   assert!(!ids(&plan).contains(&"traj"));
   assert!(ids(&plan).contains(&"tool-new") && ids(&plan).contains(&"cov"));
 
   // An explicit current turn moves the window of recent turns.
-  let policy = CompactionPolicy {
-    current_turn: Some(20),
-    ..small_policy()
-  };
+  let policy = CompactionPolicy { current_turn: Some(20), ..small_policy() };
   let plan = plan_compaction(&[part("t", "stale_tool_results", 900, 8)], &policy).unwrap();
   assert_eq!(ids(&plan), ["t"]);
 }
@@ -159,25 +124,15 @@ fn phase_details_only_after_their_phase_completed() {
   };
   let plan = plan_compaction(&parts, &policy).unwrap();
   assert_eq!(ids(&plan), ["setup-log"]);
-  let kept: Vec<&str> = plan
-    .protected
-    .iter()
-    .filter(|k| k.reason == KeepReason::PhaseNotCompleted)
-    .map(|k| k.id.as_str())
-    .collect();
+  let kept: Vec<&str> =
+    plan.protected.iter().filter(|k| k.reason == KeepReason::PhaseNotCompleted).map(|k| k.id.as_str()).collect();
   assert_eq!(kept, ["impl-log", "review-log", "nophase"]);
-  assert!(plan
-    .protected
-    .iter()
-    .any(|k| k.id == "now" && k.reason == KeepReason::RecentTurn));
+  assert!(plan.protected.iter().any(|k| k.id == "now" && k.reason == KeepReason::RecentTurn));
 }
 
 #[test]
 fn disabled_editing_clears_nothing_and_says_so() {
-  let policy = CompactionPolicy {
-    enabled: false,
-    ..small_policy()
-  };
+  let policy = CompactionPolicy { enabled: false, ..small_policy() };
   let plan = plan_compaction(&[part("a", "stale_tool_results", 900, 1)], &policy).unwrap();
   assert!(plan.clear.is_empty() && !plan.under_threshold);
   assert_eq!(plan.signal.as_deref(), Some("CONTEXT_NEAR_LIMIT"));
@@ -186,19 +141,12 @@ fn disabled_editing_clears_nothing_and_says_so() {
 
 #[test]
 fn invalid_parts_and_policies() {
-  let err = plan_compaction(
-    &[part("a", "x", 1, 1), part("a", "y", 1, 1)],
-    &small_policy(),
-  )
-  .unwrap_err();
+  let err = plan_compaction(&[part("a", "x", 1, 1), part("a", "y", 1, 1)], &small_policy()).unwrap_err();
   assert_eq!(err.code(), "E_INVALID_ARGUMENT");
   assert!(err.to_string().contains("items[1].id"), "{err}");
   assert!(plan_compaction(&[part("", "x", 1, 1)], &small_policy()).is_err());
   for p in [0.0, -5.0, 100.5, f64::NAN] {
-    let policy = CompactionPolicy {
-      compact_threshold_percent: p,
-      ..small_policy()
-    };
+    let policy = CompactionPolicy { compact_threshold_percent: p, ..small_policy() };
     assert!(plan_compaction(&[], &policy).is_err(), "{p}");
   }
 }
@@ -212,28 +160,12 @@ fn the_workspace_configuration_gives_the_policy() {
   .unwrap()
   .config;
   let p = CompactionPolicy::from_config(&c);
-  assert_eq!(
-    (
-      p.context_window_tokens,
-      p.threshold_tokens(),
-      p.preserve_recent_turns
-    ),
-    (100_000, 60_000, 2)
-  );
+  assert_eq!((p.context_window_tokens, p.threshold_tokens(), p.preserve_recent_turns), (100_000, 60_000, 2));
   assert_eq!(p.clear_targets, [ClearTarget::VerboseDebug]);
-  assert!(
-    p.preserve_artifacts.contains(&"test_results".to_string()) && p.preserve_artifacts.len() == 6
-  );
+  assert!(p.preserve_artifacts.contains(&"test_results".to_string()) && p.preserve_artifacts.len() == 6);
   assert_eq!(p.runtime_signals.compaction_complete, "DONE");
   let d = CompactionPolicy::default();
-  assert_eq!(
-    (
-      d.context_window_tokens,
-      d.threshold_tokens(),
-      d.preserve_recent_turns
-    ),
-    (200_000, 160_000, 5)
-  );
+  assert_eq!((d.context_window_tokens, d.threshold_tokens(), d.preserve_recent_turns), (200_000, 160_000, 5));
 }
 
 // -- SKILL.md ----------------------------------------------------------------------------------
@@ -255,29 +187,16 @@ fn reads_the_seed_003_skill_example() {
   assert_eq!(s.name.as_deref(), Some("implementing-tasks"));
   assert!(s.found && s.warnings.is_empty());
   assert_eq!(s.policy.clear_after_phases, ["setup", "coding"]);
-  assert_eq!(
-    s.policy.preserve_artifacts.len(),
-    7,
-    "added to the five: {:?}",
-    s.policy.preserve_artifacts
-  );
-  assert_eq!(
-    s.policy.preserve_recent_turns, 5,
-    "untouched settings keep the base's values"
-  );
+  assert_eq!(s.policy.preserve_artifacts.len(), 7, "added to the five: {:?}", s.policy.preserve_artifacts);
+  assert_eq!(s.policy.preserve_recent_turns, 5, "untouched settings keep the base's values");
 
   // It changes what the planner does.
   let mut cov = part("cov", "intermediate_outputs", 900, 1);
   cov.artifact = Some("coverage_data".into());
   let now = part("now", "user_message", 10, 10);
-  let plan = plan_compaction(
-    &[cov.clone(), now.clone()],
-    &CompactionPolicy {
-      context_window_tokens: 1000,
-      ..s.policy.clone()
-    },
-  )
-  .unwrap();
+  let plan =
+    plan_compaction(&[cov.clone(), now.clone()], &CompactionPolicy { context_window_tokens: 1000, ..s.policy.clone() })
+      .unwrap();
   assert!(plan.clear.is_empty());
   let plan = plan_compaction(&[cov, now], &small_policy()).unwrap();
   assert_eq!(ids(&plan), ["cov"]);
@@ -289,19 +208,10 @@ fn skill_overrides_replace_and_add() {
     "---\r\nname: x\r\ncontext_editing:\r\n  enabled: false\r\n  compact_threshold_percent: 50\r\n  preserve_recent_turns: 1\r\n  \
      clear_targets: [verbose_debug, verbose_debug]\r\n  colour: blue\r\n...\r\nbody\r\n",
   );
-  let base = CompactionPolicy {
-    preserve_artifacts: vec!["mine".into()],
-    ..CompactionPolicy::default()
-  };
+  let base = CompactionPolicy { preserve_artifacts: vec!["mine".into()], ..CompactionPolicy::default() };
   let s = read_skill_context_policy(&path, &base).unwrap();
   assert!(!s.policy.enabled);
-  assert_eq!(
-    (
-      s.policy.compact_threshold_percent,
-      s.policy.preserve_recent_turns
-    ),
-    (50.0, 1)
-  );
+  assert_eq!((s.policy.compact_threshold_percent, s.policy.preserve_recent_turns), (50.0, 1));
   assert_eq!(s.policy.clear_targets, [ClearTarget::VerboseDebug]);
   assert_eq!(s.policy.preserve_artifacts, ["mine"]);
   assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
@@ -328,8 +238,7 @@ fn skills_without_a_block_keep_the_base() {
 
 #[test]
 fn invalid_skill_files_name_the_key_and_the_file() {
-  let (_d, path) =
-    skill("---\ncontext_editing:\n  clear_targets: [stale_tool_results, everything]\n---\n");
+  let (_d, path) = skill("---\ncontext_editing:\n  clear_targets: [stale_tool_results, everything]\n---\n");
   match read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap_err() {
     LoaError::ConfigInvalid { key, reason } => {
       assert_eq!(key, "context_editing.clear_targets[1]");
@@ -339,14 +248,8 @@ fn invalid_skill_files_name_the_key_and_the_file() {
   }
   for (text, key) in [
     ("---\ncontext_editing: [1]\n---\n", "context_editing"),
-    (
-      "---\ncontext_editing:\n  compact_threshold_percent: 150\n---\n",
-      "context_editing.compact_threshold_percent",
-    ),
-    (
-      "---\ncontext_editing:\n  preserve_recent_turns: -1\n---\n",
-      "context_editing.preserve_recent_turns",
-    ),
+    ("---\ncontext_editing:\n  compact_threshold_percent: 150\n---\n", "context_editing.compact_threshold_percent"),
+    ("---\ncontext_editing:\n  preserve_recent_turns: -1\n---\n", "context_editing.preserve_recent_turns"),
     ("---\ncontext_editing: {\n---\n", "<yaml>"),
     ("---\n- a list\n---\n", "<yaml>"),
   ] {
@@ -356,17 +259,9 @@ fn invalid_skill_files_name_the_key_and_the_file() {
       e => panic!("{text:?}: {e}"),
     }
   }
-  let missing = read_skill_context_policy(
-    Path::new("/nonexistent/SKILL.md"),
-    &CompactionPolicy::default(),
-  )
-  .unwrap_err();
+  let missing =
+    read_skill_context_policy(Path::new("/nonexistent/SKILL.md"), &CompactionPolicy::default()).unwrap_err();
   assert_eq!(missing.code(), "E_IO");
   let (_d, path) = skill(&"x".repeat(MAX_SKILL_FILE_BYTES as usize + 1));
-  assert_eq!(
-    read_skill_context_policy(&path, &CompactionPolicy::default())
-      .unwrap_err()
-      .code(),
-    "E_TOO_LARGE"
-  );
+  assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap_err().code(), "E_TOO_LARGE");
 }

@@ -120,10 +120,7 @@ impl ContextOptions {
 
   fn check(&self) -> Result<()> {
     if !(self.session_share.is_finite() && (0.0..=1.0).contains(&self.session_share)) {
-      return invalid(format!(
-        "`sessionShare` must be a fraction from 0 to 1, got {}",
-        self.session_share
-      ));
+      return invalid(format!("`sessionShare` must be a fraction from 0 to 1, got {}", self.session_share));
     }
     tokens::check_margin(self.safety_margin, "safetyMargin")?;
     Ok(())
@@ -224,19 +221,13 @@ impl<'a> Text<'a> {
   /// At most `max_bytes` of `s`, cut at a character boundary.
   pub fn prefix(s: &'a str, max_bytes: usize) -> Text<'a> {
     if s.len() <= max_bytes {
-      return Text {
-        text: Cow::Borrowed(s),
-        complete: true,
-      };
+      return Text { text: Cow::Borrowed(s), complete: true };
     }
     let mut end = max_bytes;
     while !s.is_char_boundary(end) {
       end -= 1;
     }
-    Text {
-      text: Cow::Borrowed(&s[..end]),
-      complete: false,
-    }
+    Text { text: Cow::Borrowed(&s[..end]), complete: false }
   }
 }
 
@@ -284,34 +275,12 @@ impl ContextSource for Lists<'_> {
 }
 
 /// Builds the context from plain sessions and learnings (what the memory store holds).
-pub fn build_context(
-  sessions: &[Session],
-  learnings: &[Learning],
-  options: &ContextOptions,
-) -> Result<BuiltContext> {
-  let session_keys: Vec<SessionKey> = sessions
-    .iter()
-    .map(|s| SessionKey {
-      timestamp: &s.timestamp,
-      importance: s.importance,
-    })
-    .collect();
-  let learning_keys: Vec<LearningKey> = learnings
-    .iter()
-    .map(|l| LearningKey {
-      importance: l.importance,
-      last_used: l.last_used.as_deref(),
-    })
-    .collect();
-  build_context_from(
-    &session_keys,
-    &learning_keys,
-    &Lists {
-      sessions,
-      learnings,
-    },
-    options,
-  )
+pub fn build_context(sessions: &[Session], learnings: &[Learning], options: &ContextOptions) -> Result<BuiltContext> {
+  let session_keys: Vec<SessionKey> =
+    sessions.iter().map(|s| SessionKey { timestamp: &s.timestamp, importance: s.importance }).collect();
+  let learning_keys: Vec<LearningKey> =
+    learnings.iter().map(|l| LearningKey { importance: l.importance, last_used: l.last_used.as_deref() }).collect();
+  build_context_from(&session_keys, &learning_keys, &Lists { sessions, learnings }, options)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,9 +291,7 @@ pub fn build_context(
 pub fn parse_timestamp(s: &str, name: impl FnOnce() -> String) -> Result<i128> {
   let bad = |name: String| {
     let shown: String = s.chars().take(MAX_TIMESTAMP_LEN).collect();
-    invalid(format!(
-      "`{name}` must be an RFC 3339 timestamp such as 2025-11-21T10:00:00+01:00, got {shown:?}"
-    ))
+    invalid(format!("`{name}` must be an RFC 3339 timestamp such as 2025-11-21T10:00:00+01:00, got {shown:?}"))
   };
   if s.len() > MAX_TIMESTAMP_LEN {
     return bad(name());
@@ -353,11 +320,7 @@ struct SessionPriority {
 
 impl Ord for SessionPriority {
   fn cmp(&self, other: &Self) -> Ordering {
-    self
-      .at
-      .cmp(&other.at)
-      .then(self.importance.total_cmp(&other.importance))
-      .then(other.index.cmp(&self.index))
+    self.at.cmp(&other.at).then(self.importance.total_cmp(&other.importance)).then(other.index.cmp(&self.index))
   }
 }
 impl PartialOrd for SessionPriority {
@@ -423,11 +386,7 @@ impl Indexed for LearningPriority {
 /// Appends `text` as item content: trimmed (only at the start when it is a prefix), line breaks
 /// turned into indented continuation lines, blank lines kept blank.
 fn push_body(out: &mut String, text: &str, complete: bool) {
-  let text = if complete {
-    text.trim()
-  } else {
-    text.trim_start()
-  };
+  let text = if complete { text.trim() } else { text.trim_start() };
   for (i, line) in text.split('\n').enumerate() {
     let line = line.strip_suffix('\r').unwrap_or(line);
     if i > 0 {
@@ -455,10 +414,7 @@ struct Formatted {
 /// fit whole (a token is at most `max_token_bytes` bytes), and its prefix of this length holds
 /// more than `room` tokens for cutting.
 fn read_limit(room: u64, max_token_bytes: usize) -> usize {
-  usize::try_from(room)
-    .unwrap_or(usize::MAX)
-    .saturating_mul(max_token_bytes)
-    .saturating_add(1)
+  usize::try_from(room).unwrap_or(usize::MAX).saturating_mul(max_token_bytes).saturating_add(1)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -517,11 +473,7 @@ impl Builder<'_> {
         let head_len = body.len();
         body.reserve(summary.text.len());
         push_body(&mut body, &summary.text, summary.complete);
-        Ok(Some(Formatted {
-          body,
-          head_len,
-          complete: summary.complete,
-        }))
+        Ok(Some(Formatted { body, head_len, complete: summary.complete }))
       }
       ItemKind::Learning => {
         body.push_str("- ");
@@ -530,15 +482,9 @@ impl Builder<'_> {
         let trigger_blank = trigger.text.trim().is_empty();
         if !trigger.complete {
           push_body(&mut body, &trigger.text, false);
-          return Ok(Some(Formatted {
-            body,
-            head_len,
-            complete: false,
-          }));
+          return Ok(Some(Formatted { body, head_len, complete: false }));
         }
-        let solution = self
-          .source
-          .solution(index, limit.saturating_sub(trigger.text.len()))?;
+        let solution = self.source.solution(index, limit.saturating_sub(trigger.text.len()))?;
         let solution_blank = solution.text.trim().is_empty() && solution.complete;
         if trigger_blank && solution_blank {
           return Ok(None);
@@ -552,11 +498,7 @@ impl Builder<'_> {
         if !solution_blank {
           push_body(&mut body, &solution.text, solution.complete);
         }
-        Ok(Some(Formatted {
-          body,
-          head_len,
-          complete: solution.complete,
-        }))
+        Ok(Some(Formatted { body, head_len, complete: solution.complete }))
       }
     }
   }
@@ -564,9 +506,7 @@ impl Builder<'_> {
   /// Tokens an item's head and the marker take: what a cut item spends on anything but content.
   fn overhead(&self, kind: ItemKind, index: usize) -> u64 {
     let head = match kind {
-      ItemKind::Session => self
-        .encoder
-        .count(&format!("- [{}] ", self.sessions[index].timestamp)),
+      ItemKind::Session => self.encoder.count(&format!("- [{}] ", self.sessions[index].timestamp)),
       ItemKind::Learning => self.encoder.count("- "),
     };
     head as u64 + self.marker_tokens
@@ -582,9 +522,7 @@ impl Builder<'_> {
       if keep == 0 {
         return None;
       }
-      let end = self
-        .encoder
-        .prefix_len(&item.body, usize::try_from(keep).unwrap_or(usize::MAX));
+      let end = self.encoder.prefix_len(&item.body, usize::try_from(keep).unwrap_or(usize::MAX));
       let kept = item.body[..end].trim_end();
       if kept.len() <= item.head_len {
         return None;
@@ -638,18 +576,10 @@ impl<P: Ord + Indexed> Lane<P> {
       if item.complete {
         let mut line = item.body;
         line.push('\n');
-        if let Some(n) = b
-          .encoder
-          .count_until(&line, usize::try_from(room).unwrap_or(usize::MAX))
-        {
+        if let Some(n) = b.encoder.count_until(&line, usize::try_from(room).unwrap_or(usize::MAX)) {
           self.used += n as u64;
           self.status[index] = Status::Included;
-          self.entries.push(Entry {
-            index,
-            line,
-            tokens: n as u64,
-            truncated: false,
-          });
+          self.entries.push(Entry { index, line, tokens: n as u64, truncated: false });
           continue;
         }
       }
@@ -663,10 +593,7 @@ impl<P: Ord + Indexed> Lane<P> {
     match self.pending {
       Some(index) if !self.closed => {
         let room = allowance.saturating_sub(self.used);
-        room
-          >= b
-            .overhead(self.kind, index)
-            .saturating_add(b.min_truncated_tokens)
+        room >= b.overhead(self.kind, index).saturating_add(b.min_truncated_tokens)
       }
       _ => false,
     }
@@ -689,12 +616,7 @@ impl<P: Ord + Indexed> Lane<P> {
         self.closed = true;
         self.used += tokens;
         self.status[index] = Status::Included;
-        self.entries.push(Entry {
-          index,
-          line,
-          tokens,
-          truncated: true,
-        });
+        self.entries.push(Entry { index, line, tokens, truncated: true });
       }
     }
     Ok(())
@@ -720,16 +642,8 @@ impl<P: Ord + Indexed> Lane<P> {
     for (index, status) in self.status.iter().enumerate() {
       match status {
         Status::Included => {}
-        Status::Waiting => out.push(DroppedItem {
-          kind: self.kind,
-          index,
-          reason: DropReason::BudgetFull,
-        }),
-        Status::Dropped(reason) => out.push(DroppedItem {
-          kind: self.kind,
-          index,
-          reason: *reason,
-        }),
+        Status::Waiting => out.push(DroppedItem { kind: self.kind, index, reason: DropReason::BudgetFull }),
+        Status::Dropped(reason) => out.push(DroppedItem { kind: self.kind, index, reason: *reason }),
       }
     }
   }
@@ -758,9 +672,7 @@ pub fn build_context_from(
     learning_priorities.push(LearningPriority {
       importance: importance(l.importance, || format!("learnings[{index}].importance"))?,
       last_used: match l.last_used {
-        Some(t) => Some(parse_timestamp(t, || {
-          format!("learnings[{index}].lastUsed")
-        })?),
+        Some(t) => Some(parse_timestamp(t, || format!("learnings[{index}].lastUsed"))?),
         None => None,
       },
       index,
@@ -782,39 +694,23 @@ pub fn build_context_from(
   let header_tokens = encoder.count(HEADER) as u64;
   if limit <= header_tokens {
     let dropped = (0..sessions.len())
-      .map(|index| DroppedItem {
-        kind: ItemKind::Session,
-        index,
-        reason: DropReason::NoBudget,
-      })
+      .map(|index| DroppedItem { kind: ItemKind::Session, index, reason: DropReason::NoBudget })
       .chain((0..learnings.len()).map(|index| DroppedItem {
         kind: ItemKind::Learning,
         index,
         reason: DropReason::NoBudget,
       }))
       .collect();
-    return Ok(BuiltContext {
-      text: None,
-      tokens: 0,
-      limit,
-      included: Vec::new(),
-      dropped,
-    });
+    return Ok(BuiltContext { text: None, tokens: 0, limit, included: Vec::new(), dropped });
   }
   let room = limit - header_tokens;
-  let session_share = ((room as f64) * options.session_share)
-    .floor()
-    .min(room as f64) as u64;
+  let session_share = ((room as f64) * options.session_share).floor().min(room as f64) as u64;
   let learning_share = room - session_share;
 
   // Learnings claim what they can use of their share (all of it if they would cut an item
   // into it), sessions take the rest, then learnings take whatever sessions left.
   l_lane.fill(&b, learning_share)?;
-  let learnings_claim = if l_lane.would_cut(&b, learning_share) {
-    learning_share
-  } else {
-    l_lane.used
-  };
+  let learnings_claim = if l_lane.would_cut(&b, learning_share) { learning_share } else { l_lane.used };
   let session_allowance = room - learnings_claim;
   s_lane.fill(&b, session_allowance)?;
   s_lane.cut_pending(&b, session_allowance)?;
@@ -829,13 +725,7 @@ pub fn build_context_from(
     if s.entries.is_empty() && l.entries.is_empty() {
       return None;
     }
-    let len = HEADER.len()
-      + s
-        .entries
-        .iter()
-        .chain(&l.entries)
-        .map(|e| e.line.len())
-        .sum::<usize>();
+    let len = HEADER.len() + s.entries.iter().chain(&l.entries).map(|e| e.line.len()).sum::<usize>();
     let mut text = String::with_capacity(len);
     text.push_str(HEADER);
     for e in s.entries.iter().chain(&l.entries) {
@@ -864,23 +754,12 @@ pub fn build_context_from(
     .iter()
     .map(|e| (ItemKind::Session, e))
     .chain(l_lane.entries.iter().map(|e| (ItemKind::Learning, e)))
-    .map(|(kind, e)| IncludedItem {
-      kind,
-      index: e.index,
-      tokens: e.tokens,
-      truncated: e.truncated,
-    })
+    .map(|(kind, e)| IncludedItem { kind, index: e.index, tokens: e.tokens, truncated: e.truncated })
     .collect();
   let mut dropped = Vec::new();
   s_lane.dropped(&mut dropped);
   l_lane.dropped(&mut dropped);
-  Ok(BuiltContext {
-    text,
-    tokens,
-    limit,
-    included,
-    dropped,
-  })
+  Ok(BuiltContext { text, tokens, limit, included, dropped })
 }
 
 #[cfg(test)]

@@ -24,7 +24,8 @@ use crate::fsutil::quarantine;
 
 pub const VERSION: u64 = 1;
 /// Fields of an entry the pipeline writes and updates; every other field is left alone.
-pub const OWNED_FIELDS: [&str; 9] = ["id", "type", "content", "importance", "confidence", "tags", "sessionId", "agentId", "createdAt"];
+pub const OWNED_FIELDS: [&str; 9] =
+  ["id", "type", "content", "importance", "confidence", "tags", "sessionId", "agentId", "createdAt"];
 
 /// The parsed store: a JSON object whose `learnings` is an array of objects with a string `id`.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +79,10 @@ pub fn load(path: &Path, quarantine_corrupt: bool) -> Result<Option<Store>> {
 pub fn corrupt(path: &Path, reason: String, quarantine_corrupt: bool) -> LoaError {
   let display = path.display().to_string();
   if !quarantine_corrupt {
-    return LoaError::StateCorrupt { path: display, reason: format!("{reason}; left untouched (consolidation moves it aside)") };
+    return LoaError::StateCorrupt {
+      path: display,
+      reason: format!("{reason}; left untouched (consolidation moves it aside)"),
+    };
   }
   match quarantine(path) {
     Ok(moved) => LoaError::StateCorrupt {
@@ -180,7 +184,11 @@ mod tests {
     assert_eq!(load(&path, true).unwrap(), None);
     let mut bytes = Store::default().to_bytes();
     bytes[3] = b'#';
-    for (content, why) in [(bytes.clone(), "one bad byte"), (b"[]".to_vec(), "not an object"), (br#"{"learnings":[{"x":1}]}"#.to_vec(), "no id")] {
+    for (content, why) in [
+      (bytes.clone(), "one bad byte"),
+      (b"[]".to_vec(), "not an object"),
+      (br#"{"learnings":[{"x":1}]}"#.to_vec(), "no id"),
+    ] {
       fs::write(&path, &content).unwrap();
       let err = load(&path, false).unwrap_err();
       assert_eq!(err.code(), "E_STATE_CORRUPT", "{why}");

@@ -299,7 +299,9 @@ fn layout(options: &StoreOptions) -> Result<Layout> {
   let wal_dir = join_relative(workspace, options.wal_dir.as_deref().unwrap_or(&config.wal.dir))?;
   let (notes, learnings) = match options.grimoires_dir {
     Some(_) => (grimoire.join("NOTES.md"), grimoire.join("learnings.json")),
-    None => (join_relative(workspace, &config.memory.notes_path)?, join_relative(workspace, &config.memory.learnings_path)?),
+    None => {
+      (join_relative(workspace, &config.memory.notes_path)?, join_relative(workspace, &config.memory.learnings_path)?)
+    }
   };
   ensure_dir_inside(workspace, &grimoire)?;
   ensure_dir_inside(workspace, &wal_dir)?;
@@ -372,7 +374,12 @@ impl MemoryStore {
   }
 
   fn wal(&self) -> Result<Arc<Wal>> {
-    self.wal.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(|| LoaError::WalClosed("the MemoryStore was closed".into()))
+    self
+      .wal
+      .lock()
+      .unwrap_or_else(|p| p.into_inner())
+      .clone()
+      .ok_or_else(|| LoaError::WalClosed("the MemoryStore was closed".into()))
   }
 
   fn redact_field(&self, field: &str, text: &str, findings: &mut Vec<CaptureFinding>, blocked: &mut bool) -> String {
@@ -392,9 +399,13 @@ impl MemoryStore {
   fn redact_value(&self, field: &str, value: &Value, findings: &mut Vec<CaptureFinding>, blocked: &mut bool) -> Value {
     match value {
       Value::String(s) => Value::String(self.redact_field(field, s, findings, blocked)),
-      Value::Array(items) => {
-        Value::Array(items.iter().enumerate().map(|(i, v)| self.redact_value(&format!("{field}[{i}]"), v, findings, blocked)).collect())
-      }
+      Value::Array(items) => Value::Array(
+        items
+          .iter()
+          .enumerate()
+          .map(|(i, v)| self.redact_value(&format!("{field}[{i}]"), v, findings, blocked))
+          .collect(),
+      ),
       Value::Object(map) => {
         let mut out = Map::new();
         for (key, v) in map {
@@ -419,20 +430,41 @@ impl MemoryStore {
     let mut findings = Vec::new();
     let mut blocked = false;
     let content = self.redact_field("content", &entry.content, &mut findings, &mut blocked);
-    let tags: Vec<String> =
-      entry.tags.iter().enumerate().map(|(i, t)| self.redact_field(&format!("tags[{i}]"), t, &mut findings, &mut blocked)).collect();
+    let tags: Vec<String> = entry
+      .tags
+      .iter()
+      .enumerate()
+      .map(|(i, t)| self.redact_field(&format!("tags[{i}]"), t, &mut findings, &mut blocked))
+      .collect();
     let agent_id = entry.agent_id.as_deref().map(|a| self.redact_field("agentId", a, &mut findings, &mut blocked));
     let metadata = entry.metadata.as_ref().map(|m| self.redact_value("metadata", m, &mut findings, &mut blocked));
     let notes: Vec<RedactionNote> = findings
       .iter()
-      .map(|f| RedactionNote { field: f.field.clone(), kind: f.kind.clone(), method: f.method.clone(), fingerprint: f.fingerprint.clone() })
+      .map(|f| RedactionNote {
+        field: f.field.clone(),
+        kind: f.kind.clone(),
+        method: f.method.clone(),
+        fingerprint: f.fingerprint.clone(),
+      })
       .collect();
 
     if blocked {
       // Refused. The audit record holds what was found and its keyed fingerprint, nothing else.
       let meta = serde_json::json!({ "event": "memory_blocked", "type": entry.memory_type, "findings": notes });
-      self.append_with_retry(&wal, AppendRequest { op: "audit".into(), path: None, meta: Some(meta.to_string()), data: None })?;
-      return Ok(CaptureOutcome { accepted: false, id: None, seq: None, gates: Vec::new(), findings, blocked: true, score: 0.0, tags: Vec::new() });
+      self.append_with_retry(
+        &wal,
+        AppendRequest { op: "audit".into(), path: None, meta: Some(meta.to_string()), data: None },
+      )?;
+      return Ok(CaptureOutcome {
+        accepted: false,
+        id: None,
+        seq: None,
+        gates: Vec::new(),
+        findings,
+        blocked: true,
+        score: 0.0,
+        tags: Vec::new(),
+      });
     }
 
     let now = now_ms();
@@ -527,7 +559,6 @@ impl MemoryStore {
   pub fn consolidate(&self) -> Result<ConsolidateOutcome> {
     consolidate_paths(&self.paths, self.lock_timeout)
   }
-
 }
 
 /// Read access to a workspace's memory without opening a session (no lock, nothing written):
@@ -652,7 +683,11 @@ impl MemoryView {
       .into_iter()
       .filter_map(|s| {
         let latest: Vec<&str> = s.latest.iter().map(String::as_str).filter(|c| !shown.contains(c)).collect();
-        (!latest.is_empty()).then(|| crate::context::Session { timestamp: s.last_active_at.clone(), summary: latest.join("\n"), importance: None })
+        (!latest.is_empty()).then(|| crate::context::Session {
+          timestamp: s.last_active_at.clone(),
+          summary: latest.join("\n"),
+          importance: None,
+        })
       })
       .collect();
     let learnings: Vec<crate::context::Learning> = active
@@ -714,8 +749,14 @@ fn consolidate_paths(paths: &Paths, lock_timeout: Duration) -> Result<Consolidat
   let applied = wal::consolidate(&paths.wal_dir, &paths.grimoire, &ConsolidateOptions { prune: true, lock_timeout })?;
   let records = read_records(&paths.memory_dir, true)?;
 
-  let mut outcome = ConsolidateOutcome { applied: applied.applied, conflicts: applied.conflicts.len(), memories: records.len(), ..Default::default() };
-  let generated: Vec<Map<String, Value>> = records.iter().filter(|r| r.is_learning()).map(MemoryRecord::learning_entry).collect();
+  let mut outcome = ConsolidateOutcome {
+    applied: applied.applied,
+    conflicts: applied.conflicts.len(),
+    memories: records.len(),
+    ..Default::default()
+  };
+  let generated: Vec<Map<String, Value>> =
+    records.iter().filter(|r| r.is_learning()).map(MemoryRecord::learning_entry).collect();
   let existed = store.is_some();
   let mut store = store.unwrap_or_default();
   let before = store.to_bytes();
@@ -749,7 +790,11 @@ fn validate_entry(entry: &Entry) -> Result<()> {
     return invalid("`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'");
   }
   if entry.content.len() > MAX_CONTENT_BYTES {
-    return Err(LoaError::TooLarge { what: "memory content".into(), size: entry.content.len() as u64, limit: MAX_CONTENT_BYTES as u64 });
+    return Err(LoaError::TooLarge {
+      what: "memory content".into(),
+      size: entry.content.len() as u64,
+      limit: MAX_CONTENT_BYTES as u64,
+    });
   }
   if let Some(c) = entry.confidence {
     if !(0.0..=1.0).contains(&c) {
@@ -768,7 +813,11 @@ fn validate_entry(entry: &Entry) -> Result<()> {
     }
     let size = meta.to_string().len();
     if size > MAX_METADATA_BYTES {
-      return Err(LoaError::TooLarge { what: "memory metadata".into(), size: size as u64, limit: MAX_METADATA_BYTES as u64 });
+      return Err(LoaError::TooLarge {
+        what: "memory metadata".into(),
+        size: size as u64,
+        limit: MAX_METADATA_BYTES as u64,
+      });
     }
   }
   Ok(())
@@ -843,9 +892,13 @@ fn read_records(memory_dir: &Path, quarantine: bool) -> Result<Vec<MemoryRecord>
       Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
       Err(e) => return Err(LoaError::io("read", &path, e)),
     };
-    let parsed = serde_json::from_slice::<MemoryRecord>(&bytes)
-      .map_err(|e| e.to_string())
-      .and_then(|r| if r.id == hash { Ok(r) } else { Err("its id is not its file name".into()) });
+    let parsed = serde_json::from_slice::<MemoryRecord>(&bytes).map_err(|e| e.to_string()).and_then(|r| {
+      if r.id == hash {
+        Ok(r)
+      } else {
+        Err("its id is not its file name".into())
+      }
+    });
     match parsed {
       Ok(record) => records.push(record),
       Err(reason) if quarantine => return Err(learnings::corrupt(&path, reason, true)),
@@ -864,7 +917,11 @@ fn learning_from_json(entry: &Value) -> Option<Learning> {
     content: s("content").unwrap_or_default(),
     importance: entry.get("importance").and_then(Value::as_f64).unwrap_or(gates::DEFAULT_CONFIDENCE),
     confidence: entry.get("confidence").and_then(Value::as_f64),
-    tags: entry.get("tags").and_then(Value::as_array).map(|t| t.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default(),
+    tags: entry
+      .get("tags")
+      .and_then(Value::as_array)
+      .map(|t| t.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+      .unwrap_or_default(),
     session_id: s("sessionId").unwrap_or_default(),
     agent_id: s("agentId"),
     created_at: s("createdAt").unwrap_or_default(),
@@ -937,7 +994,10 @@ fn render_notes(existing: Option<&str>, records: &[MemoryRecord]) -> Option<Stri
       .iter()
       .take(NOTES_MAX_SESSIONS)
       .map(|s| {
-        let latest = s.records.first().map(|r| format!("{}: {}", r.memory_type, notes::excerpt(&notes::one_line(&r.content), 120)));
+        let latest = s
+          .records
+          .first()
+          .map(|r| format!("{}: {}", r.memory_type, notes::excerpt(&notes::one_line(&r.content), 120)));
         let types = s.types.iter().map(|(t, n)| format!("{t} {n}")).collect::<Vec<_>>().join(", ");
         let line = notes::SessionLine {
           session_id: s.id.clone(),

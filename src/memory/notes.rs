@@ -205,7 +205,9 @@ pub fn set_region(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> S
   let continuity = o.headings.iter().position(|h| same_heading(&h.text, SESSION_CONTINUITY));
   if name == SESSIONS {
     return match continuity {
-      Some(i) => insert(text, next_heading_after(i, None), &region_text(name, &render(o.headings[i].level + 1), nl), nl),
+      Some(i) => {
+        insert(text, next_heading_after(i, None), &region_text(name, &render(o.headings[i].level + 1), nl), nl)
+      }
       None => {
         let block = format!("## {SESSION_CONTINUITY}{nl}{nl}{}", region_text(name, &render(3), nl));
         insert(text, text.len(), &block, nl)
@@ -222,7 +224,8 @@ pub fn set_region(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> S
         Some(i) => (next_heading_after(i, Some(o.headings[i].level)), (o.headings[i].level + 1).min(6)),
         None => (text.len(), 2),
       };
-      let block = format!("{} {DECISION_LOG}{nl}{nl}{}", "#".repeat(level), region_text(name, &render((level + 1).min(6)), nl));
+      let block =
+        format!("{} {DECISION_LOG}{nl}{nl}{}", "#".repeat(level), region_text(name, &render((level + 1).min(6)), nl));
       insert(text, at, &block, nl)
     }
   }
@@ -356,7 +359,10 @@ Setext too
     assert_eq!(strip_regions(&with_both), HUMAN);
     // Sessions go before the first sub-heading of Session Continuity...
     let sessions_at = with_both.find("<!-- loa:begin sessions -->").unwrap();
-    assert!(sessions_at > with_both.find("<!-- CRITICAL").unwrap() && sessions_at < with_both.find("### Active Context").unwrap());
+    assert!(
+      sessions_at > with_both.find("<!-- CRITICAL").unwrap()
+        && sessions_at < with_both.find("### Active Context").unwrap()
+    );
     // ...decisions at the end of the real Decision Log (not the one in the code fence), after the
     // human entry, with entry headings one level below it.
     let decisions_at = with_both.find("<!-- loa:begin decisions -->\n#### entry").unwrap();

@@ -3,7 +3,8 @@ use std::collections::BTreeMap;
 use super::*;
 
 fn open(ws: &Path, session: &str) -> MemoryStore {
-  MemoryStore::open(StoreOptions { workspace_dir: ws.to_path_buf(), session_id: session.into(), ..Default::default() }).unwrap()
+  MemoryStore::open(StoreOptions { workspace_dir: ws.to_path_buf(), session_id: session.into(), ..Default::default() })
+    .unwrap()
 }
 
 fn entry(kind: &str, content: &str) -> Entry {
@@ -43,13 +44,16 @@ fn real_redactor() -> bool {
 fn capture_consolidate_read_back() {
   let ws = tempfile::tempdir().unwrap();
   let store = open(ws.path(), "agent-1");
-  let a = store.capture(at("learning", "The integration tests need a running Postgres 16", "2026-01-02T10:00:00Z")).unwrap();
+  let a =
+    store.capture(at("learning", "The integration tests need a running Postgres 16", "2026-01-02T10:00:00Z")).unwrap();
   assert!(a.accepted, "{:?}", a.gates);
   assert_eq!(a.seq, Some(1));
   assert_eq!(a.gates.len(), 6);
   let id = a.id.clone().unwrap();
   assert_eq!(id, gates::content_hash("The integration tests need a running Postgres 16"));
-  let d = store.capture(at("decision", "Use sliding window expiry with a 15 minute grace period", "2026-01-02T11:30:00+01:00")).unwrap();
+  let d = store
+    .capture(at("decision", "Use sliding window expiry with a 15 minute grace period", "2026-01-02T11:30:00+01:00"))
+    .unwrap();
   assert!(d.accepted);
   let i = store.capture(at("interaction", "Always run cargo fmt before committing", "2026-01-02T10:45:00Z")).unwrap();
   assert!(i.accepted && i.tags.contains(&"instruction".to_string()));
@@ -63,7 +67,8 @@ fn capture_consolidate_read_back() {
   assert!(c.notes_updated);
 
   let grimoire = ws.path().join("grimoires/loa");
-  let record: MemoryRecord = serde_json::from_slice(&fs::read(grimoire.join(format!("memory/{id}.json"))).unwrap()).unwrap();
+  let record: MemoryRecord =
+    serde_json::from_slice(&fs::read(grimoire.join(format!("memory/{id}.json"))).unwrap()).unwrap();
   assert_eq!(record.timestamp, "2026-01-02T10:00:00.000Z");
   assert_eq!(record.session_id, "agent-1");
   let notes_text = fs::read_to_string(grimoire.join("NOTES.md")).unwrap();
@@ -204,7 +209,12 @@ fn errors_never_carry_content() {
 fn same_session_waits_for_the_lock() {
   let ws = tempfile::tempdir().unwrap();
   let first = open(ws.path(), "same");
-  let opts = StoreOptions { workspace_dir: ws.path().to_path_buf(), session_id: "same".into(), lock_timeout_ms: Some(50), ..Default::default() };
+  let opts = StoreOptions {
+    workspace_dir: ws.path().to_path_buf(),
+    session_id: "same".into(),
+    lock_timeout_ms: Some(50),
+    ..Default::default()
+  };
   assert_eq!(MemoryStore::open(opts.clone()).err().unwrap().code(), "E_WAL_LOCKED");
   first.close().unwrap();
   assert!(MemoryStore::open(opts).is_ok());

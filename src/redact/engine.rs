@@ -58,15 +58,7 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
   pub fn new(t: &'a [u8]) -> Self {
-    Ctx {
-      t,
-      hits: Vec::new(),
-      blocked: false,
-      public_zones: Vec::new(),
-      email_until: 0,
-      jwt_until: 0,
-      pem_until: 0,
-    }
+    Ctx { t, hits: Vec::new(), blocked: false, public_zones: Vec::new(), email_until: 0, jwt_until: 0, pem_until: 0 }
   }
 
   pub fn push(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
@@ -89,7 +81,10 @@ impl<'a> Ctx<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Action {
   /// Provider token rule `rule`, triggered by its keyword number `kw`.
-  Rule { rule: u16, kw: u8 },
+  Rule {
+    rule: u16,
+    kw: u8,
+  },
   Pem,
   Putty,
   Jwt,
@@ -159,7 +154,8 @@ fn first2_index(b0: u8, b1: u8) -> Option<usize> {
 
 impl Engine {
   fn new() -> Engine {
-    let rules: Vec<CompiledRule> = token_rules().into_iter().map(|rule| CompiledRule { rule, regex: OnceLock::new() }).collect();
+    let rules: Vec<CompiledRule> =
+      token_rules().into_iter().map(|rule| CompiledRule { rule, regex: OnceLock::new() }).collect();
     let mut patterns: Vec<String> = Vec::new();
     let mut own: Vec<Vec<Action>> = Vec::new();
     let mut add = |pattern: &str, action: Action| {
@@ -231,18 +227,7 @@ impl Engine {
       .kind(Some(AhoCorasickKind::DFA))
       .build(&patterns)
       .expect("keyword automaton");
-    Engine {
-      rules,
-      ac,
-      actions,
-      first2,
-      third,
-      first2_bits,
-      fourth,
-      colon_rules,
-      tilde_rules,
-      infix_rules,
-    }
+    Engine { rules, ac, actions, first2, third, first2_bits, fourth, colon_rules, tilde_rules, infix_rules }
   }
 
   /// Runs every detector over `ctx.t`, leaving raw (unmerged) hits in `ctx.hits`.
@@ -250,7 +235,8 @@ impl Engine {
     self.scan_runs(ctx);
     self.scan_punctuation(ctx);
     if ctx.hits.iter().any(|h| h.cond) {
-      let tokens: Vec<(usize, usize)> = ctx.hits.iter().filter(|h| h.prio == P_TOKEN).map(|h| (h.start, h.end)).collect();
+      let tokens: Vec<(usize, usize)> =
+        ctx.hits.iter().filter(|h| h.prio == P_TOKEN).map(|h| (h.start, h.end)).collect();
       ctx.hits.retain(|h| !h.cond || tokens.iter().any(|&(s, e)| s < h.end && e > h.start));
     }
   }
@@ -316,8 +302,8 @@ impl Engine {
     let t = ctx.t;
     self.word_start(ctx, s);
     if has_sep {
-      for k in s..e.saturating_sub(2) {
-        if matches!(t[k], b'-' | b'/' | b'+') {
+      for (k, &byte) in t.iter().enumerate().take(e.saturating_sub(2)).skip(s) {
+        if matches!(byte, b'-' | b'/' | b'+') {
           self.word_start(ctx, k + 1);
         }
       }
@@ -538,7 +524,6 @@ impl Engine {
   }
 }
 
-
 /// Bitmasks of 64 bytes starting at `b` (bits past the end are 0): token characters
 /// (`[A-Za-z0-9+/_-]`), digits, and `-` `/` `+`.
 #[inline]
@@ -586,7 +571,11 @@ mod sse2 {
       );
       let under = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'_' as i8));
       let token = _mm_or_si128(_mm_or_si128(alpha, digit), _mm_or_si128(sep, under));
-      (_mm_movemask_epi8(token) as u32 & 0xffff, _mm_movemask_epi8(digit) as u32 & 0xffff, _mm_movemask_epi8(sep) as u32 & 0xffff)
+      (
+        _mm_movemask_epi8(token) as u32 & 0xffff,
+        _mm_movemask_epi8(digit) as u32 & 0xffff,
+        _mm_movemask_epi8(sep) as u32 & 0xffff,
+      )
     }
   }
 }

@@ -68,24 +68,115 @@ pub struct Redaction {
 
 /// Every kind a finding can have.
 pub const KINDS: &[&str] = &[
-  "email", "phone", "credit_card", "iban", "us_ssn", "ipv4", "ipv6", "url_credentials", "jwt", "private_key",
-  "password", "secret", "aws_secret_access_key", "high_entropy", "aws_access_key_id", "aws_bedrock_api_key",
-  "github_token", "gitlab_token", "slack_token", "webhook_url", "stripe_key", "openai_api_key", "anthropic_api_key",
-  "google_api_key", "google_oauth_secret", "google_oauth_token", "azure_client_secret", "npm_token", "pypi_token",
-  "twilio_api_key", "sendgrid_api_key", "mailgun_api_key", "mailchimp_api_key", "sendinblue_api_key", "shopify_token",
-  "square_token", "digitalocean_token", "databricks_token", "doppler_token", "dynatrace_token", "fly_io_token",
-  "openshift_token", "planetscale_token", "scalingo_token", "heroku_api_key", "hashicorp_tf_token", "vault_token",
-  "alibaba_access_key_id", "cloudflare_origin_ca_key", "bitbucket_token", "atlassian_token", "buildkite_token",
-  "circleci_token", "docker_hub_token", "octopus_deploy_api_key", "pulumi_token", "sourcegraph_token", "sonar_token",
-  "rubygems_token", "nuget_token", "clojars_token", "telegram_bot_token", "flutterwave_key", "shippo_token",
-  "easypost_token", "duffel_token", "gocardless_token", "facebook_token", "huggingface_token", "perplexity_api_key",
-  "groq_api_key", "replicate_token", "xai_api_key", "langsmith_api_key", "pinecone_api_key", "onepassword_token",
-  "onepassword_secret_key", "adobe_client_secret", "age_secret_key", "artifactory_token", "authress_key",
-  "clickhouse_api_key", "defined_networking_token", "frameio_token", "grafana_token", "harness_token",
-  "infracost_token", "intra42_secret", "linear_api_key", "mapbox_token", "maxmind_license_key", "newrelic_key",
-  "notion_token", "postman_token", "prefect_token", "readme_token", "sentry_token", "settlemint_token",
-  "typeform_token", "yandex_api_key", "figma_token", "supabase_token", "tailscale_key", "firebase_fcm_key",
-  "contentful_token", "netlify_token", "render_token", "airtable_token", "hubspot_token",
+  "email",
+  "phone",
+  "credit_card",
+  "iban",
+  "us_ssn",
+  "ipv4",
+  "ipv6",
+  "url_credentials",
+  "jwt",
+  "private_key",
+  "password",
+  "secret",
+  "aws_secret_access_key",
+  "high_entropy",
+  "aws_access_key_id",
+  "aws_bedrock_api_key",
+  "github_token",
+  "gitlab_token",
+  "slack_token",
+  "webhook_url",
+  "stripe_key",
+  "openai_api_key",
+  "anthropic_api_key",
+  "google_api_key",
+  "google_oauth_secret",
+  "google_oauth_token",
+  "azure_client_secret",
+  "npm_token",
+  "pypi_token",
+  "twilio_api_key",
+  "sendgrid_api_key",
+  "mailgun_api_key",
+  "mailchimp_api_key",
+  "sendinblue_api_key",
+  "shopify_token",
+  "square_token",
+  "digitalocean_token",
+  "databricks_token",
+  "doppler_token",
+  "dynatrace_token",
+  "fly_io_token",
+  "openshift_token",
+  "planetscale_token",
+  "scalingo_token",
+  "heroku_api_key",
+  "hashicorp_tf_token",
+  "vault_token",
+  "alibaba_access_key_id",
+  "cloudflare_origin_ca_key",
+  "bitbucket_token",
+  "atlassian_token",
+  "buildkite_token",
+  "circleci_token",
+  "docker_hub_token",
+  "octopus_deploy_api_key",
+  "pulumi_token",
+  "sourcegraph_token",
+  "sonar_token",
+  "rubygems_token",
+  "nuget_token",
+  "clojars_token",
+  "telegram_bot_token",
+  "flutterwave_key",
+  "shippo_token",
+  "easypost_token",
+  "duffel_token",
+  "gocardless_token",
+  "facebook_token",
+  "huggingface_token",
+  "perplexity_api_key",
+  "groq_api_key",
+  "replicate_token",
+  "xai_api_key",
+  "langsmith_api_key",
+  "pinecone_api_key",
+  "onepassword_token",
+  "onepassword_secret_key",
+  "adobe_client_secret",
+  "age_secret_key",
+  "artifactory_token",
+  "authress_key",
+  "clickhouse_api_key",
+  "defined_networking_token",
+  "frameio_token",
+  "grafana_token",
+  "harness_token",
+  "infracost_token",
+  "intra42_secret",
+  "linear_api_key",
+  "mapbox_token",
+  "maxmind_license_key",
+  "newrelic_key",
+  "notion_token",
+  "postman_token",
+  "prefect_token",
+  "readme_token",
+  "sentry_token",
+  "settlemint_token",
+  "typeform_token",
+  "yandex_api_key",
+  "figma_token",
+  "supabase_token",
+  "tailscale_key",
+  "firebase_fcm_key",
+  "contentful_token",
+  "netlify_token",
+  "render_token",
+  "airtable_token",
+  "hubspot_token",
 ];
 
 /// Hex characters of a fingerprint (64 bits): enough to tell "the same value again" apart,
@@ -109,7 +200,8 @@ const PARALLEL_PIECE: usize = 256 * 1024;
 /// inside, so the pieces find exactly what one pass over the whole text would.
 pub fn redact(text: &str, options: &RedactOptions) -> Redaction {
   let bytes = text.as_bytes();
-  let cuts = if bytes.len() >= PARALLEL_MIN { split_points(bytes, parallelism(bytes.len())) } else { vec![0, bytes.len()] };
+  let cuts =
+    if bytes.len() >= PARALLEL_MIN { split_points(bytes, parallelism(bytes.len())) } else { vec![0, bytes.len()] };
   redact_pieces(text, options, &cuts)
 }
 
@@ -146,7 +238,8 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
     }
     let mut jobs = texts.iter().zip(&pieces).zip(regions);
     let first = jobs.next();
-    let workers: Vec<_> = jobs.map(|((&t, p), region)| scope.spawn(move || write_piece(t, p, options, region))).collect();
+    let workers: Vec<_> =
+      jobs.map(|((&t, p), region)| scope.spawn(move || write_piece(t, p, options, region))).collect();
     if let Some(((&t, p), region)) = first {
       write_piece(t, p, options, region);
     }
@@ -280,11 +373,7 @@ fn parallelism(len: usize) -> usize {
 /// several threads.
 pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) -> Vec<Redaction> {
   let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
-  let threads = if total >= PARALLEL_MIN && texts.len() > 1 {
-    parallelism(total).min(texts.len())
-  } else {
-    1
-  };
+  let threads = if total >= PARALLEL_MIN && texts.len() > 1 { parallelism(total).min(texts.len()) } else { 1 };
   if threads <= 1 {
     return texts.iter().map(|t| redact(t.as_ref(), options)).collect();
   }
@@ -321,7 +410,8 @@ fn split_points(t: &[u8], parts: usize) -> Vec<usize> {
     let Some(mut cut) = next_line_start(t, target) else { break };
     for _ in 0..64 {
       let line_end = cut - 1; // the newline
-      let continued = line_end > 0 && (t[line_end - 1] == b'\\' || (t[line_end - 1] == b'\r' && line_end > 1 && t[line_end - 2] == b'\\'));
+      let continued = line_end > 0
+        && (t[line_end - 1] == b'\\' || (t[line_end - 1] == b'\r' && line_end > 1 && t[line_end - 2] == b'\\'));
       let inside = inside_block(t, cut);
       match inside {
         Some(end) => match next_line_start(t, end) {
@@ -357,7 +447,10 @@ fn next_line_start(t: &[u8], i: usize) -> Option<usize> {
 fn inside_block(t: &[u8], cut: usize) -> Option<usize> {
   let floor = cut.saturating_sub(1 << 20);
   let window = &t[floor..cut];
-  let begin = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"].iter().filter_map(|m| memchr::memmem::rfind(window, m)).max()?;
+  let begin = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"]
+    .iter()
+    .filter_map(|m| memchr::memmem::rfind(window, m))
+    .max()?;
   let begin = floor + begin;
   let tail = &t[begin..];
   let end = [&b"-----END"[..], b"-----end", b"Private-MAC:"].iter().filter_map(|m| memchr::memmem::find(tail, m)).min();
@@ -410,7 +503,9 @@ fn process_key() -> &'static [u8; 32] {
       for (i, chunk) in key.chunks_mut(8).enumerate() {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_usize(i);
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        h.write_u128(
+          std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+        );
         chunk.copy_from_slice(&h.finish().to_le_bytes());
       }
     }

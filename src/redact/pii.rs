@@ -73,8 +73,26 @@ fn valid_domain(d: &[u8]) -> bool {
 // Numbers
 
 static PHONE_WORDS: WordSet = WordSet::new(&[
-  "phone", "tel", "mobile", "cell", "call", "fax", "whatsapp", "sms", "contact", "number", "numero", "n\u{fa}mero",
-  "nummer", "telefon", "telepono", "numara", "cep", "ph:", "ph.", "mob",
+  "phone",
+  "tel",
+  "mobile",
+  "cell",
+  "call",
+  "fax",
+  "whatsapp",
+  "sms",
+  "contact",
+  "number",
+  "numero",
+  "n\u{fa}mero",
+  "nummer",
+  "telefon",
+  "telepono",
+  "numara",
+  "cep",
+  "ph:",
+  "ph.",
+  "mob",
 ]);
 
 static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "release", "build", "firmware", "v."]);
@@ -154,7 +172,12 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   if g1 == 4 && next == b'-' && digits_at(t, q + 1) == 2 && at(t, q + 3) == b'-' && digits_at(t, q + 4) == 2 {
     return Some(q + 6);
   }
-  if g1 == 2 && matches!(next, b'.' | b'/') && digits_at(t, q + 1) == 2 && at(t, q + 4) == next && digits_at(t, q + 5) == 4 {
+  if g1 == 2
+    && matches!(next, b'.' | b'/')
+    && digits_at(t, q + 1) == 2
+    && at(t, q + 4) == next
+    && digits_at(t, q + 5) == 4
+  {
     return Some(q + 9);
   }
   if g1 <= 3 && next == b'.' {
@@ -248,7 +271,7 @@ fn luhn(d: &[u8]) -> bool {
     }
     sum += v;
   }
-  sum % 10 == 0
+  sum.is_multiple_of(10)
 }
 
 fn card_valid(d: &[u8]) -> bool {
@@ -501,7 +524,8 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
   }
   let last = groups.last()?.end;
   let e = ends[..m].iter().rev().copied().find(|&e| {
-    !is_word(at(t, e)) && !(e == last && matches!(at(t, e), b'-' | b'.') && at(t, e + 1).is_ascii_digit())
+    let continues_as_number = e == last && matches!(at(t, e), b'-' | b'.') && at(t, e + 1).is_ascii_digit();
+    !(is_word(at(t, e)) || continues_as_number)
   })?;
   ctx.push(plus, e, "phone", "pattern", P_PHONE);
   Some(e)
@@ -529,13 +553,15 @@ fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
   }
   // Candidates: the groups up to the separator change, or fewer when the next group is long
   // (`415 555 0132 1700000000123`); never a cut inside a run of like groups.
-  (2..=cut).rev().find_map(|k| {
-    if k < cut && groups[k].digits < 6 {
-      return None;
-    }
-    phone_candidate(t, start, &groups[..k], sep_type)
-  })
-  .inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
+  (2..=cut)
+    .rev()
+    .find_map(|k| {
+      if k < cut && groups[k].digits < 6 {
+        return None;
+      }
+      phone_candidate(t, start, &groups[..k], sep_type)
+    })
+    .inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
 }
 
 fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
@@ -600,17 +626,94 @@ fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
 
 fn iban_length(cc: &[u8]) -> Option<usize> {
   const TABLE: &[(&[u8; 2], usize)] = &[
-    (b"AD", 24), (b"AE", 23), (b"AL", 28), (b"AT", 20), (b"AZ", 28), (b"BA", 20), (b"BE", 16), (b"BG", 22),
-    (b"BH", 22), (b"BI", 27), (b"BR", 29), (b"BY", 28), (b"CH", 21), (b"CR", 22), (b"CY", 28), (b"CZ", 24),
-    (b"DE", 22), (b"DJ", 27), (b"DK", 18), (b"DO", 28), (b"EE", 20), (b"EG", 29), (b"ES", 24), (b"FI", 18),
-    (b"FK", 18), (b"FO", 18), (b"FR", 27), (b"GB", 22), (b"GE", 22), (b"GI", 23), (b"GL", 18), (b"GR", 27),
-    (b"GT", 28), (b"HN", 28), (b"HR", 21), (b"HU", 28), (b"IE", 22), (b"IL", 23), (b"IQ", 23), (b"IS", 26),
-    (b"IT", 27), (b"JO", 30), (b"KW", 30), (b"KZ", 20), (b"LB", 28), (b"LC", 32), (b"LI", 21), (b"LT", 20),
-    (b"LU", 20), (b"LV", 21), (b"LY", 25), (b"MC", 27), (b"MD", 24), (b"ME", 22), (b"MK", 19), (b"MN", 20),
-    (b"MR", 27), (b"MT", 31), (b"MU", 30), (b"NI", 28), (b"NL", 18), (b"NO", 15), (b"OM", 23), (b"PK", 24),
-    (b"PL", 28), (b"PS", 29), (b"PT", 25), (b"QA", 29), (b"RO", 24), (b"RS", 22), (b"RU", 33), (b"SA", 24),
-    (b"SC", 31), (b"SD", 18), (b"SE", 24), (b"SI", 19), (b"SK", 24), (b"SM", 27), (b"SO", 23), (b"ST", 25),
-    (b"SV", 28), (b"TL", 23), (b"TN", 24), (b"TR", 26), (b"UA", 29), (b"VA", 22), (b"VG", 24), (b"XK", 20),
+    (b"AD", 24),
+    (b"AE", 23),
+    (b"AL", 28),
+    (b"AT", 20),
+    (b"AZ", 28),
+    (b"BA", 20),
+    (b"BE", 16),
+    (b"BG", 22),
+    (b"BH", 22),
+    (b"BI", 27),
+    (b"BR", 29),
+    (b"BY", 28),
+    (b"CH", 21),
+    (b"CR", 22),
+    (b"CY", 28),
+    (b"CZ", 24),
+    (b"DE", 22),
+    (b"DJ", 27),
+    (b"DK", 18),
+    (b"DO", 28),
+    (b"EE", 20),
+    (b"EG", 29),
+    (b"ES", 24),
+    (b"FI", 18),
+    (b"FK", 18),
+    (b"FO", 18),
+    (b"FR", 27),
+    (b"GB", 22),
+    (b"GE", 22),
+    (b"GI", 23),
+    (b"GL", 18),
+    (b"GR", 27),
+    (b"GT", 28),
+    (b"HN", 28),
+    (b"HR", 21),
+    (b"HU", 28),
+    (b"IE", 22),
+    (b"IL", 23),
+    (b"IQ", 23),
+    (b"IS", 26),
+    (b"IT", 27),
+    (b"JO", 30),
+    (b"KW", 30),
+    (b"KZ", 20),
+    (b"LB", 28),
+    (b"LC", 32),
+    (b"LI", 21),
+    (b"LT", 20),
+    (b"LU", 20),
+    (b"LV", 21),
+    (b"LY", 25),
+    (b"MC", 27),
+    (b"MD", 24),
+    (b"ME", 22),
+    (b"MK", 19),
+    (b"MN", 20),
+    (b"MR", 27),
+    (b"MT", 31),
+    (b"MU", 30),
+    (b"NI", 28),
+    (b"NL", 18),
+    (b"NO", 15),
+    (b"OM", 23),
+    (b"PK", 24),
+    (b"PL", 28),
+    (b"PS", 29),
+    (b"PT", 25),
+    (b"QA", 29),
+    (b"RO", 24),
+    (b"RS", 22),
+    (b"RU", 33),
+    (b"SA", 24),
+    (b"SC", 31),
+    (b"SD", 18),
+    (b"SE", 24),
+    (b"SI", 19),
+    (b"SK", 24),
+    (b"SM", 27),
+    (b"SO", 23),
+    (b"ST", 25),
+    (b"SV", 28),
+    (b"TL", 23),
+    (b"TN", 24),
+    (b"TR", 26),
+    (b"UA", 29),
+    (b"VA", 22),
+    (b"VG", 24),
+    (b"XK", 20),
     (b"YE", 30),
   ];
   TABLE.iter().find(|(c, _)| &c[..] == cc).map(|&(_, n)| n)

@@ -274,7 +274,8 @@ pub fn bearer_at(ctx: &mut Ctx, k: usize) {
     v += 1;
   }
   let mut e = v;
-  while e < t.len() && (t[e].is_ascii_alphanumeric() || matches!(t[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'-' | b'=')) {
+  while e < t.len() && (t[e].is_ascii_alphanumeric() || matches!(t[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'-' | b'='))
+  {
     e += 1;
   }
   while e > v && t[e - 1] == b'.' {
@@ -389,36 +390,237 @@ fn ident_words(ident: &[u8]) -> Words {
 }
 
 static ANTI_WORDS: Lexicon = Lexicon::new(&[
-  "public", "pub", "publishable", "csrf", "xsrf", "authenticity", "max", "min", "num", "total", "prompt", "completion",
-  "completions", "input", "output", "cached", "reasoning", "remaining", "usage", "count", "keyboard", "keyword",
-  "keywords", "keys", "tokens", "tokenizer", "tokenize", "tokenized", "monkey", "hotkey", "turkey", "author", "authors",
-  "foreign", "primary", "sort", "partition", "cache", "idempotency", "dedup", "lookup", "map", "dict", "next", "page",
-  "pagination", "continuation", "cursor", "sighash", "down", "up", "left", "right", "event", "press", "pressed",
-  "board", "frame", "mesh", "meshing", "pair", "ring", "selector", "stone", "word", "alias", "keystore", "keytab",
-  "keyframe", "keychain", "keyring", "turnkey",
+  "public",
+  "pub",
+  "publishable",
+  "csrf",
+  "xsrf",
+  "authenticity",
+  "max",
+  "min",
+  "num",
+  "total",
+  "prompt",
+  "completion",
+  "completions",
+  "input",
+  "output",
+  "cached",
+  "reasoning",
+  "remaining",
+  "usage",
+  "count",
+  "keyboard",
+  "keyword",
+  "keywords",
+  "keys",
+  "tokens",
+  "tokenizer",
+  "tokenize",
+  "tokenized",
+  "monkey",
+  "hotkey",
+  "turkey",
+  "author",
+  "authors",
+  "foreign",
+  "primary",
+  "sort",
+  "partition",
+  "cache",
+  "idempotency",
+  "dedup",
+  "lookup",
+  "map",
+  "dict",
+  "next",
+  "page",
+  "pagination",
+  "continuation",
+  "cursor",
+  "sighash",
+  "down",
+  "up",
+  "left",
+  "right",
+  "event",
+  "press",
+  "pressed",
+  "board",
+  "frame",
+  "mesh",
+  "meshing",
+  "pair",
+  "ring",
+  "selector",
+  "stone",
+  "word",
+  "alias",
+  "keystore",
+  "keytab",
+  "keyframe",
+  "keychain",
+  "keyring",
+  "turnkey",
 ]);
 
 static META_WORDS: Lexicon = Lexicon::new(&[
-  "id", "ids", "name", "names", "type", "types", "length", "len", "size", "url", "uri", "urls", "endpoint", "host",
-  "path", "file", "dir", "format", "version", "policy", "rule", "rules", "field", "label", "hint", "prefix", "suffix",
-  "header", "limit", "limits", "budget", "index", "enabled", "required", "expiry", "expires", "expiration", "ttl",
-  "timeout", "location", "mode", "algorithm", "alg", "kind", "ref", "regex", "pattern", "placeholder", "schema",
-  "list", "source", "provider", "count", "usage", "method", "strategy", "store", "storage", "manager", "service",
-  "class", "handler", "validator", "strength", "rotation", "generator", "helper", "util", "utils", "config", "option",
-  "options", "param", "params", "flag", "min", "max", "length", "chars", "bits", "bytes", "rounds", "iterations",
-  "salt", "hash", "hashed", "digest", "fingerprint", "sha", "md5", "check", "checksum", "reset", "changed", "policy",
+  "id",
+  "ids",
+  "name",
+  "names",
+  "type",
+  "types",
+  "length",
+  "len",
+  "size",
+  "url",
+  "uri",
+  "urls",
+  "endpoint",
+  "host",
+  "path",
+  "file",
+  "dir",
+  "format",
+  "version",
+  "policy",
+  "rule",
+  "rules",
+  "field",
+  "label",
+  "hint",
+  "prefix",
+  "suffix",
+  "header",
+  "limit",
+  "limits",
+  "budget",
+  "index",
+  "enabled",
+  "required",
+  "expiry",
+  "expires",
+  "expiration",
+  "ttl",
+  "timeout",
+  "location",
+  "mode",
+  "algorithm",
+  "alg",
+  "kind",
+  "ref",
+  "regex",
+  "pattern",
+  "placeholder",
+  "schema",
+  "list",
+  "source",
+  "provider",
+  "count",
+  "usage",
+  "method",
+  "strategy",
+  "store",
+  "storage",
+  "manager",
+  "service",
+  "class",
+  "handler",
+  "validator",
+  "strength",
+  "rotation",
+  "generator",
+  "helper",
+  "util",
+  "utils",
+  "config",
+  "option",
+  "options",
+  "param",
+  "params",
+  "flag",
+  "min",
+  "max",
+  "length",
+  "chars",
+  "bits",
+  "bytes",
+  "rounds",
+  "iterations",
+  "salt",
+  "hash",
+  "hashed",
+  "digest",
+  "fingerprint",
+  "sha",
+  "md5",
+  "check",
+  "checksum",
+  "reset",
+  "changed",
+  "policy",
 ]);
 
 const PASSWORD_WORDS: &[&str] = &["password", "passwd", "pwd", "pass", "passphrase", "passcode", "pword", "pw"];
 static STRONG_WORDS: Lexicon = Lexicon::new(&[
-  "secret", "secrets", "token", "apikey", "authorization", "credential", "credentials", "creds", "bearer",
-  "privatekey", "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "apitoken", "clientsecret",
-  "sessiontoken", "authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "appkey", "serverkey",
-  "clientkey", "accountkey", "subscriptionkey", "sharedkey", "xapikey", "webhooksecret", "appsecret", "oauthtoken",
+  "secret",
+  "secrets",
+  "token",
+  "apikey",
+  "authorization",
+  "credential",
+  "credentials",
+  "creds",
+  "bearer",
+  "privatekey",
+  "accesskey",
+  "secretkey",
+  "authtoken",
+  "accesstoken",
+  "refreshtoken",
+  "apitoken",
+  "clientsecret",
+  "sessiontoken",
+  "authkey",
+  "masterkey",
+  "signingkey",
+  "encryptionkey",
+  "licensekey",
+  "appkey",
+  "serverkey",
+  "clientkey",
+  "accountkey",
+  "subscriptionkey",
+  "sharedkey",
+  "xapikey",
+  "webhooksecret",
+  "appsecret",
+  "oauthtoken",
 ]);
 const KEY_PAIRS: &[&str] = &[
-  "api", "access", "secret", "private", "auth", "master", "signing", "encryption", "account", "client", "app",
-  "license", "subscription", "shared", "server", "admin", "service", "session", "write", "read", "deploy", "consumer",
+  "api",
+  "access",
+  "secret",
+  "private",
+  "auth",
+  "master",
+  "signing",
+  "encryption",
+  "account",
+  "client",
+  "app",
+  "license",
+  "subscription",
+  "shared",
+  "server",
+  "admin",
+  "service",
+  "session",
+  "write",
+  "read",
+  "deploy",
+  "consumer",
   "storage",
 ];
 const WEAK_WORDS: &[&str] = &["key", "auth", "oauth", "sig", "session", "cookie", "hmac"];
@@ -436,10 +638,16 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let pair = |i: usize, a: &[&str], b: &str| in_set(a, words.get(i)) && words.get(i + 1) == b.as_bytes();
   let pairs = |a: &[&str], b: &str| (0..words.n.saturating_sub(1)).any(|i| pair(i, a, b));
   let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
-  let ends_with_any = |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
+  let ends_with_any =
+    |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
   let strength = if words.has(PASSWORD_WORDS) || ends_with_any(&["password", "passwd", "pwd"]) {
     Strength::Password
-  } else if words.has_any_of(&STRONG_WORDS) || ends_with_any(&["token", "secret"]) || pairs(KEY_PAIRS, "key") || pairs(&["api"], "token") || pairs(&["api"], "secret") {
+  } else if words.has_any_of(&STRONG_WORDS)
+    || ends_with_any(&["token", "secret"])
+    || pairs(KEY_PAIRS, "key")
+    || pairs(&["api"], "token")
+    || pairs(&["api"], "secret")
+  {
     Strength::Strong
   } else if provider {
     Strength::Provider
@@ -459,13 +667,15 @@ fn code_like(v: &[u8]) -> bool {
   }
   let p = profile(v);
   // A dotted identifier path without digits.
-  if p.digit == 0 && v.contains(&b'.') && v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'.' | b'_' | b'$')) {
+  if p.digit == 0 && v.contains(&b'.') && v.iter().all(|&b| b.is_ascii_alphabetic() || matches!(b, b'.' | b'_' | b'$'))
+  {
     return true;
   }
   false
 }
 
-const SCHEMES: &[&str] = &["bearer", "basic", "token", "bot", "digest", "negotiate", "apikey", "api-key", "key", "sso-key"];
+const SCHEMES: &[&str] =
+  &["bearer", "basic", "token", "bot", "digest", "negotiate", "apikey", "api-key", "key", "sso-key"];
 
 /// Called for an identifier `t[a..b]` that is followed by an assignment operator (`password=`,
 /// `"token": "..."`, `--api-key ...`, `<password>...`, `password is ...`): parses the operator
@@ -474,7 +684,8 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   let t = ctx.t;
   let n = t.len();
   let ident = &t[a..b];
-  let key_quoted = is_quote(before(t, a)) || (before(t, a) == b'"' || (a >= 2 && t[a - 1] == b'"' && t[a - 2] == b'\\'));
+  let key_quoted =
+    is_quote(before(t, a)) || (before(t, a) == b'"' || (a >= 2 && t[a - 1] == b'"' && t[a - 2] == b'\\'));
   let xml = before(t, a) == b'<';
   let cli = ident.starts_with(b"-");
 
@@ -527,7 +738,10 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   let Some((mut vs, mut ve, mut quoted)) = value_span(t, p) else { return };
   let mut basic_auth = false;
   // `Authorization: Bearer <token>`, `Authorization: Basic <b64>`, `token ghp_...`
-  if !quoted && SCHEMES.iter().any(|s| t[vs..ve].eq_ignore_ascii_case(s.as_bytes())) && matches!(at(t, ve), b' ' | b'\t') {
+  if !quoted
+    && SCHEMES.iter().any(|s| t[vs..ve].eq_ignore_ascii_case(s.as_bytes()))
+    && matches!(at(t, ve), b' ' | b'\t')
+  {
     basic_auth = t[vs..ve].eq_ignore_ascii_case(b"basic");
     let mut q = ve;
     while matches!(at(t, q), b' ' | b'\t') {
@@ -554,7 +768,11 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     }
     return;
   }
-  if basic_auth && v.len() >= 8 && v.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')) && !is_placeholder(v) {
+  if basic_auth
+    && v.len() >= 8
+    && v.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    && !is_placeholder(v)
+  {
     ctx.push(vs, ve, kind, "keyword", prio);
     return;
   }
@@ -563,8 +781,6 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   }
   ctx.push(vs, ve, kind, "keyword", prio);
 }
-
-
 
 /// The value starting at `p`: a quoted string (also `\"...\"` inside JSON strings) or a run up
 /// to whitespace or a delimiter. Returns (start, end, quoted).
@@ -606,7 +822,9 @@ fn unquoted(t: &[u8], s: usize) -> Option<(usize, usize)> {
   let mut e = s;
   while e < limit {
     let b = t[e];
-    if b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b'|' | b'<' | b'>' | b')' | b']' | b'}') {
+    if b.is_ascii_whitespace()
+      || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b'|' | b'<' | b'>' | b')' | b']' | b'}')
+    {
       break;
     }
     if b == b'\\' && matches!(at(t, e + 1), b'n' | b'r' | b't' | b'"' | b'\'' | b'\\') {
@@ -627,12 +845,77 @@ fn unquoted(t: &[u8], s: usize) -> Option<(usize, usize)> {
 /// Known token prefixes: a value that starts with one but fails that format's check is left
 /// to the format's rule (`xoxp-1234567890`, `sm_sat_om1ut2e75f`, `dapi...g5`).
 const PREFIXES: &[&str] = &[
-  "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxo-",
-  "xoxe", "xapp-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "sk-ant-", "sk-proj-", "AKIA", "ASIA", "AIza",
-  "npm_", "pypi-", "SG.", "shpat_", "shpss_", "shpca_", "shppa_", "dop_v1_", "doo_v1_", "dor_v1_", "dapi", "sm_sat_",
-  "sm_pat_", "sm_aat_", "sntryu_", "sntrys_", "glc_", "glsa_", "hvs.", "hvb.", "pul-", "rdme_", "rubygems_", "pplx-",
-  "lin_api_", "ntn_", "PMAK-", "pnu_", "dckr_pat_", "figd_", "sbp_", "fo1_", "sha256~", "GR1348941", "AKCp", "EZAK",
-  "EZTK", "ops_eyJ", "sk-", "ABSK", "glcbt-", "glrt-", "glptt-", "gldt-", "glft-", "glimt-", "gloas-",
+  "ghp_",
+  "gho_",
+  "ghu_",
+  "ghs_",
+  "ghr_",
+  "github_pat_",
+  "glpat-",
+  "xoxb-",
+  "xoxp-",
+  "xoxa-",
+  "xoxr-",
+  "xoxs-",
+  "xoxo-",
+  "xoxe",
+  "xapp-",
+  "sk_live_",
+  "sk_test_",
+  "rk_live_",
+  "rk_test_",
+  "sk-ant-",
+  "sk-proj-",
+  "AKIA",
+  "ASIA",
+  "AIza",
+  "npm_",
+  "pypi-",
+  "SG.",
+  "shpat_",
+  "shpss_",
+  "shpca_",
+  "shppa_",
+  "dop_v1_",
+  "doo_v1_",
+  "dor_v1_",
+  "dapi",
+  "sm_sat_",
+  "sm_pat_",
+  "sm_aat_",
+  "sntryu_",
+  "sntrys_",
+  "glc_",
+  "glsa_",
+  "hvs.",
+  "hvb.",
+  "pul-",
+  "rdme_",
+  "rubygems_",
+  "pplx-",
+  "lin_api_",
+  "ntn_",
+  "PMAK-",
+  "pnu_",
+  "dckr_pat_",
+  "figd_",
+  "sbp_",
+  "fo1_",
+  "sha256~",
+  "GR1348941",
+  "AKCp",
+  "EZAK",
+  "EZTK",
+  "ops_eyJ",
+  "sk-",
+  "ABSK",
+  "glcbt-",
+  "glrt-",
+  "glptt-",
+  "gldt-",
+  "glft-",
+  "glimt-",
+  "gloas-",
 ];
 
 fn provider_prefix_mismatch(v: &[u8]) -> bool {
@@ -651,7 +934,9 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
     return false;
   }
   let lower_ext = v.to_ascii_lowercase();
-  for ext in [&b".pem"[..], b".key", b".crt", b".json", b".txt", b".p12", b".pfx", b".env", b".yaml", b".yml", b".pub", b".gpg"] {
+  for ext in
+    [&b".pem"[..], b".key", b".crt", b".json", b".txt", b".p12", b".pfx", b".env", b".yaml", b".yml", b".pub", b".gpg"]
+  {
     if lower_ext.ends_with(ext) {
       return false;
     }
@@ -670,7 +955,13 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       if prose && p.digit == 0 && p.symbol == 0 {
         return false; // "the password is correct"
       }
-      if !quoted && p.digit == 0 && p.symbol == 0 && p.upper > 0 && p.lower > 0 && !ident.iter().all(|b| !b.is_ascii_lowercase()) {
+      if !quoted
+        && p.digit == 0
+        && p.symbol == 0
+        && p.upper > 0
+        && p.lower > 0
+        && !ident.iter().all(|b| !b.is_ascii_lowercase())
+      {
         return false; // `password: userPassword` (a variable)
       }
       true
@@ -713,9 +1004,36 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
 // Generic high-entropy tokens
 
 static ANTI_CONTEXT: WordSet = WordSet::new(&[
-  "sha1", "sha2", "sha3", "sha5", "hash", "commit", "digest", "checksum", "md5", "etag", "integrity", "fingerprint",
-  "revision", "uuid", "guid", "csrf", "xsrf", "authenticity", "nonce", "trace_id", "traceid", "trace-id", "span_id",
-  "spanid", "request_id", "requestid", "request-id", "correlation", "public", "signature",
+  "sha1",
+  "sha2",
+  "sha3",
+  "sha5",
+  "hash",
+  "commit",
+  "digest",
+  "checksum",
+  "md5",
+  "etag",
+  "integrity",
+  "fingerprint",
+  "revision",
+  "uuid",
+  "guid",
+  "csrf",
+  "xsrf",
+  "authenticity",
+  "nonce",
+  "trace_id",
+  "traceid",
+  "trace-id",
+  "span_id",
+  "spanid",
+  "request_id",
+  "requestid",
+  "request-id",
+  "correlation",
+  "public",
+  "signature",
 ]);
 
 /// Minimum entropy for a token redacted without any keyword nearby: close to what a random
@@ -830,7 +1148,8 @@ fn context_before(t: &[u8], a: usize) -> Context {
 fn delimited(t: &[u8], a: usize, b: usize) -> bool {
   let pre = before(t, a);
   let post = at(t, b);
-  let pre_ok = pre.is_ascii_whitespace() || matches!(pre, b'"' | b'\'' | b'`' | b'=' | b':' | b'(' | b'[' | b'{' | b',' | b'>');
+  let pre_ok =
+    pre.is_ascii_whitespace() || matches!(pre, b'"' | b'\'' | b'`' | b'=' | b':' | b'(' | b'[' | b'{' | b',' | b'>');
   let post_ok = post.is_ascii_whitespace()
     || matches!(post, b'"' | b'\'' | b'`' | b',' | b';' | b')' | b']' | b'}' | b'<')
     || (post == b'.' && (b + 1 >= t.len() || t[b + 1].is_ascii_whitespace()));
@@ -843,7 +1162,8 @@ mod tests {
 
   #[test]
   fn words_of_identifiers() {
-    let w = |i: &str| ident_words(i.as_bytes()).iter().map(|w| String::from_utf8(w.to_vec()).unwrap()).collect::<Vec<_>>();
+    let w =
+      |i: &str| ident_words(i.as_bytes()).iter().map(|w| String::from_utf8(w.to_vec()).unwrap()).collect::<Vec<_>>();
     assert_eq!(w("DB_PASSWORD"), ["db", "password"]);
     assert_eq!(w("alibabaToken"), ["alibaba", "token"]);
     assert_eq!(w("X-Api-Key"), ["x", "api", "key"]);

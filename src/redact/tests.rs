@@ -48,8 +48,8 @@ struct Regressions {
 
 #[test]
 fn regression_file() {
-  let file: Regressions =
-    serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).expect("regression file parses");
+  let file: Regressions = serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json"))
+    .expect("regression file parses");
   assert!(file.cases.len() >= 50);
   let mut failures = Vec::new();
   for case in &file.cases {
@@ -72,7 +72,11 @@ fn regression_file() {
     for keep in &case.keep {
       if !r.text.contains(keep.as_str()) {
         let kinds: Vec<&str> = r.findings.iter().map(|f| f.kind.as_str()).collect();
-        failures.push(format!("{}: over-redacted (keep #{}; findings {kinds:?})", case.name, case.keep.iter().position(|k| k == keep).unwrap()));
+        failures.push(format!(
+          "{}: over-redacted (keep #{}; findings {kinds:?})",
+          case.name,
+          case.keep.iter().position(|k| k == keep).unwrap()
+        ));
       }
     }
     if let Some(b) = case.blocked {
@@ -159,7 +163,15 @@ fn overlapping_matches_merge_before_replacement() {
 fn private_keys_block() {
   let body = sample("pem_body");
   let (first, second) = (&body[..6], &body[65..71]);
-  for label in ["RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK"] {
+  for label in [
+    "RSA PRIVATE KEY",
+    "EC PRIVATE KEY",
+    "DSA PRIVATE KEY",
+    "OPENSSH PRIVATE KEY",
+    "PRIVATE KEY",
+    "ENCRYPTED PRIVATE KEY",
+    "PGP PRIVATE KEY BLOCK",
+  ] {
     let text = format!("before\n-----BEGIN {label}-----\n{body}-----END {label}-----\nafter");
     let r = redact(&text, &opts());
     assert!(r.blocked, "{label}");
@@ -204,7 +216,12 @@ fn redact_debug() {
   let text = std::env::var("LOA_REDACT_DEBUG").unwrap_or_default();
   for line in text.split("\n---\n") {
     let r = redact(line, &opts());
-    println!("{}\n  {:?} blocked={}", r.text, r.findings.iter().map(|f| format!("{}/{}:{}-{}", f.kind, f.method, f.start, f.end)).collect::<Vec<_>>(), r.blocked);
+    println!(
+      "{}\n  {:?} blocked={}",
+      r.text,
+      r.findings.iter().map(|f| format!("{}/{}:{}-{}", f.kind, f.method, f.start, f.end)).collect::<Vec<_>>(),
+      r.blocked
+    );
   }
 }
 
@@ -261,7 +278,7 @@ fn luhn_complete(prefix: &str, len: usize, rng: &mut Rng) -> String {
         }
       })
       .sum();
-    if sum % 10 == 0 {
+    if sum.is_multiple_of(10) {
       d = cand;
       break;
     }
@@ -309,7 +326,15 @@ fn planted(rng: &mut Rng) -> (String, String) {
     _ => format!("{}{}", rng.chars(ALNUM, 14), rng.digits(6)),
   };
   let ctx = match r {
-    17 => rng.pick(&["password={}", "DB_PASSWORD: \"{}\"", "pwd = '{}'", "--password {}", "postgres://app:{}@db.internal:5432/x"]).to_string(),
+    17 => rng
+      .pick(&[
+        "password={}",
+        "DB_PASSWORD: \"{}\"",
+        "pwd = '{}'",
+        "--password {}",
+        "postgres://app:{}@db.internal:5432/x",
+      ])
+      .to_string(),
     18 => rng.pick(&["api_key = \"{}\"", "secret: {}", "X-Api-Key: {}", "token {}"]).to_string(),
     20 => rng.pick(&["aws_secret_access_key = {}", "client_secret: \"{}\"", "\"token\": \"{}\""]).to_string(),
     23 => rng.pick(&["Authorization: Bearer {}", "access_token={}", "SECRET_KEY=\"{}\""]).to_string(),
@@ -320,22 +345,59 @@ fn planted(rng: &mut Rng) -> (String, String) {
 
 fn filler(rng: &mut Rng) -> String {
   const WORDS: &[&str] = &[
-    "the", "memory", "agent", "wrote", "file", "src/main.rs", "v1.2.3", "2024-01-15", "ok", "42", "café", "日本語",
-    "😀", "naïve", "commit", "a1b2c3d", "==>", "{", "}", "let", "x", "=", "fn", "return", "INFO", "[12:34:56]",
-    "user", "id", "1700000000123", "…", "—", "550e8400-e29b-41d4-a716-446655440000", "#", "*", "-", "http", "log",
+    "the",
+    "memory",
+    "agent",
+    "wrote",
+    "file",
+    "src/main.rs",
+    "v1.2.3",
+    "2024-01-15",
+    "ok",
+    "42",
+    "café",
+    "日本語",
+    "😀",
+    "naïve",
+    "commit",
+    "a1b2c3d",
+    "==>",
+    "{",
+    "}",
+    "let",
+    "x",
+    "=",
+    "fn",
+    "return",
+    "INFO",
+    "[12:34:56]",
+    "user",
+    "id",
+    "1700000000123",
+    "…",
+    "—",
+    "550e8400-e29b-41d4-a716-446655440000",
+    "#",
+    "*",
+    "-",
+    "http",
+    "log",
   ];
   let n = rng.below(12);
   let mut s = String::new();
   for _ in 0..n {
-    s.push_str(*rng.pick(WORDS));
-    s.push_str(*rng.pick(&[" ", " ", " ", "\n", ", ", "\t"]));
+    let word: &&str = rng.pick(WORDS);
+    let gap: &&str = rng.pick(&[" ", " ", " ", "\n", ", ", "\t"]);
+    s.push_str(word);
+    s.push_str(gap);
   }
   s
 }
 
 #[test]
 fn property_planted_secrets_never_survive() {
-  let iterations: usize = std::env::var("LOA_REDACT_PROPERTY_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
+  let iterations: usize =
+    std::env::var("LOA_REDACT_PROPERTY_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
   let mut rng = Rng(0x10A_C0DE);
   let seps_before = [" ", "\n", "\t", "\"", "'", "(", "[", "<", "`", ": ", ", ", "; "];
   let seps_after = [" ", "\n", "\t", "\"", "'", ")", "]", ">", "`", ", ", "; ", ". "];
@@ -354,15 +416,26 @@ fn property_planted_secrets_never_survive() {
     // No 8-character piece of a long secret may survive either (a split secret's tail).
     if secret.len() >= 16 {
       let b = secret.as_bytes();
-      leaked |= (0..=b.len() - 8).step_by(4).any(|k| r.text.contains(std::str::from_utf8(&b[k..k + 8]).unwrap_or("\u{0}")));
+      leaked |=
+        (0..=b.len() - 8).step_by(4).any(|k| r.text.contains(std::str::from_utf8(&b[k..k + 8]).unwrap_or("\u{0}")));
     }
     if leaked || !covered {
       // The text is shown only on request (it holds a generated secret).
-      let shown = if std::env::var("LOA_REDACT_PROPERTY_SHOW").is_ok() { format!(": {text:?} -> {:?}", r.text) } else { String::new() };
-      failures.push(format!("iteration {i}: a planted secret {}{shown}", if leaked { "leaked" } else { "was not covered" }));
+      let shown = if std::env::var("LOA_REDACT_PROPERTY_SHOW").is_ok() {
+        format!(": {text:?} -> {:?}", r.text)
+      } else {
+        String::new()
+      };
+      failures
+        .push(format!("iteration {i}: a planted secret {}{shown}", if leaked { "leaked" } else { "was not covered" }));
     }
   }
-  assert!(failures.len() == 0, "{} of {iterations} failed:\n{}", failures.len(), failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+  assert!(
+    failures.is_empty(),
+    "{} of {iterations} failed:\n{}",
+    failures.len(),
+    failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+  );
 }
 
 /// Development aid: time each pass on a file.
@@ -419,7 +492,8 @@ fn redact_perf() {
 fn parallel_pieces_find_what_one_pass_finds() {
   // A text over the parallel threshold: every regression case many times, with a private key
   // block and a continued curl line placed across likely cut points.
-  let file: Regressions = serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
+  let file: Regressions =
+    serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
   let body = sample("pem_line").repeat(3000);
   let password = sample("curl_password");
   let mut text = String::new();
@@ -451,7 +525,8 @@ fn parallel_pieces_find_what_one_pass_finds() {
 
 #[test]
 fn batches_equal_single_calls() {
-  let file: Regressions = serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
+  let file: Regressions =
+    serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
   // Enough text to take the threaded path.
   let texts: Vec<String> = (0..40).map(|i| file.cases[i % file.cases.len()].text.repeat(300)).collect();
   assert!(texts.iter().map(|t| t.len()).sum::<usize>() >= PARALLEL_MIN);

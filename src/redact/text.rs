@@ -232,9 +232,32 @@ fn longest_ascending_run(v: &[u8]) -> usize {
 }
 
 static PLACEHOLDER_WORDS: WordSet = WordSet::new(&[
-  "xxxx", "****", "####", "....", "\u{2022}\u{2022}", "redacted", "placeholder", "changeme", "change_me", "change-me",
-  "changeit", "your_", "your-", "yourtoken", "yourkey", "yoursecret", "yourpassword", "dummy", "_here", "-here",
-  "insert", "replace_me", "replaceme", "notreal", "not_real", "not-a-real",
+  "xxxx",
+  "****",
+  "####",
+  "....",
+  "\u{2022}\u{2022}",
+  "redacted",
+  "placeholder",
+  "changeme",
+  "change_me",
+  "change-me",
+  "changeit",
+  "your_",
+  "your-",
+  "yourtoken",
+  "yourkey",
+  "yoursecret",
+  "yourpassword",
+  "dummy",
+  "_here",
+  "-here",
+  "insert",
+  "replace_me",
+  "replaceme",
+  "notreal",
+  "not_real",
+  "not-a-real",
 ]);
 
 /// Values that stand for a secret rather than being one: variable references (`$TOKEN`,
@@ -288,7 +311,8 @@ pub fn is_placeholder(v: &[u8]) -> bool {
     return true;
   }
   // ... or a typical mask character makes up most of it (`sntryu_aaaa...`, `AIzaaaaa...`).
-  if alnum >= 12 && top * 2 > alnum && matches!(top_char, b'x' | b'X' | b'0' | b'1' | b'a' | b'A' | b'9' | b'z' | b'Z') {
+  if alnum >= 12 && top * 2 > alnum && matches!(top_char, b'x' | b'X' | b'0' | b'1' | b'a' | b'A' | b'9' | b'z' | b'Z')
+  {
     return true;
   }
   // Counting runs: `abcdefgh`, `12345678`.
@@ -301,14 +325,99 @@ static EXAMPLE: WordSet = WordSet::new(&["example"]);
 /// secrets (`password: string`, `token = None`).
 pub fn is_non_secret_word(v: &[u8]) -> bool {
   const WORDS: &[&str] = &[
-    "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "tokens", "key", "keys", "apikey", "api_key",
-    "null", "none", "nil", "true", "false", "undefined", "string", "str", "text", "number", "int", "integer", "bool",
-    "boolean", "bytes", "object", "any", "unknown", "void", "never", "optional", "required", "test", "testing", "user",
-    "username", "default", "empty", "value", "values", "env", "environment", "foo", "bar", "baz", "qux", "abc", "xyz",
-    "hidden", "masked", "sensitive", "secure", "encrypted", "generated", "random", "auto", "inherit", "disabled",
-    "enabled", "yes", "no", "on", "off", "public", "private", "bearer", "basic", "token123", "secret123",
-    "password123", "pass123", "xxx", "yyy", "zzz", "abc123", "123456", "12345678", "string[]", "str]", "self",
-    "this", "data", "config", "settings", "options", "input", "output", "result", "response", "request", "ok",
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "key",
+    "keys",
+    "apikey",
+    "api_key",
+    "null",
+    "none",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "string",
+    "str",
+    "text",
+    "number",
+    "int",
+    "integer",
+    "bool",
+    "boolean",
+    "bytes",
+    "object",
+    "any",
+    "unknown",
+    "void",
+    "never",
+    "optional",
+    "required",
+    "test",
+    "testing",
+    "user",
+    "username",
+    "default",
+    "empty",
+    "value",
+    "values",
+    "env",
+    "environment",
+    "foo",
+    "bar",
+    "baz",
+    "qux",
+    "abc",
+    "xyz",
+    "hidden",
+    "masked",
+    "sensitive",
+    "secure",
+    "encrypted",
+    "generated",
+    "random",
+    "auto",
+    "inherit",
+    "disabled",
+    "enabled",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "public",
+    "private",
+    "bearer",
+    "basic",
+    "token123",
+    "secret123",
+    "password123",
+    "pass123",
+    "xxx",
+    "yyy",
+    "zzz",
+    "abc123",
+    "123456",
+    "12345678",
+    "string[]",
+    "str]",
+    "self",
+    "this",
+    "data",
+    "config",
+    "settings",
+    "options",
+    "input",
+    "output",
+    "result",
+    "response",
+    "request",
+    "ok",
   ];
   let v = trim_quotes(v);
   WORDS.iter().any(|w| v.eq_ignore_ascii_case(w.as_bytes()))
@@ -328,8 +437,7 @@ pub fn trim_quotes(v: &[u8]) -> &[u8] {
 
 /// 8-4-4-4-12 hex with dashes.
 pub fn is_uuid(v: &[u8]) -> bool {
-  v.len() == 36
-    && v.iter().enumerate().all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { is_hex(b) })
+  v.len() == 36 && v.iter().enumerate().all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { is_hex(b) })
 }
 
 /// All hex digits of a single case (`3f2a...` or `3F2A...`).
@@ -389,10 +497,7 @@ pub fn is_path_like(v: &[u8]) -> bool {
   if v.starts_with(b"/") || v.starts_with(b"./") || v.starts_with(b"../") || v.starts_with(b"~/") {
     return true;
   }
-  let wordy = v
-    .split(|&b| b == b'/' || b == b'\\')
-    .filter(|seg| seg.len() >= 3 && is_word_like(seg))
-    .count();
+  let wordy = v.split(|&b| b == b'/' || b == b'\\').filter(|seg| seg.len() >= 3 && is_word_like(seg)).count();
   wordy >= 2 || (slashes >= 2 && wordy >= 1)
 }
 
@@ -458,7 +563,9 @@ pub fn is_wordy(v: &[u8]) -> bool {
   }
   let separators = v.iter().filter(|&&b| matches!(b, b'.' | b'_' | b'-' | b'/' | b':' | b' ')).count();
   // English-like pieces have about 40% vowels; random letters about 23%.
-  in_words * 4 >= letters * 3 && word_vowels * 10 >= in_words * 3 && ((separators > 0 && pieces >= 2) || (humps >= 2 && pieces >= 3))
+  in_words * 4 >= letters * 3
+    && word_vowels * 10 >= in_words * 3
+    && ((separators > 0 && pieces >= 2) || (humps >= 2 && pieces >= 3))
 }
 
 /// Contains a dotted version such as `0.11.2` or `1.2.3`.
@@ -503,12 +610,24 @@ mod tests {
   #[test]
   fn placeholders() {
     for p in [
-      "xxxxxxxx", "${DB_PASSWORD}", "$TOKEN", "<your token>", "[PASSWORD]", "{{ .Values.x }}", concat!("AKIA", "IOSFODNN7EXAMPLE"),
-      "%PASS%", "aaaaaaaaaaaaaaaaa", "glc_111111111111111111111111111", "abcdefghijklmnop", "****", "your_api_key_here",
+      "xxxxxxxx",
+      "${DB_PASSWORD}",
+      "$TOKEN",
+      "<your token>",
+      "[PASSWORD]",
+      "{{ .Values.x }}",
+      concat!("AKIA", "IOSFODNN7EXAMPLE"),
+      "%PASS%",
+      "aaaaaaaaaaaaaaaaa",
+      "glc_111111111111111111111111111",
+      "abcdefghijklmnop",
+      "****",
+      "your_api_key_here",
     ] {
       assert!(is_placeholder(p.as_bytes()), "{p}");
     }
-    let samples: serde_json::Value = serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
+    let samples: serde_json::Value =
+      serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
     for (i, s) in samples["not_placeholders"].as_array().unwrap().iter().enumerate() {
       assert!(!is_placeholder(s.as_str().unwrap().as_bytes()), "sample {i}");
     }
@@ -516,10 +635,20 @@ mod tests {
 
   #[test]
   fn wordy_values() {
-    for w in ["jetbrains.mps.v8_elimination", "id-Gost28147-89-None-KeyMeshing", "Ed25519.BlindKeySignatures", "getUserAccountSettings2"] {
+    for w in [
+      "jetbrains.mps.v8_elimination",
+      "id-Gost28147-89-None-KeyMeshing",
+      "Ed25519.BlindKeySignatures",
+      "getUserAccountSettings2",
+    ] {
       assert!(is_wordy(w.as_bytes()), "{w}");
     }
-    for r in ["Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB", "zljgtkp1v2zc9jwlk9nm0cdkehd82b", "2u51ruzincun_09u-nsdn1varkjouk10zqsgoswz", "6iwh9vssso7hj5fv60lwqp5yfr17lzvf3tqpjtez"] {
+    for r in [
+      "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB",
+      "zljgtkp1v2zc9jwlk9nm0cdkehd82b",
+      "2u51ruzincun_09u-nsdn1varkjouk10zqsgoswz",
+      "6iwh9vssso7hj5fv60lwqp5yfr17lzvf3tqpjtez",
+    ] {
       assert!(!is_wordy(r.as_bytes()), "{r}");
     }
     assert!(has_version(b"jjwt-jackson-0.11.2") && !has_version(b"a1.2b") && !has_version(b"192.168"));

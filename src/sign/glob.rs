@@ -14,11 +14,7 @@ use crate::error::{LoaError, Result};
 
 /// Checks a pattern for use; the error names it.
 pub fn validate(pattern: &str) -> Result<()> {
-  let bad = |why: &str| {
-    Err(LoaError::InvalidArgument(format!(
-      "pattern {pattern:?} {why}"
-    )))
-  };
+  let bad = |why: &str| Err(LoaError::InvalidArgument(format!("pattern {pattern:?} {why}")));
   if pattern.is_empty() || pattern.contains('\0') {
     return bad("is empty or contains NUL");
   }
@@ -28,12 +24,7 @@ pub fn validate(pattern: &str) -> Result<()> {
   if pattern.split('/').any(|c| c == "..") {
     return bad("contains `..`");
   }
-  if pattern
-    .strip_prefix("./")
-    .unwrap_or(pattern)
-    .split('/')
-    .any(|c| c.is_empty() || c == ".")
-  {
+  if pattern.strip_prefix("./").unwrap_or(pattern).split('/').any(|c| c.is_empty() || c == ".") {
     return bad("has an empty component (`//` or a trailing `/`)");
   }
   Ok(())
@@ -42,10 +33,7 @@ pub fn validate(pattern: &str) -> Result<()> {
 /// True when `path` (relative, `/`-separated) matches `pattern`.
 pub fn matches(pattern: &str, path: &str) -> bool {
   if let Some(anchored) = pattern.strip_prefix("./") {
-    return components_match(
-      &anchored.split('/').collect::<Vec<_>>(),
-      &path.split('/').collect::<Vec<_>>(),
-    );
+    return components_match(&anchored.split('/').collect::<Vec<_>>(), &path.split('/').collect::<Vec<_>>());
   }
   if !pattern.contains('/') {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -122,11 +110,7 @@ mod tests {
     assert!(!matches("./manifest.json", "sub/manifest.json"));
     assert!(matches("manifest.json", "sub/manifest.json"));
     for bad in ["", "/abs", "../x", "a/../b", "a//b", "a/", "./", "a/./b"] {
-      assert_eq!(
-        validate(bad).unwrap_err().code(),
-        "E_INVALID_ARGUMENT",
-        "{bad}"
-      );
+      assert_eq!(validate(bad).unwrap_err().code(), "E_INVALID_ARGUMENT", "{bad}");
     }
     let inc = vec!["**".to_string()];
     let exc = vec!["*.tmp".to_string(), "manifest.json".to_string()];

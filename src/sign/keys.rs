@@ -52,11 +52,7 @@ pub struct KeyPolicy {
 
 impl Default for KeyPolicy {
   fn default() -> Self {
-    KeyPolicy {
-      rotation_days: 90,
-      overlap_days: 7,
-      max_retired_keys: 3,
-    }
+    KeyPolicy { rotation_days: 90, overlap_days: 7, max_retired_keys: 3 }
   }
 }
 
@@ -176,7 +172,12 @@ type Stamp = (u64, u64, Option<std::time::SystemTime>, std::time::SystemTime);
 
 fn stamp(meta: &fs::Metadata) -> Stamp {
   use std::os::unix::fs::MetadataExt;
-  (meta.ino(), meta.len(), meta.modified().ok(), std::time::UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().clamp(0, 999_999_999) as u32))
+  (
+    meta.ino(),
+    meta.len(),
+    meta.modified().ok(),
+    std::time::UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().clamp(0, 999_999_999) as u32),
+  )
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -220,11 +221,7 @@ fn info_of(key: &StoredKey, now: i64) -> KeyInfo {
     created_at: key.created_at.clone(),
     expires_at: key.expires_at.clone(),
     status,
-    source: if key.from_env {
-      KeySource::Env
-    } else {
-      KeySource::File
-    },
+    source: if key.from_env { KeySource::Env } else { KeySource::File },
     rotation_due: status == KeyStatus::Active && !key.from_env && expires.is_some_and(|e| now >= e),
     retired_at: key.retired_at.clone(),
     revoked_at: key.revoked_at.clone(),
@@ -238,33 +235,19 @@ impl KeyRing {
   pub fn open(dir: &Path, policy: KeyPolicy, use_env: bool) -> Result<KeyRing> {
     policy.validate()?;
     let env_key = match (use_env, std::env::var(ENV_SIGNING_KEY)) {
-      (true, Ok(text)) if !text.trim().is_empty() => {
-        Some(parse_seed(&Zeroizing::new(text), ENV_SIGNING_KEY)?)
-      }
+      (true, Ok(text)) if !text.trim().is_empty() => Some(parse_seed(&Zeroizing::new(text), ENV_SIGNING_KEY)?),
       (true, Err(std::env::VarError::NotUnicode(_))) => {
-        return Err(LoaError::KeyInvalid(format!(
-          "{ENV_SIGNING_KEY} is not hexadecimal"
-        )))
+        return Err(LoaError::KeyInvalid(format!("{ENV_SIGNING_KEY} is not hexadecimal")))
       }
       _ => None,
     };
-    Ok(KeyRing {
-      dir: dir.to_path_buf(),
-      policy,
-      env_key,
-      cache: Default::default(),
-    })
+    Ok(KeyRing { dir: dir.to_path_buf(), policy, env_key, cache: Default::default() })
   }
 
   /// Opens a ring with an explicit seed instead of the environment (tests, embedding).
   pub fn with_seed(dir: &Path, policy: KeyPolicy, seed: Option<SigningKey>) -> Result<KeyRing> {
     policy.validate()?;
-    Ok(KeyRing {
-      dir: dir.to_path_buf(),
-      policy,
-      env_key: seed,
-      cache: Default::default(),
-    })
+    Ok(KeyRing { dir: dir.to_path_buf(), policy, env_key: seed, cache: Default::default() })
   }
 
   pub fn dir(&self) -> &Path {
@@ -292,18 +275,10 @@ impl KeyRing {
   fn read_registry_file(&self, path: &Path) -> Result<Registry> {
     let bytes = match fs::read(path) {
       Ok(b) => b,
-      Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-        return Ok(Registry {
-          version: 1,
-          keys: Vec::new(),
-        })
-      }
+      Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry { version: 1, keys: Vec::new() }),
       Err(e) => return Err(LoaError::io("read", path, e)),
     };
-    let corrupt = |reason: String| LoaError::StateCorrupt {
-      path: path.display().to_string(),
-      reason,
-    };
+    let corrupt = |reason: String| LoaError::StateCorrupt { path: path.display().to_string(), reason };
     let registry: Registry = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
     if registry.version != 1 {
       return Err(corrupt(format!("unsupported version {}", registry.version)));
@@ -314,30 +289,13 @@ impl KeyRing {
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| corrupt(format!("key {} has a malformed public key", key.key_id)))?;
       if super::key_id(&public) != key.key_id {
-        return Err(corrupt(format!(
-          "key id {} does not match its public key",
-          key.key_id
-        )));
+        return Err(corrupt(format!("key id {} does not match its public key", key.key_id)));
       }
-      if parse_ms(&key.created_at).is_none()
-        || key
-          .expires_at
-          .as_deref()
-          .is_some_and(|e| parse_ms(e).is_none())
-      {
-        return Err(corrupt(format!(
-          "key {} has a malformed timestamp",
-          key.key_id
-        )));
+      if parse_ms(&key.created_at).is_none() || key.expires_at.as_deref().is_some_and(|e| parse_ms(e).is_none()) {
+        return Err(corrupt(format!("key {} has a malformed timestamp", key.key_id)));
       }
     }
-    if registry
-      .keys
-      .iter()
-      .filter(|k| k.state == StoredState::Active)
-      .count()
-      > 1
-    {
+    if registry.keys.iter().filter(|k| k.state == StoredState::Active).count() > 1 {
       return Err(corrupt("more than one active key".into()));
     }
     Ok(registry)
@@ -347,15 +305,8 @@ impl KeyRing {
     let key = self.env_key.as_ref()?;
     let public = key.verifying_key().to_bytes();
     let id = super::key_id(&public);
-    if let Some(stored) = registry
-      .keys
-      .iter()
-      .find(|k| k.key_id == id && k.state == StoredState::Revoked)
-    {
-      return Some(KeyInfo {
-        source: KeySource::Env,
-        ..info_of(stored, now)
-      });
+    if let Some(stored) = registry.keys.iter().find(|k| k.key_id == id && k.state == StoredState::Revoked) {
+      return Some(KeyInfo { source: KeySource::Env, ..info_of(stored, now) });
     }
     Some(KeyInfo {
       key_id: id,
@@ -377,11 +328,7 @@ impl KeyRing {
     let now = now_ms();
     let mut out: Vec<KeyInfo> = self.env_info(&registry, now).into_iter().collect();
     let env_id = out.first().map(|k| k.key_id.clone());
-    let mut stored: Vec<&StoredKey> = registry
-      .keys
-      .iter()
-      .filter(|k| Some(&k.key_id) != env_id.as_ref())
-      .collect();
+    let mut stored: Vec<&StoredKey> = registry.keys.iter().filter(|k| Some(&k.key_id) != env_id.as_ref()).collect();
     stored.sort_by_key(|k| std::cmp::Reverse(parse_ms(&k.created_at)));
     out.extend(stored.into_iter().map(|k| info_of(k, now)));
     Ok(out)
@@ -390,13 +337,7 @@ impl KeyRing {
   /// Keys a verifier should trust now: active and retired within their overlap; never revoked
   /// or expired ones.
   pub fn verification_keys(&self) -> Result<Vec<KeyInfo>> {
-    Ok(
-      self
-        .list()?
-        .into_iter()
-        .filter(|k| matches!(k.status, KeyStatus::Active | KeyStatus::Retired))
-        .collect(),
-    )
+    Ok(self.list()?.into_iter().filter(|k| matches!(k.status, KeyStatus::Active | KeyStatus::Retired)).collect())
   }
 
   /// Creates the ring's first active key. `E_KEY_EXISTS` when it has one (use [`rotate`]).
@@ -404,11 +345,7 @@ impl KeyRing {
   /// [`rotate`]: KeyRing::rotate
   pub fn generate(&self) -> Result<KeyInfo> {
     self.change(|ring, registry, now| {
-      if let Some(active) = registry
-        .keys
-        .iter()
-        .find(|k| k.state == StoredState::Active)
-      {
+      if let Some(active) = registry.keys.iter().find(|k| k.state == StoredState::Active) {
         return Err(LoaError::KeyExists(format!(
           "key ring {} already has an active key ({}); rotate it instead",
           ring.dir.display(),
@@ -424,11 +361,7 @@ impl KeyRing {
   pub fn rotate(&self) -> Result<KeyInfo> {
     self.change(|ring, registry, now| {
       let overlap = now + i64::from(ring.policy.overlap_days) * DAY_MS;
-      for key in registry
-        .keys
-        .iter_mut()
-        .filter(|k| k.state == StoredState::Active)
-      {
+      for key in registry.keys.iter_mut().filter(|k| k.state == StoredState::Active) {
         key.state = StoredState::Retired;
         key.retired_at = Some(format_ms(now));
         key.expires_at = Some(format_ms(overlap));
@@ -468,10 +401,7 @@ impl KeyRing {
           });
           Ok(())
         }
-        _ => Err(LoaError::KeyNotFound(format!(
-          "no key {key_id:?} in {}",
-          ring.dir.display()
-        ))),
+        _ => Err(LoaError::KeyNotFound(format!("no key {key_id:?} in {}", ring.dir.display()))),
       }
     })
   }
@@ -484,26 +414,13 @@ impl KeyRing {
     let now = now_ms();
     if let Some(info) = self.env_info(&registry, now) {
       if info.status == KeyStatus::Revoked {
-        return Err(LoaError::KeyInvalid(format!(
-          "{ENV_SIGNING_KEY} holds key {}, which is revoked",
-          info.key_id
-        )));
+        return Err(LoaError::KeyInvalid(format!("{ENV_SIGNING_KEY} holds key {}, which is revoked", info.key_id)));
       }
-      return Ok((
-        info,
-        self.env_key.clone().expect("env_info implies env_key"),
-      ));
+      return Ok((info, self.env_key.clone().expect("env_info implies env_key")));
     }
-    let active = registry
-      .keys
-      .iter()
-      .find(|k| k.state == StoredState::Active)
-      .ok_or_else(|| {
-        LoaError::KeyNotFound(format!(
-          "key ring {} has no active key (generate one)",
-          self.dir.display()
-        ))
-      })?;
+    let active = registry.keys.iter().find(|k| k.state == StoredState::Active).ok_or_else(|| {
+      LoaError::KeyNotFound(format!("key ring {} has no active key (generate one)", self.dir.display()))
+    })?;
     let info = info_of(active, now);
     if info.rotation_due && auto_rotate {
       self.rotate()?;
@@ -517,16 +434,10 @@ impl KeyRing {
   /// `LOA_SIGNING_KEY` elsewhere. The only way a private key leaves the library.
   pub fn export_private_key(&self, key_id: &str) -> Result<Zeroizing<String>> {
     let registry = self.read_registry()?;
-    let key = registry
-      .keys
-      .iter()
-      .find(|k| k.key_id == key_id && k.state == StoredState::Active && !k.from_env)
-      .ok_or_else(|| {
-        LoaError::KeyNotFound(format!(
-          "no active key {key_id:?} with a private key in {}",
-          self.dir.display()
-        ))
-      })?;
+    let key =
+      registry.keys.iter().find(|k| k.key_id == key_id && k.state == StoredState::Active && !k.from_env).ok_or_else(
+        || LoaError::KeyNotFound(format!("no active key {key_id:?} with a private key in {}", self.dir.display())),
+      )?;
     let signing = self.read_private(&info_of(key, now_ms()))?;
     Ok(Zeroizing::new(hex::encode(signing.to_bytes())))
   }
@@ -538,9 +449,7 @@ impl KeyRing {
   fn read_private(&self, info: &KeyInfo) -> Result<SigningKey> {
     let path = self.key_path(&info.key_id);
     let meta = fs::metadata(&path).map_err(|e| match e.kind() {
-      std::io::ErrorKind::NotFound => {
-        LoaError::KeyNotFound(format!("private key file of {} is missing", info.key_id))
-      }
+      std::io::ErrorKind::NotFound => LoaError::KeyNotFound(format!("private key file of {} is missing", info.key_id)),
       _ => LoaError::io("stat", &path, e),
     })?;
     let mode = meta.permissions().mode() & 0o777;
@@ -556,8 +465,7 @@ impl KeyRing {
         return Ok(key.clone());
       }
     }
-    let text =
-      Zeroizing::new(fs::read_to_string(&path).map_err(|e| LoaError::io("read", &path, e))?);
+    let text = Zeroizing::new(fs::read_to_string(&path).map_err(|e| LoaError::io("read", &path, e))?);
     let key = parse_seed(&text, &format!("private key file {}", path.display()))?;
     if hex::encode(key.verifying_key().to_bytes()) != info.public_key {
       return Err(LoaError::KeyInvalid(format!(
@@ -575,21 +483,12 @@ impl KeyRing {
         create_dir_durable(parent)?;
       }
       match fs::DirBuilder::new().mode(0o700).create(&self.dir) {
-        Ok(()) => sync_dir(
-          self
-            .dir
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new(".")),
-        )?,
+        Ok(()) => sync_dir(self.dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(LoaError::io("create directory", &self.dir, e)),
       }
     }
-    let mode = fs::metadata(&self.dir)
-      .map_err(|e| LoaError::io("stat", &self.dir, e))?
-      .permissions()
-      .mode();
+    let mode = fs::metadata(&self.dir).map_err(|e| LoaError::io("stat", &self.dir, e))?.permissions().mode();
     if mode & 0o077 != 0 {
       fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
         .map_err(|e| LoaError::io("chmod 700", &self.dir, e))?;
@@ -612,30 +511,18 @@ impl KeyRing {
       .keys
       .iter()
       .filter(|k| k.state == StoredState::Retired)
-      .map(|k| {
-        (
-          k.retired_at.as_deref().and_then(parse_ms).unwrap_or(0),
-          k.key_id.clone(),
-        )
-      })
+      .map(|k| (k.retired_at.as_deref().and_then(parse_ms).unwrap_or(0), k.key_id.clone()))
       .collect();
     retired.sort_by(|a, b| b.cmp(a));
-    let dropped: Vec<String> = retired
-      .into_iter()
-      .skip(self.policy.max_retired_keys as usize)
-      .map(|(_, id)| id)
-      .collect();
+    let dropped: Vec<String> =
+      retired.into_iter().skip(self.policy.max_retired_keys as usize).map(|(_, id)| id).collect();
     registry.keys.retain(|k| !dropped.contains(&k.key_id));
-    let mut text =
-      serde_json::to_vec_pretty(&registry).map_err(|e| LoaError::Internal(e.to_string()))?;
+    let mut text = serde_json::to_vec_pretty(&registry).map_err(|e| LoaError::Internal(e.to_string()))?;
     text.push(b'\n');
     write_file_atomic(&self.dir.join(REGISTRY), &text, Some(0o600))?;
     // Private halves of anything not active (and orphans of an interrupted change) go.
-    let active: Option<String> = registry
-      .keys
-      .iter()
-      .find(|k| k.state == StoredState::Active)
-      .map(|k| k.key_id.clone());
+    let active: Option<String> =
+      registry.keys.iter().find(|k| k.state == StoredState::Active).map(|k| k.key_id.clone());
     let mut removed = false;
     for entry in fs::read_dir(&self.dir).map_err(|e| LoaError::io("list", &self.dir, e))? {
       let entry = entry.map_err(|e| LoaError::io("list", &self.dir, e))?;
@@ -656,8 +543,7 @@ impl KeyRing {
   /// Creates a key: the private file first (0600, atomic), then the registry names it.
   fn add_active(&self, registry: &mut Registry, now: i64) -> Result<KeyInfo> {
     let mut seed = Zeroizing::new([0u8; 32]);
-    getrandom::fill(seed.as_mut_slice())
-      .map_err(|e| LoaError::Internal(format!("no randomness from the OS: {e}")))?;
+    getrandom::fill(seed.as_mut_slice()).map_err(|e| LoaError::Internal(format!("no randomness from the OS: {e}")))?;
     let key = SigningKey::from_bytes(&seed);
     let public = key.verifying_key().to_bytes();
     let id = super::key_id(&public);
@@ -668,9 +554,7 @@ impl KeyRing {
       key_id: id,
       public_key: hex::encode(public),
       created_at: format_ms(now),
-      expires_at: Some(format_ms(
-        now + i64::from(self.policy.rotation_days) * DAY_MS,
-      )),
+      expires_at: Some(format_ms(now + i64::from(self.policy.rotation_days) * DAY_MS)),
       state: StoredState::Active,
       retired_at: None,
       revoked_at: None,
@@ -714,10 +598,7 @@ mod tests {
     assert_eq!(hex::encode(key.verifying_key().to_bytes()), k.public_key);
     let registry = fs::read_to_string(dir.join(REGISTRY)).unwrap();
     let seed = r.export_private_key(&k.key_id).unwrap();
-    assert!(
-      !registry.contains(seed.as_str()),
-      "the registry never holds a private key"
-    );
+    assert!(!registry.contains(seed.as_str()), "the registry never holds a private key");
     assert!(!format!("{r:?}").contains(seed.as_str()));
   }
 
@@ -745,20 +626,9 @@ mod tests {
     r.revoke(&ids[4], "laptop stolen").unwrap();
     let v = r.verification_keys().unwrap();
     assert!(v.iter().all(|k| k.key_id != ids[4]));
-    assert_eq!(
-      r.list()
-        .unwrap()
-        .iter()
-        .find(|k| k.key_id == ids[4])
-        .unwrap()
-        .status,
-      KeyStatus::Revoked
-    );
+    assert_eq!(r.list().unwrap().iter().find(|k| k.key_id == ids[4]).unwrap().status, KeyStatus::Revoked);
     assert_eq!(r.revoke("nope", "x").unwrap_err().code(), "E_KEY_NOT_FOUND");
-    assert_eq!(
-      r.revoke(&ids[5], " ").unwrap_err().code(),
-      "E_INVALID_ARGUMENT"
-    );
+    assert_eq!(r.revoke(&ids[5], " ").unwrap_err().code(), "E_INVALID_ARGUMENT");
     r.revoke(&ids[5], "compromised").unwrap();
     assert_eq!(r.signing_key(true).unwrap_err().code(), "E_KEY_NOT_FOUND");
     r.generate().unwrap();
@@ -768,24 +638,13 @@ mod tests {
   fn env_seed_derives_public_key_and_can_be_revoked() {
     let tmp = tempfile::tempdir().unwrap();
     // RFC 8032 TEST 1.
-    let seed = parse_seed(
-      "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
-      "test",
-    )
-    .unwrap();
+    let seed = parse_seed("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", "test").unwrap();
     let r = KeyRing::with_seed(tmp.path(), KeyPolicy::default(), Some(seed)).unwrap();
     let keys = r.verification_keys().unwrap();
     assert_eq!(keys.len(), 1);
-    assert_eq!(
-      keys[0].public_key,
-      "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
-    );
+    assert_eq!(keys[0].public_key, "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
     assert_eq!(keys[0].source, KeySource::Env);
-    assert_eq!(
-      fs::read_dir(tmp.path()).unwrap().count(),
-      0,
-      "nothing written"
-    );
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written");
     let id = keys[0].key_id.clone();
     r.revoke(&id, "leaked in CI logs").unwrap();
     assert!(r.verification_keys().unwrap().is_empty());
@@ -826,34 +685,17 @@ mod tests {
     reg.keys[0].expires_at = Some(format_ms(now - 10 * DAY_MS));
     fs::write(tmp.path().join(REGISTRY), serde_json::to_vec(&reg).unwrap()).unwrap();
     assert!(r.list().unwrap()[0].rotation_due);
-    assert_eq!(
-      r.verification_keys().unwrap().len(),
-      1,
-      "an overdue active key still verifies"
-    );
+    assert_eq!(r.verification_keys().unwrap().len(), 1, "an overdue active key still verifies");
     let (info, _) = r.signing_key(true).unwrap();
     assert_ne!(info.key_id, k.key_id, "rotated before signing");
-    let old = r
-      .list()
-      .unwrap()
-      .into_iter()
-      .find(|x| x.key_id == k.key_id)
-      .unwrap();
+    let old = r.list().unwrap().into_iter().find(|x| x.key_id == k.key_id).unwrap();
     assert_eq!(old.status, KeyStatus::Retired);
     // Past its overlap it no longer verifies.
     let mut reg = r.read_registry().unwrap();
     let entry = reg.keys.iter_mut().find(|x| x.key_id == k.key_id).unwrap();
     entry.expires_at = Some(format_ms(now - 1));
     fs::write(tmp.path().join(REGISTRY), serde_json::to_vec(&reg).unwrap()).unwrap();
-    assert_eq!(
-      r.list()
-        .unwrap()
-        .iter()
-        .find(|x| x.key_id == k.key_id)
-        .unwrap()
-        .status,
-      KeyStatus::Expired
-    );
+    assert_eq!(r.list().unwrap().iter().find(|x| x.key_id == k.key_id).unwrap().status, KeyStatus::Expired);
     assert_eq!(r.verification_keys().unwrap().len(), 1);
   }
 }

@@ -124,10 +124,7 @@ impl TrustedKey {
       .ok()
       .and_then(|b| b.try_into().ok())
       .ok_or_else(|| LoaError::InvalidArgument("`publicKey` must be 64 hex characters".into()))?;
-    Ok(TrustedKey {
-      key_id: key_id(&bytes),
-      public_key: bytes,
-    })
+    Ok(TrustedKey { key_id: key_id(&bytes), public_key: bytes })
   }
 
   /// The keys of a ring that verify now (active, or retired within the overlap).
@@ -154,11 +151,7 @@ pub struct Verification {
 }
 
 fn problem(path: &str, kind: ProblemKind, detail: impl Into<String>) -> Problem {
-  Problem {
-    path: path.to_string(),
-    kind,
-    detail: detail.into(),
-  }
+  Problem { path: path.to_string(), kind, detail: detail.into() }
 }
 
 /// A file found by the walk.
@@ -187,21 +180,13 @@ fn walk(
       let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
         let shown = format!("{prefix}{}", entry.file_name().to_string_lossy());
         if strict {
-          return Err(LoaError::InvalidArgument(format!(
-            "file name {shown:?} is not valid UTF-8"
-          )));
+          return Err(LoaError::InvalidArgument(format!("file name {shown:?} is not valid UTF-8")));
         }
-        problems.push(problem(
-          &shown,
-          ProblemKind::Path,
-          "file name is not valid UTF-8",
-        ));
+        problems.push(problem(&shown, ProblemKind::Path, "file name is not valid UTF-8"));
         continue;
       };
       let rel = format!("{prefix}{name}");
-      let file_type = entry
-        .file_type()
-        .map_err(|e| LoaError::io("stat", &abs, e))?;
+      let file_type = entry.file_type().map_err(|e| LoaError::io("stat", &abs, e))?;
       if file_type.is_dir() {
         if !exclude.iter().any(|p| glob::matches(p, &rel)) {
           stack.push((abs, format!("{rel}/")));
@@ -218,49 +203,29 @@ fn walk(
             if strict {
               return Err(LoaError::io("resolve symlink", &abs, e));
             }
-            problems.push(problem(
-              &rel,
-              ProblemKind::Path,
-              format!("symlink does not resolve: {e}"),
-            ));
+            problems.push(problem(&rel, ProblemKind::Path, format!("symlink does not resolve: {e}")));
             continue;
           }
         };
         if !target.starts_with(root) {
           if strict {
-            return Err(LoaError::PathOutsideRoot(format!(
-              "{rel} is a symlink to {}",
-              target.display()
-            )));
+            return Err(LoaError::PathOutsideRoot(format!("{rel} is a symlink to {}", target.display())));
           }
-          problems.push(problem(
-            &rel,
-            ProblemKind::Path,
-            "symlink resolves outside the root",
-          ));
+          problems.push(problem(&rel, ProblemKind::Path, "symlink resolves outside the root"));
           continue;
         }
         let meta = fs::metadata(&target).map_err(|e| LoaError::io("stat", &target, e))?;
         if meta.is_file() {
-          found.push(Found {
-            rel,
-            abs,
-            size: meta.len(),
-          });
+          found.push(Found { rel, abs, size: meta.len() });
         }
         // Symlinked directories are not followed (see the module docs).
         continue;
       }
       if file_type.is_file() {
-        let size = entry
-          .metadata()
-          .map_err(|e| LoaError::io("stat", &abs, e))?
-          .len();
+        let size = entry.metadata().map_err(|e| LoaError::io("stat", &abs, e))?.len();
         found.push(Found { rel, abs, size });
       } else if strict {
-        return Err(LoaError::InvalidArgument(format!(
-          "{rel} is not a regular file (exclude it)"
-        )));
+        return Err(LoaError::InvalidArgument(format!("{rel} is not a regular file (exclude it)")));
       } else {
         problems.push(problem(&rel, ProblemKind::Unexpected, "not a regular file"));
       }
@@ -274,12 +239,7 @@ fn walk(
 pub type FileHash = io::Result<(u64, [u8; 32])>;
 
 /// Streams one file through SHA-256; returns the bytes read and the digest.
-fn hash_file(
-  path: &Path,
-  buffer: &mut [u8],
-  done: &AtomicU64,
-  cancel: &AtomicBool,
-) -> io::Result<(u64, [u8; 32])> {
+fn hash_file(path: &Path, buffer: &mut [u8], done: &AtomicU64, cancel: &AtomicBool) -> io::Result<(u64, [u8; 32])> {
   let mut file = File::open(path)?;
   let mut hasher = Sha256::new();
   let mut total = 0u64;
@@ -302,13 +262,8 @@ fn hash_file(
 
 /// How many hashing threads to use.
 fn thread_count(requested: Option<usize>, files: usize) -> usize {
-  let cores = std::thread::available_parallelism()
-    .map(|n| n.get())
-    .unwrap_or(1);
-  requested
-    .unwrap_or(cores.min(8))
-    .clamp(1, 64)
-    .min(files.max(1))
+  let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+  requested.unwrap_or(cores.min(8)).clamp(1, 64).min(files.max(1))
 }
 
 /// Hashes `paths` on `threads` threads, each taking the next file from a shared counter;
@@ -380,18 +335,11 @@ pub fn hash_files(
     return Err(e);
   }
   progress(snapshot())?;
-  out
-    .into_iter()
-    .map(|r| r.ok_or_else(|| LoaError::Internal("a file was not hashed".into())))
-    .collect()
+  out.into_iter().map(|r| r.ok_or_else(|| LoaError::Internal("a file was not hashed".into()))).collect()
 }
 
 fn normalized_patterns(options: &ManifestOptions) -> Result<(Vec<String>, Vec<String>)> {
-  let include = if options.include.is_empty() {
-    vec!["**".to_string()]
-  } else {
-    options.include.clone()
-  };
+  let include = if options.include.is_empty() { vec!["**".to_string()] } else { options.include.clone() };
   for p in include.iter().chain(&options.exclude) {
     glob::validate(p)?;
   }
@@ -401,10 +349,7 @@ fn normalized_patterns(options: &ManifestOptions) -> Result<(Vec<String>, Vec<St
 fn canonical_root(root: &Path) -> Result<PathBuf> {
   let real = fs::canonicalize(root).map_err(|e| LoaError::io("resolve", root, e))?;
   if !real.is_dir() {
-    return Err(LoaError::InvalidArgument(format!(
-      "{} is not a directory",
-      root.display()
-    )));
+    return Err(LoaError::InvalidArgument(format!("{} is not a directory", root.display())));
   }
   Ok(real)
 }
@@ -420,22 +365,13 @@ pub fn create_manifest(
   let found = walk(&real, &include, &exclude, true, &mut Vec::new())?;
   let paths: Vec<PathBuf> = found.iter().map(|f| f.abs.clone()).collect();
   let total = found.iter().map(|f| f.size).sum();
-  let hashes = hash_files(
-    &paths,
-    total,
-    thread_count(options.threads, paths.len()),
-    progress,
-  )?;
+  let hashes = hash_files(&paths, total, thread_count(options.threads, paths.len()), progress)?;
   let files = found
     .into_iter()
     .zip(hashes)
     .map(|(f, h)| {
       let (size, digest) = h.map_err(|e| LoaError::io("hash", &f.abs, e))?;
-      Ok(FileEntry {
-        path: f.rel,
-        size,
-        sha256: hex::encode(digest),
-      })
+      Ok(FileEntry { path: f.rel, size, sha256: hex::encode(digest) })
     })
     .collect::<Result<Vec<_>>>()?;
   Ok(Manifest {
@@ -482,7 +418,8 @@ struct FileEntryRef<'a> {
 /// version, timestamp, patterns, entry paths (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes,
 /// digests, no duplicates. Returns the number of entries.
 pub fn validate_manifest(value: &Value) -> Result<usize> {
-  let manifest = ManifestRef::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
+  let manifest =
+    ManifestRef::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
   if manifest.version != VERSION {
     return Err(LoaError::InvalidArgument(format!("unsupported manifest version {}", manifest.version)));
   }
@@ -583,7 +520,8 @@ fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey], owned: bool) -
 fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<String, String> {
   let object = as_object(value)?;
   let signature = object.get("signature").ok_or("the manifest is not signed")?;
-  let field = |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
+  let field =
+    |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
   if field("algorithm")? != "ed25519" {
     return Err(format!("unsupported signature algorithm {:?}", field("algorithm")?));
   }
@@ -600,7 +538,8 @@ fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<St
     .find(|k| k.key_id == id)
     .ok_or(format!("signed by key {id}, which is not among the verification keys (unknown, expired or revoked)"))?;
   let canonical = jcs::object_to_vec_without(object, "signature").map_err(|e| e.to_string())?;
-  verify_with_domain(&key.public_key, MANIFEST_DOMAIN, &canonical, &bytes).map_err(|why| format!("{why} (key {id})"))?;
+  verify_with_domain(&key.public_key, MANIFEST_DOMAIN, &canonical, &bytes)
+    .map_err(|why| format!("{why} (key {id})"))?;
   Ok(id.to_string())
 }
 
@@ -632,24 +571,12 @@ pub fn verify_manifest(
           })
         })
         .collect();
-      Manifest {
-        version: VERSION,
-        created_at: String::new(),
-        include,
-        exclude: Vec::new(),
-        files: entries,
-      }
+      Manifest { version: VERSION, created_at: String::new(), include, exclude: Vec::new(), files: entries }
     }
   };
   let real = canonical_root(root)?;
   let mut problems = Vec::new();
-  let found = walk(
-    &real,
-    &manifest.include,
-    &manifest.exclude,
-    false,
-    &mut problems,
-  )?;
+  let found = walk(&real, &manifest.include, &manifest.exclude, false, &mut problems)?;
 
   let mut to_hash: Vec<(&FileEntry, PathBuf)> = Vec::new();
   let mut listed = BTreeSet::new();
@@ -664,63 +591,36 @@ pub fn verify_manifest(
       Err(e) if e.kind() == io::ErrorKind::NotFound => {
         problems.push(problem(&entry.path, ProblemKind::Missing, "not on disk"))
       }
-      Err(e) => problems.push(problem(
-        &entry.path,
-        ProblemKind::Modified,
-        format!("unreadable: {e}"),
-      )),
-      Ok(target) if !target.starts_with(&real) => problems.push(problem(
-        &entry.path,
-        ProblemKind::Path,
-        "resolves outside the root through a symlink",
-      )),
-      Ok(target) if !target.is_file() => problems.push(problem(
-        &entry.path,
-        ProblemKind::Modified,
-        "no longer a regular file",
-      )),
+      Err(e) => problems.push(problem(&entry.path, ProblemKind::Modified, format!("unreadable: {e}"))),
+      Ok(target) if !target.starts_with(&real) => {
+        problems.push(problem(&entry.path, ProblemKind::Path, "resolves outside the root through a symlink"))
+      }
+      Ok(target) if !target.is_file() => {
+        problems.push(problem(&entry.path, ProblemKind::Modified, "no longer a regular file"))
+      }
       Ok(_) => to_hash.push((entry, abs)),
     }
   }
   for f in &found {
     if !listed.contains(f.rel.as_str()) {
-      problems.push(problem(
-        &f.rel,
-        ProblemKind::Unexpected,
-        "on disk but not in the manifest",
-      ));
+      problems.push(problem(&f.rel, ProblemKind::Unexpected, "on disk but not in the manifest"));
     }
   }
 
   let paths: Vec<PathBuf> = to_hash.iter().map(|(_, p)| p.clone()).collect();
   let total = to_hash.iter().map(|(e, _)| e.size).sum();
-  let hashes = hash_files(
-    &paths,
-    total,
-    thread_count(threads, paths.len()),
-    &mut |_| Ok(()),
-  )?;
+  let hashes = hash_files(&paths, total, thread_count(threads, paths.len()), &mut |_| Ok(()))?;
   for ((entry, _), result) in to_hash.iter().zip(hashes) {
     match result {
       Ok((size, digest)) if size == entry.size && hex::encode(digest) == entry.sha256 => {}
-      Ok((size, _)) if size != entry.size => problems.push(problem(
-        &entry.path,
-        ProblemKind::Modified,
-        format!("size {size}, manifest says {}", entry.size),
-      )),
-      Ok(_) => problems.push(problem(
-        &entry.path,
-        ProblemKind::Modified,
-        "sha256 differs",
-      )),
+      Ok((size, _)) if size != entry.size => {
+        problems.push(problem(&entry.path, ProblemKind::Modified, format!("size {size}, manifest says {}", entry.size)))
+      }
+      Ok(_) => problems.push(problem(&entry.path, ProblemKind::Modified, "sha256 differs")),
       Err(e) if e.kind() == io::ErrorKind::NotFound => {
         problems.push(problem(&entry.path, ProblemKind::Missing, "not on disk"))
       }
-      Err(e) => problems.push(problem(
-        &entry.path,
-        ProblemKind::Modified,
-        format!("unreadable: {e}"),
-      )),
+      Err(e) => problems.push(problem(&entry.path, ProblemKind::Modified, format!("unreadable: {e}"))),
     }
   }
   problems.sort_by(|a, b| (a.path.as_str(), a.kind).cmp(&(b.path.as_str(), b.kind)));
@@ -735,19 +635,10 @@ pub fn verify_manifest(
 /// final newline), as [`write_manifest`] writes it, so that any changed byte is detectable
 /// even where JSON would not care (whitespace). Otherwise `E_STATE_CORRUPT`.
 pub fn read_manifest(path: &Path) -> Result<Value> {
-  let corrupt = |reason: String| LoaError::StateCorrupt {
-    path: path.display().to_string(),
-    reason,
-  };
-  let size = fs::metadata(path)
-    .map_err(|e| LoaError::io("stat", path, e))?
-    .len();
+  let corrupt = |reason: String| LoaError::StateCorrupt { path: path.display().to_string(), reason };
+  let size = fs::metadata(path).map_err(|e| LoaError::io("stat", path, e))?.len();
   if size > MAX_MANIFEST_BYTES {
-    return Err(LoaError::TooLarge {
-      what: path.display().to_string(),
-      size,
-      limit: MAX_MANIFEST_BYTES,
-    });
+    return Err(LoaError::TooLarge { what: path.display().to_string(), size, limit: MAX_MANIFEST_BYTES });
   }
   let bytes = fs::read(path).map_err(|e| LoaError::io("read", path, e))?;
   let text = std::str::from_utf8(&bytes).map_err(|_| corrupt("not UTF-8".into()))?;
@@ -755,9 +646,7 @@ pub fn read_manifest(path: &Path) -> Result<Value> {
   let canonical = jcs::to_vec(&value).map_err(|e| corrupt(e.to_string()))?;
   let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
   if body != canonical.as_slice() {
-    return Err(corrupt(
-      "not in canonical form (changed after it was written?)".into(),
-    ));
+    return Err(corrupt("not in canonical form (changed after it was written?)".into()));
   }
   Ok(value)
 }

@@ -35,18 +35,11 @@ pub fn sign_raw(key: &SigningKey, message: &[u8]) -> [u8; 64] {
 /// Strict Ed25519 verification of `signature` over `message`; every check the library makes
 /// goes through here. The error says why, without echoing any input.
 pub fn verify_raw(public_key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), &'static str> {
-  let public_key: &[u8; 32] = public_key
-    .try_into()
-    .map_err(|_| "public key is not 32 bytes")?;
-  let signature: &[u8; 64] = signature
-    .try_into()
-    .map_err(|_| "signature is not 64 bytes")?;
-  let key =
-    VerifyingKey::from_bytes(public_key).map_err(|_| "public key is not a valid Ed25519 point")?;
+  let public_key: &[u8; 32] = public_key.try_into().map_err(|_| "public key is not 32 bytes")?;
+  let signature: &[u8; 64] = signature.try_into().map_err(|_| "signature is not 64 bytes")?;
+  let key = VerifyingKey::from_bytes(public_key).map_err(|_| "public key is not a valid Ed25519 point")?;
   let signature = Signature::from_bytes(signature);
-  key
-    .verify_strict(message, &signature)
-    .map_err(|_| "signature does not verify")
+  key.verify_strict(message, &signature).map_err(|_| "signature does not verify")
 }
 
 /// Signs `domain || body`.
@@ -58,12 +51,7 @@ pub fn sign_with_domain(key: &SigningKey, domain: &[u8], body: &[u8]) -> [u8; 64
 }
 
 /// Verifies a signature over `domain || body`.
-pub fn verify_with_domain(
-  public_key: &[u8],
-  domain: &[u8],
-  body: &[u8],
-  signature: &[u8],
-) -> Result<(), &'static str> {
+pub fn verify_with_domain(public_key: &[u8], domain: &[u8], body: &[u8], signature: &[u8]) -> Result<(), &'static str> {
   let mut message = Vec::with_capacity(domain.len() + body.len());
   message.extend_from_slice(domain);
   message.extend_from_slice(body);

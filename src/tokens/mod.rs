@@ -52,9 +52,7 @@ impl TokenEncoding {
       "cl100k_base" => Ok(TokenEncoding::Cl100kBase),
       other => {
         let shown: String = other.chars().take(40).collect();
-        invalid(format!(
-          "`encoding` must be 'o200k_base' or 'cl100k_base', got {shown:?}"
-        ))
+        invalid(format!("`encoding` must be 'o200k_base' or 'cl100k_base', got {shown:?}"))
       }
     }
   }
@@ -87,15 +85,8 @@ pub fn encoder(encoding: TokenEncoding) -> &'static Encoder {
   cell.get_or_init(|| {
     let tokenizer = load();
     let bpe = &tokenizer.bpe;
-    let max_token_bytes = (0..bpe.num_tokens() as u32)
-      .map(|t| bpe.token_len(t))
-      .max()
-      .unwrap_or(1);
-    Encoder {
-      tokenizer,
-      encoding,
-      max_token_bytes,
-    }
+    let max_token_bytes = (0..bpe.num_tokens() as u32).map(|t| bpe.token_len(t)).max().unwrap_or(1);
+    Encoder { tokenizer, encoding, max_token_bytes }
   })
 }
 
@@ -141,13 +132,7 @@ impl Encoder {
     if text.is_empty() {
       return 0;
     }
-    self.with_cache(|cache| {
-      self
-        .tokenizer
-        .split(text)
-        .map(|piece| self.piece_count(piece.as_bytes(), cache))
-        .sum()
-    })
+    self.with_cache(|cache| self.tokenizer.split(text).map(|piece| self.piece_count(piece.as_bytes(), cache)).sum())
   }
 
   /// The exact number of tokens of `text` if it is at most `limit`, else `None`. Costs time in
@@ -199,11 +184,7 @@ impl Encoder {
           at += bpe.token_len(t);
           offsets.push(at);
         }
-        if let Some(&cut) = offsets
-          .iter()
-          .rev()
-          .find(|&&cut| piece.is_char_boundary(cut))
-        {
+        if let Some(&cut) = offsets.iter().rev().find(|&&cut| piece.is_char_boundary(cut)) {
           end = start + cut;
         }
         break;
@@ -229,9 +210,7 @@ pub fn check_margin(margin: f64, name: &str) -> Result<f64> {
   if margin.is_finite() && (0.0..1.0).contains(&margin) {
     Ok(margin + 0.0) // -0.0 -> 0.0
   } else {
-    invalid(format!(
-      "`{name}` must be a fraction from 0 (inclusive) to 1 (exclusive), got {margin}"
-    ))
+    invalid(format!("`{name}` must be a fraction from 0 (inclusive) to 1 (exclusive), got {margin}"))
   }
 }
 
@@ -367,14 +346,7 @@ pub fn estimate_tokens(text: &str) -> usize {
       self.newlines = 0;
     }
   }
-  let mut s = State {
-    sixths: 0,
-    run: Run::None,
-    len: 0,
-    consonants: 0,
-    irregular: false,
-    newlines: 0,
-  };
+  let mut s = State { sixths: 0, run: Run::None, len: 0, consonants: 0, irregular: false, newlines: 0 };
   for c in text.chars() {
     match classify(c) {
       Class::Newline => {
@@ -393,8 +365,7 @@ pub fn estimate_tokens(text: &str) -> usize {
             s.sixths += 6; // digits do not take the space before them
           }
           // Letters touching digits are a key, a hash or an identifier, not a word.
-          let touching = (run == Run::Digits && s.run == Run::Word)
-            || (run == Run::Word && s.run == Run::Digits);
+          let touching = (run == Run::Digits && s.run == Run::Word) || (run == Run::Word && s.run == Run::Digits);
           if touching {
             s.irregular = true;
           }

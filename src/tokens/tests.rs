@@ -20,8 +20,7 @@ const BOTH: [TokenEncoding; 2] = [TokenEncoding::O200kBase, TokenEncoding::Cl100
 #[test]
 fn calibration_table() {
   // Prints, per kind of text, exact counts and the estimate's error (run with --nocapture).
-  let mut by_kind: std::collections::BTreeMap<String, (usize, usize, usize, usize, usize)> =
-    Default::default();
+  let mut by_kind: std::collections::BTreeMap<String, (usize, usize, usize, usize, usize)> = Default::default();
   for (kind, text) in samples() {
     let e = by_kind.entry(kind).or_default();
     e.0 += text.chars().count();
@@ -32,11 +31,7 @@ fn calibration_table() {
     for enc in BOTH {
       let exact = count_tokens(&text, enc);
       if estimate_tokens(&text) < exact {
-        println!(
-          "UNDER {enc:?} {} < {exact}: {:?}",
-          estimate_tokens(&text),
-          text.chars().take(60).collect::<String>()
-        );
+        println!("UNDER {enc:?} {} < {exact}: {:?}", estimate_tokens(&text), text.chars().take(60).collect::<String>());
       }
     }
   }
@@ -67,16 +62,8 @@ fn counts_match_tiktoken() {
     ("I'm they're", 2, 4),
   ];
   for (text, o200k, cl100k) in cases {
-    assert_eq!(
-      count_tokens(text, TokenEncoding::O200kBase),
-      o200k,
-      "{text:?}"
-    );
-    assert_eq!(
-      count_tokens(text, TokenEncoding::Cl100kBase),
-      cl100k,
-      "{text:?}"
-    );
+    assert_eq!(count_tokens(text, TokenEncoding::O200kBase), o200k, "{text:?}");
+    assert_eq!(count_tokens(text, TokenEncoding::Cl100kBase), cl100k, "{text:?}");
   }
   assert_eq!(count_tokens("", TokenEncoding::O200kBase), 0);
 }
@@ -92,10 +79,7 @@ fn the_piece_cache_never_changes_a_count() {
     assert_eq!(first, again);
     assert_eq!(first, cold);
     // Without the cache at all: the tokenizer's own count.
-    let plain: Vec<usize> = texts
-      .iter()
-      .map(|t| encoder(enc).tokenizer.count(t.as_str()))
-      .collect();
+    let plain: Vec<usize> = texts.iter().map(|t| encoder(enc).tokenizer.count(t.as_str())).collect();
     assert_eq!(first, plain);
   }
 }
@@ -144,10 +128,7 @@ fn the_estimate_is_above_the_exact_count_on_every_sample() {
     for enc in BOTH {
       let exact = count_tokens(&text, enc);
       let estimate = estimate_tokens(&text);
-      assert!(
-        estimate >= exact,
-        "{kind} {enc:?}: estimate {estimate} < exact {exact} for {text:?}"
-      );
+      assert!(estimate >= exact, "{kind} {enc:?}: estimate {estimate} < exact {exact} for {text:?}");
     }
   }
   assert_eq!(estimate_tokens(""), 0);
@@ -169,14 +150,7 @@ fn margins() {
       assert!(with_margin(limit, m) <= b as usize, "b={b} m={m}");
     }
   }
-  assert!(
-    check_margin(1.0, "m").is_err()
-      && check_margin(-0.1, "m").is_err()
-      && check_margin(f64::NAN, "m").is_err()
-  );
+  assert!(check_margin(1.0, "m").is_err() && check_margin(-0.1, "m").is_err() && check_margin(f64::NAN, "m").is_err());
   assert!(TokenEncoding::parse("p50k_base").is_err());
-  assert_eq!(
-    TokenEncoding::parse("cl100k_base").unwrap().as_str(),
-    "cl100k_base"
-  );
+  assert_eq!(TokenEncoding::parse("cl100k_base").unwrap().as_str(), "cl100k_base");
 }

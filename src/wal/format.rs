@@ -88,7 +88,13 @@ pub fn validate_fields(op: &str, path: Option<&str>, meta: Option<&str>, data: O
     crate::fsutil::join_relative(std::path::Path::new("/"), path)?;
   }
   let size = FRAME_HEADER_LEN
-    + 8 + 8 + 1 + 2 + MAX_SESSION_ID_BYTES + 2 + op.len()
+    + 8
+    + 8
+    + 1
+    + 2
+    + MAX_SESSION_ID_BYTES
+    + 2
+    + op.len()
     + path.map_or(0, |p| 4 + p.len())
     + meta.map_or(0, |m| 4 + m.len())
     + data.map_or(0, |d| 4 + d.len());
@@ -113,9 +119,10 @@ pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
   out.extend_from_slice(record.session_id.as_bytes());
   out.extend_from_slice(&(record.op.len() as u16).to_le_bytes());
   out.extend_from_slice(record.op.as_bytes());
-  for field in [record.path.as_ref().map(|p| p.as_bytes()), record.meta.as_ref().map(|m| m.as_bytes()), record.data.as_deref()]
-    .into_iter()
-    .flatten()
+  for field in
+    [record.path.as_ref().map(|p| p.as_bytes()), record.meta.as_ref().map(|m| m.as_bytes()), record.data.as_deref()]
+      .into_iter()
+      .flatten()
   {
     out.extend_from_slice(&(field.len() as u32).to_le_bytes());
     out.extend_from_slice(field);
@@ -146,7 +153,11 @@ pub enum Frame {
 pub fn read_frame(bytes: &[u8], offset: usize) -> Frame {
   let rest = &bytes[offset..];
   if rest.len() < FRAME_HEADER_LEN {
-    return if rest.len() >= 4 && u32_at(rest, 0) != RECORD_MAGIC { Frame::Bad("bad record magic") } else { Frame::Incomplete };
+    return if rest.len() >= 4 && u32_at(rest, 0) != RECORD_MAGIC {
+      Frame::Bad("bad record magic")
+    } else {
+      Frame::Incomplete
+    };
   }
   if u32_at(rest, 0) != RECORD_MAGIC {
     return Frame::Bad("bad record magic");
@@ -337,7 +348,8 @@ mod tests {
   #[test]
   fn round_trip_exact_bytes() {
     let all_bytes: Vec<u8> = (0..=255u8).collect();
-    let records = vec![record(1, b"hello"), record(2, &all_bytes), Record { path: None, meta: None, data: None, ..record(3, b"") }];
+    let records =
+      vec![record(1, b"hello"), record(2, &all_bytes), Record { path: None, meta: None, data: None, ..record(3, b"") }];
     let scan = scan_segment(&segment(&records));
     assert_eq!(scan.tail, Tail::Clean);
     assert_eq!(scan.records, records);
@@ -354,7 +366,11 @@ mod tests {
       if cut == last_start {
         assert_eq!(scan.tail, Tail::Clean);
       } else {
-        assert_eq!(scan.tail, Tail::Torn { offset: last_start as u64, bytes: (cut - last_start) as u64 }, "cut at {cut}");
+        assert_eq!(
+          scan.tail,
+          Tail::Torn { offset: last_start as u64, bytes: (cut - last_start) as u64 },
+          "cut at {cut}"
+        );
       }
     }
   }

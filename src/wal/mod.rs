@@ -26,7 +26,7 @@ use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{create_dir_durable, sync_dir};
 use crate::lock::{lock_exclusive, lock_file, LockGuard};
 
-pub use consolidate::{consolidate, ConsolidateOptions, Conflict, ConflictSide, Consolidation};
+pub use consolidate::{consolidate, Conflict, ConflictSide, ConsolidateOptions, Consolidation};
 pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification};
 
 /// When an append counts as done.
@@ -173,15 +173,22 @@ impl Wal {
     }
     let sdir = session_dir(dir, &options.session_id);
     create_dir_durable(&sdir)?;
-    let lock = lock_exclusive(&sdir.join(LOCK_FILE), options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
+    let lock =
+      lock_exclusive(&sdir.join(LOCK_FILE), options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
 
     let (active, next_seq, last_ts, truncated_tail) = open_newest_segment(&sdir, &options)?;
     let shared = Arc::new(Shared {
       queue: Mutex::new(Queue::default()),
       wakeup: Condvar::new(),
-      progress: Mutex::new(Progress { last_seq: next_seq - 1, appended: 0, active_segment: active.path.clone(), active_len: active.len }),
+      progress: Mutex::new(Progress {
+        last_seq: next_seq - 1,
+        appended: 0,
+        active_segment: active.path.clone(),
+        active_len: active.len,
+      }),
     });
-    let writer = Writer { session_dir: sdir, options: options.clone(), active, next_seq, last_ts, dirty: false, _lock: lock };
+    let writer =
+      Writer { session_dir: sdir, options: options.clone(), active, next_seq, last_ts, dirty: false, _lock: lock };
     let thread_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
       .name(format!("loa-wal-{}", options.session_id))
@@ -193,7 +200,9 @@ impl Wal {
   /// Queues a record; `reply` runs on the writer thread once it is durable (or failed). Invalid
   /// input is answered immediately, before a seq is spent.
   pub fn append_with(&self, request: AppendRequest, reply: AppendCallback) {
-    if let Err(e) = format::validate_fields(&request.op, request.path.as_deref(), request.meta.as_deref(), request.data.as_deref()) {
+    if let Err(e) =
+      format::validate_fields(&request.op, request.path.as_deref(), request.meta.as_deref(), request.data.as_deref())
+    {
       return reply(Err(e));
     }
     let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -214,9 +223,12 @@ impl Wal {
   /// Appends and waits until the record is durable; returns its seq.
   pub fn append(&self, request: AppendRequest) -> Result<u64> {
     let (tx, rx) = mpsc::sync_channel(1);
-    self.append_with(request, Box::new(move |result| {
-      let _ = tx.send(result);
-    }));
+    self.append_with(
+      request,
+      Box::new(move |result| {
+        let _ = tx.send(result);
+      }),
+    );
     rx.recv().unwrap_or_else(|_| Err(LoaError::Internal("WAL writer stopped without answering".into())))
   }
 
@@ -231,7 +243,13 @@ impl Wal {
     // Space written ahead in the active segment is not counted: `bytes` is what records use.
     let bytes = segments
       .iter()
-      .map(|s| if s.path == progress.active_segment { progress.active_len } else { fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0) })
+      .map(|s| {
+        if s.path == progress.active_segment {
+          progress.active_len
+        } else {
+          fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0)
+        }
+      })
       .sum();
     Ok(WalStats {
       session_id: self.options.session_id.clone(),
@@ -302,7 +320,8 @@ fn open_newest_segment(sdir: &Path, options: &WalOptions) -> Result<(ActiveSegme
   };
   let bytes = fs::read(&newest.path).map_err(|e| LoaError::io("read", &newest.path, e))?;
   let scan = format::scan_segment(&bytes);
-  let corrupt = |offset: u64, reason: String| LoaError::WalCorrupt { segment: newest.path.display().to_string(), offset, reason };
+  let corrupt =
+    |offset: u64, reason: String| LoaError::WalCorrupt { segment: newest.path.display().to_string(), offset, reason };
   if let Some(header) = scan.header {
     if header.first_seq != newest.first_seq {
       return Err(corrupt(0, "header does not match the file name".into()));
@@ -410,7 +429,8 @@ impl Writer {
             return;
           }
           if self.dirty && self.options.sync == SyncMode::Batch {
-            let (guard, timeout) = shared.wakeup.wait_timeout(queue, BATCH_SYNC_INTERVAL).unwrap_or_else(|p| p.into_inner());
+            let (guard, timeout) =
+              shared.wakeup.wait_timeout(queue, BATCH_SYNC_INTERVAL).unwrap_or_else(|p| p.into_inner());
             queue = guard;
             if timeout.timed_out() && queue.pending.is_empty() {
               if let Err(e) = self.sync() {
@@ -562,7 +582,10 @@ impl Writer {
         // file can be trusted any more, so the Wal stops taking appends until reopened.
         self.cut_back(before);
         self.next_seq = first_seq;
-        return Err(LoaError::WalClosed(format!("fsync of {} failed ({e}); reopen the log", self.active.path.display())));
+        return Err(LoaError::WalClosed(format!(
+          "fsync of {} failed ({e}); reopen the log",
+          self.active.path.display()
+        )));
       }
     }
     results.extend((0..count as u64).map(|i| Ok(first_seq + i)));

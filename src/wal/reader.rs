@@ -136,7 +136,11 @@ pub fn read_session(dir: &Path, session_id: &str) -> Result<SessionRead> {
     };
     if let Some(header) = scan.header {
       if header.first_seq != segment.first_seq {
-        out.corrupt.push(problem(0, 0, format!("header says first seq {} but the file is named {}", header.first_seq, segment.first_seq)));
+        out.corrupt.push(problem(
+          0,
+          0,
+          format!("header says first seq {} but the file is named {}", header.first_seq, segment.first_seq),
+        ));
         continue;
       }
     }

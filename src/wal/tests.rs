@@ -19,7 +19,8 @@ fn append_replay_round_trip_and_reopen_continues_seq() {
   let wal = Wal::open(dir.path(), options("s1")).unwrap();
   let binary: Vec<u8> = (0..=255u8).rev().collect();
   assert_eq!(wal.append(write("a.md", b"one")).unwrap(), 1);
-  let meta = AppendRequest { op: "note".into(), meta: Some(r#"{"x":[1,2]}"#.into()), data: Some(binary.clone()), path: None };
+  let meta =
+    AppendRequest { op: "note".into(), meta: Some(r#"{"x":[1,2]}"#.into()), data: Some(binary.clone()), path: None };
   assert_eq!(wal.append(meta).unwrap(), 2);
   wal.close().unwrap();
   assert_eq!(wal.append(write("a.md", b"late")).unwrap_err().code(), "E_WAL_CLOSED");
@@ -41,7 +42,9 @@ fn concurrent_appends_from_threads_get_unique_increasing_seqs() {
   let handles: Vec<_> = (0..8)
     .map(|t| {
       let wal = Arc::clone(&wal);
-      std::thread::spawn(move || (0..50).map(|i| wal.append(write(&format!("t{t}"), format!("{i}").as_bytes())).unwrap()).collect::<Vec<_>>())
+      std::thread::spawn(move || {
+        (0..50).map(|i| wal.append(write(&format!("t{t}"), format!("{i}").as_bytes())).unwrap()).collect::<Vec<_>>()
+      })
     })
     .collect();
   let mut all = Vec::new();
@@ -55,7 +58,8 @@ fn concurrent_appends_from_threads_get_unique_increasing_seqs() {
   // Each thread's records come back in its own append order.
   let records = wal.replay(0, None).unwrap();
   for t in 0..8 {
-    let mine: Vec<_> = records.iter().filter(|r| r.path.as_deref() == Some(&format!("t{t}"))).map(|r| r.data.clone().unwrap()).collect();
+    let mine: Vec<_> =
+      records.iter().filter(|r| r.path.as_deref() == Some(&format!("t{t}"))).map(|r| r.data.clone().unwrap()).collect();
     assert_eq!(mine, (0..50).map(|i| format!("{i}").into_bytes()).collect::<Vec<_>>());
   }
 }
@@ -97,7 +101,11 @@ fn torn_tail_at_every_offset_is_truncated_on_open() {
     assert_eq!(v.truncated_tails.len(), usize::from(cut > last_start));
     let wal = Wal::open(dir.path(), options("s1")).unwrap();
     let stats = wal.stats().unwrap();
-    assert_eq!(stats.truncated_tail.as_ref().map(|t| t.offset), (cut > last_start).then_some(last_start as u64), "cut {cut}");
+    assert_eq!(
+      stats.truncated_tail.as_ref().map(|t| t.offset),
+      (cut > last_start).then_some(last_start as u64),
+      "cut {cut}"
+    );
     assert_eq!(wal.replay(0, None).unwrap().len(), 2, "cut {cut}");
     assert_eq!(fs::metadata(&segment).unwrap().len(), last_start as u64);
     assert_eq!(wal.append(write("a", b"again")).unwrap(), 3, "seq continues after max on disk");
@@ -186,7 +194,10 @@ fn second_writer_of_a_session_waits_then_gets_locked() {
 fn bad_input_is_refused_before_a_seq_is_spent() {
   let dir = tempfile::tempdir().unwrap();
   let wal = Wal::open(dir.path(), options("s1")).unwrap();
-  assert_eq!(wal.append(AppendRequest { op: "".into(), ..Default::default() }).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(
+    wal.append(AppendRequest { op: "".into(), ..Default::default() }).unwrap_err().code(),
+    "E_INVALID_ARGUMENT"
+  );
   assert_eq!(wal.append(write("../x", b"")).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
   assert_eq!(wal.append(write("/etc/passwd", b"")).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
   assert_eq!(wal.append(write("a", &vec![0; format::MAX_PAYLOAD_BYTES])).unwrap_err().code(), "E_TOO_LARGE");
@@ -225,7 +236,10 @@ fn consolidation_last_write_wins_logs_conflicts_and_prunes_applied_segments() {
   assert_eq!(result.applied, 4);
   assert_eq!(result.conflicts.len(), 1);
   let conflict = &result.conflicts[0];
-  assert_eq!((conflict.path.as_str(), conflict.winner.session_id.as_str(), conflict.overwritten.session_id.as_str()), ("notes/shared.md", "b", "a"));
+  assert_eq!(
+    (conflict.path.as_str(), conflict.winner.session_id.as_str(), conflict.overwritten.session_id.as_str()),
+    ("notes/shared.md", "b", "a")
+  );
   assert_eq!(conflict.overwritten.hash, hex::encode(Sha256Digest::digest(b"from a (old)")));
   let logged = fs::read_to_string(dir.path().join(consolidate::CONFLICT_LOG)).unwrap();
   assert_eq!(logged.lines().count(), 1);

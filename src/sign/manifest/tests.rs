@@ -27,20 +27,11 @@ fn fixture() -> Fixture {
   let manifest = create_manifest(&root, &ManifestOptions::default(), &mut |_| Ok(())).unwrap();
   let signed = sign_manifest(&manifest.to_value(), &ring).unwrap();
   let keys = TrustedKey::from_ring(&ring).unwrap();
-  Fixture {
-    _tmp: tmp,
-    root,
-    ring,
-    signed,
-    keys,
-  }
+  Fixture { _tmp: tmp, root, ring, signed, keys }
 }
 
 fn kinds(v: &Verification) -> Vec<(String, ProblemKind)> {
-  v.problems
-    .iter()
-    .map(|p| (p.path.clone(), p.kind))
-    .collect()
+  v.problems.iter().map(|p| (p.path.clone(), p.kind)).collect()
 }
 
 #[test]
@@ -49,25 +40,9 @@ fn clean_tree_verifies_and_lists_every_file() {
   let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
   assert!(v.ok, "{:?}", v.problems);
   assert_eq!(v.files, 4);
-  let paths: Vec<&str> = f.signed["files"]
-    .as_array()
-    .unwrap()
-    .iter()
-    .map(|e| e["path"].as_str().unwrap())
-    .collect();
-  assert_eq!(
-    paths,
-    [
-      "NOTES.md",
-      "empty",
-      "learnings/a.json",
-      "learnings/deep/b.bin"
-    ]
-  );
-  assert_eq!(
-    f.signed["files"][1]["sha256"],
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-  );
+  let paths: Vec<&str> = f.signed["files"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+  assert_eq!(paths, ["NOTES.md", "empty", "learnings/a.json", "learnings/deep/b.bin"]);
+  assert_eq!(f.signed["files"][1]["sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   assert_eq!(v.signed_by.as_deref(), Some(f.keys[0].key_id.as_str()));
 }
 
@@ -84,11 +59,7 @@ fn every_byte_flip_of_every_covered_file_is_detected() {
         bytes[i] ^= mask;
         fs::write(&path, &bytes).unwrap();
         let v = verify_manifest(&f.root, &f.signed, &f.keys, Some(1)).unwrap();
-        assert_eq!(
-          kinds(&v),
-          vec![(rel.to_string(), ProblemKind::Modified)],
-          "{rel} byte {i} ^ {mask:#x}"
-        );
+        assert_eq!(kinds(&v), vec![(rel.to_string(), ProblemKind::Modified)], "{rel} byte {i} ^ {mask:#x}");
       }
     }
     // Appending or truncating is a change of size.
@@ -99,11 +70,7 @@ fn every_byte_flip_of_every_covered_file_is_detected() {
     );
     fs::write(&path, &original).unwrap();
   }
-  assert!(
-    verify_manifest(&f.root, &f.signed, &f.keys, None)
-      .unwrap()
-      .ok
-  );
+  assert!(verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap().ok);
 }
 
 #[test]
@@ -127,19 +94,12 @@ fn every_byte_flip_of_the_manifest_file_and_of_the_signature_is_detected() {
         Ok(value) => {
           let v = verify_manifest(&f.root, &value, &f.keys, Some(1)).unwrap();
           assert!(!v.ok, "byte {i} ^ {mask:#x} undetected");
-          assert!(
-            v.problems.iter().any(|p| p.kind == ProblemKind::Signature),
-            "byte {i}: {:?}",
-            v.problems
-          );
+          assert!(v.problems.iter().any(|p| p.kind == ProblemKind::Signature), "byte {i}: {:?}", v.problems);
         }
       }
     }
   }
-  assert!(
-    detected_by_parse > 0 && detected_by_parse < original.len() * 3,
-    "both paths exercised"
-  );
+  assert!(detected_by_parse > 0 && detected_by_parse < original.len() * 3, "both paths exercised");
   // Every bit of the 64 signature bytes, directly on the value.
   let sig_hex = f.signed["signature"]["value"].as_str().unwrap().to_string();
   let sig = hex::decode(&sig_hex).unwrap();
@@ -150,10 +110,7 @@ fn every_byte_flip_of_the_manifest_file_and_of_the_signature_is_detected() {
       let mut forged = f.signed.clone();
       forged["signature"]["value"] = Value::String(hex::encode(&s));
       let v = verify_signature(&forged, &f.keys);
-      assert!(
-        !v.ok && v.problems[0].kind == ProblemKind::Signature,
-        "signature byte {i} bit {bit}"
-      );
+      assert!(!v.ok && v.problems[0].kind == ProblemKind::Signature, "signature byte {i} bit {bit}");
     }
   }
 }
@@ -168,10 +125,7 @@ fn nested_fields_are_covered_by_the_signature() {
     ("/files/0/size", Value::from(1)),
     ("/files/2/path", Value::String("learnings/z.json".into())),
     ("/exclude", serde_json::json!(["*.md"])),
-    (
-      "/createdAt",
-      Value::String("2020-01-01T00:00:00.000Z".into()),
-    ),
+    ("/createdAt", Value::String("2020-01-01T00:00:00.000Z".into())),
   ] {
     let mut forged = f.signed.clone();
     *forged.pointer_mut(pointer).unwrap() = replacement;
@@ -183,17 +137,9 @@ fn nested_fields_are_covered_by_the_signature() {
   assert!(!verify_signature(&forged, &f.keys).ok);
   let mut unsigned = f.signed.clone();
   unsigned.as_object_mut().unwrap().remove("signature");
-  assert_eq!(
-    verify_signature(&unsigned, &f.keys).problems[0].detail,
-    "the manifest is not signed"
-  );
+  assert_eq!(verify_signature(&unsigned, &f.keys).problems[0].detail, "the manifest is not signed");
   // Another ring's key does not verify.
-  let other = KeyRing::with_seed(
-    &f.root.parent().unwrap().join("other"),
-    KeyPolicy::default(),
-    None,
-  )
-  .unwrap();
+  let other = KeyRing::with_seed(&f.root.parent().unwrap().join("other"), KeyPolicy::default(), None).unwrap();
   other.generate().unwrap();
   assert!(!verify_signature(&f.signed, &TrustedKey::from_ring(&other).unwrap()).ok);
   // A revoked key no longer verifies.
@@ -204,30 +150,16 @@ fn nested_fields_are_covered_by_the_signature() {
 #[test]
 fn renames_additions_deletions_are_detected() {
   let f = fixture();
-  fs::rename(
-    f.root.join("learnings/a.json"),
-    f.root.join("learnings/a2.json"),
-  )
-  .unwrap();
+  fs::rename(f.root.join("learnings/a.json"), f.root.join("learnings/a2.json")).unwrap();
   let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
   assert_eq!(
     kinds(&v),
-    [
-      ("learnings/a.json".into(), ProblemKind::Missing),
-      ("learnings/a2.json".into(), ProblemKind::Unexpected)
-    ]
+    [("learnings/a.json".into(), ProblemKind::Missing), ("learnings/a2.json".into(), ProblemKind::Unexpected)]
   );
-  fs::rename(
-    f.root.join("learnings/a2.json"),
-    f.root.join("learnings/a.json"),
-  )
-  .unwrap();
+  fs::rename(f.root.join("learnings/a2.json"), f.root.join("learnings/a.json")).unwrap();
   fs::write(f.root.join("learnings/deep/new"), "x").unwrap();
   let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
-  assert_eq!(
-    kinds(&v),
-    [("learnings/deep/new".into(), ProblemKind::Unexpected)]
-  );
+  assert_eq!(kinds(&v), [("learnings/deep/new".into(), ProblemKind::Unexpected)]);
   fs::remove_file(f.root.join("learnings/deep/new")).unwrap();
   fs::remove_file(f.root.join("empty")).unwrap();
   let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
@@ -235,11 +167,7 @@ fn renames_additions_deletions_are_detected() {
   // An empty directory is not a file: creating one changes nothing.
   fs::write(f.root.join("empty"), b"").unwrap();
   fs::create_dir(f.root.join("newdir")).unwrap();
-  assert!(
-    verify_manifest(&f.root, &f.signed, &f.keys, None)
-      .unwrap()
-      .ok
-  );
+  assert!(verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap().ok);
 }
 
 #[test]
@@ -260,53 +188,29 @@ fn escaping_paths_are_refused_on_creation_and_reported_on_verification() {
   let paths: Vec<&str> = m.files.iter().map(|e| e.path.as_str()).collect();
   assert!(paths.contains(&"notes-link") && !paths.iter().any(|p| p.starts_with("dir-link")));
   // Entries that climb out are refused when signing and reported when verifying.
-  for bad in [
-    "../outside",
-    "/etc/passwd",
-    "a/../../outside",
-    "./NOTES.md",
-    "a//b",
-  ] {
+  for bad in ["../outside", "/etc/passwd", "a/../../outside", "./NOTES.md", "a//b"] {
     let mut value = m.to_value();
     value["files"][0]["path"] = Value::String(bad.into());
     let code = sign_manifest(&value, &f.ring).unwrap_err().code();
-    assert!(
-      code == "E_PATH_OUTSIDE_ROOT" || code == "E_INVALID_ARGUMENT",
-      "{bad}: {code}"
-    );
+    assert!(code == "E_PATH_OUTSIDE_ROOT" || code == "E_INVALID_ARGUMENT", "{bad}: {code}");
     let mut forged = f.signed.clone();
     forged["files"][0]["path"] = Value::String(bad.into());
     let v = verify_manifest(&f.root, &forged, &f.keys, None).unwrap();
-    assert!(
-      v.problems
-        .iter()
-        .any(|p| p.path == bad && p.kind == ProblemKind::Path),
-      "{bad}: {:?}",
-      v.problems
-    );
+    assert!(v.problems.iter().any(|p| p.path == bad && p.kind == ProblemKind::Path), "{bad}: {:?}", v.problems);
   }
   // A listed path that now resolves outside through a symlinked directory.
   fs::remove_file(f.root.join("learnings/a.json")).unwrap();
   symlink(&outside, f.root.join("learnings/a.json")).unwrap();
   let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
-  assert!(
-    v.problems
-      .iter()
-      .any(|p| p.path == "learnings/a.json" && p.kind == ProblemKind::Path),
-    "{:?}",
-    v.problems
-  );
+  assert!(v.problems.iter().any(|p| p.path == "learnings/a.json" && p.kind == ProblemKind::Path), "{:?}", v.problems);
 }
 
 #[test]
 fn patterns_are_kept_and_reapplied() {
   let f = fixture();
   fs::write(f.root.join("scratch.tmp"), "x").unwrap();
-  let options = ManifestOptions {
-    include: vec![],
-    exclude: vec!["*.tmp".into(), "./manifest.json".into()],
-    threads: Some(2),
-  };
+  let options =
+    ManifestOptions { include: vec![], exclude: vec!["*.tmp".into(), "./manifest.json".into()], threads: Some(2) };
   let m = create_manifest(&f.root, &options, &mut |_| Ok(())).unwrap();
   assert!(m.files.iter().all(|e| !e.path.ends_with(".tmp")));
   let signed = sign_manifest(&m.to_value(), &f.ring).unwrap();
@@ -331,10 +235,9 @@ fn progress_is_reported_and_a_failing_callback_stops_hashing() {
   .unwrap();
   assert_eq!((last.files_done, last.files_total), (4, 4));
   assert_eq!(last.bytes_done, last.bytes_total);
-  let err = create_manifest(&f.root, &ManifestOptions::default(), &mut |_| {
-    Err(LoaError::InvalidArgument("stop".into()))
-  })
-  .unwrap_err();
+  let err =
+    create_manifest(&f.root, &ManifestOptions::default(), &mut |_| Err(LoaError::InvalidArgument("stop".into())))
+      .unwrap_err();
   assert_eq!(err.to_string(), "invalid argument: stop");
 }
 
@@ -344,23 +247,10 @@ fn env_key_alone_signs_and_verifies() {
   // verification succeeds.
   let f = fixture();
   let seed = crate::sign::keys::parse_seed(&"42".repeat(32), "test").unwrap();
-  let ring = KeyRing::with_seed(
-    &f.root.parent().unwrap().join("no-such-dir"),
-    KeyPolicy::default(),
-    Some(seed),
-  )
-  .unwrap();
+  let ring =
+    KeyRing::with_seed(&f.root.parent().unwrap().join("no-such-dir"), KeyPolicy::default(), Some(seed)).unwrap();
   let m = create_manifest(&f.root, &ManifestOptions::default(), &mut |_| Ok(())).unwrap();
   let signed = sign_manifest(&m.to_value(), &ring).unwrap();
-  assert!(
-    verify_manifest(
-      &f.root,
-      &signed,
-      &TrustedKey::from_ring(&ring).unwrap(),
-      None
-    )
-    .unwrap()
-    .ok
-  );
+  assert!(verify_manifest(&f.root, &signed, &TrustedKey::from_ring(&ring).unwrap(), None).unwrap().ok);
   assert!(!f.root.parent().unwrap().join("no-such-dir").exists());
 }
