@@ -23,11 +23,14 @@ test('a failed write leaves the old content and no debris', async (t) => {
   const dir = tempDir(t)
   const file = join(dir, 'keep.txt')
   writeFileSync(file, 'precious')
-  // A directory where the file should go makes rename fail after the temp file was written.
+  // A directory where the file should go is refused before anything is written.
   const blocked = join(dir, 'blocked')
   const { mkdirSync } = await import('node:fs')
   mkdirSync(join(blocked, 'child'), { recursive: true })
-  await assert.rejects(writeFileAtomic(blocked, 'x'), (err) => isLoaError(err) && err.code === 'E_IO')
+  await assert.rejects(
+    writeFileAtomic(blocked, 'x'),
+    (err) => isLoaError(err) && err.code === 'E_NOT_REGULAR_FILE' && err.kind === 'directory',
+  )
   assert.equal(readFileSync(file, 'utf8'), 'precious')
   assert.deepEqual(readdirSync(dir).sort(), ['blocked', 'keep.txt'])
   assert.throws(() => writeFileAtomicSync(file, 'x', { mode: 'rw' }), (err) => err.code === 'E_INVALID_ARGUMENT')

@@ -29,6 +29,7 @@ pub const ERROR_CODES: &[&str] = &[
   "E_KEY_EXISTS",
   "E_KEY_INVALID",
   "E_AUDIT_CORRUPT",
+  "E_NOT_REGULAR_FILE",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +100,11 @@ pub enum LoaError {
   /// An audit segment is damaged where an append must continue the chain (not a torn tail).
   #[error("audit log corrupt in {segment} at line {line}: {reason}")]
   AuditCorrupt { segment: String, line: u64, reason: String },
+
+  /// Where the library keeps a regular file of its own there is a symlink, FIFO, device, socket
+  /// or directory. It is never opened, read, truncated or written through.
+  #[error("{path} is a {kind}, not a regular file; refusing to use it as a state file")]
+  NotRegularFile { path: String, kind: &'static str },
 }
 
 impl LoaError {
@@ -120,6 +126,7 @@ impl LoaError {
       LoaError::KeyExists(_) => "E_KEY_EXISTS",
       LoaError::KeyInvalid(_) => "E_KEY_INVALID",
       LoaError::AuditCorrupt { .. } => "E_AUDIT_CORRUPT",
+      LoaError::NotRegularFile { .. } => "E_NOT_REGULAR_FILE",
     }
   }
 
@@ -152,12 +159,18 @@ impl LoaError {
       LoaError::AuditCorrupt { segment, line, reason } => {
         LoaError::AuditCorrupt { segment: segment.clone(), line: *line, reason: reason.clone() }
       }
+      LoaError::NotRegularFile { path, kind } => LoaError::NotRegularFile { path: path.clone(), kind },
     }
   }
 
   /// Wraps an I/O error with what we were doing and to which path.
   pub fn io(context: impl Into<String>, path: &Path, source: io::Error) -> Self {
     LoaError::Io { context: format!("{} {}", context.into(), path.display()), source }
+  }
+
+  /// True for an `E_IO` error whose cause is a missing file or directory.
+  pub fn is_not_found(&self) -> bool {
+    matches!(self, LoaError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
   }
 
   /// The OS error name (`ENOSPC`, `EFBIG`, ...) of an `E_IO` error, when there is one.
@@ -212,6 +225,7 @@ mod tests {
       LoaError::KeyExists("x".into()),
       LoaError::KeyInvalid("x".into()),
       LoaError::AuditCorrupt { segment: "s".into(), line: 1, reason: "r".into() },
+      LoaError::NotRegularFile { path: "p".into(), kind: "fifo" },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

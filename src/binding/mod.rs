@@ -83,6 +83,10 @@ pub(crate) fn build_js_error<'env>(env: &'env Env, err: &LoaError) -> napi::Resu
       object.set_named_property("segment", segment.as_str())?;
       object.set_named_property("line", *line as f64)?;
     }
+    LoaError::NotRegularFile { path, kind } => {
+      object.set_named_property("path", path.as_str())?;
+      object.set_named_property("kind", *kind)?;
+    }
     _ => {}
   }
   Ok(object)
@@ -130,6 +134,10 @@ pub enum LoaErrorCode {
   /// An audit segment is damaged where an append must continue the chain; `segment` and `line`
   /// say where.
   E_AUDIT_CORRUPT,
+  /// A symlink, FIFO, device, socket or directory sits where the library keeps a regular file
+  /// of its own (`path` names it, `kind` says what it is). It is never opened, read, truncated or
+  /// written through.
+  E_NOT_REGULAR_FILE,
 }
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).
