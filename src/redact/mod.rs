@@ -13,12 +13,16 @@
 //! spans are merged into one before anything is replaced, and byte offsets are mapped to UTF-16
 //! in one forward pass.
 
+mod ctx;
 mod engine;
 mod pii;
+mod placeholder;
 mod rules;
 mod secrets;
 mod text;
 
+#[cfg(any(test, feature = "redact-testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -28,7 +32,8 @@ use std::sync::OnceLock;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use engine::{engine, Ctx, Hit};
+use ctx::{Ctx, Hit, Needle, Next};
+use engine::engine;
 
 /// Options of [`redact`].
 #[derive(Debug, Clone, Default)]
@@ -288,8 +293,9 @@ struct Piece {
 /// Detects, merges and fingerprints the spans of `text` (one thread).
 fn analyse(text: &str, shared: &Shared) -> Piece {
   let bytes = text.as_bytes();
-  let mut ctx = Ctx::new(bytes);
-  engine().detect(&mut ctx);
+  let engine = engine();
+  let mut ctx = Ctx::new(bytes, engine.rule_count());
+  engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
   if !shared.allow.is_empty() {
     hits.retain(|h| !shared.allow.contains(&bytes[h.start..h.end]));
@@ -404,28 +410,27 @@ pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) 
 /// Piece boundaries (`0 = c0 < c1 < ... = len`) near `len * k / parts`, each just after a
 /// newline, not after a line ending in `\\`, and not inside a private key block.
 fn split_points(t: &[u8], parts: usize) -> Vec<usize> {
+  let zones = no_cut_zones(t);
   let mut cuts = vec![0];
   for k in 1..parts {
-    let target = (t.len() * k / parts).max(*cuts.last().unwrap());
+    let target = (t.len() * k / parts).max(*cuts.last().unwrap_or(&0));
     let Some(mut cut) = next_line_start(t, target) else { break };
-    for _ in 0..64 {
+    // Each turn moves the cut to a later line start, or stops.
+    loop {
       let line_end = cut - 1; // the newline
       let continued = line_end > 0
         && (t[line_end - 1] == b'\\' || (t[line_end - 1] == b'\r' && line_end > 1 && t[line_end - 2] == b'\\'));
-      let inside = inside_block(t, cut);
-      match inside {
-        Some(end) => match next_line_start(t, end) {
-          Some(c) => cut = c,
-          None => return finish(cuts, t.len()),
-        },
-        None if continued => match next_line_start(t, cut) {
-          Some(c) => cut = c,
-          None => return finish(cuts, t.len()),
-        },
+      let from = match zone_around(&zones, cut) {
+        Some(end) => end,
+        None if continued => cut,
         None => break,
+      };
+      match next_line_start(t, from) {
+        Some(c) => cut = c,
+        None => return finish(cuts, t.len()),
       }
     }
-    if cut > *cuts.last().unwrap() && cut < t.len() {
+    if cut > *cuts.last().unwrap_or(&0) && cut < t.len() {
       cuts.push(cut);
     }
   }
@@ -442,23 +447,34 @@ fn next_line_start(t: &[u8], i: usize) -> Option<usize> {
   memchr::memchr(b'\n', &t[i.min(t.len())..]).map(|x| i + x + 1).filter(|&c| c < t.len())
 }
 
-/// If `cut` falls inside a `-----BEGIN ... -----END` block or a PuTTY key file, the position
-/// of its end marker (the end of the text when it has none).
-fn inside_block(t: &[u8], cut: usize) -> Option<usize> {
-  let floor = cut.saturating_sub(1 << 20);
-  let window = &t[floor..cut];
-  let begin = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"]
+/// Where no cut may fall: from each `-----BEGIN` (any case) or `PuTTY-User-Key-File` to the
+/// first end marker after it (`-----END`, `-----end`, `Private-MAC:`), or to the end of the text.
+/// Sorted and disjoint; found in one pass per marker (the end markers from forward memos).
+fn no_cut_zones(t: &[u8]) -> Vec<(usize, usize)> {
+  let mut begins: Vec<usize> = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"]
     .iter()
-    .filter_map(|m| memchr::memmem::rfind(window, m))
-    .max()?;
-  let begin = floor + begin;
-  let tail = &t[begin..];
-  let end = [&b"-----END"[..], b"-----end", b"Private-MAC:"].iter().filter_map(|m| memchr::memmem::find(tail, m)).min();
-  match end {
-    Some(e) if begin + e < cut => None,
-    Some(e) => Some(begin + e),
-    None => Some(t.len()),
+    .flat_map(|m| memchr::memmem::find_iter(t, m))
+    .collect();
+  begins.sort_unstable();
+  let mut ends =
+    [Next::new(Needle::Str(b"-----END")), Next::new(Needle::Str(b"-----end")), Next::new(Needle::Str(b"Private-MAC:"))];
+  let mut zones: Vec<(usize, usize)> = Vec::new();
+  for b in begins {
+    // A BEGIN inside the zone before ends where that zone ends (at the first end marker after
+    // both).
+    if zones.last().is_some_and(|&(_, e)| b < e) {
+      continue;
+    }
+    let e = ends.iter_mut().filter_map(|n| n.find(t, b)).min().unwrap_or(t.len());
+    zones.push((b, e));
   }
+  zones
+}
+
+/// If `cut` falls inside a zone of [`no_cut_zones`], where that zone ends.
+fn zone_around(zones: &[(usize, usize)], cut: usize) -> Option<usize> {
+  let i = zones.partition_point(|&(b, _)| b < cut);
+  (i > 0 && cut <= zones[i - 1].1).then(|| zones[i - 1].1)
 }
 
 /// Sorts and merges overlapping hits into disjoint spans; each merged span takes the kind and
