@@ -54,7 +54,9 @@ pub struct Ctx<'a> {
   pub curl_until: usize,
   /// Per provider rule: the end of its last match, accepted or not. Matches of one rule do not
   /// overlap (as with a regex's find-all), so a run of keywords costs one match, not one each.
-  pub rule_until: Vec<usize>,
+  /// Allocated when a rule first runs (most short texts run none).
+  rule_until: Vec<usize>,
+  rules: usize,
   /// `-----END` / `-----end`, `Private-Lines:`, `Private-MAC:`, and line ends.
   pub pem_end_upper: Next,
   pub pem_end_lower: Next,
@@ -89,7 +91,8 @@ impl<'a> Ctx<'a> {
       pem_until: 0,
       putty_until: 0,
       curl_until: 0,
-      rule_until: vec![0; rules],
+      rule_until: Vec::new(),
+      rules,
       pem_end_upper: Next::new(Needle::Str(b"-----END")),
       pem_end_lower: Next::new(Needle::Str(b"-----end")),
       putty_lines: Next::new(Needle::Str(b"Private-Lines:")),
@@ -106,6 +109,19 @@ impl<'a> Ctx<'a> {
       url_for_tokens: UrlScan::default(),
       url_for_emails: UrlScan::default(),
     }
+  }
+
+  /// Where the last match of rule `ri` ended (0: none yet).
+  #[inline]
+  pub fn rule_until(&self, ri: usize) -> usize {
+    self.rule_until.get(ri).copied().unwrap_or(0)
+  }
+
+  pub fn set_rule_until(&mut self, ri: usize, end: usize) {
+    if self.rule_until.is_empty() {
+      self.rule_until = vec![0; self.rules];
+    }
+    self.rule_until[ri] = self.rule_until[ri].max(end);
   }
 
   pub fn push(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
@@ -243,11 +259,15 @@ impl LastByte {
   }
 }
 
-/// "Is `pos` inside a URL?": does the chunk of text around `pos` (back to whitespace, a quote,
-/// a bracket, or [`URL_CHUNK_MAX`] bytes) hold a `://` before `pos`? For positions that move
-/// forward it remembers the last break and the last `://` seen, so each byte is looked at once.
+/// "Is `pos` inside a URL?": does the chunk of text before `pos` (back to whitespace, a quote, a
+/// bracket, or [`URL_CHUNK_MAX`] bytes) hold a `://`? The answer is read backwards from `pos` to
+/// the nearest break (a few bytes in prose); for positions that move forward it stops where the
+/// last question's look ended and takes the rest from what it remembers, so a text without breaks
+/// is not read again for every question.
 #[derive(Debug, Default)]
 pub struct UrlScan {
+  /// Bytes before `upto` have been looked at; the last break among them, and the last `://`
+  /// wholly before `upto` that starts after that break.
   upto: usize,
   last_break: Option<usize>,
   last_scheme: Option<usize>,
@@ -260,18 +280,31 @@ impl UrlScan {
       return url_chunk_has_scheme(t, pos); // out of order: the bounded look-back
     }
     let floor = pos.saturating_sub(URL_CHUNK_MAX);
-    let from = self.upto.max(floor.saturating_sub(2));
+    let stop = self.upto.max(floor);
+    // The nearest break before `pos`, looking no further back than `stop`.
+    let back = t[stop..pos].iter().rev().position(|&b| is_url_break(b));
+    work::add(back.map_or(pos - stop, |x| x + 1));
+    let (start, remembered) = match back {
+      Some(x) => {
+        let b = pos - x - 1;
+        self.last_break = Some(b);
+        (b + 1, None)
+      }
+      None if floor >= self.upto => {
+        self.last_break = None; // any break lies before the look-back limit
+        (floor, None)
+      }
+      // No break since the last question: its chunk goes on.
+      None => (self.last_break.map_or(0, |b| b + 1).max(floor), self.last_scheme),
+    };
+    // The last `://` wholly inside `start..pos`: in the part not looked at yet (an occurrence may
+    // begin up to two bytes before `upto`), else the one remembered.
+    let from = start.max(self.upto.saturating_sub(2));
     work::add(pos - from);
-    for i in from..pos {
-      if is_url_break(t[i]) {
-        self.last_break = Some(i);
-      }
-      if i >= 2 && &t[i - 2..=i] == b"://" {
-        self.last_scheme = Some(i - 2);
-      }
-    }
+    let fresh = memchr::memmem::rfind(&t[from..pos], b"://").map(|x| from + x);
+    let scheme = fresh.or(remembered).filter(|&q| q >= start);
     self.upto = pos;
-    let start = self.last_break.map_or(0, |b| b + 1).max(floor);
-    self.last_scheme.is_some_and(|q| q >= start)
+    self.last_scheme = scheme;
+    scheme.is_some()
   }
 }

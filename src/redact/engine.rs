@@ -434,7 +434,7 @@ impl Engine {
     let t = ctx.t;
     let cr = &self.rules[ri];
     let r = &cr.rule;
-    if ks < ctx.rule_until[ri] || (r.exact && &t[ks..ke] != r.keywords[kw].as_bytes()) {
+    if ks < ctx.rule_until(ri) || (r.exact && &t[ks..ke] != r.keywords[kw].as_bytes()) {
       return;
     }
     if r.tail > 0 && skip(t, ke, r.tail, |b| TOKEN_CHAR[b as usize]) - ke < r.tail {
@@ -449,7 +449,7 @@ impl Engine {
         }
       }
     }
-    let ws = ks.saturating_sub(r.back).max(ctx.rule_until[ri]);
+    let ws = ks.saturating_sub(r.back).max(ctx.rule_until(ri));
     let we = (ks + compiled.max_len + 1).min(t.len());
     let re = &compiled.regex;
     let mut pos = ws;
@@ -475,7 +475,7 @@ impl Engine {
         }
         work::add(me - ms);
       }
-      ctx.rule_until[ri] = ctx.rule_until[ri].max(me);
+      ctx.set_rule_until(ri, me);
       if me >= ke && self.accept(ctx, r, ms, me) {
         ctx.push(ms + r.skip.min(me - ms), me, r.kind, "pattern", if r.blocks { P_PRIVATE_KEY } else { P_TOKEN });
         if r.blocks {

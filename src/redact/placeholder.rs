@@ -13,10 +13,10 @@
 //! eight, AWS's `EXAMPLE` ending.
 
 use super::rules::{PROVIDER_WORDS, TOKEN_PREFIXES};
-use super::text::{trim_quotes, work, Lexicon};
+use super::text::{trim_quotes, work};
 
 /// Words that say a value is a stand-in.
-static MARKERS: Lexicon = Lexicon::new(&[
+const MARKERS: &[&str] = &[
   "your",
   "yours",
   "here",
@@ -39,10 +39,10 @@ static MARKERS: Lexicon = Lexicon::new(&[
   "todo",
   "tbd",
   "fixme",
-]);
+];
 
 /// Words that make up placeholders without saying so themselves (`your_api_key_here`).
-static GENERIC: Lexicon = Lexicon::new(&[
+const GENERIC: &[&str] = &[
   "a",
   "an",
   "the",
@@ -133,10 +133,42 @@ static GENERIC: Lexicon = Lexicon::new(&[
   "qux",
   "abc",
   "xyz",
-]);
+];
 
 /// Longest word of the two lists above and of the provider names.
 const LONGEST_WORD: usize = 16;
+
+/// Every word of [`MARKERS`], [`GENERIC`] and the provider names, looked up once per candidate
+/// (`true` for a marker), and a bit per word's first two letters: most letter pairs of a random
+/// token start no word, so the lookups of all lengths from there are skipped.
+struct Vocabulary {
+  words: rustc_hash::FxHashMap<&'static [u8], bool>,
+  pairs: Box<[u64; 1024]>,
+}
+
+fn vocabulary() -> &'static Vocabulary {
+  static VOCABULARY: std::sync::OnceLock<Vocabulary> = std::sync::OnceLock::new();
+  VOCABULARY.get_or_init(|| {
+    let mut words = rustc_hash::FxHashMap::default();
+    let mut pairs = Box::new([0u64; 1024]);
+    for (list, marker) in [(PROVIDER_WORDS.words(), false), (GENERIC, false), (MARKERS, true)] {
+      for w in list {
+        let w = w.as_bytes();
+        words.insert(w, marker);
+        if w.len() >= 2 {
+          let i = pair(w[0], w[1]);
+          pairs[i >> 6] |= 1 << (i & 63);
+        }
+      }
+    }
+    Vocabulary { words, pairs }
+  })
+}
+
+/// Index of two lowercase letters in a 32 x 32 table.
+fn pair(a: u8, b: u8) -> usize {
+  (((a & 31) as usize) << 5) | (b & 31) as usize
+}
 
 /// Values that stand for a secret rather than being one: variable references (`$TOKEN`,
 /// `${{ secrets.X }}`, `%PASS%`, `{{ .Values.x }}`), bracketed hints (`<token>`, `[PASSWORD]`),
@@ -220,7 +252,12 @@ fn longest_ascending_run(v: &[u8]) -> usize {
 
 /// `v` without the longest known token prefix it starts with (`ghp_`, `sk-ant-`, ...).
 fn strip_token_prefix(v: &[u8]) -> &[u8] {
-  let longest = TOKEN_PREFIXES.iter().filter(|p| v.starts_with(p.as_bytes())).map(|p| p.len()).max().unwrap_or(0);
+  let longest = TOKEN_PREFIXES
+    .iter()
+    .filter(|p| p.as_bytes()[0] == v[0] && v.starts_with(p.as_bytes()))
+    .map(|p| p.len())
+    .max()
+    .unwrap_or(0);
   &v[longest..]
 }
 
@@ -265,6 +302,7 @@ fn made_of_placeholder_pieces(v: &[u8]) -> bool {
 /// Splits a run of letters into placeholder words, masks (`xxxx`) and counting runs (`abcd`):
 /// `Some(marked)` when it splits, `None` when some part of it is no such thing.
 fn letters_piece(piece: &[u8]) -> Option<bool> {
+  let vocab = vocabulary();
   let lower: Vec<u8> = piece.to_ascii_lowercase();
   let n = lower.len();
   // reach[i]: the first i letters split; Some(true) when a marker is among the parts.
@@ -281,12 +319,15 @@ fn letters_piece(piece: &[u8]) -> Option<bool> {
       *r = Some(r.unwrap_or(false) | marked | m);
       furthest = furthest.max(to);
     };
-    for len in 1..=LONGEST_WORD.min(n - i) {
-      let w = &lower[i..i + len];
-      if MARKERS.contains(w) {
-        mark(i + len, true);
-      } else if GENERIC.contains(w) || PROVIDER_WORDS.contains(w) {
-        mark(i + len, false);
+    let starts_a_word = |a: u8, b: u8| vocab.pairs[pair(a, b) >> 6] & (1 << (pair(a, b) & 63)) != 0;
+    let longest = if n - i >= 2 && !starts_a_word(lower[i], lower[i + 1]) {
+      1 // no longer word starts with these two letters
+    } else {
+      LONGEST_WORD.min(n - i)
+    };
+    for len in 1..=longest {
+      if let Some(&marker) = vocab.words.get(&lower[i..i + len]) {
+        mark(i + len, marker);
       }
     }
     // A mask (`xxx`) or a counting run (`abcd`) from here.

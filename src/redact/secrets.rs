@@ -982,6 +982,11 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !(if hex { len >= 20 } else { mixed || len >= 20 }) {
     return;
   }
+  // Hex never has the strong shape: only a secret-naming identifier before it can make it one.
+  // Most hex runs are commit hashes and request ids without one, so that is asked first.
+  if hex && !matches!(context_before(t, a), Context::Secret) {
+    return;
+  }
   let h = entropy(v);
   let strong_shape = !hex && mixed && h >= strong_threshold(len);
   if !strong_shape && h < if hex { 3.0 } else { 3.5 } {

@@ -95,6 +95,10 @@ impl Lexicon {
   pub fn contains(&self, word: &[u8]) -> bool {
     self.set.get_or_init(|| self.words.iter().map(|w| w.as_bytes()).collect()).contains(word)
   }
+
+  pub fn words(&self) -> &'static [&'static str] {
+    self.words
+  }
 }
 
 /// `[A-Za-z0-9_]`
