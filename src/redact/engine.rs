@@ -603,6 +603,18 @@ mod sse2 {
 /// The assignment detector then parses it properly.
 #[inline(always)]
 fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
+  // Most words are followed by punctuation that starts no operator, or by a blank and another
+  // word: decided from one or two bytes.
+  match at(t, e) {
+    None => return false,
+    Some(b' ' | b'\t') => {
+      if at(t, e + 1).is_some_and(|c| c.is_ascii_alphanumeric() && c != b'i' && c != b'w') && t[s] != b'-' {
+        return false;
+      }
+    }
+    Some(c) if !matches!(c, b'"' | b'\'' | b'`' | b'\\' | b'=' | b'>' | b',' | b'?' | b'|' | b':') => return false,
+    Some(_) => {}
+  }
   let mut p = e;
   if at(t, p).is_some_and(is_quote) {
     p += 1;

@@ -77,6 +77,49 @@ pub struct Redaction {
   pub blocked: bool,
 }
 
+/// A finding as [`redact_into`] returns it: the facts of a [`Finding`] without an allocation
+/// (the binding builds its JavaScript objects from these directly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFinding {
+  /// One of [`KINDS`].
+  pub kind: &'static str,
+  /// One of [`METHODS`].
+  pub method: &'static str,
+  /// UTF-16 code unit offsets into the input.
+  pub start: usize,
+  pub end: usize,
+  /// [`Finding::fingerprint`], as ASCII hex digits.
+  pub fingerprint: [u8; FINGERPRINT_HEX],
+}
+
+impl RawFinding {
+  pub fn fingerprint(&self) -> &str {
+    std::str::from_utf8(&self.fingerprint).unwrap_or_default()
+  }
+}
+
+impl From<RawFinding> for Finding {
+  fn from(f: RawFinding) -> Self {
+    Finding {
+      kind: f.kind.to_string(),
+      start: f.start,
+      end: f.end,
+      method: f.method.to_string(),
+      fingerprint: f.fingerprint().to_string(),
+    }
+  }
+}
+
+/// The result of [`redact_into`]; the redacted text is in the caller's buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawRedaction {
+  pub findings: Vec<RawFinding>,
+  pub blocked: bool,
+}
+
+/// Every method a finding can have.
+pub const METHODS: &[&str] = &["pattern", "checksum", "keyword", "entropy"];
+
 /// Every kind a finding can have.
 pub const KINDS: &[&str] = &[
   "email",
@@ -192,7 +235,7 @@ pub const KINDS: &[&str] = &[
 
 /// Hex characters of a fingerprint (64 bits): enough to tell "the same value again" apart,
 /// short enough not to be a useful offline-guessing oracle for long secrets.
-const FINGERPRINT_HEX: usize = 16;
+pub const FINGERPRINT_HEX: usize = 16;
 /// Hex characters of a pseudonym (`[EMAIL_3f2a9c1d]`).
 const PSEUDONYM_HEX: usize = 8;
 
@@ -210,22 +253,32 @@ const PARALLEL_PIECE: usize = 256 * 1024;
 /// detector looks at one line at a time apart from multi-line constructs, which no cut falls
 /// inside, so the pieces find exactly what one pass over the whole text would.
 pub fn redact(text: &str, options: &RedactOptions) -> Redaction {
+  let mut out = Vec::new();
+  let r = redact_into(text, options, &mut out);
+  Redaction { text: into_text(out), findings: r.findings.into_iter().map(Finding::from).collect(), blocked: r.blocked }
+}
+
+/// [`redact`] that writes the redacted text (UTF-8) into `out`, replacing what it held, and
+/// returns findings that need no allocation each: for callers that redact many texts and reuse
+/// one buffer (the Node binding).
+pub fn redact_into(text: &str, options: &RedactOptions, out: &mut Vec<u8>) -> RawRedaction {
   let bytes = text.as_bytes();
   let cuts =
     if bytes.len() >= PARALLEL_MIN { split_points(bytes, parallelism(bytes.len())) } else { vec![0, bytes.len()] };
-  redact_pieces(text, options, &cuts)
+  redact_pieces(text, options, &cuts, out)
 }
 
-/// [`redact`] over the pieces between `cuts` (`0 = c0 < c1 < ... = len`, at line starts
+/// [`redact_into`] over the pieces between `cuts` (`0 = c0 < c1 < ... = len`, at line starts
 /// outside multi-line constructs), one thread per piece.
-fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redaction {
+fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize], out: &mut Vec<u8>) -> RawRedaction {
+  out.clear();
   let shared = Shared::new(options);
   if cuts.len() <= 2 {
     let piece = analyse(text, &shared);
-    let mut out = Vec::with_capacity(piece.out_len);
+    out.reserve(piece.out_len);
     write_piece(text, &piece, options, &mut |b| out.extend_from_slice(b));
     assert_eq!(out.len(), piece.out_len, "redacted piece length");
-    return Redaction { text: into_text(out), findings: piece.findings, blocked: piece.blocked };
+    return RawRedaction { findings: piece.findings, blocked: piece.blocked };
   }
   let texts: Vec<&str> = cuts.windows(2).map(|w| &text[w[0]..w[1]]).collect();
   let shared = &shared;
@@ -238,10 +291,11 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
     pieces
   });
   // Each piece writes its own region of the output, in parallel. (A large zeroed allocation
-  // usually comes as fresh pages, already zero, so `vec![0; n]` rarely costs a pass over it.)
-  let mut out = vec![0u8; pieces.iter().map(|p| p.out_len).sum()];
+  // usually comes as fresh pages, already zero, so `resize` on an empty buffer rarely costs a
+  // pass over it.)
+  out.resize(pieces.iter().map(|p| p.out_len).sum(), 0);
   std::thread::scope(|scope| {
-    let mut rest: &mut [u8] = &mut out;
+    let mut rest: &mut [u8] = out;
     let mut regions = Vec::with_capacity(pieces.len());
     for p in &pieces {
       let (region, tail) = std::mem::take(&mut rest).split_at_mut(p.out_len);
@@ -262,11 +316,19 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
   let mut findings = Vec::with_capacity(pieces.iter().map(|p| p.findings.len()).sum());
   let (mut base, mut blocked) = (0, false);
   for p in pieces {
-    findings.extend(p.findings.into_iter().map(|f| Finding { start: f.start + base, end: f.end + base, ..f }));
+    findings.extend(p.findings.into_iter().map(|f| RawFinding { start: f.start + base, end: f.end + base, ..f }));
     base += p.utf16_len;
     blocked |= p.blocked;
   }
-  Redaction { text: into_text(out), findings, blocked }
+  RawRedaction { findings, blocked }
+}
+
+/// [`redact`] with the given cuts (tests: the parallel path against one pass).
+#[cfg(any(test, feature = "redact-testing"))]
+fn redact_with_cuts(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redaction {
+  let mut out = Vec::new();
+  let r = redact_pieces(text, options, cuts, &mut out);
+  Redaction { text: into_text(out), findings: r.findings.into_iter().map(Finding::from).collect(), blocked: r.blocked }
 }
 
 /// What every piece of one call shares: the allowlist and the keyed hash.
@@ -310,7 +372,7 @@ fn keyed_mac(key: Option<&[u8]>) -> HmacSha256 {
 /// (UTF-16 offsets into the piece), and the sizes needed to place it in the output.
 struct Piece {
   spans: Vec<Hit>,
-  findings: Vec<Finding>,
+  findings: Vec<RawFinding>,
   blocked: bool,
   utf16_len: usize,
   out_len: usize,
@@ -342,19 +404,19 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
     m.update(&bytes[h.start..h.end]);
     let fingerprint = to_hex(&m.finalize().into_bytes()[..FINGERPRINT_HEX / 2]);
     out_len = out_len - (h.end - h.start) + placeholder_len(h.kind, shared.pseudonymize);
-    findings.push(Finding { kind: h.kind.to_string(), start, end, method: h.method.to_string(), fingerprint });
+    findings.push(RawFinding { kind: h.kind, start, end, method: h.method, fingerprint });
   }
   let utf16_len = utf16_at(bytes.len());
   Piece { spans, findings, blocked, utf16_len, out_len }
 }
 
-/// Lowercase hex (`hex::encode` goes through a char iterator, a measurable share per finding).
-fn to_hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `FINGERPRINT_HEX / 2` bytes.
+fn to_hex(bytes: &[u8]) -> [u8; FINGERPRINT_HEX] {
   const DIGITS: &[u8; 16] = b"0123456789abcdef";
-  let mut out = String::with_capacity(bytes.len() * 2);
-  for &b in bytes {
-    out.push(DIGITS[(b >> 4) as usize] as char);
-    out.push(DIGITS[(b & 15) as usize] as char);
+  let mut out = [0u8; FINGERPRINT_HEX];
+  for (i, &b) in bytes.iter().take(FINGERPRINT_HEX / 2).enumerate() {
+    out[2 * i] = DIGITS[(b >> 4) as usize];
+    out[2 * i + 1] = DIGITS[(b & 15) as usize];
   }
   out
 }
@@ -388,7 +450,7 @@ fn write_piece(text: &str, piece: &Piece, options: &RedactOptions, put: &mut imp
     if options.pseudonymize {
       put_upper(put, h.kind);
       put(b"_");
-      put(&f.fingerprint.as_bytes()[..PSEUDONYM_HEX]);
+      put(&f.fingerprint[..PSEUDONYM_HEX]);
     } else {
       put(b"REDACTED:");
       put_upper(put, h.kind);

@@ -10,7 +10,9 @@
 use std::net::Ipv6Addr;
 
 use super::ctx::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_PHONE, P_SSN};
-use super::text::{at, before, digit_at, keyword_before, skip, skip_back, word_at, word_before, work, WordSet};
+use super::text::{
+  at, before, digit_at, is_word, keyword_before, skip, skip_back, word_at, word_before, work, WordSet,
+};
 
 // ---------------------------------------------------------------------------------------------
 // E-mail
@@ -90,8 +92,28 @@ static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "relea
 
 /// The number starting at digit `p` (digits `p..q`): tries the shapes and returns where
 /// number scanning continues. Called by the engine's single pass over the text for every digit
-/// run it meets (`engine::scan_runs`).
+/// run it meets (`engine::scan_runs`). The two commonest cases, digits inside a word (hex ids,
+/// hashes) and a short number standing alone, are decided here inline.
+#[inline]
 pub fn number_run(ctx: &mut Ctx, p: usize, q: usize) -> usize {
+  let t = ctx.t;
+  let prev = before(t, p);
+  let attached = prev.is_some_and(is_word);
+  let quick = if attached {
+    // Only an IBAN starts with letters: two capitals right before its check digits.
+    !(p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !word_before(t, p - 2))
+  } else {
+    // What `number_at` leaves at once: a short isolated number.
+    q - p < 9 && !matches!(prev, Some(b'+' | b'(')) && !number_continues(t, q)
+  };
+  if quick {
+    return skip_run(t, q);
+  }
+  number_run_slow(ctx, p, q)
+}
+
+#[inline(never)]
+fn number_run_slow(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   let t = ctx.t;
   let mut end = None;
   if word_before(t, p) {
@@ -109,6 +131,12 @@ pub fn number_run(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   // Nothing matched: skip the rest of this run of like-separated digit groups, so that no
   // shape is found in the middle of a longer number (`0044 0532 0130 01`).
   end.unwrap_or_else(|| skip_run(t, q))
+}
+
+/// Does a separator and another group follow the digits ending at `q`?
+#[inline]
+fn number_continues(t: &[u8], q: usize) -> bool {
+  matches!(at(t, q), Some(b' ' | b'-' | b'.' | b')')) && matches!(at(t, q + 1), Some(b'0'..=b'9' | b'('))
 }
 
 /// End of an IBAN-shaped run (`NL91 ABNA 0417 1643 01`) starting at `p`.
@@ -154,7 +182,7 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   if prev == Some(b'+') && !word_before(t, p - 1) {
     return phone_intl(ctx, p - 1);
   }
-  let continues = matches!(next, Some(b' ' | b'-' | b'.' | b')')) && matches!(at(t, q + 1), Some(b'0'..=b'9' | b'('));
+  let continues = number_continues(t, q);
   if g1 < 9 && !continues && prev != Some(b'(') {
     return None; // a short isolated number: the common case
   }
@@ -173,6 +201,17 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     && digits_at(t, q + 5) == 4
   {
     return Some(q + 9);
+  }
+  if !continues && g1 >= 9 {
+    // Nine or more digits standing alone: a card (13-19), an SSN (9) or a phone number the line
+    // names; the grouped shapes need a separator.
+    if g1 >= 13 {
+      return card_at(ctx, p, q);
+    }
+    if let Some(e) = ssn_at(ctx, p, q) {
+      return Some(e);
+    }
+    return phone_bare(ctx, p, q).then_some(q);
   }
   if g1 <= 3 && next == Some(b'.') {
     if let Some(e) = ipv4_at(ctx, p) {
@@ -200,6 +239,11 @@ fn continues_as_number(t: &[u8], e: usize) -> bool {
   word_at(t, e) || (matches!(at(t, e), Some(b'-' | b'.' | b'/')) && digit_at(t, e + 1))
 }
 
+/// The value of a few ASCII digits.
+fn decimal(digits: &[u8]) -> u32 {
+  digits.iter().fold(0u32, |v, &d| v.saturating_mul(10).saturating_add((d - b'0') as u32))
+}
+
 /// Length of the run of digits at `i` (0 past the end).
 fn digits_at(t: &[u8], i: usize) -> usize {
   skip(t, i, usize::MAX, |b| b.is_ascii_digit()).saturating_sub(i)
@@ -215,7 +259,7 @@ fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
     if d == 0 || d > 3 {
       return None;
     }
-    let v: u32 = std::str::from_utf8(&t[i..i + d]).ok()?.parse().ok()?;
+    let v = decimal(&t[i..i + d]);
     if v > 255 {
       return None;
     }
@@ -242,7 +286,7 @@ fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
   if next == Some(b'/') {
     let d = digits_at(t, i + 1);
     if (1..=2).contains(&d) {
-      let v: u32 = std::str::from_utf8(&t[i + 1..i + 1 + d]).ok()?.parse().ok()?;
+      let v = decimal(&t[i + 1..i + 1 + d]);
       if v <= 32 {
         e = i + 1 + d;
       }
@@ -527,7 +571,9 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
 fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
   let t = ctx.t;
   let groups = read_groups(t, start, 14);
-  if groups.len() < 2 {
+  // Every candidate has at least 9 digits (`phone_candidate`): fewer in all groups together
+  // (`10:20:30.123`, `2.13.6`) decide at once.
+  if groups.len() < 2 || groups.iter().map(|g| g.digits).sum::<usize>() < 9 {
     return None;
   }
   // Stop where the separator changes (`415-555-0132 5 times`).
@@ -805,7 +851,7 @@ pub fn ipv6_at(ctx: &mut Ctx, c: usize) -> usize {
   if at(t, end) == Some(b'/') {
     let d = digits_at(t, end + 1);
     if (1..=3).contains(&d) && !word_at(t, end + 1 + d) {
-      let v: u32 = std::str::from_utf8(&t[end + 1..end + 1 + d]).unwrap_or("999").parse().unwrap_or(999);
+      let v = decimal(&t[end + 1..end + 1 + d]);
       if v <= 128 {
         end += 1 + d;
         prefixed = true;

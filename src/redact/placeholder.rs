@@ -12,7 +12,7 @@
 //! text shows with negligible odds mark one too: one character dominating it, a counting run of
 //! eight, AWS's `EXAMPLE` ending.
 
-use super::rules::{PROVIDER_WORDS, TOKEN_PREFIXES};
+use super::rules::{token_prefix_len, PROVIDER_WORDS};
 use super::text::{trim_quotes, work};
 
 /// Words that say a value is a stand-in.
@@ -252,13 +252,7 @@ fn longest_ascending_run(v: &[u8]) -> usize {
 
 /// `v` without the longest known token prefix it starts with (`ghp_`, `sk-ant-`, ...).
 fn strip_token_prefix(v: &[u8]) -> &[u8] {
-  let longest = TOKEN_PREFIXES
-    .iter()
-    .filter(|p| p.as_bytes()[0] == v[0] && v.starts_with(p.as_bytes()))
-    .map(|p| p.len())
-    .max()
-    .unwrap_or(0);
-  &v[longest..]
+  &v[token_prefix_len(v)..]
 }
 
 /// Is every piece of `v` (runs of letters, runs of digits; anything else separates) placeholder
@@ -302,11 +296,20 @@ fn made_of_placeholder_pieces(v: &[u8]) -> bool {
 /// Splits a run of letters into placeholder words, masks (`xxxx`) and counting runs (`abcd`):
 /// `Some(marked)` when it splits, `None` when some part of it is no such thing.
 fn letters_piece(piece: &[u8]) -> Option<bool> {
+  // Longer runs of letters are no placeholder words (masks and repeats were told apart before).
+  const LONGEST_PIECE: usize = 64;
+  let n = piece.len();
+  if n > LONGEST_PIECE {
+    return None;
+  }
   let vocab = vocabulary();
-  let lower: Vec<u8> = piece.to_ascii_lowercase();
-  let n = lower.len();
+  let mut lower = [0u8; LONGEST_PIECE];
+  for (l, &b) in lower.iter_mut().zip(piece) {
+    *l = b.to_ascii_lowercase();
+  }
+  let lower = &lower[..n];
   // reach[i]: the first i letters split; Some(true) when a marker is among the parts.
-  let mut reach: Vec<Option<bool>> = vec![None; n + 1];
+  let mut reach = [None::<bool>; LONGEST_PIECE + 1];
   reach[0] = Some(false);
   let mut furthest = 0;
   for i in 0..n {

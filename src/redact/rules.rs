@@ -385,6 +385,23 @@ pub const TOKEN_PREFIXES: &[&str] = &[
   "gloas-",
 ];
 
+/// Length of the longest of [`TOKEN_PREFIXES`] that `v` starts with (0: none). Asked for every
+/// assigned value and random-looking token: a table of the prefixes' first two bytes rejects
+/// most at once.
+pub fn token_prefix_len(v: &[u8]) -> usize {
+  static BY_PAIR: std::sync::OnceLock<rustc_hash::FxHashMap<[u8; 2], Vec<&'static [u8]>>> = std::sync::OnceLock::new();
+  let Some(pair) = v.first_chunk::<2>() else { return 0 };
+  let table = BY_PAIR.get_or_init(|| {
+    let mut t: rustc_hash::FxHashMap<[u8; 2], Vec<&'static [u8]>> = rustc_hash::FxHashMap::default();
+    for p in TOKEN_PREFIXES {
+      let b = p.as_bytes();
+      t.entry([b[0], b[1]]).or_default().push(b);
+    }
+    t
+  });
+  table.get(pair).map_or(0, |list| list.iter().filter(|p| v.starts_with(p)).map(|p| p.len()).max().unwrap_or(0))
+}
+
 /// Provider and product names that, as a word of an identifier (`alibabaToken`,
 /// `SOURCEGRAPH_KEY`, `meraki: ...`), make an assigned value a likely credential.
 pub static PROVIDER_WORDS: Lexicon = Lexicon::new(&[

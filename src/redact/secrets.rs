@@ -3,11 +3,10 @@
 
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
-use super::rules::{is_known_public, PROVIDER_WORDS, TOKEN_PREFIXES};
+use super::rules::{is_known_public, token_prefix_len, PROVIDER_WORDS};
 use super::text::{
-  at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_single_case_hex, is_uuid, is_wordy,
-  keyword_before, line_end, line_start, profile, skip, skip_back, trim_quotes, word_at, word_before, work, Lexicon,
-  WordSet,
+  at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_uuid, is_wordy, keyword_before, line_end,
+  line_start, profile, skip, skip_back, trim_quotes, word_at, word_before, work, Lexicon, WordSet,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -825,7 +824,7 @@ fn unquoted(ctx: &mut Ctx, s: usize) -> Option<(usize, usize)> {
 }
 
 fn provider_prefix_mismatch(v: &[u8]) -> bool {
-  starts_with_any(v, TOKEN_PREFIXES)
+  token_prefix_len(v) > 0
 }
 
 fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: &[u8]) -> bool {
@@ -969,16 +968,40 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !(16..=512).contains(&len) {
     return;
   }
-  // Cheap tests first: most long runs are identifiers, ids and hashes that fail them.
-  let hex = is_single_case_hex(v);
-  if hex && len < 20 || is_uuid(v) {
+  // Cheap tests first: most long runs are identifiers, ids and hashes that fail them. One pass
+  // counts the classes and tells single-case hex apart.
+  let (mut upper, mut lower, mut digit, mut lower_hex, mut upper_hex) = (0usize, 0usize, 0usize, true, true);
+  work::add(len);
+  for &b in v {
+    match b {
+      b'0'..=b'9' => digit += 1,
+      b'a'..=b'f' => {
+        lower += 1;
+        upper_hex = false;
+      }
+      b'g'..=b'z' => {
+        lower += 1;
+        (lower_hex, upper_hex) = (false, false);
+      }
+      b'A'..=b'F' => {
+        upper += 1;
+        lower_hex = false;
+      }
+      b'G'..=b'Z' => {
+        upper += 1;
+        (lower_hex, upper_hex) = (false, false);
+      }
+      _ => (lower_hex, upper_hex) = (false, false),
+    }
+  }
+  let hex = lower_hex || upper_hex;
+  if hex && len < 20 || (len == 36 && is_uuid(v)) {
     return; // request ids, short hashes, UUIDs
   }
-  let p = profile(v);
-  if p.digit == 0 || p.upper + p.lower == 0 {
+  if digit == 0 || upper + lower == 0 {
     return;
   }
-  let mixed = p.upper > 0 && p.lower > 0;
+  let mixed = upper > 0 && lower > 0;
   if !(if hex { len >= 20 } else { mixed || len >= 20 }) {
     return;
   }
@@ -999,6 +1022,10 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if starts_with_any(v, &["sha1-", "sha256-", "sha384-", "sha512-", "AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZH"]) {
     return;
   }
+  // A path is never one (and is cheaper to tell than the context).
+  if is_path_like(v) {
+    return;
+  }
   let context = match context_before(t, a) {
     Context::Anti => return,
     Context::Secret => true,
@@ -1008,7 +1035,7 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !(strong || context) {
     return;
   }
-  if is_path_like(v) || is_placeholder(v) || is_wordy(v) || has_version(v) || ctx.url_for_tokens.inside_url(t, a) {
+  if is_placeholder(v) || is_wordy(v) || has_version(v) || ctx.url_for_tokens.inside_url(t, a) {
     return;
   }
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);

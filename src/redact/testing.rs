@@ -4,7 +4,7 @@
 //! Fake tokens are generated at run time from a caller's random numbers, never written down: no
 //! source file holds anything a secret scanner would flag.
 
-use super::{redact_pieces, text, RedactOptions, Redaction};
+use super::{redact_with_cuts, text, RedactOptions, Redaction};
 
 /// The work bound the tests and the fuzzer hold redaction to: at most this many bytes examined per
 /// byte of input, plus [`WORK_BASE`] (the fixed windows of a text shorter than them).
@@ -16,7 +16,7 @@ pub const WORK_BASE: u64 = 1 << 16;
 /// when this is at most a constant times the length.
 pub fn redact_counting_work(text: &str, options: &RedactOptions) -> (Redaction, u64) {
   text::work::take();
-  let r = redact_pieces(text, options, &[0, text.len()]);
+  let r = redact_with_cuts(text, options, &[0, text.len()]);
   (r, text::work::take())
 }
 

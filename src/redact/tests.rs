@@ -7,7 +7,7 @@
 use super::ctx::Ctx;
 use super::engine::engine;
 use super::{
-  analyse, redact, redact_batch, redact_pieces, split_points, testing, text, token_patterns, utf16_len, write_piece,
+  analyse, redact, redact_batch, redact_with_cuts, split_points, testing, text, token_patterns, utf16_len, write_piece,
   RedactOptions, Redaction, Shared, FINGERPRINT_HEX, KINDS, PARALLEL_MIN, PSEUDONYM_HEX,
 };
 
@@ -467,7 +467,7 @@ fn redact_perf() {
     redact(&text, &opts());
   });
   time("redact, one thread", &|| {
-    redact_pieces(&text, &opts(), &[0, text.len()]);
+    redact_with_cuts(&text, &opts(), &[0, text.len()]);
   });
   time("analyse, one thread", &|| {
     analyse(&text, &shared);
@@ -520,8 +520,8 @@ fn parallel_pieces_find_what_one_pass_finds() {
   let cuts = split_points(text.as_bytes(), 3);
   assert!(cuts.len() > 2, "the text was not split");
   for options in [opts(), RedactOptions { pseudonymize: true, ..opts() }] {
-    let parallel = redact_pieces(&text, &options, &cuts);
-    let sequential = redact_pieces(&text, &options, &[0, text.len()]);
+    let parallel = redact_with_cuts(&text, &options, &cuts);
+    let sequential = redact_with_cuts(&text, &options, &[0, text.len()]);
     assert!(!sequential.findings.is_empty() && sequential.blocked);
     assert_eq!(parallel.findings.len(), sequential.findings.len());
     assert!(parallel == sequential, "parallel and sequential results differ");

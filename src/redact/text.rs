@@ -287,13 +287,6 @@ pub fn is_uuid(v: &[u8]) -> bool {
   v.len() == 36 && v.iter().enumerate().all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { is_hex(b) })
 }
 
-/// All hex digits of a single case (`3f2a...` or `3F2A...`).
-pub fn is_single_case_hex(v: &[u8]) -> bool {
-  !v.is_empty()
-    && (v.iter().all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-      || v.iter().all(|&b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
-}
-
 /// Character-class profile of a value.
 #[derive(Default, Clone, Copy)]
 pub struct Profile {
@@ -455,7 +448,7 @@ pub fn has_version(v: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{entropy, has_version, is_path_like, is_single_case_hex, is_uuid, is_wordy};
+  use super::{entropy, has_version, is_path_like, is_uuid, is_wordy};
 
   #[test]
   fn entropy_bounds() {
@@ -487,8 +480,6 @@ mod tests {
   #[test]
   fn shapes() {
     assert!(is_uuid(b"550e8400-e29b-41d4-a716-446655440000"));
-    assert!(is_single_case_hex(b"3f2a9c"));
-    assert!(!is_single_case_hex(b"3F2a9c"));
     assert!(is_path_like(b"/usr/local/lib"));
     assert!(is_path_like(b"src/redact/mod"));
     assert!(!is_path_like(b"wJalrXUtnFEMI/K7MDENG/bPxRfiCY"));
