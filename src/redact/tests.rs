@@ -885,3 +885,33 @@ fn redact_messages() {
     (at * rounds) as f64 / 1048576.0 / s
   );
 }
+
+#[test]
+fn findings_do_not_depend_on_where_64_byte_blocks_fall() {
+  // The main pass finds runs 64 bytes at a time, and a run may span blocks: shifting the text by
+  // 0..64 bytes moves every run boundary across block boundaries.
+  let file: Regressions =
+    serde_json::from_str(include_str!("../../__test__/fixtures/redact-regressions.json")).unwrap();
+  let mut rng = Rng(0xB10C);
+  let mut texts: Vec<String> = file.cases.iter().map(|c| c.text.clone()).collect();
+  for _ in 0..40 {
+    let (ctx, secret) = planted(&mut rng);
+    texts.push(format!(
+      "{}{} 2024-01-15T10:20:30.123Z 4111 1111 1111 1111 {}",
+      filler(&mut rng),
+      ctx.replace("{}", &secret),
+      filler(&mut rng)
+    ));
+  }
+  for (i, text) in texts.iter().enumerate() {
+    let base = redact(text, &opts());
+    for pad in 1..64 {
+      let shifted = redact(&format!("{}{text}", " ".repeat(pad)), &opts());
+      let moved: Vec<(String, usize, usize)> =
+        shifted.findings.iter().map(|f| (f.kind.clone(), f.start - pad, f.end - pad)).collect();
+      let expected: Vec<(String, usize, usize)> =
+        base.findings.iter().map(|f| (f.kind.clone(), f.start, f.end)).collect();
+      assert!(moved == expected, "text {i} shifted by {pad}: findings differ");
+    }
+  }
+}
