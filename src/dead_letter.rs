@@ -335,6 +335,10 @@ impl DeadLetterQueue {
   /// rewrites the queue without the settled letters. See the module documentation.
   pub fn replay(&self, store: &StoreOptions) -> Result<ReplayReport> {
     let Some(dir) = self.dir(false)? else { return Ok(ReplayReport::default()) };
+    // No queue, nothing to do: answered without taking (or creating) the lock.
+    if dir.kind_of(FILE_NAME)?.is_none() {
+      return Ok(ReplayReport::default());
+    }
     let _lock = self.lock(&dir)?;
     dir.clean_stale_temps()?;
     let Some(data) = dir.read(FILE_NAME, MAX_FILE_BYTES)? else { return Ok(ReplayReport::default()) };

@@ -89,6 +89,10 @@ fn list_of_a_workspace_without_a_queue_is_empty_and_creates_nothing() {
   assert_eq!(queue(ws.path()).list().unwrap(), Listing::default());
   assert_eq!(queue(ws.path()).replay(&store_options(ws.path())).unwrap(), ReplayReport::default());
   assert_eq!(fs::read_dir(ws.path()).unwrap().count(), 0);
+  // With the directory there but no queue, a replay takes no lock (and makes no lock file).
+  fs::create_dir(ws.path().join(DIR)).unwrap();
+  assert_eq!(queue(ws.path()).replay(&store_options(ws.path())).unwrap(), ReplayReport::default());
+  assert_eq!(fs::read_dir(ws.path().join(DIR)).unwrap().count(), 0);
 }
 
 #[test]

@@ -10,7 +10,6 @@ import {
   MemoryStore,
   appendDeadLetter,
   isLoaError,
-  listDeadLetters,
   replayDeadLetters,
   writeFileAtomic,
   type MemoryEntry,
@@ -214,7 +213,8 @@ export class LoaMemory {
    */
   private async replay(root: string, when: string, lockTimeoutMs?: number): Promise<void> {
     try {
-      if (listDeadLetters({ workspaceDir: root }).letters.length === 0) return
+      // On a worker thread, and answered at once when there is no queue: nothing here reads the
+      // queue on the event loop.
       const r = await replayDeadLetters({
         workspaceDir: root,
         ...this.layout(),
@@ -222,11 +222,13 @@ export class LoaMemory {
         redaction: await this.redaction(root),
         ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
       })
+      if (r.results.length === 0 && r.unreadable.length === 0) return
       const counts =
         `${r.stored} stored, ${r.duplicates} already stored, ${r.rejected} rejected by the gates, ${r.blocked} blocked, ` +
         `${r.failed} still failing (${r.remaining} left)`
       const codes = [...new Set(r.results.flatMap((x) => (x.error ? [x.error.code] : [])))]
-      if (r.failed > 0) this.logger.warn(`[loa] dead letters in ${root} replayed at ${when}: ${counts}; ${codes.join(', ')}`)
+      const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable line(s) kept (loa dead-letter list)` : ''
+      if (r.failed > 0 || unreadable) this.logger.warn(`[loa] dead letters in ${root} replayed at ${when}: ${counts}; ${codes.join(', ')}${unreadable}`)
       else this.logger.info(`[loa] dead letters in ${root} replayed at ${when}: ${counts}`)
     } catch (err) {
       const { code, message } = describeError(err)
