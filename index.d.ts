@@ -619,6 +619,20 @@ export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void>
 export declare function __redactionPatterns(): Array<RedactionPattern>
 
 /**
+ * Puts a capture that could not be stored into the workspace's dead-letter queue
+ * (`.loa/dead-letter.jsonl`), redacted first exactly as `MemoryStore.capture` redacts (with
+ * `options.redaction`): content, tags, agent id and every string of the metadata. Resolves
+ * once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
+ * `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
+ * when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the
+ * disk refuses this too.
+ */
+export declare function appendDeadLetter(options: DeadLetterOptions, letter: DeadLetterInput): Promise<DeadLetter>
+
+/** Synchronous twin of `appendDeadLetter`. */
+export declare function appendDeadLetterSync(options: DeadLetterOptions, letter: DeadLetterInput): DeadLetter
+
+/**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
  * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
  * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
@@ -1099,6 +1113,141 @@ export interface CreateManifestOptions {
   onProgress?: (progress: ManifestProgress) => void
 }
 
+/** One capture in the dead-letter queue. */
+export interface DeadLetter {
+  /** sha256 of the session id and the redacted entry: the same capture always has the same id. */
+  id: string
+  sessionId: string
+  entry: DeadLetterEntry
+  /** True when redaction policy blocked the entry: nothing of it can be stored. */
+  blocked: boolean
+  findings: Array<DeadLetterFinding>
+  /** Capture attempts so far, replays included. */
+  attempts: number
+  /** The last error. */
+  error?: DeadLetterError
+  firstFailedAt: string
+  lastAttemptAt: string
+}
+
+/** The entry of a dead letter, redacted. */
+export interface DeadLetterEntry {
+  type: MemoryType
+  /** Redacted; null when redaction policy blocked the entry. */
+  content?: string
+  tags: Array<string>
+  agentId?: string
+  confidence?: number
+  /** When it was captured (UTC); a replay keeps it. */
+  timestamp?: string
+  metadata?: Record<string, unknown>
+}
+
+/** Why a capture failed, as `appendDeadLetter` is told (an `Error` with a `code` will do). */
+export interface DeadLetterError {
+  /** `E_IO`, `E_WAL_LOCKED`, ... */
+  code: string
+  /** Redacted, at most 1 KiB. */
+  message: string
+}
+
+/** A redacted value's kind and keyed fingerprint (never the value). */
+export interface DeadLetterFinding {
+  /** `content`, `tags[0]`, `metadata.<key>`, ... */
+  field: string
+  kind: string
+  fingerprint: string
+}
+
+/** A capture that failed, for `appendDeadLetter`. */
+export interface DeadLetterInput {
+  /** The WAL session the capture was made in; the replay stores it there. */
+  sessionId: string
+  /** The entry as it was given to `MemoryStore.capture` (the queue redacts it). */
+  entry: MemoryEntry
+  /** Attempts already made. Default 1. */
+  attempts?: number
+  error?: { code?: string; message?: string }
+}
+
+/** What `listDeadLetters` found. */
+export interface DeadLetterList {
+  /** The queue file (it may not exist). */
+  path: string
+  letters: Array<DeadLetter>
+  unreadable: Array<DeadLetterUnreadable>
+}
+
+/** Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`). */
+export interface DeadLetterOptions {
+  workspaceDir: string
+  /** How long to wait for another writer of the queue. Default 5000. */
+  lockTimeoutMs?: number
+  /** How `appendDeadLetter` redacts the entry: pass the options the `MemoryStore` captures with. */
+  redaction?: MemoryRedactionOptions
+}
+
+/** What `replayDeadLetters` did. Counts and ids only, never content. */
+export interface DeadLetterReplay {
+  stored: number
+  duplicates: number
+  rejected: number
+  blocked: number
+  failed: number
+  /** Letters still queued (the failed ones). */
+  remaining: number
+  results: Array<DeadLetterReplayResult>
+  /** Lines kept untouched because they cannot be read. */
+  unreadable: Array<DeadLetterUnreadable>
+}
+
+/**
+ * Options of `replayDeadLetters`: the workspace layout, gates and redaction of the stores it
+ * opens (one per session found in the queue), as in `MemoryStoreOptions` without `sessionId`.
+ */
+export interface DeadLetterReplayOptions {
+  workspaceDir: string
+  grimoiresDir?: string
+  walDir?: string
+  /**
+   * How long to wait for the queue's lock and for each session's WAL lock. A session another
+   * store holds open fails this replay (its letters stay) once this has passed. Default
+   * `wal.lockTimeoutMs` (5000) for sessions, 5000 for the queue.
+   */
+  lockTimeoutMs?: number
+  gates?: GateOptions
+  redaction?: MemoryRedactionOptions
+}
+
+/** What replaying one letter did. */
+export interface DeadLetterReplayResult {
+  id: string
+  sessionId: string
+  /**
+   * `stored` now; `duplicate`: the store already held it; `rejected` by the quality gates;
+   * `blocked` by redaction policy (nothing to store); all four leave the queue. `failed`:
+   * still failing, kept with `attempts` and `error` updated.
+   */
+  outcome: 'stored' | 'duplicate' | 'rejected' | 'blocked' | 'failed'
+  /** The memory's id, when stored. */
+  memoryId?: string
+  /** The gates that refused it, when rejected or duplicate. */
+  failedGates: GateName[]
+  error?: DeadLetterError
+  attempts: number
+}
+
+/**
+ * A line of the queue that is not a letter this version can replay (damaged, cut short, or
+ * written by a newer version). Kept byte for byte.
+ */
+export interface DeadLetterUnreadable {
+  /** 1-based line number. */
+  line: number
+  /** Why; never the line's content. */
+  reason: string
+}
+
 /**
  * A fast estimate of the token count of `text` (one pass over the characters, no vocabulary,
  * about 3x faster than `countTokens`), meant as an upper bound for both public encodings. On the
@@ -1283,6 +1432,12 @@ export interface Learning {
   /** `'active'` unless learnings.json says otherwise. */
   status: string
 }
+
+/**
+ * The captures waiting in a workspace's dead-letter queue (none when there is no queue),
+ * read without a lock and without changing anything.
+ */
+export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterList
 
 /**
  * Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
@@ -1565,6 +1720,18 @@ export interface RedactOptions {
    */
   pseudonymize?: boolean
 }
+
+/**
+ * Captures every queued letter again, each in the session it came from, and removes those that
+ * are settled: stored now, already stored (a replay never stores a capture twice, even after a
+ * crash half way), refused by the gates, or blocked. Letters that still fail stay, with their
+ * attempt count and error updated; unreadable lines stay byte for byte. The queue is rewritten
+ * atomically once every store is closed. Holds the queue's lock throughout.
+ */
+export declare function replayDeadLetters(options: DeadLetterReplayOptions): Promise<DeadLetterReplay>
+
+/** Synchronous twin of `replayDeadLetters`. */
+export declare function replayDeadLettersSync(options: DeadLetterReplayOptions): DeadLetterReplay
 
 /** A session, as `recentSessions` reports it. */
 export interface SessionEntry {

@@ -219,8 +219,10 @@ test('loa wal dump and stats', async (t) => {
   assert.match(help.stdout, /loa wal verify/)
   const bad = await runCli(['wal', 'explode', dir])
   assert.equal(bad.code, 2)
+  // A WAL directory that is not there is a mistyped path, not an empty log (issue 11).
   const missing = await runCli(['wal', 'dump', join(dir, 'nope', 'x')])
-  assert.equal(missing.code, 0, 'an absent WAL directory has no records')
+  assert.equal(missing.code, 2)
+  assert.match(missing.stderr, /^loa: E_IO: WAL directory .*: ENOENT\n$/)
 })
 
 test('a pending append keeps Node alive until it resolves; an idle Wal does not', async (t) => {

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod compaction;
 pub mod config;
 pub mod context;
+pub mod dead_letter;
 pub mod error;
 pub mod fsutil;
 pub mod gates;

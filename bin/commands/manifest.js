@@ -1,14 +1,19 @@
 'use strict'
 // `loa manifest create|sign|verify`: signed manifests of a state directory.
 
-const fs = require('node:fs')
 const path = require('node:path')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
 const DEFAULT_KEYS = '.loa/keys'
+const { printJson } = cli
 
-function printJson(value) {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
+/** --keys, else the default; an existing key ring must be a directory. */
+function keysDir(values) {
+  if (values.keys === '') throw cli.usage('--keys needs a directory')
+  const dir = path.resolve(values.keys ?? DEFAULT_KEYS)
+  cli.directoryIfExists(dir, 'key ring')
+  return dir
 }
 
 const mb = (n) => (n / 1e6).toFixed(1)
@@ -39,6 +44,8 @@ function selfExclusion(root, file) {
 
 function create(root, values) {
   const out = path.resolve(values.out ?? manifestPath(root, values))
+  cli.requireFileIfExists(out)
+  cli.requireDir(path.dirname(out), 'directory of --out')
   const exclude = [...(values.exclude ?? [])]
   const self = selfExclusion(root, out)
   if (self && !exclude.includes(self)) exclude.push(self)
@@ -53,7 +60,8 @@ function create(root, values) {
 }
 
 function sign(file, values) {
-  const ring = core.KeyRing.open(path.resolve(values.keys ?? DEFAULT_KEYS))
+  cli.requireFile(file)
+  const ring = core.KeyRing.open(keysDir(values))
   const signed = core.signManifest(core.readManifest(file), ring)
   core.writeManifest(file, signed)
   if (values.json) printJson({ manifest: file, keyId: signed.signature.keyId, files: signed.files.length })
@@ -63,7 +71,9 @@ function sign(file, values) {
 
 function verify(root, values) {
   const file = manifestPath(root, values)
-  const ring = core.KeyRing.open(path.resolve(values.keys ?? DEFAULT_KEYS))
+  const keys = keysDir(values)
+  cli.requireFile(file)
+  const ring = core.KeyRing.open(keys)
   let result
   try {
     result = core.verifyManifest(root, core.readManifest(file), ring.verificationKeys())
@@ -102,19 +112,18 @@ module.exports = {
     keys: { type: 'string' },
     progress: { type: 'boolean' },
   },
-  run({ action, target, values, UsageError }) {
-    if (!target) throw new UsageError(`'loa manifest ${action ?? ''}' needs a ${action === 'sign' ? 'manifest file' : 'root directory'}`)
+  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'progress'],
+  run({ action, target, args, values }) {
+    const ACCEPTS = { __proto__: null, create: ['json', 'out', 'include', 'exclude', 'progress'], sign: ['json', 'keys'], verify: ['json', 'manifest', 'keys'] }
+    if (!ACCEPTS[action]) throw cli.badAction('manifest', action, ['create', 'sign', 'verify'])
+    const misplaced = Object.keys(values).find((name) => name !== 'help' && !ACCEPTS[action].includes(name))
+    if (misplaced) throw cli.usage(`--${misplaced} does not apply to 'loa manifest ${action}'`)
+    if (!target) throw cli.usage(`'loa manifest ${action}' needs a ${action === 'sign' ? 'manifest file' : 'root directory'}`)
+    cli.expectArgs(args, 2, `manifest ${action}`)
+    for (const flag of ['out', 'manifest']) if (values[flag] === '') throw cli.usage(`--${flag} needs a file`)
     const resolved = path.resolve(target)
-    switch (action) {
-      case 'create':
-        return create(resolved, values)
-      case 'sign':
-        return sign(resolved, values)
-      case 'verify':
-        if (!fs.existsSync(resolved)) throw new UsageError(`no such directory: ${target}`)
-        return verify(resolved, values)
-      default:
-        throw new UsageError(`unknown manifest action '${action}' (create, sign, verify)`)
-    }
+    if (action === 'sign') return sign(resolved, values)
+    const root = cli.requireDir(resolved, 'root directory')
+    return action === 'create' ? create(root, values) : verify(root, values)
   },
 }

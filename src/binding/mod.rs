@@ -19,6 +19,7 @@ mod audit;
 mod compaction;
 mod config;
 mod context;
+mod dead_letter;
 mod fs;
 mod gates;
 mod glue;
