@@ -128,3 +128,32 @@ test('lock: a second process waits lockTimeoutMs then gets E_WAL_LOCKED; SIGKILL
   assert.equal(await wal.append({ op: 'note' }), 1)
   wal.close()
 })
+
+test('readWal and verifyWal racing with consolidation and retention in another process never fail', async (t) => {
+  const dir = tempDir(t)
+  const target = tempDir(t)
+  const consolidator = startChild(process.execPath, [fixture('wal-consolidator.mjs'), dir, target, '40'])
+  t.after(() => consolidator.child.kill('SIGKILL'))
+  await waitForLine(consolidator, (lines) => lines.length > 0)
+  const failures = []
+  let reads = 0
+  while (!consolidator.exit) {
+    try {
+      readWal(dir)
+      const v = verifyWal(dir)
+      if (!v.ok) failures.push(JSON.stringify(v.corrupt))
+    } catch (err) {
+      failures.push(`${err.code}: ${err.message}`)
+    }
+    reads++
+    // Let the child's output in between reads; the reads themselves are synchronous.
+    await new Promise((r) => setImmediate(r))
+  }
+  assert.equal(consolidator.exit.code, 0, consolidator.stderr)
+  assert.ok(consolidator.lines.includes('DONE'))
+  const pruned = consolidator.lines.filter((l) => l.startsWith('ROUND ')).reduce((n, l) => n + Number(l.split(' ')[2]), 0)
+  assert.ok(pruned > 100, `${pruned} segments pruned while reading`)
+  assert.ok(reads > 10, `${reads} reads`)
+  assert.deepEqual(failures, [], `${failures.length} of ${reads} reads failed`)
+})
+
