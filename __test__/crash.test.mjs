@@ -34,9 +34,12 @@ test('crash torture: SIGKILLed writers lose no acknowledged record and never reu
       const state = startChild(process.execPath, [fixture('wal-writer.mjs'), dir, session, id, '--in-flight', String(inFlight), '--segment-bytes', '8192'])
       return { session, id, state }
     })
-    // Kill each child at its own random moment, most while they are busy appending.
+    // Kill each child at its own random moment, most while they are busy appending. The moment
+    // counts from when the writer has its log open: starting Node and loading the addon can take
+    // most of a second on a loaded machine, and a kill before that tests nothing.
     await Promise.all(
       children.map(async ({ state }) => {
+        await waitForLine(state, (lines) => lines.some((l) => l.startsWith('OPEN ')), 60_000).catch(() => {})
         await sleep(150 + Math.floor(Math.random() * 350))
         state.child.kill('SIGKILL')
         await state.exited
