@@ -570,7 +570,10 @@ export declare class Wal {
    * `lockTimeoutMs` for another writer of the same session (`E_WAL_LOCKED`), cuts off a torn
    * tail left by a crash (see `stats().truncatedTail`) and continues after the highest seq on
    * disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged anywhere but its tail,
-   * changing nothing.
+   * `E_NOT_REGULAR_FILE` if it (or the session's `LOCK`) is a symlink, FIFO, device, socket or
+   * directory (never opened), `E_TOO_LARGE` if it is over 256 MiB, `E_PATH_OUTSIDE_ROOT` if
+   * `sessions` or the session directory is a symlink, `E_INVALID_ARGUMENT` for an empty `dir`;
+   * in each case changing nothing.
    */
   static open(dir: string, options?: WalOpenOptions): Wal
   /**
@@ -961,7 +964,10 @@ export declare function consolidateMemorySync(options: MemoryWorkspaceOptions): 
  * Applies every session's new records under `dir` to `targetDir`: `write` records become files
  * (written atomically), `delete` records remove them; per path the last write wins, judged by
  * (ts, sessionId, seq) across all runs. Cross-session overwrites are returned and appended to
- * `<dir>/conflicts.jsonl`. Then removes segments whose records are all applied.
+ * `<dir>/conflicts.jsonl`. A record that cannot be applied because of what it names goes to
+ * `<dir>/dead-letter.jsonl` and `deadLetters`, and the rest are applied. Then removes segments
+ * whose records are all applied. Nothing is written through a symlink or created outside
+ * `targetDir`.
  */
 export declare function consolidateWal(dir: string, targetDir: string, options?: ConsolidateWalOptions): WalConsolidation
 
@@ -1646,8 +1652,12 @@ export declare function readManifest(path: string): SignedManifest
 export declare function readSkillContextPolicy(path: string, base?: CompactionPolicy): SkillContextPolicy
 
 /**
- * Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
- * `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
+ * Every session's records under `dir`, merged in (ts, sessionId, seq) order; a missing `dir`
+ * has none. Throws `E_WAL_CORRUPT` on damage other than a torn tail, `E_NOT_REGULAR_FILE` for a
+ * symlink, FIFO, device, socket or directory named like a segment (never opened),
+ * `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory, `E_TOO_LARGE` for a
+ * segment over 256 MiB; never modifies the log. A segment removed by a concurrent
+ * consolidation's retention was consolidated and is skipped.
  */
 export declare function readWal(dir: string): Array<WalRecord>
 
@@ -1822,8 +1832,10 @@ export declare function verifyManifestAsync(rootDir: string, signed: SignedManif
 export declare function verifyManifestSignature(signed: SignedManifest, keys: KeyInfo[] | KeyRing): ManifestVerification
 
 /**
- * Checks every segment of every session under `dir` and reports what it found, without
- * throwing for damage and without modifying anything.
+ * Checks every segment of every session under `dir` and reports what it found (each problem
+ * with the `code` a reader would throw), without throwing for damage and without modifying or
+ * opening anything but regular files. Throws only when `dir` is not a directory
+ * (`E_INVALID_ARGUMENT`) or cannot be listed (`E_IO`).
  */
 export declare function verifyWal(dir: string): WalVerification
 
@@ -1871,6 +1883,26 @@ export interface WalConsolidation {
   conflicts: Array<WalConflict>
   /** Segment files removed by retention. */
   prunedSegments: number
+  /**
+   * Records that could not be applied, now in `dead-letter.jsonl`; they count as handled and
+   * are not retried.
+   */
+  deadLetters: Array<WalDeadLetter>
+}
+
+/**
+ * A record `consolidateWal` could not apply because of what it names (its target is a
+ * directory, symlink or FIFO, a parent is a file or a symlink, a name too long for the file
+ * system). The whole record is kept in `<dir>/dead-letter.jsonl`; this report carries no data.
+ */
+export interface WalDeadLetter {
+  path: string
+  sessionId: string
+  seq: number
+  /** `E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`, `E_INVALID_ARGUMENT` or `E_IO`. */
+  code: LoaErrorCode
+  /** The error message (it names paths, never record data). */
+  reason: string
 }
 
 /** Options of `Wal.open`. */
@@ -1887,7 +1919,8 @@ export interface WalOpenOptions {
   lockTimeoutMs?: number
   /**
    * Start a new segment once the current one would exceed this size. Default 10 MiB, minimum
-   * 4096. A single record larger than this gets a segment of its own.
+   * 4096, maximum 256 MiB (the largest segment readers accept). A single record larger than
+   * this gets a segment of its own.
    */
   segmentMaxBytes?: number
   /** Start a new segment once the current one is this old. Default one hour. */
@@ -1921,16 +1954,23 @@ export interface WalReplayOptions {
   limit?: number
 }
 
-/** Damage found in a segment. */
+/** Damage found in a segment, or something that is not a segment where one belongs. */
 export interface WalSegmentProblem {
   sessionId: string
-  /** Path of the segment file. */
+  /** Path of the segment file (or of the session directory, for a session that cannot be read). */
   segment: string
   /** Byte offset where the damage starts. */
   offset: number
   /** For torn tails, how many bytes an opening writer cuts off. */
   bytes: number
   reason: string
+  /**
+   * What `readWal` and `replay` throw for it: `E_WAL_CORRUPT` for damaged bytes,
+   * `E_NOT_REGULAR_FILE` for a symlink, FIFO, device, socket or directory named like a segment
+   * (never opened), `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory,
+   * `E_TOO_LARGE` for a segment over 256 MiB, `E_IO` for one the OS refused to read.
+   */
+  code: LoaErrorCode
 }
 
 /** What `Wal.stats` reports. */

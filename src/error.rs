@@ -181,6 +181,7 @@ impl LoaError {
       1 => "EPERM",
       2 => "ENOENT",
       5 => "EIO",
+      6 => "ENXIO",
       9 => "EBADF",
       13 => "EACCES",
       17 => "EEXIST",
@@ -192,6 +193,7 @@ impl LoaError {
       28 => "ENOSPC",
       30 => "EROFS",
       36 => "ENAMETOOLONG",
+      40 => "ELOOP",
       122 => "EDQUOT",
       _ => return None,
     })
