@@ -606,19 +606,6 @@ export declare class Wal {
 }
 
 /**
- * For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
- * thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
- * aborts Node.
- */
-export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
-
-/**
- * For the benchmark: the provider token patterns, to run the same list with JavaScript
- * `RegExp`.
- */
-export declare function __redactionPatterns(): Array<RedactionPattern>
-
-/**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
  * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
  * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
@@ -1540,15 +1527,6 @@ export interface Redaction {
 
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>
-
-/** A provider token pattern, for comparing engines. */
-export interface RedactionPattern {
-  kind: string
-  /** Regular expression source, valid in JavaScript and Rust. */
-  source: string
-  /** `RegExp` flags: `'g'` or `'gi'`. */
-  flags: string
-}
 
 /** Options of `redact`. */
 export interface RedactOptions {
