@@ -524,7 +524,7 @@ fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<St
   let field =
     |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
   if field("algorithm")? != "ed25519" {
-    return Err(format!("unsupported signature algorithm {:?}", field("algorithm")?));
+    return Err(format!("unsupported signature algorithm {}", crate::error::shown(field("algorithm")?)));
   }
   let id = field("keyId")?;
   let value = field("value")?;
