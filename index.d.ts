@@ -609,19 +609,6 @@ export declare class Wal {
 }
 
 /**
- * For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
- * thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
- * aborts Node.
- */
-export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
-
-/**
- * For the benchmark: the provider token patterns, to run the same list with JavaScript
- * `RegExp`.
- */
-export declare function __redactionPatterns(): Array<RedactionPattern>
-
-/**
  * Puts a capture that could not be stored into the workspace's dead-letter queue
  * (`.loa/dead-letter.jsonl`), redacted first exactly as `MemoryStore.capture` redacts (with
  * `options.redaction`): content, tags, agent id and every string of the metadata. Resolves
@@ -1705,15 +1692,6 @@ export interface Redaction {
 
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>
-
-/** A provider token pattern, for comparing engines. */
-export interface RedactionPattern {
-  kind: string
-  /** Regular expression source, valid in JavaScript and Rust. */
-  source: string
-  /** `RegExp` flags: `'g'` or `'gi'`. */
-  flags: string
-}
 
 /** Options of `redact`. */
 export interface RedactOptions {

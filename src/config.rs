@@ -816,13 +816,9 @@ fn describe(path: &str, v: &Value) -> String {
     Value::Null => "null".into(),
     Value::Bool(b) => b.to_string(),
     Value::Number(n) => n.to_string(),
-    Value::String(s) => {
-      let mut shown: String = s.chars().take(60).collect();
-      if s.chars().count() > 60 {
-        shown.push('…');
-      }
-      format!("{shown:?}")
-    }
+    // A value is caller data (it may be a token): quoted only when it is a plain name.
+    Value::String(s) if crate::error::is_plain_name(s) => format!("{s:?}"),
+    Value::String(s) => format!("a string of {} characters", s.chars().count()),
     _ => kind.to_string(),
   }
 }

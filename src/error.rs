@@ -205,9 +205,87 @@ pub fn invalid<T>(message: impl Into<String>) -> Result<T> {
   Err(LoaError::InvalidArgument(message.into()))
 }
 
+/// Whether a string the caller gave may appear in an error message as it is. Messages never
+/// quote caller data (a metadata key or an option may hold a token), except a short plain name
+/// that keeps them useful: at most 16 ASCII letters, digits, `_` and `$`, not only digits, such as
+/// the option value `p50k_base`, the member name `files` or the value `5s`. No known credential
+/// format, e-mail address, or phone, card or account number has that shape.
+pub fn is_plain_name(s: &str) -> bool {
+  (1..=16).contains(&s.len())
+    && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    && !s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `s` quoted when it is a plain name (see [`is_plain_name`]), otherwise a description that
+/// does not contain it.
+pub fn shown(s: &str) -> String {
+  if is_plain_name(s) {
+    format!("'{s}'")
+  } else {
+    format!("a string of {} characters", s.chars().count())
+  }
+}
+
+/// A message from a parser (serde's `invalid type: string "…", expected u32`, `unknown field
+/// `…``) with every quoted value that is not a plain name replaced by `…`: what was wrong stays
+/// readable, the caller's data goes.
+pub fn scrub_quoted(message: &str) -> String {
+  let mut out = String::with_capacity(message.len());
+  let mut rest = message;
+  while let Some(start) = rest.find(['"', '`']) {
+    let quote = rest.as_bytes()[start];
+    out.push_str(&rest[..=start]);
+    let body = &rest[start + 1..];
+    // The closing quote: serde writes strings with Rust escapes (`\"`), names between backticks.
+    let mut end = None;
+    let mut escaped = false;
+    for (i, b) in body.bytes().enumerate() {
+      match b {
+        b'\\' if quote == b'"' && !escaped => escaped = true,
+        b if b == quote && !escaped => {
+          end = Some(i);
+          break;
+        }
+        _ => escaped = false,
+      }
+    }
+    let Some(end) = end else {
+      out.push('…');
+      return out;
+    };
+    let inner = &body[..end];
+    out.push_str(if is_plain_name(inner) { inner } else { "…" });
+    out.push(quote as char);
+    rest = &body[end + 1..];
+  }
+  out.push_str(rest);
+  out
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn only_plain_names_are_shown() {
+    for name in ["files", "p50k_base", "$ref", "_x", "abcdefghijklmnop", "5s"] {
+      assert_eq!(shown(name), format!("'{name}'"));
+    }
+    // Token shapes built at run time (no token-shaped literal in the source).
+    let ghp = format!("gh{}_{}", 'p', "a1B2".repeat(9));
+    let akia = format!("AK{}{}", "IA", "Z7".repeat(8));
+    for secret in [ghp.as_str(), akia.as_str(), "bob@example.com", "4111111111111111", "abcdefghijklmnopq", "a-b"] {
+      assert!(!shown(secret).contains(secret), "{secret}");
+      let message = format!("invalid type: string {secret:?}, expected u32; unknown field `{secret}`");
+      assert!(!scrub_quoted(&message).contains(secret), "{secret}");
+    }
+    assert_eq!(
+      scrub_quoted(r#"invalid type: string "a\"b c", expected `createdAt`, got `x y` and "#),
+      r#"invalid type: string "…", expected `createdAt`, got `…` and "#
+    );
+    assert_eq!(scrub_quoted("missing field `version`"), "missing field `version`");
+    assert_eq!(scrub_quoted("cut \"short"), "cut \"…");
+  }
 
   #[test]
   fn every_variant_code_is_listed() {

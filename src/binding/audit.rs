@@ -122,11 +122,7 @@ fn verification_to_js(v: core::AuditVerification) -> AuditVerification {
 }
 
 fn hmac_key(o: &Object) -> Result<Option<Zeroizing<Vec<u8>>>> {
-  let value: Unknown =
-    o.get_named_property("hmacKey").map_err(|_| LoaError::InvalidArgument("`hmacKey` is not readable".into()))?;
-  if matches!(value.get_type(), Ok(napi::ValueType::Undefined | napi::ValueType::Null)) {
-    return Ok(None);
-  }
+  let Some(value) = args::field(o, "hmacKey")? else { return Ok(None) };
   if matches!(value.get_type(), Ok(napi::ValueType::String)) {
     return crate::error::invalid("`hmacKey` must be a Buffer or Uint8Array (not a string)");
   }
@@ -134,14 +130,7 @@ fn hmac_key(o: &Object) -> Result<Option<Zeroizing<Vec<u8>>>> {
 }
 
 fn expected_head(o: &Object) -> Result<Option<Head>> {
-  let Some(head) = args::optional_object(
-    Some(
-      o.get_named_property("expectedHead")
-        .map_err(|_| LoaError::InvalidArgument("`expectedHead` is not readable".into()))?,
-    ),
-    "expectedHead",
-  )?
-  else {
+  let Some(head) = args::optional_object(args::field(o, "expectedHead")?, "expectedHead")? else {
     return Ok(None);
   };
   let seq = args::optional_u64(&head, "seq")?
@@ -220,8 +209,7 @@ impl AuditLog {
         let action = args::optional_string(&o, "action")?
           .ok_or_else(|| LoaError::InvalidArgument("`action` must be a string".into()))?;
         let actor = Actor::parse(&args::optional_string(&o, "actor")?.unwrap_or_default())?;
-        let details: Unknown =
-          o.get_named_property("details").map_err(|_| LoaError::InvalidArgument("`details` is not readable".into()))?;
+        let details: Unknown = o.get_named_property("details").map_err(|_| args::unreadable(env.raw(), "details"))?;
         let details = if matches!(details.get_type(), Ok(napi::ValueType::Undefined)) {
           None
         } else {

@@ -256,13 +256,12 @@ fn policy_to_js(p: &Policy) -> Value {
   })
 }
 
-fn from_js(env: &Env, value: Option<Unknown>, name: &str) -> Result<Option<Value>> {
+fn from_js(env: &Env, value: Option<Unknown>, name: &'static str) -> Result<Option<Value>> {
   match value {
-    None => Ok(None),
-    Some(v) => env
-      .from_js_value::<Value, _>(v)
-      .map(Some)
-      .map_err(|e| LoaError::InvalidArgument(format!("`{name}` must be plain data ({e})"))),
+    Some(v) if v.get_type().ok() != Some(napi::ValueType::Undefined) => {
+      super::json::from_js_data(env, v, name).map(Some)
+    }
+    _ => Ok(None),
   }
 }
 

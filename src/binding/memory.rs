@@ -304,12 +304,9 @@ impl MemoryStore {
 
   /// Same as `open`, without blocking the event loop while waiting for the session lock.
   #[napi(ts_args_type = "options: MemoryStoreOptions", ts_return_type = "Promise<MemoryStore>")]
-  pub fn open_async(options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
-    AsyncTask::new(match guard(|| parse_options(options)) {
-      Ok(options) => {
-        CoreTask::new(move || core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) }))
-      }
-      Err(e) => CoreTask::new(move || Err(e)),
+  pub fn open_async(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
+    CoreTask::after(&env, guard(|| parse_options(options)), |options| {
+      core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })
     })
   }
 
@@ -322,10 +319,7 @@ impl MemoryStore {
   #[napi(ts_args_type = "entry: MemoryEntry", ts_return_type = "Promise<CaptureResult>")]
   pub fn capture(&self, env: Env, entry: Unknown) -> AsyncTask<CoreTask<CaptureResult>> {
     let inner = Arc::clone(&self.inner);
-    AsyncTask::new(match guard(|| parse_entry(&env, entry)) {
-      Ok(entry) => CoreTask::new(move || inner.capture(entry).map(capture_to_js)),
-      Err(e) => CoreTask::new(move || Err(e)),
-    })
+    CoreTask::after(&env, guard(|| parse_entry(&env, entry)), move |entry| inner.capture(entry).map(capture_to_js))
   }
 
   /// Synchronous twin of `capture`: blocks until the memory is durable.
@@ -432,10 +426,9 @@ impl MemoryStore {
 /// `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
 /// nothing, such as `loa consolidate`).
 #[napi(ts_args_type = "options: MemoryWorkspaceOptions", ts_return_type = "Promise<MemoryConsolidation>")]
-pub fn consolidate_memory(options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
-  AsyncTask::new(match guard(|| parse_workspace_options(options)) {
-    Ok(options) => CoreTask::new(move || core::consolidate_workspace(&options).map(consolidation_to_js)),
-    Err(e) => CoreTask::new(move || Err(e)),
+pub fn consolidate_memory(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
+  CoreTask::after(&env, guard(|| parse_workspace_options(options)), |options| {
+    core::consolidate_workspace(&options).map(consolidation_to_js)
   })
 }
 

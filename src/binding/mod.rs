@@ -29,6 +29,7 @@ mod promises;
 mod redact;
 mod sign;
 mod strings;
+mod testing;
 mod tokens;
 mod wal;
 
@@ -55,9 +56,29 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T>
   }
 }
 
+/// Discards a JavaScript exception left pending by caller code that ran while we read an
+/// argument (a getter, a Proxy trap, a glue helper walking the caller's objects), and says
+/// whether there was one. Left pending, it would be thrown beside our coded error, or instead of
+/// it; its message is caller data, never repeated.
+pub(crate) fn clear_pending_exception(env: napi::sys::napi_env) -> bool {
+  let mut pending = false;
+  // SAFETY: on the JS thread with its env; both calls only look at the env's exception slot.
+  unsafe {
+    if napi::sys::napi_is_exception_pending(env, &mut pending) != napi::sys::Status::napi_ok || !pending {
+      return false;
+    }
+    let mut exception = std::ptr::null_mut();
+    napi::sys::napi_get_and_clear_last_exception(env, &mut exception);
+  }
+  true
+}
+
 /// Builds the JS `Error` for `err`: `message`, stable `code`, and structured fields that help a
-/// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread.
+/// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread. A pending
+/// exception is discarded first (see [`clear_pending_exception`]): the coded error is the one
+/// thrown.
 pub(crate) fn js_error(env: &Env, err: &LoaError) -> napi::Error {
+  clear_pending_exception(env.raw());
   match build_js_error(env, err) {
     Ok(object) => napi::Error::from(object.to_unknown()),
     // Creating an object failed (the environment is shutting down): nothing better to give.
@@ -157,26 +178,20 @@ pub fn loa_error_codes() -> Vec<&'static str> {
 /// }
 /// ```
 #[napi(ts_args_type = "err: unknown", ts_return_type = "err is LoaError")]
-pub fn is_loa_error(err: Unknown) -> napi::Result<bool> {
-  if err.get_type()? != ValueType::Object || !err.is_error()? {
-    return Ok(false);
-  }
-  let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
-  let code: Unknown = object.get_named_property("code")?;
-  if code.get_type()? != ValueType::String {
-    return Ok(false);
-  }
-  let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
-  Ok(ERROR_CODES.contains(&code.as_str()))
-}
-
-/// For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
-/// thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
-/// aborts Node.
-#[napi(js_name = "__panicForTesting", ts_args_type = "mode: 'sync' | 'async'", ts_return_type = "Promise<void> | void")]
-pub fn panic_for_testing(env: Env, mode: String) -> napi::Result<Option<AsyncTask<fs::CoreTask<()>>>> {
-  match mode.as_str() {
-    "async" => Ok(Some(AsyncTask::new(fs::CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
-    _ => to_napi(&env, guard(|| -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") })),
-  }
+pub fn is_loa_error(env: Env, err: Unknown) -> bool {
+  // Never throws: a `code` getter that throws, or a Proxy, is simply not one of ours.
+  let answer = (|| -> napi::Result<bool> {
+    if err.get_type()? != ValueType::Object || !err.is_error()? {
+      return Ok(false);
+    }
+    let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
+    let code: Unknown = object.get_named_property("code")?;
+    if code.get_type()? != ValueType::String {
+      return Ok(false);
+    }
+    let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
+    Ok(ERROR_CODES.contains(&code.as_str()))
+  })();
+  clear_pending_exception(env.raw());
+  answer.unwrap_or(false)
 }

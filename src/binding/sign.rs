@@ -132,6 +132,17 @@ fn parse_policy(options: Option<Unknown>) -> Result<(KeyPolicy, bool)> {
   Ok((policy, use_env))
 }
 
+/// A key id argument. Ids are 32 lower-case hex characters (derived from the public key); any
+/// other string names no key, and is answered `E_KEY_NOT_FOUND` here so that it never reaches a
+/// message (it may be anything the caller holds, a secret included).
+fn key_id_arg(value: Unknown) -> Result<String> {
+  let id = args::string(value, "keyId")?;
+  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
+  }
+  Ok(id)
+}
+
 #[napi]
 impl KeyRing {
   /// Opens the key ring in `dir` (e.g. `.loa/keys`). Creates nothing until a key is generated,
@@ -173,7 +184,7 @@ impl KeyRing {
   /// its private key file is deleted. `E_KEY_NOT_FOUND` for an unknown id.
   #[napi(ts_args_type = "keyId: string, reason: string")]
   pub fn revoke(&self, env: Env, key_id: Unknown, reason: Unknown) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.inner.revoke(&args::string(key_id, "keyId")?, &args::string(reason, "reason")?)))
+    to_napi(&env, guard(|| self.inner.revoke(&key_id_arg(key_id)?, &args::string(reason, "reason")?)))
   }
 
   /// Every key: `LOA_SIGNING_KEY`'s first, then the ring's, newest first.
@@ -193,7 +204,7 @@ impl KeyRing {
   /// private key leaves the library; treat the result as a secret.
   #[napi(ts_args_type = "keyId: string")]
   pub fn export_private_key(&self, env: Env, key_id: Unknown) -> napi::Result<String> {
-    to_napi(&env, guard(|| self.inner.export_private_key(&args::string(key_id, "keyId")?).map(|s| s.to_string())))
+    to_napi(&env, guard(|| self.inner.export_private_key(&key_id_arg(key_id)?).map(|s| s.to_string())))
   }
 }
 
@@ -316,23 +327,7 @@ fn verification_to_js(v: core::Verification) -> ManifestVerification {
 }
 
 fn string_array(object: &Object, key: &str) -> Result<Vec<String>> {
-  let value: Unknown =
-    object.get_named_property(key).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is not readable")))?;
-  match value.get_type().ok() {
-    Some(ValueType::Undefined | ValueType::Null) => return Ok(Vec::new()),
-    Some(ValueType::Object) if value.is_array().unwrap_or(false) => {}
-    _ => return Err(LoaError::InvalidArgument(format!("`{key}` must be an array of strings"))),
-  }
-  let array = unsafe { Object::from_napi_value(value.value().env, value.raw()) }
-    .map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
-  let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
-  (0..len)
-    .map(|i| {
-      let item: Unknown =
-        array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`{key}[{i}]` is not readable")))?;
-      args::string(item, key)
-    })
-    .collect()
+  Ok(args::optional_string_array(object, key)?.unwrap_or_default())
 }
 
 fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, Option<sys::napi_value>)> {
@@ -345,13 +340,10 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
     if parsed.threads == Some(0) {
       return crate::error::invalid("`threads` must be at least 1");
     }
-    let progress: Unknown = o
-      .get_named_property("onProgress")
-      .map_err(|_| LoaError::InvalidArgument("`onProgress` is not readable".into()))?;
-    match progress.get_type().ok() {
-      Some(ValueType::Undefined | ValueType::Null) => {}
-      Some(ValueType::Function) => callback = Some(progress.raw()),
-      _ => return crate::error::invalid("`onProgress` must be a function"),
+    match args::field(&o, "onProgress")? {
+      None => {}
+      Some(progress) if progress.get_type().ok() == Some(ValueType::Function) => callback = Some(progress.raw()),
+      Some(_) => return crate::error::invalid("`onProgress` must be a function"),
     }
   }
   Ok((parsed, callback))
@@ -397,15 +389,11 @@ pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) ->
 /// Same as `createManifest` on the libuv thread pool, without blocking the event loop
 /// (`onProgress` is not called).
 #[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Promise<Manifest>")]
-pub fn create_manifest_async(root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
-  AsyncTask::new(
-    match guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0))) {
-      Ok((root, options)) => {
-        CoreTask::new(move || core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value())))
-      }
-      Err(e) => CoreTask::new(move || Err(e)),
-    },
-  )
+pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
+  let args = guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0)));
+  CoreTask::after(&env, args, |(root, options)| {
+    core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value()))
+  })
 }
 
 fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
@@ -448,20 +436,22 @@ fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
   if value.get_type().ok() != Some(ValueType::Object) || !value.is_array().unwrap_or(false) {
     return crate::error::invalid("`keys` must be an array of KeyInfo (keyRing.verificationKeys()) or a KeyRing");
   }
-  let array = unsafe { Object::from_napi_value(env.raw(), value.raw()) }
+  let array = unsafe { Array::from_napi_value(env.raw(), value.raw()) }
     .map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
-  let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
   let mut out = Vec::new();
-  for i in 0..len {
-    let item: Unknown =
-      array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`keys[{i}]` is not readable")))?;
-    let key = args::optional_object(Some(item), "keys[]")?
-      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}]` must be a KeyInfo")))?;
+  for i in 0..array.len() {
+    let name = format!("keys[{i}]");
+    let item: Unknown = match array.get(i) {
+      Ok(Some(item)) => item,
+      Ok(None) => return Err(args::wrong(&name, "a KeyInfo")),
+      Err(_) => return Err(args::unreadable(env.raw(), &name)),
+    };
+    let key = args::optional_object(Some(item), &name)?.ok_or_else(|| args::wrong(&name, "a KeyInfo"))?;
     if matches!(args::optional_string(&key, "status")?.as_deref(), Some("revoked" | "expired")) {
       continue;
     }
-    let public = args::optional_string(&key, "publicKey")?
-      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}].publicKey` must be a string")))?;
+    let public =
+      args::optional_string(&key, "publicKey")?.ok_or_else(|| args::wrong(&format!("{name}.publicKey"), "a string"))?;
     out.push(TrustedKey::from_hex(&public)?);
   }
   Ok(out)
@@ -523,11 +513,8 @@ pub fn verify_manifest_async(
       threads,
     ))
   });
-  AsyncTask::new(match parsed {
-    Ok((root, value, keys, threads)) => {
-      CoreTask::new(move || core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js))
-    }
-    Err(e) => CoreTask::new(move || Err(e)),
+  CoreTask::after(&env, parsed, |(root, value, keys, threads)| {
+    core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js)
   })
 }
 

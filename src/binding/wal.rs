@@ -313,11 +313,9 @@ impl Wal {
   /// Same as `open`, without blocking the event loop while it waits for the session lock or
   /// reads the newest segment.
   #[napi(ts_args_type = "dir: string, options?: WalOpenOptions", ts_return_type = "Promise<Wal>")]
-  pub fn open_async(dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
-    AsyncTask::new(match guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?))) {
-      Ok((dir, options)) => CoreTask::new(move || core::Wal::open(&dir, options).map(Wal::wrap)),
-      Err(e) => CoreTask::new(move || Err(e)),
-    })
+  pub fn open_async(env: Env, dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
+    let args = guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)));
+    CoreTask::after(&env, args, |(dir, options)| core::Wal::open(&dir, options).map(Wal::wrap))
   }
 
   /// Appends a record; resolves with its seq once it is durable under the `sync` mode. Never
@@ -328,6 +326,17 @@ impl Wal {
   /// that resolved), `E_WAL_CLOSED` after `close()`.
   #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
   pub fn append(&self, env: Env, record: Unknown) -> napi::Result<Unknown<'_>> {
+    // The record is read before any promise exists: a getter or Proxy that throws becomes a
+    // rejection, never a throw beside a pending promise.
+    let request = guard(|| parse_record(&env, record));
+    if self.promises.get().is_some_and(PromiseBatcher::is_released) {
+      // Closed: answer on this thread, the background channel is gone.
+      return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
+    }
+    let request = match request {
+      Ok(request) => request,
+      Err(e) => return self.rejected(&env, e),
+    };
     let promises = match self.promises.get() {
       Some(p) => p,
       None => {
@@ -335,22 +344,14 @@ impl Wal {
         self.promises.get_or_init(|| created)
       }
     };
-    if promises.is_released() {
-      // Closed: answer on this thread, the background channel is gone.
-      return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
-    }
     let (deferred, promise) = promises.create(&env)?;
-    match guard(|| parse_record(&env, record)) {
-      Ok(request) => {
-        let batcher = PromiseBatcher::clone_handle(promises);
-        self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
-      }
-      Err(e) => promises.settle(deferred, Err(e)),
-    }
+    let batcher = PromiseBatcher::clone_handle(promises);
+    self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
     Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
   }
 
   fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
+    super::clear_pending_exception(env.raw());
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
     let status = unsafe { napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };

@@ -247,8 +247,7 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
       return invalid(format!("`items[{i}].id` must not be empty"));
     }
     if !ids.insert(p.id.as_str()) {
-      let shown: String = p.id.chars().take(80).collect();
-      return invalid(format!("`items[{i}].id` repeats {shown:?}; ids must be unique"));
+      return invalid(format!("`items[{i}].id` repeats {}; ids must be unique", crate::error::shown(&p.id)));
     }
   }
 

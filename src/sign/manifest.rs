@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use super::glob;
 use super::keys::{KeyRing, KeyStatus};
 use super::{key_id, sign_with_domain, verify_with_domain, MANIFEST_DOMAIN};
-use crate::error::{LoaError, Result};
+use crate::error::{scrub_quoted, LoaError, Result};
 use crate::fsutil::write_file_atomic;
 use crate::jcs;
 
@@ -418,8 +418,8 @@ struct FileEntryRef<'a> {
 /// version, timestamp, patterns, entry paths (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes,
 /// digests, no duplicates. Returns the number of entries.
 pub fn validate_manifest(value: &Value) -> Result<usize> {
-  let manifest =
-    ManifestRef::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
+  let manifest = ManifestRef::deserialize(value)
+    .map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {}", scrub_quoted(&e.to_string()))))?;
   if manifest.version != VERSION {
     return Err(LoaError::InvalidArgument(format!("unsupported manifest version {}", manifest.version)));
   }
@@ -445,7 +445,8 @@ pub fn validate_manifest(value: &Value) -> Result<usize> {
 /// [`validate_manifest`], then the manifest as an owned value.
 pub fn parse_manifest(value: &Value) -> Result<Manifest> {
   validate_manifest(value)?;
-  Manifest::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))
+  Manifest::deserialize(value)
+    .map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {}", scrub_quoted(&e.to_string()))))
 }
 
 /// A manifest path must be in the form the walk produces: relative, `/`-separated, no empty,
@@ -523,7 +524,7 @@ fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<St
   let field =
     |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
   if field("algorithm")? != "ed25519" {
-    return Err(format!("unsupported signature algorithm {:?}", field("algorithm")?));
+    return Err(format!("unsupported signature algorithm {}", crate::error::shown(field("algorithm")?)));
   }
   let id = field("keyId")?;
   let value = field("value")?;

@@ -50,10 +50,7 @@ impl TokenEncoding {
     match name {
       "o200k_base" => Ok(TokenEncoding::O200kBase),
       "cl100k_base" => Ok(TokenEncoding::Cl100kBase),
-      other => {
-        let shown: String = other.chars().take(40).collect();
-        invalid(format!("`encoding` must be 'o200k_base' or 'cl100k_base', got {shown:?}"))
-      }
+      other => invalid(format!("`encoding` must be 'o200k_base' or 'cl100k_base', got {}", crate::error::shown(other))),
     }
   }
 
