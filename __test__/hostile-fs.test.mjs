@@ -207,7 +207,7 @@ test('consolidation target: what cannot be written safely becomes a dead letter,
     Object.fromEntries(first.value.deadLetters),
     {
       'a-dir': 'E_NOT_REGULAR_FILE',
-      'a-file/x.md': 'E_NOT_REGULAR_FILE',
+      'a-file/x.md': 'E_IO',
       'dangling.md': 'E_NOT_REGULAR_FILE',
       'fifo.md': 'E_NOT_REGULAR_FILE',
       'link-dir/gone.md': 'E_PATH_OUTSIDE_ROOT',

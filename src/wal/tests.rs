@@ -663,7 +663,8 @@ fn records_that_cannot_be_applied_become_dead_letters_and_consolidation_goes_on(
     letters,
     [
       ("old", 4, "E_NOT_REGULAR_FILE"),
-      ("old", 3, "E_NOT_REGULAR_FILE"),
+      // A file where a directory belongs: ENOTDIR.
+      ("old", 3, "E_IO"),
       ("old", 2, "E_NOT_REGULAR_FILE"),
       ("old", 1, "E_INVALID_ARGUMENT")
     ]
