@@ -32,6 +32,18 @@ const here = fileURLToPath(import.meta.url)
 const ISO = '2025-01-02T03:04:05Z'
 const manifestFiles = (ctx) => ctx.manifest
 const SPECS = {
+  appendDeadLetter: {
+    async: true,
+    args: (ctx) => [{ workspaceDir: ctx.ws, lockTimeoutMs: 100 }, { sessionId: 's', entry: { type: 'learning', content: 'Always run the tests' }, attempts: 2, error: { code: 'E_IO', message: 'disk full' } }],
+    paths: ['0.workspaceDir'],
+  },
+  appendDeadLetterSync: {
+    args: (ctx) => [{ workspaceDir: ctx.ws, lockTimeoutMs: 100 }, { sessionId: 's', entry: { type: 'learning', content: 'Always run the tests' }, attempts: 2, error: { code: 'E_IO', message: 'disk full' } }],
+    paths: ['0.workspaceDir'],
+  },
+  listDeadLetters: { args: (ctx) => [{ workspaceDir: ctx.ws, lockTimeoutMs: 100 }], paths: ['0.workspaceDir'] },
+  replayDeadLetters: { async: true, args: (ctx) => [{ workspaceDir: ctx.ws, grimoiresDir: 'g', walDir: 'w', lockTimeoutMs: 100, gates: { minConfidence: 0.5 } }], paths: ['0.workspaceDir', '0.grimoiresDir', '0.walDir'] },
+  replayDeadLettersSync: { args: (ctx) => [{ workspaceDir: ctx.ws, grimoiresDir: 'g', walDir: 'w', lockTimeoutMs: 100, gates: { minConfidence: 0.5 } }], paths: ['0.workspaceDir', '0.grimoiresDir', '0.walDir'] },
   attentionLevel: { args: () => [7000, { contextWindowTokens: 200000, yellow: 5000, orange: { tokens: 10000, fraction: 0.05 } }] },
   buildContext: {
     args: () => [
