@@ -1,5 +1,6 @@
 'use strict'
 // `loa audit verify <dir>`: check the hash chain of an audit log, across all its segments.
+// `loa audit checkpoint <dir>`: sign its head with the key ring, so that cut entries show.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -16,8 +17,11 @@ function hmacKey(values, UsageError) {
   return undefined
 }
 
+const DEFAULT_KEYS = '.loa/keys'
+
 function verify(dir, values, UsageError) {
-  const v = core.verifyAuditLog(dir, { hmacKey: hmacKey(values, UsageError) })
+  const keys = values.keys === undefined ? undefined : core.KeyRing.open(path.resolve(values.keys))
+  const v = core.verifyAuditLog(dir, { hmacKey: hmacKey(values, UsageError), keys })
   if (values.json) {
     process.stdout.write(JSON.stringify(v, null, 2) + '\n')
   } else {
@@ -32,14 +36,25 @@ function verify(dir, values, UsageError) {
   return v.ok ? 0 : 1
 }
 
+function checkpoint(dir, values, UsageError) {
+  const ring = core.KeyRing.open(path.resolve(values.keys ?? DEFAULT_KEYS))
+  const log = core.AuditLog.open(dir, { hmacKey: hmacKey(values, UsageError) })
+  const c = log.checkpoint(ring)
+  if (values.json) process.stdout.write(JSON.stringify(c, null, 2) + '\n')
+  else process.stdout.write(`checkpoint at seq ${c.seq} ${c.hash}, signed by ${c.signature.keyId}\n`)
+  return 0
+}
+
 module.exports = {
-  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--json]
-                                 check every entry and the chain across segments; exit 1 on problems`,
+  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--keys DIR] [--json]
+                                 check every entry, the chain across segments and the checkpoint; exit 1 on problems
+  loa audit checkpoint <dir> [--keys DIR] [--hmac-key-file FILE] [--json]
+                                 sign the log's head (default keys ${DEFAULT_KEYS}); a log later cut shorter fails`,
   optionHelp: `  --hmac-key-file FILE  the audit log's HMAC key (raw bytes; or LOA_AUDIT_HMAC_KEY as hex)`,
-  options: { 'hmac-key-file': { type: 'string' } },
+  options: { 'hmac-key-file': { type: 'string' }, keys: { type: 'string' } },
   run({ action, target, values, UsageError }) {
-    if (action !== 'verify') throw new UsageError(`unknown audit action '${action ?? ''}' (verify)`)
-    if (!target) throw new UsageError(`'loa audit verify' needs an audit log directory`)
-    return verify(path.resolve(target), values, UsageError)
+    if (action !== 'verify' && action !== 'checkpoint') throw new UsageError(`unknown audit action '${action ?? ''}' (verify, checkpoint)`)
+    if (!target) throw new UsageError(`'loa audit ${action}' needs an audit log directory`)
+    return action === 'verify' ? verify(path.resolve(target), values, UsageError) : checkpoint(path.resolve(target), values, UsageError)
   },
 }
