@@ -220,9 +220,7 @@ fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
     .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
     .transpose()?;
   Ok(core::Entry {
-    kind: core::MemoryKind::parse(
-      &args::optional_string(&e, "type")?.ok_or_else(|| LoaError::InvalidArgument("`type` must be a string".into()))?,
-    )?,
+    kind: memory_kind(args::field(&e, "type")?)?,
     content: args::optional_string(&e, "content")?
       .ok_or_else(|| LoaError::InvalidArgument("`content` must be a string".into()))?,
     agent_id: args::optional_string(&e, "agentId")?,
@@ -231,6 +229,34 @@ fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
     timestamp: args::optional_string(&e, "timestamp")?,
     metadata,
   })
+}
+
+impl From<MemoryType> for core::MemoryKind {
+  fn from(kind: MemoryType) -> core::MemoryKind {
+    match kind {
+      MemoryType::interaction => core::MemoryKind::Interaction,
+      MemoryType::decision => core::MemoryKind::Decision,
+      MemoryType::learning => core::MemoryKind::Learning,
+      MemoryType::error => core::MemoryKind::Error,
+      MemoryType::milestone => core::MemoryKind::Milestone,
+    }
+  }
+}
+
+/// The `type` of an entry: one of the `MemoryType` strings, else `E_INVALID_ARGUMENT` (the
+/// message never repeats the value, which is caller data).
+fn memory_kind(value: Option<Unknown>) -> Result<core::MemoryKind> {
+  let wrong = || {
+    LoaError::InvalidArgument(
+      "`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'".into(),
+    )
+  };
+  let value = value.ok_or_else(wrong)?;
+  // SAFETY: `value` is a live handle of the current call's scope, read by napi's own
+  // conversion of the string enum, which checks its type first.
+  unsafe { MemoryType::from_napi_value(value.value().env, value.raw()) }
+    .map(core::MemoryKind::from)
+    .map_err(|_| wrong())
 }
 
 impl From<core::MemoryKind> for MemoryType {
