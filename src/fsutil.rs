@@ -183,8 +183,8 @@ impl StateDir {
   }
 
   /// Opens the subdirectory `name` without following a symlink. `None` when it does not exist.
-  /// A symlink is `E_PATH_OUTSIDE_ROOT` (it could lead anywhere), any other non-directory
-  /// `E_NOT_REGULAR_FILE`.
+  /// A symlink is `E_PATH_OUTSIDE_ROOT` (it could lead anywhere), a regular file `E_IO`
+  /// (`ENOTDIR`), any other non-directory (FIFO, socket, device) `E_NOT_REGULAR_FILE`.
   pub fn subdir(&self, name: impl AsRef<OsStr>) -> Result<Option<StateDir>> {
     let name = name.as_ref();
     check_name(name)?;
@@ -199,7 +199,8 @@ impl StateDir {
       Err(rustix::io::Errno::NOENT) => Ok(None),
       Err(e @ (rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)) => match self.kind_of(name)? {
         Some(FileType::Symlink) => Err(LoaError::PathOutsideRoot(format!("{} is a symlink", path.display()))),
-        Some(FileType::Directory) | None => Err(io_err("open directory", &path, e)),
+        // A plain file where a directory belongs is what the OS says it is: ENOTDIR (`E_IO`).
+        Some(FileType::Directory | FileType::RegularFile) | None => Err(io_err("open directory", &path, e)),
         Some(other) => Err(LoaError::NotRegularFile { path: path.display().to_string(), kind: kind_name(other) }),
       },
       Err(e) => Err(io_err("open directory", &path, e)),
