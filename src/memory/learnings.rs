@@ -226,10 +226,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Store, Problem> {
   }
   let list: Vec<RawMembers> = match top.remove("learnings") {
     None => Vec::new(),
-    Some(Member::Raw(raw)) => {
-      serde_json::from_str(raw.get()).map_err(|_| Problem::Corrupt("`learnings` is not an array of objects".into()))?
-    }
-    Some(Member::Owned(_)) => unreachable!("parsed members are raw"),
+    Some(member) => member.parse().ok_or_else(|| Problem::Corrupt("`learnings` is not an array of objects".into()))?,
   };
   let mut entries = Vec::with_capacity(list.len());
   for (i, raw) in list.into_iter().enumerate() {

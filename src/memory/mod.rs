@@ -30,6 +30,8 @@
 //! file is left alone. Directories below the workspace are never followed through a symlink and
 //! are created only below a handle already known to be inside it (`E_PATH_OUTSIDE_ROOT` before
 //! any side effect).
+//! A writer killed in the middle of an atomic write leaves a temp file behind; the next
+//! consolidation removes those of dead processes under its lock.
 
 mod consolidate;
 mod layout;
