@@ -416,7 +416,9 @@ export declare class AuditLog {
    * Opens (creating `dir` if needed) the log. Cuts off a torn last line left by a crash (see
    * `truncatedTail`). Throws `E_SIGNATURE_INVALID` if the last entry does not verify under
    * `hmacKey` (wrong key, or edited: nothing is appended to a chain that does not verify),
-   * `E_AUDIT_CORRUPT` if it cannot be read.
+   * `E_AUDIT_CORRUPT` if it (or the checkpoint) cannot be read, `E_AUDIT_TRUNCATED` if the log
+   * ends before its checkpoint, `E_NOT_REGULAR_FILE` for a symlink, FIFO or directory named
+   * like a segment, the lock or the checkpoint (never read, truncated or written through).
    */
   static open(dir: string, options?: AuditLogOpenOptions): AuditLog
   /** The directory of the log. */
@@ -435,9 +437,20 @@ export declare class AuditLog {
   head(): AuditHead
   /**
    * Verifies every entry of every segment with this log's key (read-only). Every problem is
-   * listed, none skipped; a torn last line is reported in `tornTail` and leaves `ok` true.
+   * listed, none skipped; a torn last line is reported in `tornTail` and leaves `ok` true. A
+   * log shorter than its checkpoint is a `truncated` problem.
    */
-  verify(options?: { expectedHead?: AuditHead }): AuditVerification
+  verify(options?: { expectedHead?: AuditHead, keys?: KeyInfo[] | KeyRing }): AuditVerification
+  /**
+   * Signs the current head (seq, hash, time) with the key ring's signing key and stores it as
+   * the log's checkpoint (`checkpoint.json` beside the segments, written atomically). From then
+   * on a log that ends before it is `E_AUDIT_TRUNCATED`: `open` and `append` refuse it, `verify`
+   * reports it. Since the checkpoint can be deleted together with the entries, also anchor the
+   * head in a signed manifest (`createManifest(root, { auditDir })`). Throws
+   * `E_AUDIT_TRUNCATED` when the log is already shorter than its previous checkpoint,
+   * `E_KEY_NOT_FOUND` without a signing key.
+   */
+  checkpoint(keyRing: KeyRing): AuditCheckpoint
 }
 
 /**
@@ -661,6 +674,30 @@ export interface AttentionUpdate {
   overOperationLimit: boolean
 }
 
+/** A signed head of the chain, as `AuditLog.checkpoint` writes it to `checkpoint.json`. */
+export interface AuditCheckpoint {
+  version: 1
+  /** The last entry's seq when it was made (0 for an empty log). */
+  seq: number
+  /** That entry's hash. */
+  hash: string
+  /** When it was made (RFC 3339, UTC). */
+  ts: string
+  alg: 'sha256' | 'hmac-sha256'
+  signature: AuditCheckpointSignature
+}
+
+/**
+ * Who signed a checkpoint, and the signature (Ed25519 over
+ * `"loa-core/audit-checkpoint/v1\0"` + the RFC 8785 bytes of the checkpoint without it).
+ */
+export interface AuditCheckpointSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
+}
+
 /** An event to record. */
 export interface AuditEventInput {
   /** What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters. */
@@ -704,10 +741,13 @@ export interface AuditProblem {
   line: number
   /**
    * `malformed`, `format` (bytes not canonical), `hash` (entry edited), `chain` (lines deleted,
-   * inserted or reordered), `seq`, `segment`, `key` (HMAC key missing or not used), `head`
-   * (does not reach or match `expectedHead`).
+   * inserted or reordered), `seq`, `segment` (misnamed, empty, or not a regular file), `key`
+   * (HMAC key missing or not used), `head` (does not reach or match `expectedHead`),
+   * `truncated` (the log ends before its signed checkpoint: `E_AUDIT_TRUNCATED`), `checkpoint`
+   * (the checkpoint is damaged, its signature does not verify with `keys`, or the entry at its
+   * seq has another hash).
    */
-  kind: 'malformed' | 'format' | 'hash' | 'chain' | 'seq' | 'segment' | 'key' | 'head'
+  kind: 'malformed' | 'format' | 'hash' | 'chain' | 'seq' | 'segment' | 'key' | 'head' | 'truncated' | 'checkpoint'
   detail: string
 }
 
@@ -732,6 +772,8 @@ export interface AuditVerification {
   problems: Array<AuditProblem>
   /** A torn last line (cut off by the next writer), if any. */
   tornTail?: AuditTornTail
+  /** The log's signed checkpoint, if it has a readable one. */
+  checkpoint?: AuditCheckpoint
 }
 
 /**
@@ -1073,8 +1115,10 @@ export interface CountTokensOptions {
  * Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
  * the patterns cover. Symlinks to files inside the root are covered by content; symlinked
  * directories are not followed; a symlink leading outside the root throws
- * `E_PATH_OUTSIDE_ROOT`, a special file (FIFO, socket) `E_INVALID_ARGUMENT`. Blocks until done;
- * see `createManifestAsync`.
+ * `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
+ * `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
+ * interrupted atomic writes are left out. Each file is read at most to the size it had when
+ * opened. Blocks until done; see `createManifestAsync`.
  */
 export declare function createManifest(rootDir: string, options?: CreateManifestOptions): Manifest
 
@@ -1104,6 +1148,13 @@ export interface CreateManifestOptions {
    * An exception thrown by it stops hashing and is rethrown.
    */
   onProgress?: (progress: ManifestProgress) => void
+  /**
+   * An audit log directory, relative to `rootDir`, whose head (last seq and hash) the manifest
+   * records as `auditHead`, so that `verifyManifest` can tell when entries are later cut off
+   * the end (`truncated`), even together with the log's own checkpoint. Its directory is added
+   * to `exclude` (the log grows; the anchor covers it). The log must verify.
+   */
+  auditDir?: string
 }
 
 /** One capture in the dead-letter queue. */
@@ -1442,7 +1493,7 @@ export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterL
 export declare function loadConfig(workspaceDir: string): LoadedConfig
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
@@ -1456,6 +1507,17 @@ export interface Manifest {
   exclude: Array<string>
   /** Sorted by path. */
   files: Array<ManifestFile>
+  /** With `auditDir`: the audit log's head when the manifest was made. */
+  auditHead?: ManifestAuditHead
+}
+
+/** The head of an audit log that a manifest anchors (covered by its signature). */
+export interface ManifestAuditHead {
+  /** The log's directory, relative to the manifest's root. */
+  dir: string
+  seq: number
+  /** The hash of the entry at `seq`. */
+  hash: string
 }
 
 /** One covered file. */
@@ -1472,11 +1534,14 @@ export interface ManifestProblem {
   /** The relative path concerned; `''` for problems of the manifest as a whole. */
   path: string
   /**
-   * `missing`: listed, not on disk; `modified`: size or sha256 differ; `unexpected`: on disk,
-   * covered, not listed; `signature`: unsigned, bad signature, key not trusted, malformed
-   * manifest; `path`: absolute, `..`, or resolving outside the root through a symlink.
+   * `missing`: listed, not on disk; `modified`: size or sha256 differ, or no longer a regular
+   * file (for `auditHead.dir`: the entry at the anchored seq is another one); `unexpected`: on
+   * disk, covered, not listed, or a FIFO, socket or device (or a symlink to one) where files are
+   * covered; `signature`: unsigned, bad signature, key not trusted, malformed manifest or an
+   * unknown member; `path`: absolute, `..`, or resolving outside the root through a symlink;
+   * `truncated`: the audit log ends before the manifest's `auditHead` (`E_AUDIT_TRUNCATED`).
    */
-  kind: 'missing' | 'modified' | 'unexpected' | 'signature' | 'path'
+  kind: 'missing' | 'modified' | 'unexpected' | 'signature' | 'path' | 'truncated'
   /** Why, for humans. */
   detail: string
 }
@@ -1509,6 +1574,13 @@ export interface ManifestVerification {
   files: number
   /** Key id of the verified signature. */
   signedBy?: string
+  /**
+   * Temp files of the library's own atomic writes that a crash left under the root (relative
+   * paths), present only when there are some. Neither covered nor a problem: the rename that
+   * would have made one a real file never happened, and the next writer of that directory
+   * removes it.
+   */
+  tempFiles?: Array<string>
 }
 
 /** What `consolidate` did. */
@@ -1625,7 +1697,8 @@ export declare function planCompaction(items: ContextPart[], policy?: Compaction
 /**
  * Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
  * its content (plus a final newline), so any changed byte is caught: otherwise
- * `E_STATE_CORRUPT` (the file is left untouched).
+ * `E_STATE_CORRUPT` (the file is left untouched). A symlink, FIFO or directory at `path` is
+ * `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
  */
 export declare function readManifest(path: string): SignedManifest
 
@@ -1633,7 +1706,8 @@ export declare function readManifest(path: string): SignedManifest
  * Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
  * applies it to `base` (default: the seed 003 defaults): its settings replace the base's, its
  * `preserve_artifacts` are added. A file without frontmatter or block gives `base` unchanged
- * (`found: false`). Throws `E_IO` if unreadable, `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
+ * (`found: false`). Throws `E_IO` if unreadable, `E_NOT_REGULAR_FILE` for a symlink, FIFO,
+ * device or directory at `path` (never read through), `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
  * with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
  */
 export declare function readSkillContextPolicy(path: string, base?: CompactionPolicy): SkillContextPolicy
@@ -1739,13 +1813,18 @@ export interface SessionEntry {
   source: 'memory' | 'notes'
 }
 
-/** A manifest with its signature; every other member is covered by it. */
+/**
+ * A manifest with its signature; every other member is covered by it. No other member is
+ * accepted anywhere (top level, file entries, `signature`): signing throws
+ * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
+ */
 export interface SignedManifest {
   version: 1
   createdAt: string
   include: Array<string>
   exclude: Array<string>
   files: Array<ManifestFile>
+  auditHead?: ManifestAuditHead
   signature: ManifestSignature
 }
 
@@ -1779,7 +1858,9 @@ export interface SkillContextPolicy {
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never
- * takes the lock, never throws for damage (an unreadable directory is `E_IO`).
+ * takes the lock, never throws for damage (an unreadable directory is `E_IO`). Anything named
+ * like a segment that is not a regular file is reported and never opened; a log shorter than
+ * its checkpoint is a `truncated` problem.
  */
 export declare function verifyAuditLog(dir: string, options?: VerifyAuditLogOptions): AuditVerification
 
@@ -1789,6 +1870,11 @@ export interface VerifyAuditLogOptions {
   hmacKey?: Buffer
   /** A head remembered earlier: the chain must still contain that seq with that hash. */
   expectedHead?: AuditHead
+  /**
+   * Keys to check the checkpoint's signature with (`keyRing.verificationKeys()` or the
+   * `KeyRing`). Without them the checkpoint's seq and hash are still compared with the log.
+   */
+  keys?: KeyInfo[] | KeyRing
 }
 
 /**
@@ -2001,5 +2087,8 @@ export interface WriteFileAtomicOptions {
 /** Synchronous twin of `writeFileAtomic`: blocks until the new content is durable. */
 export declare function writeFileAtomicSync(path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions): void
 
-/** Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline. */
+/**
+ * Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
+ * A symlink or other non-regular file at `path` is `E_NOT_REGULAR_FILE`, never written through.
+ */
 export declare function writeManifest(path: string, manifest: Manifest | SignedManifest): void

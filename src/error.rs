@@ -30,6 +30,7 @@ pub const ERROR_CODES: &[&str] = &[
   "E_KEY_INVALID",
   "E_AUDIT_CORRUPT",
   "E_NOT_REGULAR_FILE",
+  "E_AUDIT_TRUNCATED",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +106,11 @@ pub enum LoaError {
   /// or directory. It is never opened, read, truncated or written through.
   #[error("{path} is a {kind}, not a regular file; refusing to use it as a state file")]
   NotRegularFile { path: String, kind: &'static str },
+
+  /// The audit log ends before a head that was signed earlier (its checkpoint, or the
+  /// `auditHead` of a signed manifest): entries were cut off the end.
+  #[error("the audit log ends at seq {log_seq}, before seq {anchored_seq} signed in {anchor}: entries were cut off")]
+  AuditTruncated { log_seq: u64, anchored_seq: u64, anchor: String },
 }
 
 impl LoaError {
@@ -127,6 +133,7 @@ impl LoaError {
       LoaError::KeyInvalid(_) => "E_KEY_INVALID",
       LoaError::AuditCorrupt { .. } => "E_AUDIT_CORRUPT",
       LoaError::NotRegularFile { .. } => "E_NOT_REGULAR_FILE",
+      LoaError::AuditTruncated { .. } => "E_AUDIT_TRUNCATED",
     }
   }
 
@@ -160,6 +167,9 @@ impl LoaError {
         LoaError::AuditCorrupt { segment: segment.clone(), line: *line, reason: reason.clone() }
       }
       LoaError::NotRegularFile { path, kind } => LoaError::NotRegularFile { path: path.clone(), kind },
+      LoaError::AuditTruncated { log_seq, anchored_seq, anchor } => {
+        LoaError::AuditTruncated { log_seq: *log_seq, anchored_seq: *anchored_seq, anchor: anchor.clone() }
+      }
     }
   }
 
@@ -306,6 +316,7 @@ mod tests {
       LoaError::KeyInvalid("x".into()),
       LoaError::AuditCorrupt { segment: "s".into(), line: 1, reason: "r".into() },
       LoaError::NotRegularFile { path: "p".into(), kind: "fifo" },
+      LoaError::AuditTruncated { log_seq: 1, anchored_seq: 2, anchor: "checkpoint.json".into() },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

@@ -1,5 +1,6 @@
 'use strict'
 // `loa audit verify <dir>`: check the hash chain of an audit log, across all its segments.
+// `loa audit checkpoint <dir>`: sign its head with the key ring, so that cut entries show.
 
 const path = require('node:path')
 const core = require('../../index.js')
@@ -7,6 +8,7 @@ const cli = require('../lib/cli.js')
 
 /** An HMAC key is a few dozen bytes; anything this large is the wrong file. */
 const MAX_KEY_BYTES = 64 * 1024
+const DEFAULT_KEYS = '.loa/keys'
 
 /** The HMAC key: --hmac-key-file (raw bytes), else LOA_AUDIT_HMAC_KEY (hex). Never printed. */
 function hmacKey(values) {
@@ -22,15 +24,26 @@ function hmacKey(values) {
   return undefined
 }
 
+/** --keys as a key ring directory (it must be one if it exists). */
+function keysDir(values, fallback) {
+  if (values.keys === '') throw cli.usage('--keys needs a directory')
+  const given = values.keys ?? fallback
+  if (given === undefined) return undefined
+  const dir = path.resolve(given)
+  cli.directoryIfExists(dir, 'key ring')
+  return dir
+}
+
 function verify(dir, values) {
-  const v = core.verifyAuditLog(dir, { hmacKey: hmacKey(values) })
+  const ring = keysDir(values, undefined)
+  const keys = ring === undefined ? undefined : core.KeyRing.open(ring)
+  const v = core.verifyAuditLog(dir, { hmacKey: hmacKey(values), keys })
   if (values.json) {
     cli.printJson(v)
   } else {
     for (const p of v.problems) process.stdout.write(`${p.kind.toUpperCase().padEnd(9)} ${p.segment || '(log)'}${p.line ? `:${p.line}` : ''}: ${p.detail}\n`)
     if (v.tornTail) {
-      const t = v.tornTail
-      process.stdout.write(`torn tail ${t.segment}:${t.line} (${t.bytes} B of an append a crash interrupted; the next writer cuts it)\n`)
+      process.stdout.write(`TORN      ${v.tornTail.segment}: ${v.tornTail.bytes} byte(s) of an unfinished append (cut on the next open)\n`)
     }
     const head = v.head ? `, head seq ${v.head.seq} ${v.head.hash}` : ''
     process.stdout.write(`${v.ok ? 'OK' : 'FAILED'}: ${v.entries} entr${v.entries === 1 ? 'y' : 'ies'} in ${v.segments} segment(s)${head}, ${v.problems.length} problem(s)\n`)
@@ -38,17 +51,28 @@ function verify(dir, values) {
   return v.ok ? cli.EXIT_OK : cli.EXIT_PROBLEMS
 }
 
+function checkpoint(dir, values) {
+  const ring = core.KeyRing.open(keysDir(values, DEFAULT_KEYS))
+  const log = core.AuditLog.open(dir, { hmacKey: hmacKey(values) })
+  const c = log.checkpoint(ring)
+  if (values.json) cli.printJson(c)
+  else process.stdout.write(`checkpoint at seq ${c.seq} ${c.hash}, signed by ${c.signature.keyId}\n`)
+  return cli.EXIT_OK
+}
+
 module.exports = {
-  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--json]
-                                 check every entry and the chain across segments; exit 1 on problems`,
+  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--keys DIR] [--json]
+                                 check every entry, the chain across segments and the checkpoint; exit 1 on problems
+  loa audit checkpoint <dir> [--keys DIR] [--hmac-key-file FILE] [--json]
+                                 sign the log's head (default keys ${DEFAULT_KEYS}); a log later cut shorter fails`,
   optionHelp: `  --hmac-key-file FILE  the audit log's HMAC key (raw bytes; or LOA_AUDIT_HMAC_KEY as hex)`,
   options: { 'hmac-key-file': { type: 'string' } },
-  accepts: ['json', 'hmac-key-file'],
+  accepts: ['json', 'hmac-key-file', 'keys'],
   run({ action, target, args, values }) {
-    if (action !== 'verify') throw cli.badAction('audit', action, ['verify'])
-    if (!target) throw cli.usage(`'loa audit verify' needs an audit log directory`)
-    cli.expectArgs(args, 2, 'audit verify')
+    if (action !== 'verify' && action !== 'checkpoint') throw cli.badAction('audit', action, ['verify', 'checkpoint'])
+    if (!target) throw cli.usage(`'loa audit ${action}' needs an audit log directory`)
+    cli.expectArgs(args, 2, `audit ${action}`)
     const dir = cli.requireDir(path.resolve(target), 'audit log directory')
-    return verify(dir, values)
+    return action === 'verify' ? verify(dir, values) : checkpoint(dir, values)
   },
 }

@@ -50,12 +50,16 @@ function create(root, values) {
   const self = selfExclusion(root, out)
   if (self && !exclude.includes(self)) exclude.push(self)
   const onProgress = progressPrinter(values.progress)
-  const manifest = core.createManifest(root, { include: values.include ?? [], exclude, onProgress })
+  const auditDir = values['audit-dir'] === undefined ? undefined : values['audit-dir'].split(path.sep).join('/')
+  const manifest = core.createManifest(root, { include: values.include ?? [], exclude, onProgress, auditDir })
   onProgress?.done()
   core.writeManifest(out, manifest)
   const bytes = manifest.files.reduce((sum, f) => sum + f.size, 0)
   if (values.json) printJson({ manifest: out, files: manifest.files.length, bytes })
-  else process.stdout.write(`wrote ${out}: ${manifest.files.length} file(s), ${bytes} bytes (unsigned; run loa manifest sign)\n`)
+  else {
+    const anchor = manifest.auditHead ? `, audit log ${manifest.auditHead.dir} anchored at seq ${manifest.auditHead.seq}` : ''
+    process.stdout.write(`wrote ${out}: ${manifest.files.length} file(s), ${bytes} bytes${anchor} (unsigned; run loa manifest sign)\n`)
+  }
   return 0
 }
 
@@ -93,7 +97,7 @@ function verify(root, values) {
 }
 
 module.exports = {
-  help: `  loa manifest create <root> [--out FILE] [--include GLOB]... [--exclude GLOB]... [--progress]
+  help: `  loa manifest create <root> [--out FILE] [--include GLOB]... [--exclude GLOB]... [--audit-dir DIR] [--progress]
                                  hash every file under <root> into FILE (default <root>/manifest.json)
   loa manifest sign <file> [--keys DIR]
                                  sign a manifest file with the key ring (default ${DEFAULT_KEYS}, or LOA_SIGNING_KEY)
@@ -102,6 +106,7 @@ module.exports = {
   optionHelp: `  --out FILE    where manifest create writes (default <root>/manifest.json, excluded from itself)
   --include/--exclude GLOB  files to cover (repeatable; '*.tmp', 'cache/**', './manifest.json')
   --manifest FILE  the manifest to verify (default <root>/manifest.json)
+  --audit-dir DIR  an audit log under <root> whose head the manifest anchors (cut entries are then caught)
   --keys DIR    key ring directory (default ${DEFAULT_KEYS})
   --progress    show hashing progress even when stderr is not a terminal`,
   options: {
@@ -110,9 +115,10 @@ module.exports = {
     exclude: { type: 'string', multiple: true },
     manifest: { type: 'string' },
     keys: { type: 'string' },
+    'audit-dir': { type: 'string' },
     progress: { type: 'boolean' },
   },
-  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'progress'],
+  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'progress', 'audit-dir'],
   run({ action, target, args, values }) {
     const ACCEPTS = { __proto__: null, create: ['json', 'out', 'include', 'exclude', 'progress'], sign: ['json', 'keys'], verify: ['json', 'manifest', 'keys'] }
     if (!ACCEPTS[action]) throw cli.badAction('manifest', action, ['create', 'sign', 'verify'])

@@ -287,7 +287,8 @@ pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> nap
 /// Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
 /// applies it to `base` (default: the seed 003 defaults): its settings replace the base's, its
 /// `preserve_artifacts` are added. A file without frontmatter or block gives `base` unchanged
-/// (`found: false`). Throws `E_IO` if unreadable, `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
+/// (`found: false`). Throws `E_IO` if unreadable, `E_NOT_REGULAR_FILE` for a symlink, FIFO,
+/// device or directory at `path` (never read through), `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
 /// with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
 #[napi(ts_args_type = "path: string, base?: CompactionPolicy", ts_return_type = "SkillContextPolicy")]
 pub fn read_skill_context_policy(env: Env, path: Unknown, base: Option<Unknown>) -> napi::Result<Value> {

@@ -160,6 +160,9 @@ pub enum LoaErrorCode {
   /// of its own (`path` names it, `kind` says what it is). It is never opened, read, truncated or
   /// written through.
   E_NOT_REGULAR_FILE,
+  /// The audit log ends before a head that was signed earlier (its checkpoint, or the
+  /// `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.
+  E_AUDIT_TRUNCATED,
 }
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).

@@ -235,6 +235,22 @@ pub struct CreateManifestOptions {
   /// An exception thrown by it stops hashing and is rethrown.
   #[napi(ts_type = "(progress: ManifestProgress) => void")]
   pub on_progress: Option<serde_json::Value>,
+  /// An audit log directory, relative to `rootDir`, whose head (last seq and hash) the manifest
+  /// records as `auditHead`, so that `verifyManifest` can tell when entries are later cut off
+  /// the end (`truncated`), even together with the log's own checkpoint. Its directory is added
+  /// to `exclude` (the log grows; the anchor covers it). The log must verify.
+  pub audit_dir: Option<String>,
+}
+
+/// The head of an audit log that a manifest anchors (covered by its signature).
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
+pub struct ManifestAuditHead {
+  /// The log's directory, relative to the manifest's root.
+  pub dir: String,
+  pub seq: f64,
+  /// The hash of the entry at `seq`.
+  pub hash: String,
 }
 
 /// One covered file.
@@ -260,6 +276,8 @@ pub struct Manifest {
   pub exclude: Vec<String>,
   /// Sorted by path.
   pub files: Vec<ManifestFile>,
+  /// With `auditDir`: the audit log's head when the manifest was made.
+  pub audit_head: Option<ManifestAuditHead>,
 }
 
 /// Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
@@ -274,7 +292,9 @@ pub struct ManifestSignature {
   pub value: String,
 }
 
-/// A manifest with its signature; every other member is covered by it.
+/// A manifest with its signature; every other member is covered by it. No other member is
+/// accepted anywhere (top level, file entries, `signature`): signing throws
+/// `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
 #[napi(object)]
 #[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
 pub struct SignedManifest {
@@ -284,6 +304,7 @@ pub struct SignedManifest {
   pub include: Vec<String>,
   pub exclude: Vec<String>,
   pub files: Vec<ManifestFile>,
+  pub audit_head: Option<ManifestAuditHead>,
   pub signature: ManifestSignature,
 }
 
@@ -292,10 +313,13 @@ pub struct SignedManifest {
 pub struct ManifestProblem {
   /// The relative path concerned; `''` for problems of the manifest as a whole.
   pub path: String,
-  /// `missing`: listed, not on disk; `modified`: size or sha256 differ; `unexpected`: on disk,
-  /// covered, not listed; `signature`: unsigned, bad signature, key not trusted, malformed
-  /// manifest; `path`: absolute, `..`, or resolving outside the root through a symlink.
-  #[napi(ts_type = "'missing' | 'modified' | 'unexpected' | 'signature' | 'path'")]
+  /// `missing`: listed, not on disk; `modified`: size or sha256 differ, or no longer a regular
+  /// file (for `auditHead.dir`: the entry at the anchored seq is another one); `unexpected`: on
+  /// disk, covered, not listed, or a FIFO, socket or device (or a symlink to one) where files are
+  /// covered; `signature`: unsigned, bad signature, key not trusted, malformed manifest or an
+  /// unknown member; `path`: absolute, `..`, or resolving outside the root through a symlink;
+  /// `truncated`: the audit log ends before the manifest's `auditHead` (`E_AUDIT_TRUNCATED`).
+  #[napi(ts_type = "'missing' | 'modified' | 'unexpected' | 'signature' | 'path' | 'truncated'")]
   pub kind: String,
   /// Why, for humans.
   pub detail: String,
@@ -311,6 +335,11 @@ pub struct ManifestVerification {
   pub files: f64,
   /// Key id of the verified signature.
   pub signed_by: Option<String>,
+  /// Temp files of the library's own atomic writes that a crash left under the root (relative
+  /// paths), present only when there are some. Neither covered nor a problem: the rename that
+  /// would have made one a real file never happened, and the next writer of that directory
+  /// removes it.
+  pub temp_files: Option<Vec<String>>,
 }
 
 fn verification_to_js(v: core::Verification) -> ManifestVerification {
@@ -323,6 +352,7 @@ fn verification_to_js(v: core::Verification) -> ManifestVerification {
       .collect(),
     files: v.files as f64,
     signed_by: v.signed_by,
+    temp_files: (!v.temp_files.is_empty()).then_some(v.temp_files),
   }
 }
 
@@ -337,6 +367,7 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
     parsed.include = string_array(&o, "include")?;
     parsed.exclude = string_array(&o, "exclude")?;
     parsed.threads = args::optional_u64(&o, "threads")?.map(|n| n as usize);
+    parsed.audit_dir = args::optional_string(&o, "auditDir")?;
     if parsed.threads == Some(0) {
       return crate::error::invalid("`threads` must be at least 1");
     }
@@ -352,8 +383,10 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
 /// Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
 /// the patterns cover. Symlinks to files inside the root are covered by content; symlinked
 /// directories are not followed; a symlink leading outside the root throws
-/// `E_PATH_OUTSIDE_ROOT`, a special file (FIFO, socket) `E_INVALID_ARGUMENT`. Blocks until done;
-/// see `createManifestAsync`.
+/// `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
+/// `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
+/// interrupted atomic writes are left out. Each file is read at most to the size it had when
+/// opened. Blocks until done; see `createManifestAsync`.
 #[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Manifest")]
 pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) -> napi::Result<JsonOut> {
   let mut thrown: Option<sys::napi_value> = None;
@@ -396,7 +429,7 @@ pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknow
   })
 }
 
-fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
+pub(crate) fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
   let not_ring = || LoaError::InvalidArgument(format!("`{name}` must be a KeyRing (from KeyRing.open)"));
   if value.get_type().ok() != Some(ValueType::Object) {
     return Err(not_ring());
@@ -429,7 +462,7 @@ pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Re
 }
 
 /// Trusted keys from `KeyInfo[]` (revoked and expired entries are skipped) or a `KeyRing`.
-fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
+pub(crate) fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
   if let Ok(ring) = ring_arg(env, &value, "keys") {
     return TrustedKey::from_ring(&ring.inner);
   }
@@ -535,13 +568,15 @@ pub fn verify_manifest_signature(env: Env, signed: Unknown, keys: Unknown) -> na
 
 /// Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
 /// its content (plus a final newline), so any changed byte is caught: otherwise
-/// `E_STATE_CORRUPT` (the file is left untouched).
+/// `E_STATE_CORRUPT` (the file is left untouched). A symlink, FIFO or directory at `path` is
+/// `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
 #[napi(ts_args_type = "path: string", ts_return_type = "SignedManifest")]
 pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<JsonOut> {
   to_napi(&env, guard(|| core::read_manifest(&PathBuf::from(args::string(path, "path")?)))).map(JsonOut)
 }
 
 /// Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
+/// A symlink or other non-regular file at `path` is `E_NOT_REGULAR_FILE`, never written through.
 #[napi(ts_args_type = "path: string, manifest: Manifest | SignedManifest")]
 pub fn write_manifest(env: Env, path: Unknown, manifest: Unknown) -> napi::Result<()> {
   to_napi(

@@ -17,11 +17,10 @@
 //!   context editing is disabled), and none when nothing needed clearing.
 //!
 //! Per-skill overrides come from the `context_editing` block of a skill's `SKILL.md` YAML
-//! frontmatter: [`read_skill_context_policy`].
+//! frontmatter: [`read_skill_context_policy`]. The file is read as a regular file only (never
+//! through a symlink, never a FIFO or device) of at most [`MAX_SKILL_FILE_BYTES`] (1 MiB).
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -385,19 +384,14 @@ pub fn frontmatter(text: &str) -> Option<&str> {
 /// Reads the per-skill context-editing override from the frontmatter of the `SKILL.md` at `path`
 /// and applies it to `base`. A file without frontmatter or without a `context_editing` block
 /// gives `base` unchanged. `E_IO` if the file cannot be read, `E_TOO_LARGE` over 1 MiB,
+/// `E_NOT_REGULAR_FILE` for a symlink, FIFO, device or directory,
 /// `E_CONFIG_INVALID` (with the dotted key, e.g. `context_editing.clear_targets[1]`) for invalid
 /// YAML or values.
 pub fn read_skill_context_policy(path: &Path, base: &CompactionPolicy) -> Result<SkillContextPolicy> {
-  let file = File::open(path).map_err(|e| LoaError::io("cannot open", path, e))?;
-  let mut bytes = Vec::new();
-  file.take(MAX_SKILL_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| LoaError::io("cannot read", path, e))?;
-  if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
-    return Err(LoaError::TooLarge {
-      what: path.display().to_string(),
-      size: bytes.len() as u64,
-      limit: MAX_SKILL_FILE_BYTES,
-    });
-  }
+  // Never through a symlink in its last component and only as a regular file (a FIFO would
+  // block the read, `/dev/zero` would never end): `E_NOT_REGULAR_FILE` otherwise.
+  let bytes = crate::fsutil::read_file_bounded(path, MAX_SKILL_FILE_BYTES)?
+    .ok_or_else(|| LoaError::io("cannot open", path, std::io::ErrorKind::NotFound.into()))?;
   let in_file = |e: LoaError| match e {
     LoaError::ConfigInvalid { key, reason } => {
       LoaError::ConfigInvalid { key, reason: format!("{reason} (in {})", path.display()) }

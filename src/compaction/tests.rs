@@ -265,3 +265,22 @@ fn invalid_skill_files_name_the_key_and_the_file() {
   let (_d, path) = skill(&"x".repeat(MAX_SKILL_FILE_BYTES as usize + 1));
   assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap_err().code(), "E_TOO_LARGE");
 }
+
+#[test]
+fn skill_files_are_read_only_as_regular_files() {
+  let (dir, path) = skill("---\nname: real\n---\n");
+  let outside = dir.path().join("outside.md");
+  std::fs::write(&outside, "---\nname: from-outside\n---\n").unwrap();
+  let link = dir.path().join("LINKED.md");
+  std::os::unix::fs::symlink(&outside, &link).unwrap();
+  assert_eq!(read_skill_context_policy(&link, &CompactionPolicy::default()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  let fifo = dir.path().join("FIFO.md");
+  rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+    .unwrap();
+  assert_eq!(read_skill_context_policy(&fifo, &CompactionPolicy::default()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(
+    read_skill_context_policy(dir.path(), &CompactionPolicy::default()).unwrap_err().code(),
+    "E_NOT_REGULAR_FILE"
+  );
+  assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap().name.as_deref(), Some("real"));
+}
