@@ -47,7 +47,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
-use crate::memory::{Entry, MemoryStore, StoreOptions, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
+use crate::memory::{Entry, MemoryKind, MemoryStore, StoreOptions, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
@@ -149,7 +149,7 @@ struct LegacyLetter {
 
 /// What [`DeadLetterQueue::append`] is given: the entry as it was given to `capture`
 /// (unredacted: the queue redacts it), and why it failed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewDeadLetter {
   pub session_id: String,
   pub entry: Entry,
@@ -417,8 +417,11 @@ fn replay_one(store: &MemoryStore, letter: &DeadLetter) -> ReplayResult {
   let Some(content) = letter.entry.content.clone().filter(|_| !letter.blocked) else {
     return result(Outcome::Blocked, None, Vec::new());
   };
+  let Ok(kind) = MemoryKind::parse(&letter.entry.memory_type) else {
+    return result(Outcome::Blocked, None, Vec::new());
+  };
   let entry = Entry {
-    memory_type: letter.entry.memory_type.clone(),
+    kind,
     content,
     agent_id: letter.entry.agent_id.clone(),
     confidence: letter.entry.confidence,
@@ -566,9 +569,6 @@ pub fn letter_id(session_id: &str, entry: &LetterEntry) -> Result<String> {
 fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLetter> {
   crate::wal::reader::validate_session_id(&letter.session_id)?;
   let entry = &letter.entry;
-  if !crate::gates::MEMORY_TYPES.contains(&entry.memory_type.as_str()) {
-    return invalid("`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'");
-  }
   if entry.content.len() > MAX_CONTENT_BYTES {
     return Err(LoaError::TooLarge {
       what: "memory content".into(),
@@ -606,7 +606,7 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
   let stored = if blocked {
     // Refused by policy: only what kind of value it held (and its fingerprint) is kept.
     LetterEntry {
-      memory_type: entry.memory_type.clone(),
+      memory_type: entry.kind.as_str().to_string(),
       content: None,
       tags: Vec::new(),
       agent_id: None,
@@ -616,7 +616,7 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
     }
   } else {
     LetterEntry {
-      memory_type: entry.memory_type.clone(),
+      memory_type: entry.kind.as_str().to_string(),
       content: Some(content),
       tags,
       agent_id,

@@ -12,7 +12,7 @@ use super::fs::CoreTask;
 use super::{guard, to_napi};
 use crate::dead_letter as core;
 use crate::error::{LoaError, Result};
-use crate::memory::{Entry, StoreOptions};
+use crate::memory::{Entry, MemoryKind, StoreOptions};
 use crate::redact::RedactOptions;
 
 /// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`).
@@ -208,7 +208,7 @@ fn parse_letter(env: &Env, letter: Unknown) -> Result<core::NewDeadLetter> {
     .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
     .transpose()?;
   let entry = Entry {
-    memory_type: args::optional_string(&e, "type")?.ok_or_else(|| args::wrong("type", "a string"))?,
+    kind: MemoryKind::parse(&args::optional_string(&e, "type")?.ok_or_else(|| args::wrong("type", "a string"))?)?,
     content: args::optional_string(&e, "content")?.ok_or_else(|| args::wrong("content", "a string"))?,
     agent_id: args::optional_string(&e, "agentId")?,
     confidence: optional_f64(&e, "confidence")?,
