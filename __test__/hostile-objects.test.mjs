@@ -116,6 +116,7 @@ const SPECS = {
   'AuditLog.prototype.append': { receiver: auditLog, args: () => [{ action: 'manifest.sign', actor: 'system', details: { keyId: 'k', n: [1, { v: 'x' }] } }] },
   'AuditLog.prototype.head': { receiver: auditLog, args: () => [] },
   'AuditLog.prototype.verify': { receiver: auditLog, args: (ctx, log) => [{ expectedHead: log.head() }] },
+  'AuditLog.prototype.checkpoint': { receiver: auditLog, args: (ctx) => [ctx.ring] },
 
   'KeyRing.open': { args: (ctx, _, n) => [join(ctx.dir, `keys-${n}`), { rotationDays: 90, overlapDays: 7, maxRetiredKeys: 3, useEnv: false }], paths: ['0'] },
   'KeyRing.prototype.dir': { receiver: keyRing, getter: true },
