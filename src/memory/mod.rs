@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::config::{load_config, WalSync};
+use crate::config::load_config;
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{create_dir_durable, ensure_inside, join_relative, write_file_atomic};
 use crate::gates::{self, Candidate, GateConfig, GateResult, MEMORY_TYPES};
@@ -37,7 +37,7 @@ use crate::lock::lock_exclusive;
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 use crate::wal::reader::{list_sessions, read_session};
-use crate::wal::{self, AppendRequest, ConsolidateOptions, SyncMode, Wal, WalOptions};
+use crate::wal::{self, AppendRequest, ConsolidateOptions, Wal, WalOptions};
 
 /// Directory of memory records inside the grimoire.
 pub const MEMORY_DIR: &str = "memory";
@@ -327,18 +327,14 @@ impl MemoryStore {
   pub fn open(options: StoreOptions) -> Result<MemoryStore> {
     wal::reader::validate_session_id(&options.session_id)?;
     let Layout { paths, config, lock_timeout } = layout(&options)?;
-    let gates = options.gates.apply(GateConfig::from(&config.memory.quality_gates));
+    let gates = options.gates.apply(config.memory.quality_gates.clone());
     gates.validate()?;
     let wal_options = WalOptions {
       session_id: options.session_id.clone(),
       lock_timeout,
       segment_max_bytes: config.wal.segment_max_bytes,
       segment_max_age: Duration::from_millis(config.wal.segment_max_age_ms),
-      sync: match config.wal.sync {
-        WalSync::Always => SyncMode::Always,
-        WalSync::Batch => SyncMode::Batch,
-        WalSync::None => SyncMode::None,
-      },
+      sync: config.wal.sync,
     };
     let wal = Wal::open(&paths.wal_dir, wal_options)?;
     let known = known_hashes(&paths)?;
@@ -567,7 +563,7 @@ impl MemoryStore {
 pub struct MemoryView {
   paths: Paths,
   /// The workspace's `context` settings: budget, share, encoding, how many items to consider.
-  context: crate::config::ContextConfig,
+  context: crate::context::ContextConfig,
 }
 
 impl MemoryView {
