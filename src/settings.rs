@@ -151,8 +151,11 @@ pub fn secret_ish(path: &str) -> bool {
   })
 }
 
-/// How the value at `path` is shown in a message: the value itself (strings cut at 60
-/// characters), or only its kind for secret-looking keys and containers.
+/// How the value at `path` is shown in a message. A value is the caller's data and may be a
+/// token pasted in the wrong place, so only short plain values appear as they are: booleans,
+/// numbers of at most 12 characters, and strings that are plain names (at most 16 ASCII letters,
+/// digits, `_` and `$`, not only digits, like `5s` or `sometimes`). Anything else, and every value
+/// of a key whose name looks secret, is shown by its kind.
 pub fn describe(path: &str, v: &Value) -> String {
   let kind = match v {
     Value::Null => "null",
@@ -170,16 +173,19 @@ pub fn describe(path: &str, v: &Value) -> String {
   match v {
     Value::Null => "null".into(),
     Value::Bool(b) => b.to_string(),
-    Value::Number(n) => n.to_string(),
-    Value::String(s) => {
-      let mut shown: String = s.chars().take(60).collect();
-      if s.chars().count() > 60 {
-        shown.push('…');
-      }
-      format!("{shown:?}")
-    }
+    Value::Number(n) if n.to_string().len() <= 12 => n.to_string(),
+    Value::String(s) if plain_name(s) => format!("{s:?}"),
+    Value::String(s) => format!("a string of {} characters", s.chars().count()),
     _ => kind.to_string(),
   }
+}
+
+/// The crate's rule for caller strings that may appear in messages: no known credential format,
+/// e-mail address, or phone, card or account number has this shape.
+fn plain_name(s: &str) -> bool {
+  (1..=16).contains(&s.len())
+    && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    && !s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The error of `value` at `key` from a deserialiser's `message`: what was expected, then the
@@ -666,6 +672,23 @@ mod tests {
     assert_eq!(plain_reason("unknown variant `SECRET`, expected one of `a`, `b`"), "expected one of a, b");
     assert_eq!(plain_reason("invalid type: integer `5`, expected struct WalConfig"), "expected a mapping of keys");
     assert_eq!(plain_reason("must be between 0 and 1"), "must be between 0 and 1");
+  }
+
+  #[test]
+  fn values_appear_only_when_short_and_plain() {
+    let v = |yaml: &str| serde_norway::from_str::<Value>(yaml).unwrap();
+    assert_eq!(describe("wal.sync", &v("sometimes")), "\"sometimes\"");
+    assert_eq!(describe("a.b", &v("1.5")), "1.5");
+    assert_eq!(describe("a.b", &v("[1]")), "a list");
+    // Token shapes built at run time (no token-shaped literal in the source).
+    let ghp = format!("gh{}_{}", 'p', "a1B2".repeat(9));
+    for secret in [ghp.as_str(), "bob@example.com", "../elsewhere", "4111111111111111"] {
+      let shown = describe("wal.dir", &Value::String(secret.into()));
+      assert!(!shown.contains(secret) && shown.starts_with("a string of"), "{shown}");
+    }
+    assert_eq!(describe("a.b", &v("4111111111111111")), "a whole number");
+    assert_eq!(describe("signing.keys_dir", &v("x")), "a string");
+    assert_eq!(describe("api_token", &v("12")), "a whole number");
   }
 
   #[test]
