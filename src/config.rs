@@ -99,7 +99,9 @@ const WINDOW_KEY: &str = "attention_budget.context_window_tokens";
 /// its default. Serialized with camelCase keys (`LoaConfig` in TypeScript); the YAML file uses the
 /// snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
 /// `attentionBudget.contextWindowTokens`). Paths are relative to the workspace root, with `/`
-/// separators, never absolute and never containing `..`.
+/// separators, never absolute and never containing `..`. Read it with [`load_config`] or
+/// [`parse_config`]: deserialising it directly skips the second spellings and the checks across
+/// keys.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, rename_all(serialize = "camelCase"))]
 pub struct Config {
@@ -672,13 +674,14 @@ impl Spellings {
   }
 }
 
-/// Removes and returns the non-null value at dotted `path` (`a` or `a.b`).
+/// Removes and returns the non-null value at dotted `path` (`a` or `a.b`), keeping the order of
+/// the other keys (warnings follow the file).
 fn take(root: &mut Value, path: &str) -> Option<Value> {
   let (parent, key) = match path.rsplit_once('.') {
     Some((section, key)) => (root.get_mut(section)?, key),
     None => (root, path),
   };
-  parent.as_mapping_mut()?.remove(key).filter(|v| !v.is_null())
+  parent.as_mapping_mut()?.shift_remove(key).filter(|v| !v.is_null())
 }
 
 /// Sets dotted `path` (`a.b`) to `value`, creating the section `a` if absent. A section that is
@@ -1209,6 +1212,12 @@ persistence:
         "unknown key `memory.quality_gates.min_confidance` ignored",
       ]
     );
+    // Taking out a second spelling keeps the order of the rest.
+    let loaded = parse("zeta: 1\nwal_dir: x\nalpha: 2\nomega: 3\n");
+    assert_eq!(
+      loaded.warnings[1..],
+      ["unknown key `zeta` ignored", "unknown key `alpha` ignored", "unknown key `omega` ignored"]
+    );
     // Inside lists and under keys that are not strings too.
     let loaded = parse("recovery:\n  sources: [git]\n  7: x\nidentity:\n  soul_path: SOUL.md\n  extra: {deep: 1}\n");
     assert_eq!(loaded.warnings, vec!["unknown key `recovery.7` ignored", "unknown key `identity.extra` ignored"]);
@@ -1331,6 +1340,17 @@ persistence:
     let d = CompactionPolicy::default();
     assert_eq!((d.context_window_tokens, d.threshold_tokens(), d.preserve_recent_turns), (200_000, 160_000, 5));
     assert_eq!(d, Config::default().compaction_policy());
+  }
+
+  #[test]
+  fn the_module_docs_list_every_second_spelling() {
+    let docs: Vec<&str> = include_str!("config.rs").lines().take_while(|l| l.starts_with("//!")).collect();
+    for (canonical, others) in SPELLINGS {
+      let row = docs.iter().find(|l| l.starts_with(&format!("//! | `{canonical}` |"))).expect(canonical);
+      for other in *others {
+        assert!(row.contains(&format!("`{other}`")), "{other} missing from the row of {canonical}");
+      }
+    }
   }
 
   #[test]
