@@ -67,7 +67,7 @@ impl<'a> Document<'a> {
     let limit = expansion_limit(text.len());
     let left = Cell::new(limit);
     match (Walk { budget: &left, target: None }).deserialize(serde_norway::Deserializer::from_str(text)) {
-      Ok(()) => {}
+      Ok(_) => {}
       Err(_) if left.get() == 0 => {
         return Err(invalid(
           DOCUMENT_KEY,
@@ -320,24 +320,27 @@ fn lookup<'v>(root: &'v Value, path: &str) -> Option<&'v Value> {
 
 const FOUND: &str = "loa-settings: key found here";
 
-/// Visits every node of the document, aliases expanded, and fails once more than `budget` nodes
-/// plus scalar bytes have been seen. With a `target` path it also fails with [`FOUND`] at the
-/// value there, so that the parser's error carries the value's position.
+/// Visits every node of the document, aliases expanded (keys included), and fails once more than
+/// `budget` nodes plus scalar bytes have been seen. With a `target` path it also fails with
+/// [`FOUND`] at the value there, so that the parser's error carries the value's position. A
+/// string node gives its text back, so that mapping keys can be followed.
 #[derive(Clone, Copy)]
 struct Walk<'a> {
   budget: &'a Cell<u64>,
   target: Option<&'a [Segment]>,
 }
 
+type Node = Option<String>;
+
 impl<'a> Walk<'a> {
-  fn node<E: de::Error>(self, bytes: usize) -> Result<(), E> {
+  fn node<E: de::Error>(self, bytes: usize) -> Result<Node, E> {
     if self.target.is_some_and(|t| t.is_empty()) {
       return Err(E::custom(FOUND));
     }
     let left = self.budget.get().checked_sub(1 + bytes as u64);
     self.budget.set(left.unwrap_or(0));
     match left {
-      Some(_) => Ok(()),
+      Some(_) => Ok(None),
       None => Err(E::custom("alias expansion budget exhausted")),
     }
   }
@@ -354,109 +357,61 @@ impl<'a> Walk<'a> {
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {
-  type Value = ();
-  fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+  type Value = Node;
+  fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
     d.deserialize_any(self)
   }
 }
 
 impl<'de> Visitor<'de> for Walk<'_> {
-  type Value = ();
+  type Value = Node;
   fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
     f.write_str("any YAML value")
   }
-  fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+  fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+  fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+  fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+  fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
-    self.node(s.len())
+  fn visit_str<E: de::Error>(self, s: &str) -> Result<Node, E> {
+    self.node(s.len()).map(|_| Some(s.to_string()))
   }
-  fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+  fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_none<E: de::Error>(self) -> Result<(), E> {
+  fn visit_none<E: de::Error>(self) -> Result<Node, E> {
     self.node(0)
   }
-  fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+  fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
     d.deserialize_any(self)
   }
-  fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+  fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
     self.node(0)?;
     let mut i = 0;
     while seq.next_element_seed(self.child(&Segment::Index(i)))?.is_some() {
       i += 1;
     }
-    Ok(())
+    Ok(None)
   }
-  fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+  fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
     self.node(0)?;
-    // Keys are walked too: an alias used as a key expands like any other.
-    while let Some(key) = map.next_key_seed(KeyWalk(Walk { target: None, ..self }))? {
+    while let Some(key) = map.next_key_seed(Walk { target: None, ..self })? {
       map.next_value_seed(self.child(&Segment::Key(key.unwrap_or_default())))?;
     }
-    Ok(())
+    Ok(None)
   }
-  fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+  fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Node, A::Error> {
     use serde::de::VariantAccess;
     self.node(0)?;
     let (_, variant) = data.variant::<IgnoredAny>()?;
     variant.newtype_variant_seed(Walk { target: None, ..self })
-  }
-}
-
-/// A mapping key under [`Walk`]: its text when it is a string.
-struct KeyWalk<'a>(Walk<'a>);
-
-impl<'de> DeserializeSeed<'de> for KeyWalk<'_> {
-  type Value = Option<String>;
-  fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-    d.deserialize_any(self)
-  }
-}
-
-impl<'de> Visitor<'de> for KeyWalk<'_> {
-  type Value = Option<String>;
-  fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-    f.write_str("any YAML value")
-  }
-  fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<String>, E> {
-    self.0.node(s.len()).map(|()| Some(s.to_string()))
-  }
-  fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<String>, E> {
-    self.0.visit_bool(v).map(|()| None)
-  }
-  fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<String>, E> {
-    self.0.visit_i64(v).map(|()| None)
-  }
-  fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<String>, E> {
-    self.0.visit_u64(v).map(|()| None)
-  }
-  fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<String>, E> {
-    self.0.visit_f64(v).map(|()| None)
-  }
-  fn visit_unit<E: de::Error>(self) -> Result<Option<String>, E> {
-    self.0.visit_unit().map(|()| None)
-  }
-  fn visit_none<E: de::Error>(self) -> Result<Option<String>, E> {
-    self.0.visit_none().map(|()| None)
-  }
-  fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Option<String>, A::Error> {
-    self.0.visit_seq(seq).map(|()| None)
-  }
-  fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Option<String>, A::Error> {
-    self.0.visit_map(map).map(|()| None)
-  }
-  fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Option<String>, A::Error> {
-    self.0.visit_enum(data).map(|()| None)
   }
 }
 
