@@ -7,8 +7,9 @@ use napi_derive::napi;
 use serde_json::{json, Map, Value};
 
 use super::{args, guard, to_napi};
-use crate::compaction::{self as core, target_name, CompactionPolicy as Policy, ContextPart as Part};
-use crate::config::{ClearTarget, RuntimeSignalsConfig};
+use crate::compaction::{
+  self as core, target_name, ClearTarget, CompactionPolicy as Policy, ContextPart as Part, RuntimeSignalsConfig,
+};
 use crate::error::{LoaError, Result};
 
 /// One part of the agent's context, as the runtime tracks it.

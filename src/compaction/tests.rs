@@ -151,23 +151,6 @@ fn invalid_parts_and_policies() {
   }
 }
 
-#[test]
-fn the_workspace_configuration_gives_the_policy() {
-  let c = config::parse_config(
-    "attention_budget:\n  context_window_tokens: 100000\ncontext_editing:\n  compact_threshold_percent: 60\n  preserve_recent_turns: 2\n  \
-     clear_targets: [verbose_debug]\n  preserve_artifacts: [test_results]\nruntime_signals:\n  compaction_complete: DONE\n",
-  )
-  .unwrap()
-  .config;
-  let p = CompactionPolicy::from_config(&c);
-  assert_eq!((p.context_window_tokens, p.threshold_tokens(), p.preserve_recent_turns), (100_000, 60_000, 2));
-  assert_eq!(p.clear_targets, [ClearTarget::VerboseDebug]);
-  assert!(p.preserve_artifacts.contains(&"test_results".to_string()) && p.preserve_artifacts.len() == 6);
-  assert_eq!(p.runtime_signals.compaction_complete, "DONE");
-  let d = CompactionPolicy::default();
-  assert_eq!((d.context_window_tokens, d.threshold_tokens(), d.preserve_recent_turns), (200_000, 160_000, 5));
-}
-
 // -- SKILL.md ----------------------------------------------------------------------------------
 
 fn skill(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {

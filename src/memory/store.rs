@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::config::WalSync;
 use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::gates::{self, Candidate, GateConfig};
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 use crate::wal::reader::{list_sessions, read_session};
-use crate::wal::{self, AppendRequest, SyncMode, Wal, WalOptions};
+use crate::wal::{self, AppendRequest, Wal, WalOptions};
 
 use super::consolidate;
 use super::layout::Layout;
@@ -55,7 +54,7 @@ impl MemoryStore {
   pub fn open(options: StoreOptions) -> Result<MemoryStore> {
     wal::reader::validate_session_id(&options.session_id)?;
     let layout = Layout::resolve(&options)?;
-    let gates = options.gates.apply(GateConfig::from(&layout.config.memory.quality_gates));
+    let gates = options.gates.apply(layout.config.memory.quality_gates.clone());
     gates.validate()?;
     layout.create()?;
     let config = &layout.config;
@@ -64,11 +63,7 @@ impl MemoryStore {
       lock_timeout: layout.lock_timeout,
       segment_max_bytes: config.wal.segment_max_bytes,
       segment_max_age: Duration::from_millis(config.wal.segment_max_age_ms),
-      sync: match config.wal.sync {
-        WalSync::Always => SyncMode::Always,
-        WalSync::Batch => SyncMode::Batch,
-        WalSync::None => SyncMode::None,
-      },
+      sync: config.wal.sync,
     };
     let wal = Wal::open(&layout.wal_path(), wal_options)?;
     let known = known_hashes(&layout)?;

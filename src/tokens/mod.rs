@@ -22,8 +22,18 @@ use std::sync::OnceLock;
 use bpe_openai::Tokenizer;
 use rustc_hash::FxHashMap;
 
-pub use crate::config::TokenEncoding;
 use crate::error::{invalid, Result};
+
+/// BPE encoding used to count tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum TokenEncoding {
+  /// `o200k_base` (GPT-4o family and later).
+  #[serde(rename = "o200k_base")]
+  O200kBase,
+  /// `cl100k_base` (GPT-4 / GPT-3.5 family).
+  #[serde(rename = "cl100k_base")]
+  Cl100kBase,
+}
 
 /// Pieces up to this many bytes have their counts memoized.
 const MAX_CACHED_PIECE: usize = 32;

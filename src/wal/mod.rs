@@ -39,7 +39,8 @@ pub use consolidate::{consolidate, Conflict, ConflictSide, ConsolidateOptions, C
 pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification, MAX_SEGMENT_BYTES};
 
 /// When an append counts as done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SyncMode {
   /// After `fdatasync`: the record survives power loss. Concurrent appends share one fsync.
   Always,
