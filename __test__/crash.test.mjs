@@ -40,6 +40,9 @@ test('crash torture: SIGKILLed writers lose no acknowledged record and never reu
     await Promise.all(
       children.map(async ({ state }) => {
         await waitForLine(state, (lines) => lines.some((l) => l.startsWith('OPEN ')), 60_000).catch(() => {})
+        // A few acknowledged records first, so that every round has something to lose (on a
+        // loaded machine the first fsyncs can take longer than the random delay below).
+        await waitForLine(state, (lines) => lines.filter((l) => l.startsWith('ACK ')).length >= 3, 10_000).catch(() => {})
         await sleep(150 + Math.floor(Math.random() * 350))
         state.child.kill('SIGKILL')
         await state.exited
