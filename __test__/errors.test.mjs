@@ -32,12 +32,14 @@ test('isLoaError never throws, whatever it is given', () => {
   assert.ok(isLoaError(Object.assign(new Error('x'), { code: 'E_IO' })))
 })
 
-test('the LoaErrorCode union in index.d.ts lists exactly the run-time codes', () => {
+test('the LoaErrorCode union in index.d.ts, the run-time list and docs/errors.md agree', () => {
   const dts = readFileSync(join(root, 'index.d.ts'), 'utf8')
   const union = dts.match(/export type LoaErrorCode = ([^\n]+)/)[1]
   const declared = [...union.matchAll(/'([A-Z_]+)'/g)].map((m) => m[1])
   assert.deepEqual(declared, loaErrorCodes())
   assert.ok(declared.includes('E_WAL_LOCKED') && declared.includes('E_IO') && declared.includes('E_INVALID_ARGUMENT'))
+  const documented = [...readFileSync(join(root, 'docs', 'errors.md'), 'utf8').matchAll(/^\| `(E_[A-Z_]+)` \|/gm)].map((m) => m[1])
+  assert.deepEqual(documented, loaErrorCodes())
 })
 
 test('isLoaError narrows only errors from the library', async (t) => {

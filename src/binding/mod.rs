@@ -119,51 +119,17 @@ pub(crate) fn to_napi<T>(env: &Env, result: crate::Result<T>) -> napi::Result<T>
   result.map_err(|e| js_error(env, &e))
 }
 
-/// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
-#[napi(string_enum)]
-#[allow(non_camel_case_types)]
-pub enum LoaErrorCode {
-  /// Another writer holds the WAL session (or consolidation) lock past `lockTimeoutMs`.
-  E_WAL_LOCKED,
-  /// A WAL segment is damaged somewhere other than its torn tail; `segment` and `offset` say where.
-  E_WAL_CORRUPT,
-  /// The Wal was closed, or stopped after a failed fsync; open it again.
-  E_WAL_CLOSED,
-  /// The operating system refused a read, write, fsync or rename; `osError` names the cause.
-  E_IO,
-  /// An argument has the wrong type or an unacceptable value.
-  E_INVALID_ARGUMENT,
-  /// A record or file is over a documented size limit.
-  E_TOO_LARGE,
-  /// A path is absolute, contains `..`, or resolves outside its root through a symlink.
-  E_PATH_OUTSIDE_ROOT,
-  /// `.loa.config.yaml` holds an invalid value; `key` names it.
-  E_CONFIG_INVALID,
-  /// A state file kept by the library cannot be read (`path` names it). It is never read as empty
-  /// nor overwritten: left untouched, or moved aside to `<name>.corrupt-<timestamp>`.
-  E_STATE_CORRUPT,
-  /// A bug in `@loa/core` (a caught panic). The process keeps running.
-  E_INTERNAL,
-  /// A signature, MAC or chained hash that must verify before going on does not (e.g. the newest
-  /// audit entry under the given `hmacKey`).
-  E_SIGNATURE_INVALID,
-  /// No key with that id in the key ring, or no active signing key.
-  E_KEY_NOT_FOUND,
-  /// `KeyRing.generate` when an active key exists (use `rotate`).
-  E_KEY_EXISTS,
-  /// A private key (file or `LOA_SIGNING_KEY`) is malformed or does not match its public key.
-  E_KEY_INVALID,
-  /// An audit segment is damaged where an append must continue the chain; `segment` and `line`
-  /// say where.
-  E_AUDIT_CORRUPT,
-  /// A symlink, FIFO, device, socket or directory sits where the library keeps a regular file
-  /// of its own (`path` names it, `kind` says what it is). It is never opened, read, truncated or
-  /// written through.
-  E_NOT_REGULAR_FILE,
-  /// The audit log ends before a head that was signed earlier (its checkpoint, or the
-  /// `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.
-  E_AUDIT_TRUNCATED,
+macro_rules! js_error_codes {
+  ($($code:ident => $doc:literal,)*) => {
+    /// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
+    #[napi(string_enum)]
+    #[allow(non_camel_case_types)]
+    pub enum LoaErrorCode {
+      $(#[doc = $doc] $code,)*
+    }
+  };
 }
+crate::error::error_code_table!(js_error_codes);
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).
 #[napi(ts_return_type = "LoaErrorCode[]")]
