@@ -41,6 +41,7 @@ macro_rules! error_code_table {
     }
   };
 }
+#[cfg(feature = "napi")] // the binding generates its string enum from it
 pub(crate) use error_code_table;
 
 macro_rules! code_lists {
