@@ -95,6 +95,8 @@ test('packed and installed outside the repository, @loa/core works as a user get
   assert.deepEqual(platform.files, ['README.md', host.addon, 'package.json'].sort())
   t.diagnostic(`${core.filename}: ${core.size} bytes; ${platform.filename}: ${platform.size} bytes (${platform.unpackedSize} unpacked)`)
 
+  // What the README tells a user to run is what this installs (from the tarballs, before a release).
+  assert.match(readFileSync(join(root, 'README.md'), 'utf8'), /^npm install @loa\/core +#/m)
   const project = join(scratch, 'project')
   mkdirSync(project)
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }))

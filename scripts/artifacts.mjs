@@ -49,7 +49,7 @@ export function copyArtifacts({ from = root, npmDir = defaultNpmDir, requireAll 
   })
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({ options: { from: { type: 'string' }, all: { type: 'boolean' } } })
   try {
     const { version } = await syncVersions()

@@ -67,7 +67,7 @@ export function packForHost(destination, { plugin = false } = {}) {
 
 const mib = (n) => `${(n / 1024 / 1024).toFixed(2)} MiB`
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({ options: { out: { type: 'string' } } })
   const destination = resolve(values.out ?? join(root, 'target', 'packages'))
   const reports = packAll(destination)

@@ -74,7 +74,7 @@ export async function syncVersions() {
   return { version, packages: [core.name, ...platforms.map((p) => p.name), plugin.name] }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { version, packages: names } = await syncVersions()
   process.stdout.write(`${names.join(', ')}: ${version}\n`)
 }

@@ -1,19 +1,18 @@
-// The plugin as a user installs it: `openclaw plugins install` of the published package, run by
-// the real OpenClaw CLI, then loaded by OpenClaw's real loader from where that installed it.
+// The plugin as a user installs it: the README's `openclaw plugins install @loa/openclaw-plugin`,
+// run by the real OpenClaw CLI, then loaded by OpenClaw's real loader from where that installed it.
 //
 // The three tarballs of a release are packed as `npm publish` would pack them (scripts/pack.mjs):
-// @loa/openclaw-plugin (compiled to dist/), @loa/core, and this machine's platform package. The
-// plugin goes in through `npm-pack:<tarball>`, the path OpenClaw's own docs give for testing a
-// package before publishing: OpenClaw creates its managed npm project, runs npm there, checks
-// `openclaw.install.requiredPlatformPackages`, scans the package, links its `openclaw` peer and
-// records the install. npm fetches @loa/core from a registry served by this test on 127.0.0.1
-// (the registry protocol npm speaks: a packument per name, then the tarball), since nothing is
-// published yet, and reaches the platform package only through @loa/core's optionalDependencies:
-// the registry knows all six, and npm must take the host's and skip the others by their os, cpu
-// and libc without downloading them. Any other name gets a 404, and no other host is reachable
-// (the proxy variables point nowhere). Then the loader finds the plugin through the
-// install record (origin "global", where OpenClaw requires compiled JavaScript), and a
-// conversation goes through its hooks on the addon of the installed platform package.
+// @loa/openclaw-plugin (compiled to dist/), @loa/core, and this machine's platform package, and
+// served by this test as an npm registry on 127.0.0.1 (the protocol npm speaks: a packument per
+// name, then the tarball), since nothing is published yet. OpenClaw resolves the plugin there,
+// creates its managed npm project, runs npm in it, checks `openclaw.install.requiredPlatformPackages`,
+// scans the package, links its `openclaw` peer and records the install. npm reaches the platform
+// package only through @loa/core's optionalDependencies: the registry knows all six, and npm must
+// take the host's and skip the others by their os, cpu and libc without downloading them. Any
+// other name gets a 404, and no other host is reachable (the proxy variables point nowhere).
+// Then the loader finds the plugin through the install record (origin "global", where OpenClaw
+// requires compiled JavaScript), and a conversation goes through its hooks on the addon of the
+// installed platform package.
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
@@ -118,7 +117,7 @@ function sourceFiles(dir, prefix = '') {
   )
 }
 
-test('published, installed by `openclaw plugins install`, loaded by OpenClaw from there', async (t) => {
+test('published, installed by `openclaw plugins install @loa/openclaw-plugin`, loaded by OpenClaw from there', async (t) => {
   const { host, core, platform, plugin } = packForHost(join(scratch, 'tarballs'), { plugin: true })
 
   // The compiled plugin, its manifest and README; no TypeScript source, tests or tsconfig.
@@ -127,7 +126,7 @@ test('published, installed by `openclaw plugins install`, loaded by OpenClaw fro
   t.diagnostic(`${plugin.filename}: ${plugin.size} bytes; ${core.filename}: ${core.size}; ${platform.filename}: ${platform.size}`)
 
   const others = releasePackages().platforms.filter((p) => p.name !== host.name)
-  const registry = await startRegistry([core.tarball, platform.tarball], others.map((p) => readJson(join(p.dir, 'package.json'))))
+  const registry = await startRegistry([plugin.tarball, core.tarball, platform.tarball], others.map((p) => readJson(join(p.dir, 'package.json'))))
   t.after(registry.close)
   const env = {
     ...process.env,
@@ -138,9 +137,14 @@ test('published, installed by `openclaw plugins install`, loaded by OpenClaw fro
     HTTPS_PROXY: 'http://127.0.0.1:9',
     NO_PROXY: '127.0.0.1',
   }
-  const installed = await openclaw(['plugins', 'install', `npm-pack:${plugin.tarball}`, '--force', '--accept-capabilities'], env)
+  // --force and --accept-capabilities answer OpenClaw's two questions (a source outside ClawHub,
+  // the plugin's capabilities) without a terminal.
+  const readme = readFileSync(join(pluginSource, 'README.md'), 'utf8')
+  assert.match(readme, /^openclaw plugins install @loa\/openclaw-plugin$/m, 'the README gives this command')
+  const installed = await openclaw(['plugins', 'install', '@loa/openclaw-plugin', '--force', '--accept-capabilities'], env)
   assert.equal(installed.status, 0, installed.output)
   assert.match(installed.output, /Installed plugin: loa/)
+  assert.ok(registry.requests.includes(`@loa/openclaw-plugin/-/${plugin.filename}`), 'npm fetched the plugin')
   assert.ok(registry.requests.includes(`@loa/core/-/${core.filename}`), 'npm fetched @loa/core')
   assert.ok(registry.requests.includes(`${host.name}/-/${platform.filename}`), `npm fetched ${host.name}`)
   for (const p of others) {
