@@ -65,14 +65,14 @@ export function packForHost(destination, { plugin = false } = {}) {
   return { host, ...tarballs }
 }
 
-const mib = (n) => `${(n / 1024 / 1024).toFixed(2)} MiB`
+const size = (n) => (n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(2)} MiB`)
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({ options: { out: { type: 'string' } } })
   const destination = resolve(values.out ?? join(root, 'target', 'packages'))
   const reports = packAll(destination)
   for (const r of reports) {
-    process.stdout.write(`${r.tarball}: ${mib(r.size)} packed, ${mib(r.unpackedSize)} unpacked, ${r.files.length} files\n`)
+    process.stdout.write(`${r.tarball}: ${size(r.size)} packed (${r.size} bytes), ${size(r.unpackedSize)} unpacked, ${r.files.length} files\n`)
   }
   const { platforms } = packages()
   const skipped = platforms.filter((p) => !reports.some((r) => r.name === p.name)).map((p) => p.name)
