@@ -11,14 +11,11 @@ import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync, realpathSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
-import { dirname, join, relative, sep } from 'node:path'
+import { join, relative, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { tempDir } from './helpers.mjs'
 import { checkGlibcBaseline, glibcVersionsNeeded, packages, pluginDir, readJson, root } from '../scripts/packages.mjs'
 import { packForHost } from '../scripts/pack.mjs'
-
-const npmCli = join(dirname(process.execPath), 'npm')
-const npxCli = join(dirname(process.execPath), 'npx')
 
 function listFiles(dir, base = dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
@@ -101,7 +98,7 @@ test('packed and installed outside the repository, @loa/core works as a user get
   mkdirSync(project)
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }))
   const env = { ...process.env, npm_config_cache: join(scratch, 'npm-cache'), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' }
-  const install = spawnSync(npmCli, ['install', '--offline', core.tarball, platform.tarball], { cwd: project, env, encoding: 'utf8', timeout: 300_000 })
+  const install = spawnSync('npm', ['install', '--offline', core.tarball, platform.tarball], { cwd: project, env, encoding: 'utf8', timeout: 300_000 })
   assert.equal(install.status, 0, install.stderr)
   const installed = join(project, 'node_modules', '@loa', 'core')
   assert.deepEqual(listFiles(installed).sort(), core.files, 'npm installed the packed files')
@@ -147,7 +144,7 @@ console.log(JSON.stringify({ same: core.redact === redact && core.Wal === Wal, r
   assert.deepEqual(JSON.parse(esm.stdout), { same: true, redacted: 'mail [REDACTED:EMAIL]', records: 1 })
 
   // The `loa` command, as npm linked it into the project.
-  const npx = (args) => spawnSync(npxCli, ['--offline', 'loa', ...args], { cwd: project, env, encoding: 'utf8', timeout: 60_000 })
+  const npx = (args) => spawnSync('npx', ['--offline', 'loa', ...args], { cwd: project, env, encoding: 'utf8', timeout: 60_000 })
   const help = npx(['--help'])
   assert.equal(help.status, 0, help.stderr)
   assert.match(help.stdout, /^loa - inspect and verify @loa\/core agent memory/)
