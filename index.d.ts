@@ -21,10 +21,12 @@ export interface LoaError extends Error {
   line?: number
 }
 
-// Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.
-// Mirrors the serde output of `src/config.rs` exactly (checked by its unit tests): keep the two in
-// sync. The YAML file `.loa.config.yaml` uses the snake_case spelling of the same keys
-// (`attention_budget.context_window_tokens` is `attentionBudget.contextWindowTokens`).
+// Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
+// TypeScript declaration of these shapes. The Rust types (`Config` in `src/config.rs` and the
+// section types the parts own) serialize to exactly this, which a unit test of `src/config.rs`
+// checks against this text: keep the two in sync. The YAML file `.loa.config.yaml` uses the
+// snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
+// `attentionBudget.contextWindowTokens`).
 // Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
 // (except `recovery.mountDir`, which may be absolute).
 
@@ -259,7 +261,7 @@ export interface SessionContinuityConfig {
   tieredRecovery: boolean;
   /** Token budget of level 1 (Session Continuity section only). Default 100. */
   level1Tokens: number;
-  /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500. */
+  /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500 (or `level1Tokens` if more). */
   level2Tokens: number;
 }
 
@@ -269,7 +271,7 @@ export interface TrajectoryConfig {
   dir: string;
   /** Days a trajectory file stays live before archival. Default 30. */
   retentionDays: number;
-  /** Days an archived file is kept; at least `retentionDays`. Default 365. */
+  /** Days an archived file is kept; at least `retentionDays`. Default 365 (or `retentionDays` if more). */
   archiveDays: number;
   /** gzip level (0-9) of archived files. Default 6. */
   compressionLevel: number;
@@ -297,7 +299,10 @@ export interface IdentityConfig {
 export interface SigningConfig {
   /** Signed manifest of state files. Default `<grimoiresDir>/manifest.json`. */
   manifestPath: string;
-  /** Directory of the key ring (active and retired public keys). Default `.loa/keys`. */
+  /**
+   * Directory of the key ring (active and retired keys), relative to the workspace. Default
+   * `.loa/keys`. The `loa` CLI and the plugin open the key ring here.
+   */
   keysDir: string;
   /** Days after which the signing key is rotated. Default 90. */
   rotationDays: number;
@@ -355,7 +360,10 @@ export interface PersistenceConfig {
 export interface LoadedConfig {
   /** The resolved configuration. */
   config: LoaConfig;
-  /** Unknown keys, keys set under two spellings, deprecated spellings. Empty when the file is absent or clean. */
+  /**
+   * Keys set under two spellings, deprecated spellings, then unknown keys, each named by its
+   * dotted path (`wal.compresion`). Empty when the file is absent or clean.
+   */
   warnings: string[];
   /** Path of the file that was read (`<workspace>/.loa.config.yaml`), or `null` when there was none (all defaults). */
   source: string | null;
@@ -416,7 +424,9 @@ export declare class AuditLog {
    * Opens (creating `dir` if needed) the log. Cuts off a torn last line left by a crash (see
    * `truncatedTail`). Throws `E_SIGNATURE_INVALID` if the last entry does not verify under
    * `hmacKey` (wrong key, or edited: nothing is appended to a chain that does not verify),
-   * `E_AUDIT_CORRUPT` if it cannot be read.
+   * `E_AUDIT_CORRUPT` if it (or the checkpoint) cannot be read, `E_AUDIT_TRUNCATED` if the log
+   * ends before its checkpoint, `E_NOT_REGULAR_FILE` for a symlink, FIFO or directory named
+   * like a segment, the lock or the checkpoint (never read, truncated or written through).
    */
   static open(dir: string, options?: AuditLogOpenOptions): AuditLog
   /** The directory of the log. */
@@ -435,9 +445,20 @@ export declare class AuditLog {
   head(): AuditHead
   /**
    * Verifies every entry of every segment with this log's key (read-only). Every problem is
-   * listed, none skipped; a torn last line is reported in `tornTail` and leaves `ok` true.
+   * listed, none skipped; a torn last line is reported in `tornTail` and leaves `ok` true. A
+   * log shorter than its checkpoint is a `truncated` problem.
    */
-  verify(options?: { expectedHead?: AuditHead }): AuditVerification
+  verify(options?: { expectedHead?: AuditHead, keys?: KeyInfo[] | KeyRing }): AuditVerification
+  /**
+   * Signs the current head (seq, hash, time) with the key ring's signing key and stores it as
+   * the log's checkpoint (`checkpoint.json` beside the segments, written atomically). From then
+   * on a log that ends before it is `E_AUDIT_TRUNCATED`: `open` and `append` refuse it, `verify`
+   * reports it. Since the checkpoint can be deleted together with the entries, also anchor the
+   * head in a signed manifest (`createManifest(root, { auditDir })`). Throws
+   * `E_AUDIT_TRUNCATED` when the log is already shorter than its previous checkpoint,
+   * `E_KEY_NOT_FOUND` without a signing key.
+   */
+  checkpoint(keyRing: KeyRing): AuditCheckpoint
 }
 
 /**
@@ -570,7 +591,10 @@ export declare class Wal {
    * `lockTimeoutMs` for another writer of the same session (`E_WAL_LOCKED`), cuts off a torn
    * tail left by a crash (see `stats().truncatedTail`) and continues after the highest seq on
    * disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged anywhere but its tail,
-   * changing nothing.
+   * `E_NOT_REGULAR_FILE` if it (or the session's `LOCK`) is a symlink, FIFO, device, socket or
+   * directory (never opened), `E_TOO_LARGE` if it is over 256 MiB, `E_PATH_OUTSIDE_ROOT` if
+   * `sessions` or the session directory is a symlink, `E_INVALID_ARGUMENT` for an empty `dir`;
+   * in each case changing nothing.
    */
   static open(dir: string, options?: WalOpenOptions): Wal
   /**
@@ -606,17 +630,18 @@ export declare class Wal {
 }
 
 /**
- * For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
- * thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
- * aborts Node.
+ * Puts a capture that could not be stored into the workspace's dead-letter queue
+ * (`.loa/dead-letter.jsonl`), redacted first exactly as `MemoryStore.capture` redacts (with
+ * `options.redaction`): content, tags, agent id and every string of the metadata. Resolves
+ * once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
+ * `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
+ * when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the
+ * disk refuses this too.
  */
-export declare function __panicForTesting(mode: 'sync' | 'async'): Promise<void> | void
+export declare function appendDeadLetter(options: DeadLetterOptions, letter: DeadLetterInput): Promise<DeadLetter>
 
-/**
- * For the benchmark: the provider token patterns, to run the same list with JavaScript
- * `RegExp`.
- */
-export declare function __redactionPatterns(): Array<RedactionPattern>
+/** Synchronous twin of `appendDeadLetter`. */
+export declare function appendDeadLetterSync(options: DeadLetterOptions, letter: DeadLetterInput): DeadLetter
 
 /**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
@@ -655,6 +680,30 @@ export interface AttentionUpdate {
   crossed: Array<AttentionStatus>
   /** This addition alone was over the per-operation limit (`singleSearch`, default 2000). */
   overOperationLimit: boolean
+}
+
+/** A signed head of the chain, as `AuditLog.checkpoint` writes it to `checkpoint.json`. */
+export interface AuditCheckpoint {
+  version: 1
+  /** The last entry's seq when it was made (0 for an empty log). */
+  seq: number
+  /** That entry's hash. */
+  hash: string
+  /** When it was made (RFC 3339, UTC). */
+  ts: string
+  alg: 'sha256' | 'hmac-sha256'
+  signature: AuditCheckpointSignature
+}
+
+/**
+ * Who signed a checkpoint, and the signature (Ed25519 over
+ * `"loa-core/audit-checkpoint/v1\0"` + the RFC 8785 bytes of the checkpoint without it).
+ */
+export interface AuditCheckpointSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
 }
 
 /** An event to record. */
@@ -700,10 +749,13 @@ export interface AuditProblem {
   line: number
   /**
    * `malformed`, `format` (bytes not canonical), `hash` (entry edited), `chain` (lines deleted,
-   * inserted or reordered), `seq`, `segment`, `key` (HMAC key missing or not used), `head`
-   * (does not reach or match `expectedHead`).
+   * inserted or reordered), `seq`, `segment` (misnamed, empty, or not a regular file), `key`
+   * (HMAC key missing or not used), `head` (does not reach or match `expectedHead`),
+   * `truncated` (the log ends before its signed checkpoint: `E_AUDIT_TRUNCATED`), `checkpoint`
+   * (the checkpoint is damaged, its signature does not verify with `keys`, or the entry at its
+   * seq has another hash).
    */
-  kind: 'malformed' | 'format' | 'hash' | 'chain' | 'seq' | 'segment' | 'key' | 'head'
+  kind: 'malformed' | 'format' | 'hash' | 'chain' | 'seq' | 'segment' | 'key' | 'head' | 'truncated' | 'checkpoint'
   detail: string
 }
 
@@ -728,6 +780,8 @@ export interface AuditVerification {
   problems: Array<AuditProblem>
   /** A torn last line (cut off by the next writer), if any. */
   tornTail?: AuditTornTail
+  /** The log's signed checkpoint, if it has a readable one. */
+  checkpoint?: AuditCheckpoint
 }
 
 /**
@@ -947,7 +1001,10 @@ export declare function consolidateMemorySync(options: MemoryWorkspaceOptions): 
  * Applies every session's new records under `dir` to `targetDir`: `write` records become files
  * (written atomically), `delete` records remove them; per path the last write wins, judged by
  * (ts, sessionId, seq) across all runs. Cross-session overwrites are returned and appended to
- * `<dir>/conflicts.jsonl`. Then removes segments whose records are all applied.
+ * `<dir>/conflicts.jsonl`. A record that cannot be applied because of what it names goes to
+ * `<dir>/dead-letter.jsonl` and `deadLetters`, and the rest are applied. Then removes segments
+ * whose records are all applied. Nothing is written through a symlink or created outside
+ * `targetDir`.
  */
 export declare function consolidateWal(dir: string, targetDir: string, options?: ConsolidateWalOptions): WalConsolidation
 
@@ -1066,8 +1123,10 @@ export interface CountTokensOptions {
  * Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
  * the patterns cover. Symlinks to files inside the root are covered by content; symlinked
  * directories are not followed; a symlink leading outside the root throws
- * `E_PATH_OUTSIDE_ROOT`, a special file (FIFO, socket) `E_INVALID_ARGUMENT`. Blocks until done;
- * see `createManifestAsync`.
+ * `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
+ * `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
+ * interrupted atomic writes are left out. Each file is read at most to the size it had when
+ * opened. Blocks until done; see `createManifestAsync`.
  */
 export declare function createManifest(rootDir: string, options?: CreateManifestOptions): Manifest
 
@@ -1097,6 +1156,148 @@ export interface CreateManifestOptions {
    * An exception thrown by it stops hashing and is rethrown.
    */
   onProgress?: (progress: ManifestProgress) => void
+  /**
+   * An audit log directory, relative to `rootDir`, whose head (last seq and hash) the manifest
+   * records as `auditHead`, so that `verifyManifest` can tell when entries are later cut off
+   * the end (`truncated`), even together with the log's own checkpoint. Its directory is added
+   * to `exclude` (the log grows; the anchor covers it). The log must verify.
+   */
+  auditDir?: string
+}
+
+/** One capture in the dead-letter queue. */
+export interface DeadLetter {
+  /** sha256 of the session id and the redacted entry: the same capture always has the same id. */
+  id: string
+  sessionId: string
+  entry: DeadLetterEntry
+  /** True when redaction policy blocked the entry: nothing of it can be stored. */
+  blocked: boolean
+  findings: Array<DeadLetterFinding>
+  /** Capture attempts so far, replays included. */
+  attempts: number
+  /** The last error. */
+  error?: DeadLetterError
+  firstFailedAt: string
+  lastAttemptAt: string
+}
+
+/** The entry of a dead letter, redacted. */
+export interface DeadLetterEntry {
+  type: MemoryType
+  /** Redacted; null when redaction policy blocked the entry. */
+  content?: string
+  tags: Array<string>
+  agentId?: string
+  confidence?: number
+  /** When it was captured (UTC); a replay keeps it. */
+  timestamp?: string
+  metadata?: Record<string, unknown>
+}
+
+/** Why a capture failed, as `appendDeadLetter` is told (an `Error` with a `code` will do). */
+export interface DeadLetterError {
+  /** `E_IO`, `E_WAL_LOCKED`, ... */
+  code: string
+  /** Redacted, at most 1 KiB. */
+  message: string
+}
+
+/** A redacted value's kind and keyed fingerprint (never the value). */
+export interface DeadLetterFinding {
+  /** `content`, `tags[0]`, `metadata.<key>`, ... */
+  field: string
+  kind: string
+  fingerprint: string
+}
+
+/** A capture that failed, for `appendDeadLetter`. */
+export interface DeadLetterInput {
+  /** The WAL session the capture was made in; the replay stores it there. */
+  sessionId: string
+  /** The entry as it was given to `MemoryStore.capture` (the queue redacts it). */
+  entry: MemoryEntry
+  /** Attempts already made. Default 1. */
+  attempts?: number
+  error?: { code?: string; message?: string }
+}
+
+/** What `listDeadLetters` found. */
+export interface DeadLetterList {
+  /** The queue file (it may not exist). */
+  path: string
+  letters: Array<DeadLetter>
+  unreadable: Array<DeadLetterUnreadable>
+}
+
+/** Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`). */
+export interface DeadLetterOptions {
+  workspaceDir: string
+  /** How long to wait for another writer of the queue. Default 5000. */
+  lockTimeoutMs?: number
+  /** How `appendDeadLetter` redacts the entry: pass the options the `MemoryStore` captures with. */
+  redaction?: MemoryRedactionOptions
+}
+
+/** What `replayDeadLetters` did. Counts and ids only, never content. */
+export interface DeadLetterReplay {
+  stored: number
+  duplicates: number
+  rejected: number
+  blocked: number
+  failed: number
+  /** Letters still queued (the failed ones). */
+  remaining: number
+  results: Array<DeadLetterReplayResult>
+  /** Lines kept untouched because they cannot be read. */
+  unreadable: Array<DeadLetterUnreadable>
+}
+
+/**
+ * Options of `replayDeadLetters`: the workspace layout, gates and redaction of the stores it
+ * opens (one per session found in the queue), as in `MemoryStoreOptions` without `sessionId`.
+ */
+export interface DeadLetterReplayOptions {
+  workspaceDir: string
+  grimoiresDir?: string
+  walDir?: string
+  /**
+   * How long to wait for the queue's lock and for each session's WAL lock. A session another
+   * store holds open fails this replay (its letters stay) once this has passed. Default
+   * `wal.lockTimeoutMs` (5000) for sessions, 5000 for the queue.
+   */
+  lockTimeoutMs?: number
+  gates?: GateOptions
+  redaction?: MemoryRedactionOptions
+}
+
+/** What replaying one letter did. */
+export interface DeadLetterReplayResult {
+  id: string
+  sessionId: string
+  /**
+   * `stored` now; `duplicate`: the store already held it; `rejected` by the quality gates;
+   * `blocked` by redaction policy (nothing to store); all four leave the queue. `failed`:
+   * still failing, kept with `attempts` and `error` updated.
+   */
+  outcome: 'stored' | 'duplicate' | 'rejected' | 'blocked' | 'failed'
+  /** The memory's id, when stored. */
+  memoryId?: string
+  /** The gates that refused it, when rejected or duplicate. */
+  failedGates: GateName[]
+  error?: DeadLetterError
+  attempts: number
+}
+
+/**
+ * A line of the queue that is not a letter this version can replay (damaged, cut short, or
+ * written by a newer version). Kept byte for byte.
+ */
+export interface DeadLetterUnreadable {
+  /** 1-based line number. */
+  line: number
+  /** Why; never the line's content. */
+  reason: string
 }
 
 /**
@@ -1285,6 +1486,12 @@ export interface Learning {
 }
 
 /**
+ * The captures waiting in a workspace's dead-letter queue (none when there is no queue),
+ * read without a lock and without changing anything.
+ */
+export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterList
+
+/**
  * Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
  * file's, or the default). A missing file gives all defaults. Keys the seeds spell two ways
  * (`grounding_enforcement` and `grounding.enforcement`) are both read, the nested one wins, and
@@ -1294,7 +1501,7 @@ export interface Learning {
 export declare function loadConfig(workspaceDir: string): LoadedConfig
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
@@ -1308,6 +1515,17 @@ export interface Manifest {
   exclude: Array<string>
   /** Sorted by path. */
   files: Array<ManifestFile>
+  /** With `auditDir`: the audit log's head when the manifest was made. */
+  auditHead?: ManifestAuditHead
+}
+
+/** The head of an audit log that a manifest anchors (covered by its signature). */
+export interface ManifestAuditHead {
+  /** The log's directory, relative to the manifest's root. */
+  dir: string
+  seq: number
+  /** The hash of the entry at `seq`. */
+  hash: string
 }
 
 /** One covered file. */
@@ -1324,11 +1542,14 @@ export interface ManifestProblem {
   /** The relative path concerned; `''` for problems of the manifest as a whole. */
   path: string
   /**
-   * `missing`: listed, not on disk; `modified`: size or sha256 differ; `unexpected`: on disk,
-   * covered, not listed; `signature`: unsigned, bad signature, key not trusted, malformed
-   * manifest; `path`: absolute, `..`, or resolving outside the root through a symlink.
+   * `missing`: listed, not on disk; `modified`: size or sha256 differ, or no longer a regular
+   * file (for `auditHead.dir`: the entry at the anchored seq is another one); `unexpected`: on
+   * disk, covered, not listed, or a FIFO, socket or device (or a symlink to one) where files are
+   * covered; `signature`: unsigned, bad signature, key not trusted, malformed manifest or an
+   * unknown member; `path`: absolute, `..`, or resolving outside the root through a symlink;
+   * `truncated`: the audit log ends before the manifest's `auditHead` (`E_AUDIT_TRUNCATED`).
    */
-  kind: 'missing' | 'modified' | 'unexpected' | 'signature' | 'path'
+  kind: 'missing' | 'modified' | 'unexpected' | 'signature' | 'path' | 'truncated'
   /** Why, for humans. */
   detail: string
 }
@@ -1361,6 +1582,13 @@ export interface ManifestVerification {
   files: number
   /** Key id of the verified signature. */
   signedBy?: string
+  /**
+   * Temp files of the library's own atomic writes that a crash left under the root (relative
+   * paths), present only when there are some. Neither covered nor a problem: the rename that
+   * would have made one a real file never happened, and the next writer of that directory
+   * removes it.
+   */
+  tempFiles?: Array<string>
 }
 
 /** What `consolidate` did. */
@@ -1477,7 +1705,8 @@ export declare function planCompaction(items: ContextPart[], policy?: Compaction
 /**
  * Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
  * its content (plus a final newline), so any changed byte is caught: otherwise
- * `E_STATE_CORRUPT` (the file is left untouched).
+ * `E_STATE_CORRUPT` (the file is left untouched). A symlink, FIFO or directory at `path` is
+ * `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
  */
 export declare function readManifest(path: string): SignedManifest
 
@@ -1485,14 +1714,19 @@ export declare function readManifest(path: string): SignedManifest
  * Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
  * applies it to `base` (default: the seed 003 defaults): its settings replace the base's, its
  * `preserve_artifacts` are added. A file without frontmatter or block gives `base` unchanged
- * (`found: false`). Throws `E_IO` if unreadable, `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
+ * (`found: false`). Throws `E_IO` if unreadable, `E_NOT_REGULAR_FILE` for a symlink, FIFO,
+ * device or directory at `path` (never read through), `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
  * with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
  */
 export declare function readSkillContextPolicy(path: string, base?: CompactionPolicy): SkillContextPolicy
 
 /**
- * Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
- * `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
+ * Every session's records under `dir`, merged in (ts, sessionId, seq) order; a missing `dir`
+ * has none. Throws `E_WAL_CORRUPT` on damage other than a torn tail, `E_NOT_REGULAR_FILE` for a
+ * symlink, FIFO, device, socket or directory named like a segment (never opened),
+ * `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory, `E_TOO_LARGE` for a
+ * segment over 256 MiB; never modifies the log. A segment removed by a concurrent
+ * consolidation's retention was consolidated and is skipped.
  */
 export declare function readWal(dir: string): Array<WalRecord>
 
@@ -1541,15 +1775,6 @@ export interface Redaction {
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>
 
-/** A provider token pattern, for comparing engines. */
-export interface RedactionPattern {
-  kind: string
-  /** Regular expression source, valid in JavaScript and Rust. */
-  source: string
-  /** `RegExp` flags: `'g'` or `'gi'`. */
-  flags: string
-}
-
 /** Options of `redact`. */
 export interface RedactOptions {
   /** Exact values that are never redacted, e.g. a project's public contact address. */
@@ -1565,6 +1790,18 @@ export interface RedactOptions {
    */
   pseudonymize?: boolean
 }
+
+/**
+ * Captures every queued letter again, each in the session it came from, and removes those that
+ * are settled: stored now, already stored (a replay never stores a capture twice, even after a
+ * crash half way), refused by the gates, or blocked. Letters that still fail stay, with their
+ * attempt count and error updated; unreadable lines stay byte for byte. The queue is rewritten
+ * atomically once every store is closed. Holds the queue's lock throughout.
+ */
+export declare function replayDeadLetters(options: DeadLetterReplayOptions): Promise<DeadLetterReplay>
+
+/** Synchronous twin of `replayDeadLetters`. */
+export declare function replayDeadLettersSync(options: DeadLetterReplayOptions): DeadLetterReplay
 
 /** A session, as `recentSessions` reports it. */
 export interface SessionEntry {
@@ -1584,13 +1821,18 @@ export interface SessionEntry {
   source: 'memory' | 'notes'
 }
 
-/** A manifest with its signature; every other member is covered by it. */
+/**
+ * A manifest with its signature; every other member is covered by it. No other member is
+ * accepted anywhere (top level, file entries, `signature`): signing throws
+ * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
+ */
 export interface SignedManifest {
   version: 1
   createdAt: string
   include: Array<string>
   exclude: Array<string>
   files: Array<ManifestFile>
+  auditHead?: ManifestAuditHead
   signature: ManifestSignature
 }
 
@@ -1624,7 +1866,9 @@ export interface SkillContextPolicy {
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never
- * takes the lock, never throws for damage (an unreadable directory is `E_IO`).
+ * takes the lock, never throws for damage (an unreadable directory is `E_IO`). Anything named
+ * like a segment that is not a regular file is reported and never opened; a log shorter than
+ * its checkpoint is a `truncated` problem.
  */
 export declare function verifyAuditLog(dir: string, options?: VerifyAuditLogOptions): AuditVerification
 
@@ -1634,6 +1878,11 @@ export interface VerifyAuditLogOptions {
   hmacKey?: Buffer
   /** A head remembered earlier: the chain must still contain that seq with that hash. */
   expectedHead?: AuditHead
+  /**
+   * Keys to check the checkpoint's signature with (`keyRing.verificationKeys()` or the
+   * `KeyRing`). Without them the checkpoint's seq and hash are still compared with the log.
+   */
+  keys?: KeyInfo[] | KeyRing
 }
 
 /**
@@ -1655,8 +1904,10 @@ export declare function verifyManifestAsync(rootDir: string, signed: SignedManif
 export declare function verifyManifestSignature(signed: SignedManifest, keys: KeyInfo[] | KeyRing): ManifestVerification
 
 /**
- * Checks every segment of every session under `dir` and reports what it found, without
- * throwing for damage and without modifying anything.
+ * Checks every segment of every session under `dir` and reports what it found (each problem
+ * with the `code` a reader would throw), without throwing for damage and without modifying or
+ * opening anything but regular files. Throws only when `dir` is not a directory
+ * (`E_INVALID_ARGUMENT`) or cannot be listed (`E_IO`).
  */
 export declare function verifyWal(dir: string): WalVerification
 
@@ -1704,6 +1955,26 @@ export interface WalConsolidation {
   conflicts: Array<WalConflict>
   /** Segment files removed by retention. */
   prunedSegments: number
+  /**
+   * Records that could not be applied, now in `dead-letter.jsonl`; they count as handled and
+   * are not retried.
+   */
+  deadLetters: Array<WalDeadLetter>
+}
+
+/**
+ * A record `consolidateWal` could not apply because of what it names (its target is a
+ * directory, symlink or FIFO, a parent is a file or a symlink, a name too long for the file
+ * system). The whole record is kept in `<dir>/dead-letter.jsonl`; this report carries no data.
+ */
+export interface WalDeadLetter {
+  path: string
+  sessionId: string
+  seq: number
+  /** `E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`, `E_INVALID_ARGUMENT` or `E_IO`. */
+  code: LoaErrorCode
+  /** The error message (it names paths, never record data). */
+  reason: string
 }
 
 /** Options of `Wal.open`. */
@@ -1720,7 +1991,8 @@ export interface WalOpenOptions {
   lockTimeoutMs?: number
   /**
    * Start a new segment once the current one would exceed this size. Default 10 MiB, minimum
-   * 4096. A single record larger than this gets a segment of its own.
+   * 4096, maximum 256 MiB (the largest segment readers accept). A single record larger than
+   * this gets a segment of its own.
    */
   segmentMaxBytes?: number
   /** Start a new segment once the current one is this old. Default one hour. */
@@ -1754,16 +2026,23 @@ export interface WalReplayOptions {
   limit?: number
 }
 
-/** Damage found in a segment. */
+/** Damage found in a segment, or something that is not a segment where one belongs. */
 export interface WalSegmentProblem {
   sessionId: string
-  /** Path of the segment file. */
+  /** Path of the segment file (or of the session directory, for a session that cannot be read). */
   segment: string
   /** Byte offset where the damage starts. */
   offset: number
   /** For torn tails, how many bytes an opening writer cuts off. */
   bytes: number
   reason: string
+  /**
+   * What `readWal` and `replay` throw for it: `E_WAL_CORRUPT` for damaged bytes,
+   * `E_NOT_REGULAR_FILE` for a symlink, FIFO, device, socket or directory named like a segment
+   * (never opened), `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory,
+   * `E_TOO_LARGE` for a segment over 256 MiB, `E_IO` for one the OS refused to read.
+   */
+  code: LoaErrorCode
 }
 
 /** What `Wal.stats` reports. */
@@ -1816,5 +2095,8 @@ export interface WriteFileAtomicOptions {
 /** Synchronous twin of `writeFileAtomic`: blocks until the new content is durable. */
 export declare function writeFileAtomicSync(path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions): void
 
-/** Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline. */
+/**
+ * Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
+ * A symlink or other non-regular file at `path` is `E_NOT_REGULAR_FILE`, never written through.
+ */
 export declare function writeManifest(path: string, manifest: Manifest | SignedManifest): void

@@ -3,11 +3,11 @@
 // appending at once.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { core, fixture, runCli, startChild, tempDir } from './helpers.mjs'
 
-const { AuditLog, verifyAuditLog, canonicalizeJson } = core
+const { AuditLog, verifyAuditLog, canonicalizeJson, KeyRing, createManifest, signManifest, verifyManifest, verifyManifestSignature, writeManifest } = core
 
 function segments(dir) {
   return readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()
@@ -159,4 +159,78 @@ test('loa audit verify: exit 0 when intact, 1 listing each problem', async (t) =
   assert.equal(bad.code, 1)
   assert.ok(JSON.parse(bad.stdout).problems.length >= 2)
   assert.equal((await runCli(['audit', 'verify', join(dir, 'nope')])).code, 2)
+})
+
+test('a signed checkpoint shows entries cut off the end: E_AUDIT_TRUNCATED', (t) => {
+  const { dir, log } = filled(t, 10, {})
+  const ring = KeyRing.open(join(tempDir(t), 'keys'), { useEnv: false })
+  ring.generate()
+  const checkpoint = log.checkpoint(ring)
+  assert.deepEqual({ version: checkpoint.version, seq: checkpoint.seq, hash: checkpoint.hash, alg: checkpoint.alg }, { version: 1, seq: 10, hash: log.head().hash, alg: 'sha256' })
+  assert.equal(readFileSync(join(dir, 'checkpoint.json'), 'utf8'), canonicalizeJson(checkpoint) + '\n')
+  assert.equal(verifyAuditLog(dir, { keys: ring }).ok, true)
+  assert.deepEqual(verifyAuditLog(dir).checkpoint, checkpoint)
+  assert.throws(() => log.checkpoint({}), { code: 'E_INVALID_ARGUMENT' })
+  // Another ring's keys do not vouch for it.
+  const stranger = KeyRing.open(join(tempDir(t), 'other'), { useEnv: false })
+  stranger.generate()
+  assert.deepEqual(verifyAuditLog(dir, { keys: stranger.verificationKeys() }).problems.map((p) => p.kind), ['checkpoint'])
+
+  const [name] = segments(dir)
+  put(dir, name, lines(dir, name).slice(0, 7))
+  const v = verifyAuditLog(dir)
+  assert.equal(v.ok, false)
+  assert.deepEqual(v.problems.map((p) => p.kind), ['truncated'])
+  assert.match(v.problems[0].detail, /E_AUDIT_TRUNCATED/)
+  assert.throws(() => AuditLog.open(dir), { code: 'E_AUDIT_TRUNCATED' })
+  assert.throws(() => log.append({ action: 'after.cut', actor: 'system' }), { code: 'E_AUDIT_TRUNCATED' })
+  assert.equal(lines(dir, name).length, 7, 'nothing appended to a cut log')
+})
+
+test('the head anchored in a signed manifest survives deleting the log with its checkpoint', async (t) => {
+  const root = tempDir(t)
+  const auditDir = join(root, 'audit')
+  const log = AuditLog.open(auditDir)
+  for (let i = 1; i <= 6; i++) log.append({ action: `test.${i}`, actor: 'system' })
+  const ring = KeyRing.open(join(tempDir(t), 'keys'), { useEnv: false })
+  ring.generate()
+  log.checkpoint(ring)
+  writeFileSync(join(root, 'NOTES.md'), '# notes\n')
+  const manifest = createManifest(root, { auditDir: 'audit' })
+  assert.deepEqual(manifest.auditHead, { dir: 'audit', seq: 6, hash: log.head().hash })
+  assert.deepEqual(manifest.files.map((f) => f.path), ['NOTES.md'])
+  const signed = signManifest(manifest, ring)
+  assert.equal(verifyManifest(root, signed, ring).ok, true)
+  log.append({ action: 'later', actor: 'system' })
+  assert.equal(verifyManifest(root, signed, ring).ok, true, 'a log that grows still reaches its anchor')
+  assert.equal(verifyManifestSignature({ ...signed, auditHead: { ...signed.auditHead, seq: 1 } }, ring).ok, false, 'covered by the signature')
+
+  // Cut the tail and delete the checkpoint with it: the chain is intact, the manifest knows.
+  const [name] = segments(auditDir)
+  put(auditDir, name, lines(auditDir, name).slice(0, 4))
+  rmSync(join(auditDir, 'checkpoint.json'))
+  assert.equal(verifyAuditLog(auditDir).ok, true, 'the chain alone cannot tell')
+  const v = verifyManifest(root, signed, ring)
+  assert.deepEqual(v.problems.map((p) => `${p.kind}:${p.path}`), ['truncated:audit'])
+  assert.match(v.problems[0].detail, /E_AUDIT_TRUNCATED/)
+  // The CLI says so too.
+  const file = join(tempDir(t), 'manifest.json')
+  writeManifest(file, signed)
+  const cli = await runCli(['manifest', 'verify', root, '--manifest', file, '--keys', ring.dir])
+  assert.equal(cli.code, 1, cli.stdout + cli.stderr)
+  assert.match(cli.stdout, /TRUNCATED/)
+})
+
+test('loa audit checkpoint signs the head; loa audit verify reports a cut log', async (t) => {
+  const { dir } = filled(t, 5, {})
+  const keys = join(tempDir(t), 'keys')
+  KeyRing.open(keys, { useEnv: false }).generate()
+  const made = await runCli(['audit', 'checkpoint', dir, '--keys', keys, '--json'], { env: { ...process.env, LOA_SIGNING_KEY: '' } })
+  assert.equal(made.code, 0, made.stderr)
+  assert.equal(JSON.parse(made.stdout).seq, 5)
+  const [name] = segments(dir)
+  put(dir, name, lines(dir, name).slice(0, 2))
+  const bad = await runCli(['audit', 'verify', dir, '--keys', keys])
+  assert.equal(bad.code, 1)
+  assert.match(bad.stdout, /^TRUNCATED/m)
 })

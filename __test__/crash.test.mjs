@@ -34,9 +34,15 @@ test('crash torture: SIGKILLed writers lose no acknowledged record and never reu
       const state = startChild(process.execPath, [fixture('wal-writer.mjs'), dir, session, id, '--in-flight', String(inFlight), '--segment-bytes', '8192'])
       return { session, id, state }
     })
-    // Kill each child at its own random moment, most while they are busy appending.
+    // Kill each child at its own random moment, most while they are busy appending. The moment
+    // counts from when the writer has its log open: starting Node and loading the addon can take
+    // most of a second on a loaded machine, and a kill before that tests nothing.
     await Promise.all(
       children.map(async ({ state }) => {
+        await waitForLine(state, (lines) => lines.some((l) => l.startsWith('OPEN ')), 60_000).catch(() => {})
+        // A few acknowledged records first, so that every round has something to lose (on a
+        // loaded machine the first fsyncs can take longer than the random delay below).
+        await waitForLine(state, (lines) => lines.filter((l) => l.startsWith('ACK ')).length >= 3, 10_000).catch(() => {})
         await sleep(150 + Math.floor(Math.random() * 350))
         state.child.kill('SIGKILL')
         await state.exited
@@ -128,3 +134,32 @@ test('lock: a second process waits lockTimeoutMs then gets E_WAL_LOCKED; SIGKILL
   assert.equal(await wal.append({ op: 'note' }), 1)
   wal.close()
 })
+
+test('readWal and verifyWal racing with consolidation and retention in another process never fail', async (t) => {
+  const dir = tempDir(t)
+  const target = tempDir(t)
+  const consolidator = startChild(process.execPath, [fixture('wal-consolidator.mjs'), dir, target, '40'])
+  t.after(() => consolidator.child.kill('SIGKILL'))
+  await waitForLine(consolidator, (lines) => lines.length > 0)
+  const failures = []
+  let reads = 0
+  while (!consolidator.exit) {
+    try {
+      readWal(dir)
+      const v = verifyWal(dir)
+      if (!v.ok) failures.push(JSON.stringify(v.corrupt))
+    } catch (err) {
+      failures.push(`${err.code}: ${err.message}`)
+    }
+    reads++
+    // Let the child's output in between reads; the reads themselves are synchronous.
+    await new Promise((r) => setImmediate(r))
+  }
+  assert.equal(consolidator.exit.code, 0, consolidator.stderr)
+  assert.ok(consolidator.lines.includes('DONE'))
+  const pruned = consolidator.lines.filter((l) => l.startsWith('ROUND ')).reduce((n, l) => n + Number(l.split(' ')[2]), 0)
+  assert.ok(pruned > 100, `${pruned} segments pruned while reading`)
+  assert.ok(reads > 10, `${reads} reads`)
+  assert.deepEqual(failures, [], `${failures.length} of ${reads} reads failed`)
+})
+

@@ -3,11 +3,11 @@
 // concurrent sessions, the CLI, and (once the real redactor lands) nothing unredacted on disk.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, writeFileSync, readdirSync, statSync, mkdirSync, existsSync } from 'node:fs'
+import { readFileSync, writeFileSync, readdirSync, statSync, lstatSync, mkdirSync, existsSync, symlinkSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { core, tempDir, startChild, waitForLine, fixture, runCli, needsRealRedactor } from './helpers.mjs'
 
-const { MemoryStore, consolidateMemory, consolidateMemorySync, contentHash, readWal, isLoaError } = core
+const { MemoryStore, buildMemoryContext, consolidateMemory, consolidateMemorySync, contentHash, readWal, isLoaError } = core
 const code = (expected) => (err) => isLoaError(err) && err.code === expected
 
 /** Every file under `dir`: relative path -> bytes. */
@@ -22,6 +22,21 @@ function snapshot(dir) {
   }
   walk(dir)
   return out
+}
+
+/** Regular files under `dir` (symlinks not followed) that contain `needle`. */
+function onDiskRegular(dir, needle) {
+  const hits = []
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name)
+      const s = lstatSync(p)
+      if (s.isDirectory()) walk(p)
+      else if (s.isFile() && readFileSync(p).includes(Buffer.from(needle))) hits.push(relative(dir, p))
+    }
+  }
+  walk(dir)
+  return hits
 }
 
 /** True when any file under `dir` contains `needle` (as UTF-8 bytes). */
@@ -371,4 +386,145 @@ test('redaction: a private key blocks the entry; only fingerprints are audited',
   assert.equal(audit[0].meta.event, 'memory_blocked')
   assert.deepEqual(audit[0].meta.findings.map((f) => f.fingerprint), r.findings.map((f) => f.fingerprint))
   assert.equal(readdirSync(join(ws, 'grimoires/loa')).includes('memory'), false, 'no memory stored')
+})
+
+test('NOTES.md and learnings.json are never read or written through a symlink', async (t) => {
+  for (const name of ['NOTES.md', 'learnings.json']) {
+    const dir = tempDir(t)
+    const ws = join(dir, 'ws')
+    const grimoire = join(ws, 'grimoires', 'loa')
+    mkdirSync(grimoire, { recursive: true })
+    const outside = join(dir, 'outside.txt')
+    // What a reader following the symlink would take into the agent's context.
+    const secret = name === 'NOTES.md'
+      ? '# Private\n\n<!-- loa:begin sessions -->\n- **`outside-session`** · 2026-01-01T00:00:00.000Z → 2026-01-01T00:00:00.000Z · 1 memory (learning 1) · latest: OUTSIDE-SECRET\n<!-- loa:end sessions -->\n'
+      : '{"learnings":[{"id":"x","content":"OUTSIDE-SECRET","importance":1}]}'
+    writeFileSync(outside, secret)
+    symlinkSync(outside, join(grimoire, name))
+    const store = MemoryStore.open({ workspaceDir: ws, sessionId: 's' })
+    t.after(() => store.close())
+    await store.capture({ type: 'decision', content: 'Symlinked state files are refused, never followed' })
+    if (name === 'learnings.json') {
+      assert.throws(() => store.activeLearnings(5), code('E_NOT_REGULAR_FILE'))
+      assert.throws(() => buildMemoryContext({ workspaceDir: ws }), code('E_NOT_REGULAR_FILE'))
+    } else {
+      assert.ok(store.recentSessions(5).every((s) => s.sessionId !== 'outside-session'))
+      assert.ok(!(buildMemoryContext({ workspaceDir: ws }).text ?? '').includes('OUTSIDE-SECRET'), 'nothing from outside in the context')
+    }
+    await assert.rejects(store.consolidate(), code('E_NOT_REGULAR_FILE'), name)
+    assert.throws(() => consolidateMemorySync({ workspaceDir: ws }), code('E_NOT_REGULAR_FILE'), name)
+    assert.equal(readFileSync(outside, 'utf8'), secret, 'the target is untouched')
+    assert.ok(lstatSync(join(grimoire, name)).isSymbolicLink())
+    assert.deepEqual(onDiskRegular(ws, 'OUTSIDE-SECRET'), [], `${name}: nothing from outside was copied in`)
+  }
+})
+
+test('a symlinked grimoire directory creates nothing outside the workspace', async (t) => {
+  const dir = tempDir(t)
+  const ws = join(dir, 'ws')
+  const outside = join(dir, 'outside')
+  mkdirSync(ws)
+  mkdirSync(outside)
+  symlinkSync(outside, join(ws, 'grimoires'))
+  assert.throws(() => MemoryStore.open({ workspaceDir: ws, sessionId: 's' }), code('E_PATH_OUTSIDE_ROOT'))
+  await assert.rejects(MemoryStore.openAsync({ workspaceDir: ws, sessionId: 's' }), code('E_PATH_OUTSIDE_ROOT'))
+  assert.throws(() => consolidateMemorySync({ workspaceDir: ws }), code('E_PATH_OUTSIDE_ROOT'))
+  assert.deepEqual(readdirSync(outside), [], 'no directory was created through the symlink')
+})
+
+test('NOTES.md ending in an unclosed code fence: one generated section, and a second run changes nothing', async (t) => {
+  const ws = tempDir(t)
+  const grimoire = join(ws, 'grimoires', 'loa')
+  mkdirSync(grimoire, { recursive: true })
+  const human = '# Notes\r\n\r\n## Session Continuity\r\n\r\n~~~js\r\nconst unclosed = true\r\n## Decision Log\r\n'
+  writeFileSync(join(grimoire, 'NOTES.md'), human)
+  const store = MemoryStore.open({ workspaceDir: ws, sessionId: 's' })
+  t.after(() => store.close())
+  await store.capture({ type: 'decision', content: 'Generated sections never land inside an open fence' })
+  assert.equal((await store.consolidate()).notesUpdated, true)
+  const first = readFileSync(join(grimoire, 'NOTES.md'))
+  for (let i = 0; i < 3; i++) assert.equal((await store.consolidate()).notesUpdated, false)
+  assert.deepEqual(readFileSync(join(grimoire, 'NOTES.md')), first)
+  const text = first.toString('utf8')
+  assert.equal(text.split('<!-- loa:begin decisions -->').length, 2)
+  assert.ok(text.includes(human), 'the foreign text is kept')
+  assert.equal(store.recentSessions(5)[0].sessionId, 's')
+})
+
+test('learnings.json from another tool: foreign values kept exactly, duplicate keys refused by path', async (t) => {
+  const ws = tempDir(t)
+  const grimoire = join(ws, 'grimoires', 'loa')
+  mkdirSync(grimoire, { recursive: true })
+  const path = join(grimoire, 'learnings.json')
+  writeFileSync(path, '{"learnings":[{"id":"tool-1","content":"from a tool","rank":123456789012345678901234567890,"weight":1e400,"status":"active"}],"version":1}')
+  const store = MemoryStore.open({ workspaceDir: ws, sessionId: 's' })
+  t.after(() => store.close())
+  await store.capture({ type: 'learning', content: 'Values another tool wrote are never rounded' })
+  assert.equal((await store.consolidate()).learningsTotal, 2)
+  const text = readFileSync(path, 'utf8')
+  assert.match(text, /"rank": 123456789012345678901234567890,/)
+  assert.match(text, /"weight": 1e400/)
+  assert.deepEqual(store.activeLearnings(5).map((l) => l.id).sort(), [contentHash('Values another tool wrote are never rounded'), 'tool-1'].sort())
+
+  const duplicate = '{"learnings":[{"id":"tool-1","status":"retired","status":"active"}]}'
+  writeFileSync(path, duplicate)
+  await assert.rejects(store.consolidate(), (err) => code('E_STATE_CORRUPT')(err) && err.message.includes('`learnings[0].status`') && err.path === path)
+  assert.throws(() => store.activeLearnings(5), code('E_STATE_CORRUPT'))
+  assert.equal(readFileSync(path, 'utf8'), duplicate, 'left in place, unchanged')
+  assert.deepEqual(readdirSync(grimoire).filter((n) => n.includes('corrupt')), [])
+})
+
+test('SIGKILL in the middle of rewriting NOTES.md: the old file stays whole, the temp file is cleaned and never tampering', async (t) => {
+  const ws = tempDir(t)
+  const grimoire = join(ws, 'grimoires', 'loa')
+  mkdirSync(grimoire, { recursive: true })
+  // Large enough that writing and fsyncing it takes a while.
+  const foreign = '# Notes\n\n' + 'A line of foreign notes that the pipeline keeps as it is.\n'.repeat(140_000)
+  writeFileSync(join(grimoire, 'NOTES.md'), foreign)
+  const { createManifest, signManifest, verifyManifest, KeyRing } = core
+  let temp = null
+  for (let round = 0; round < 20 && !temp; round++) {
+    const child = startChild(process.execPath, [fixture('notes-consolidator.mjs'), ws, `kill-${round}`])
+    await waitForLine(child, (lines) => lines.includes('CONSOLIDATING'), 30_000)
+    const deadline = Date.now() + 30_000
+    while (!temp && child.exit === null && Date.now() < deadline) {
+      temp = readdirSync(grimoire).find((n) => n.startsWith('.NOTES.md.loa-tmp-')) ?? null
+      if (!temp) await new Promise((r) => setImmediate(r))
+    }
+    if (temp) {
+      child.child.kill('SIGKILL')
+      await child.exited
+      assert.equal(child.exit.signal, 'SIGKILL')
+      if (!existsSync(join(grimoire, temp))) temp = null // renamed just before the kill: try again
+    } else {
+      await child.exited
+    }
+    // Put the foreign notes back, so that every round rewrites the same large file.
+    if (!temp) writeFileSync(join(grimoire, 'NOTES.md'), foreign)
+  }
+  assert.ok(temp, 'caught a child in the middle of an atomic write')
+  assert.equal(readFileSync(join(grimoire, 'NOTES.md'), 'utf8'), foreign, 'the old NOTES.md is whole')
+  // A manifest neither covers the temp file nor calls it tampering.
+  const ring = KeyRing.open(join(tempDir(t), 'keys'), { useEnv: false })
+  ring.generate()
+  const manifest = createManifest(grimoire)
+  assert.ok(manifest.files.every((f) => !f.path.includes('loa-tmp')))
+  writeFileSync(join(grimoire, `.learnings.json.loa-tmp-2147483646-0`), 'planted by a dead writer')
+  const v = verifyManifest(grimoire, signManifest(manifest, ring), ring)
+  assert.equal(v.ok, true, JSON.stringify(v.problems))
+  assert.deepEqual(v.tempFiles.sort(), [temp, '.learnings.json.loa-tmp-2147483646-0'].sort())
+  // The next consolidation, under the lock, removes what dead writers left.
+  await consolidateMemory({ workspaceDir: ws })
+  assert.deepEqual(readdirSync(grimoire).filter((n) => n.includes('loa-tmp')), [])
+  assert.match(readFileSync(join(grimoire, 'NOTES.md'), 'utf8'), /Rewrite the notes in round/)
+})
+
+test('an unknown memory type is E_INVALID_ARGUMENT and never echoed', async (t) => {
+  const store = MemoryStore.open({ workspaceDir: tempDir(t), sessionId: 's' })
+  t.after(() => store.close())
+  for (const type of ['note', 'LEARNING', '', 'hunter2-secret-type']) {
+    await assert.rejects(store.capture({ type, content: 'A memory of an unknown kind is refused' }), (err) => code('E_INVALID_ARGUMENT')(err) && !err.message.includes('hunter2'))
+  }
+  const learning = store.captureSync({ type: 'learning', content: 'Kinds come back as the same strings' })
+  assert.equal(store.activeLearnings(1)[0].type, 'learning', learning.id)
 })

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
 import { core, root, runCli, startChild, tempDir } from './helpers.mjs'
 
 const { KeyRing, createManifest, createManifestAsync, signManifest, verifyManifest, verifyManifestAsync, verifyManifestSignature, readManifest, writeManifest, canonicalizeJsonBuffer } = core
@@ -233,4 +234,52 @@ test('loa keys and loa manifest: create, sign, verify; exit 1 lists each problem
   assert.deepEqual(key0600, [], 'a revoked key keeps no private half')
   chmodSync(keys, 0o700)
   rmSync(keys, { recursive: true })
+})
+
+test('unknown members are refused anywhere in a manifest, inside its signature too', (t) => {
+  const { state, ring, signed, keys } = stateDir(t)
+  const forged = structuredClone(signed)
+  forged.signature.note = 'added after signing: no signature covers it'
+  const v = verifyManifest(state, forged, keys)
+  assert.equal(v.ok, false)
+  assert.ok(v.problems.some((p) => p.kind === 'signature' && /unknown member/.test(p.detail)), JSON.stringify(v.problems))
+  const manifest = createManifest(state)
+  assert.throws(() => signManifest({ ...manifest, extra: 1 }, ring), { code: 'E_INVALID_ARGUMENT' })
+  assert.throws(() => signManifest({ ...manifest, files: [{ ...manifest.files[0], mode: 420 }, ...manifest.files.slice(1)] }, ring), { code: 'E_INVALID_ARGUMENT' })
+  assert.equal(verifyManifestSignature({ ...signed, extra: 1 }, keys).ok, false)
+})
+
+test('FIFOs and symlinks to them are reported, never skipped, and never block', (t) => {
+  const { state, signed, keys } = stateDir(t)
+  execFileSync('mkfifo', [join(state, 'learnings', 'pipe')])
+  symlinkSync(join(state, 'learnings', 'pipe'), join(state, 'pipe-link'))
+  assert.throws(() => createManifest(state), { code: 'E_NOT_REGULAR_FILE' })
+  assert.throws(() => createManifest(state, { exclude: ['pipe'] }), { code: 'E_NOT_REGULAR_FILE' }, 'the symlink alone is reported too')
+  assert.deepEqual(kinds(verifyManifest(state, signed, keys)), ['unexpected:learnings/pipe', 'unexpected:pipe-link'])
+  assert.equal(createManifest(state, { exclude: ['pipe', 'pipe-link'] }).files.length, 3)
+})
+
+test('temp files of interrupted atomic writes are neither covered nor tampering', (t) => {
+  const { state, signed, keys } = stateDir(t)
+  writeFileSync(join(state, '.NOTES.md.loa-tmp-2147483646-0'), 'half a file')
+  const v = verifyManifest(state, signed, keys)
+  assert.equal(v.ok, true, JSON.stringify(v.problems))
+  assert.deepEqual(v.tempFiles, ['.NOTES.md.loa-tmp-2147483646-0'])
+  assert.equal(createManifest(state).files.length, 3)
+})
+
+test('readManifest and writeManifest use regular files only, never a symlink or a FIFO', (t) => {
+  const { dir, signed } = stateDir(t)
+  const file = join(dir, 'manifest.json')
+  writeManifest(file, signed)
+  const outside = join(dir, 'outside.json')
+  writeFileSync(outside, 'precious')
+  symlinkSync(outside, join(dir, 'link.json'))
+  execFileSync('mkfifo', [join(dir, 'pipe.json')])
+  for (const name of ['link.json', 'pipe.json']) {
+    assert.throws(() => readManifest(join(dir, name)), { code: 'E_NOT_REGULAR_FILE' }, name)
+    assert.throws(() => writeManifest(join(dir, name), signed), { code: 'E_NOT_REGULAR_FILE' }, name)
+  }
+  assert.equal(readFileSync(outside, 'utf8'), 'precious')
+  assert.deepEqual(readManifest(file), signed)
 })

@@ -189,7 +189,7 @@ test('rotation by size, consolidation last-write-wins with conflicts, retention 
   b.close()
 })
 
-test('consolidation refuses paths that escape the target through a symlink', async (t) => {
+test('consolidation never writes through a symlink: such records are dead letters, the rest is applied', async (t) => {
   const dir = tempDir(t)
   const target = tempDir(t)
   const elsewhere = tempDir(t)
@@ -197,9 +197,69 @@ test('consolidation refuses paths that escape the target through a symlink', asy
   symlinkSync(elsewhere, join(target, 'link'))
   const wal = Wal.open(dir, { sessionId: 's' })
   await wal.append({ op: 'write', path: 'link/evil.md', data: 'x' })
-  assert.throws(() => consolidateWal(dir, target), code('E_PATH_OUTSIDE_ROOT'))
-  assert.equal(existsSync(join(elsewhere, 'evil.md')), false)
+  await wal.append({ op: 'write', path: 'good.md', data: 'fine' })
+  const result = consolidateWal(dir, target)
+  assert.deepEqual(result.deadLetters.map((d) => [d.path, d.sessionId, d.seq, d.code]), [['link/evil.md', 's', 1, 'E_PATH_OUTSIDE_ROOT']])
+  assert.equal(result.applied, 1)
+  assert.equal(readFileSync(join(target, 'good.md'), 'utf8'), 'fine')
+  assert.deepEqual(readdirSync(elsewhere), [])
   wal.close()
+})
+
+test('a path component over 255 bytes is refused at append; a record that cannot be applied never blocks consolidation', async (t) => {
+  const dir = tempDir(t)
+  const target = tempDir(t)
+  const wal = Wal.open(dir, { sessionId: 's' })
+  const long = 'n'.repeat(300)
+  for (const path of [`notes/${long}`, long, 'a\0b', '', 'a//../../b']) {
+    await assert.rejects(wal.append({ op: 'write', path, data: 'x' }), (err) => isLoaError(err) && ['E_INVALID_ARGUMENT', 'E_PATH_OUTSIDE_ROOT'].includes(err.code), JSON.stringify(path.slice(0, 20)))
+  }
+  await assert.rejects(wal.append({ op: 'write', path: `notes/${long}`, data: 'x' }), code('E_INVALID_ARGUMENT'))
+  assert.equal(await wal.append({ op: 'write', path: `notes/${'n'.repeat(255)}`, data: 'longest name' }), 1)
+  // A record whose target is a directory cannot be applied: dead letter, and the others go on.
+  const { mkdirSync } = await import('node:fs')
+  mkdirSync(join(target, 'blocked', 'child'), { recursive: true })
+  await wal.append({ op: 'write', path: 'blocked', data: 'secret-ish payload', meta: { k: 'v' } })
+  await wal.append({ op: 'write', path: 'after.md', data: 'after' })
+  const first = consolidateWal(dir, target)
+  assert.equal(first.applied, 2)
+  assert.deepEqual(first.deadLetters.map((d) => [d.path, d.seq, d.code]), [['blocked', 2, 'E_NOT_REGULAR_FILE']])
+  assert.ok(!JSON.stringify(first).includes('secret-ish'), 'the report carries no record data')
+  assert.equal(readFileSync(join(target, 'after.md'), 'utf8'), 'after')
+  assert.equal(readFileSync(join(target, 'notes', 'n'.repeat(255)), 'utf8'), 'longest name')
+  const [letter] = readFileSync(join(dir, 'dead-letter.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual(
+    [letter.path, letter.sessionId, letter.seq, letter.code, Buffer.from(letter.dataHex, 'hex').toString(), letter.metaJson],
+    ['blocked', 's', 2, 'E_NOT_REGULAR_FILE', 'secret-ish payload', '{"k":"v"}'],
+  )
+  // Handled: later runs go on without retrying it, for ever.
+  await wal.append({ op: 'write', path: 'later.md', data: 'later' })
+  const second = consolidateWal(dir, target)
+  assert.deepEqual([second.records, second.applied, second.deadLetters.length], [1, 1, 0])
+  assert.equal(readFileSync(join(target, 'later.md'), 'utf8'), 'later')
+  wal.close()
+})
+
+test('an empty path is E_INVALID_ARGUMENT for every WAL entry point and writes nothing into the current directory', async (t) => {
+  const cwd = tempDir(t)
+  const other = tempDir(t)
+  const { startChild, fixture } = await import('./helpers.mjs')
+  const state = startChild(process.execPath, [fixture('hostile-probe.mjs'), JSON.stringify([
+    ['open', '', { sessionId: 's' }],
+    ['openAsync', '', { sessionId: 's' }],
+    ['append', '', { sessionId: 's' }, { op: 'note' }],
+    ['readWal', ''],
+    ['verifyWal', ''],
+    ['consolidateWal', '', other],
+    ['consolidateWal', other, ''],
+  ])], { cwd })
+  const timer = setTimeout(() => state.child.kill('SIGKILL'), 30_000)
+  await state.exited
+  clearTimeout(timer)
+  const results = JSON.parse(state.lines.find((l) => l.startsWith('RESULT ')).slice(7))
+  assert.deepEqual(results.map((r) => r.code), Array(7).fill('E_INVALID_ARGUMENT'), JSON.stringify(results))
+  assert.deepEqual(readdirSync(cwd), [], 'nothing was written into the current directory')
+  assert.deepEqual(readdirSync(other), [])
 })
 
 test('loa wal dump and stats', async (t) => {
@@ -219,8 +279,10 @@ test('loa wal dump and stats', async (t) => {
   assert.match(help.stdout, /loa wal verify/)
   const bad = await runCli(['wal', 'explode', dir])
   assert.equal(bad.code, 2)
+  // A WAL directory that is not there is a mistyped path, not an empty log (issue 11).
   const missing = await runCli(['wal', 'dump', join(dir, 'nope', 'x')])
-  assert.equal(missing.code, 0, 'an absent WAL directory has no records')
+  assert.equal(missing.code, 2)
+  assert.match(missing.stderr, /^loa: E_IO: WAL directory .*: ENOENT\n$/)
 })
 
 test('a pending append keeps Node alive until it resolves; an idle Wal does not', async (t) => {

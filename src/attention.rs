@@ -15,10 +15,119 @@
 //!
 //! [`reset`]: AttentionTracker::reset
 
-use serde::Serialize;
+use std::fmt;
 
-use crate::config::AttentionBudgetConfig;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Serialize};
+
 use crate::error::{invalid, Result};
+use crate::settings::MAX_SAFE;
+
+/// One attention-budget level, in both units.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetLevel {
+  /// The level in tokens.
+  pub tokens: u64,
+  /// The level as a fraction (0..1] of `contextWindowTokens`.
+  pub fraction: f64,
+}
+
+impl BudgetLevel {
+  /// `tokens` of a window of `window` tokens.
+  pub fn of_tokens(tokens: u64, window: u64) -> Self {
+    BudgetLevel { tokens, fraction: tokens as f64 / window as f64 }
+  }
+
+  /// `fraction` of a window of `window` tokens (at least one token).
+  pub fn of_fraction(fraction: f64, window: u64) -> Self {
+    BudgetLevel { tokens: ((fraction * window as f64).round() as u64).max(1), fraction }
+  }
+}
+
+/// A level as written in YAML: a token count (`5000`), a fraction of the window (`0.025`) or a
+/// percentage (`"2.5%"`). The window may be set after the level, so the unit that was not
+/// written is left 0 until [`BudgetLevel::of_tokens`] or [`BudgetLevel::of_fraction`] resolves
+/// it (the configuration loader does).
+impl<'de> Deserialize<'de> for BudgetLevel {
+  fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+    struct Level;
+    impl Visitor<'_> for Level {
+      type Value = BudgetLevel;
+      fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a token count (5000), a fraction of the context window (0.8) or a percentage (\"80%\")")
+      }
+      fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<BudgetLevel, E> {
+        if (1..=MAX_SAFE).contains(&v) {
+          Ok(BudgetLevel { tokens: v, fraction: 0.0 })
+        } else {
+          Err(E::custom("a token count must be at least 1 and at most 2^53 - 1"))
+        }
+      }
+      fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<BudgetLevel, E> {
+        self.visit_u64(u64::try_from(v).unwrap_or(0))
+      }
+      fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<BudgetLevel, E> {
+        if v > 0.0 && v <= 1.0 {
+          Ok(BudgetLevel { tokens: 0, fraction: v })
+        } else {
+          Err(E::custom(
+            "a fraction of the context window must be above 0 and at most 1 (write tokens as a whole number)",
+          ))
+        }
+      }
+      fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<BudgetLevel, E> {
+        let Some(number) = s.trim().strip_suffix('%') else {
+          return Err(E::invalid_type(de::Unexpected::Other("a string"), &self));
+        };
+        match number.trim().parse::<f64>() {
+          Ok(p) if p > 0.0 && p <= 100.0 => Ok(BudgetLevel { tokens: 0, fraction: p / 100.0 }),
+          _ => Err(E::custom("a percentage must be above 0 and at most 100")),
+        }
+      }
+    }
+    d.deserialize_any(Level)
+  }
+}
+
+/// The attention-budget levels (YAML section `attention_budget`), in tokens and as fractions of
+/// the context window; the loader resolves them from any of the seeds' spellings.
+/// `yellow < orange < red <= contextWindowTokens`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct AttentionBudgetConfig {
+  /// Size of the model's context window in tokens; fractions are relative to it. Default 200000
+  /// (seed 003's example).
+  #[serde(deserialize_with = "crate::settings::positive")]
+  pub context_window_tokens: u64,
+  /// Per-operation limit (one search or tool result). Default 2000 tokens (seed 003).
+  pub single_search: BudgetLevel,
+  /// Yellow: delta-synthesis trigger, persist findings to the ledgers. Default 5000 tokens (seed
+  /// 000; seed 003's `accumulated`).
+  pub yellow: BudgetLevel,
+  /// Orange: recommend `/clear`. Default 10000 tokens (seed 000).
+  pub orange: BudgetLevel,
+  /// Red: strongly recommend `/clear`. Default 15000 tokens (seed 000; seed 003's
+  /// `session_total`).
+  pub red: BudgetLevel,
+  /// Compaction trigger: the runtime signals `CONTEXT_NEAR_LIMIT` and context editing clears items
+  /// until usage is below it. Default 80 % of the window (seed 003).
+  pub compact: BudgetLevel,
+}
+
+impl Default for AttentionBudgetConfig {
+  fn default() -> Self {
+    let w = 200_000;
+    AttentionBudgetConfig {
+      context_window_tokens: w,
+      single_search: BudgetLevel::of_tokens(2000, w),
+      yellow: BudgetLevel::of_tokens(5000, w),
+      orange: BudgetLevel::of_tokens(10_000, w),
+      red: BudgetLevel::of_tokens(15_000, w),
+      compact: BudgetLevel::of_fraction(0.8, w),
+    }
+  }
+}
 
 /// How full the context is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -217,7 +326,6 @@ impl AttentionTracker {
 #[cfg(test)]
 mod tests {
   use super::*;
-  use crate::config::{parse_config, BudgetLevel};
 
   fn defaults() -> AttentionBudgetConfig {
     AttentionBudgetConfig::default()
@@ -243,16 +351,7 @@ mod tests {
   }
 
   #[test]
-  fn levels_from_any_spelling_of_the_configuration() {
-    // Fractions of a 100K window, and seed 003's names.
-    let c = parse_config("attention_budget:\n  context_window_tokens: 100000\n  accumulated: 0.1\n  orange: '20%'\n  session_total: 30000\n")
-      .unwrap()
-      .config
-      .attention_budget;
-    assert_eq!(attention_level(9_999, &c).unwrap().level, AttentionLevel::Green);
-    assert_eq!(attention_level(10_000, &c).unwrap().level, AttentionLevel::Yellow);
-    assert_eq!(attention_level(20_000, &c).unwrap().level, AttentionLevel::Orange);
-    assert_eq!(attention_level(30_000, &c).unwrap().level, AttentionLevel::Red);
+  fn levels_that_do_not_increase_are_refused() {
     let mut bad = defaults();
     bad.orange = BudgetLevel { tokens: 4000, fraction: 0.02 };
     assert_eq!(attention_level(1, &bad).unwrap_err().code(), "E_INVALID_ARGUMENT");

@@ -4,33 +4,43 @@
 //! fully resolved [`Config`]: every key has a value, paths are normalised workspace-relative
 //! strings, and the attention budget is expressed both in tokens and as fractions of the context
 //! window. Problems that do not change behaviour (unknown keys, a key spelled two ways, deprecated
-//! spellings) come back as human-readable `warnings`; a value of the wrong type or out of range is
-//! an `E_CONFIG_INVALID` error whose `key` is the dotted path of the offending key (for example
-//! `memory.quality_gates.min_confidence`, or `context_editing.clear_targets[2]` inside a list).
-//! Values of keys whose name looks secret (key, token, secret, password, ...) are never echoed in
-//! messages.
+//! spellings) come back as human-readable `warnings`, unknown keys with their dotted path; a value
+//! of the wrong type or out of range is an `E_CONFIG_INVALID` error whose `key` is the dotted path
+//! of the offending key (for example `memory.quality_gates.min_confidence`, or
+//! `context_editing.clear_targets[2]` inside a list) and whose message gives its line. Values of
+//! keys whose name looks secret (key, token, secret, password, ...) are never echoed in messages.
 //!
-//! The file is parsed with `serde_norway` (the maintained fork of the deprecated `serde_yaml`) into
-//! a generic YAML value that is then walked key by key, so that unknown keys are warnings rather
-//! than errors and errors name keys precisely. YAML merge keys (`<<: *anchor`) are applied first.
+//! The file is a regular file read without following a symlink (`E_NOT_REGULAR_FILE` otherwise),
+//! at most 1 MiB (`E_TOO_LARGE`), and parsed with `serde_norway` (the maintained fork of the
+//! deprecated `serde_yaml`) through [`crate::settings`], which bounds alias expansion, applies
+//! merge keys (`<<: *anchor`), reports unknown keys and names keys in errors. Each section is a
+//! type that derives `Deserialize`: the parts own theirs (`wal::SyncMode`, `tokens::TokenEncoding`,
+//! `gates::GateConfig`, `context::ContextConfig`, `attention::AttentionBudgetConfig`,
+//! `compaction::ContextEditingConfig`, ...), and the sections of parts not built yet are defined
+//! here. This module depends on the parts, never the reverse. What derive cannot say is done
+//! after deserialising, in [`resolve`]: the seeds' second spellings, defaults that follow another
+//! key, and checks across keys.
 //!
 //! # Keys spelled more than one way
 //!
 //! The design documents ("seeds") spell some settings in several places. All spellings are read;
 //! the first one present in the list below wins, a warning names every other spelling that is
-//! also set, and a warning says when a non-canonical spelling was the one used:
+//! also set (which is then not checked), and a warning says when a non-canonical spelling was
+//! the one used:
 //!
 //! | canonical | also accepted (lower precedence, in order) |
 //! |---|---|
-//! | `grounding.enforcement` | `grounding_enforcement` (seed 000 §4.5, §5.4) |
 //! | `wal.dir` | `wal_dir` (seed 002 `walDir`) |
 //! | `context.token_budget` | `context_token_budget` (seed 002 `contextTokenBudget`) |
-//! | `context_editing.clear_after_phases` | `clear_after_phases` (seed 003, top level) |
-//! | `context_editing.preserve_artifacts` | `preserve_artifacts` (seed 003, top level) |
 //! | `attention_budget.yellow` | `attention_budget.yellow_threshold`, `attention_budget.accumulated` (seed 003) |
 //! | `attention_budget.orange` | `attention_budget.orange_threshold` |
 //! | `attention_budget.red` | `attention_budget.red_threshold`, `attention_budget.session_total` (seed 003) |
 //! | `attention_budget.compact` | `context_editing.compact_threshold_percent`, `compact_threshold_percent`, `runtime_signals.signal_threshold_percent` (seed 003) |
+//! | `context_editing.clear_after_phases` | `clear_after_phases` (seed 003, top level) |
+//! | `context_editing.preserve_artifacts` | `preserve_artifacts` (seed 003, top level) |
+//! | `grounding.enforcement` | `grounding_enforcement` (seed 000 §4.5, §5.4) |
+//!
+//! The `*_percent` spellings hold a number in (0, 100].
 //!
 //! # Where the seeds disagree, and what this module chose
 //!
@@ -40,7 +50,8 @@
 //!   `signal_threshold_percent`), with a 200K window as its example. They are normalised into one
 //!   [`AttentionBudgetConfig`]: `accumulated` is `yellow`, `session_total` is `red`, the 80 % trigger
 //!   is `compact`, and every level is reported as tokens and as a fraction of
-//!   `context_window_tokens` (default 200000).
+//!   `context_window_tokens` (default 200000). A level not written keeps its default in tokens,
+//!   except `compact`, which keeps its share of the window.
 //! - Recovery loop detection: seed 002's diagram says ">3 in 60s" and its failure matrix "degraded
 //!   mode after 3 failures", but its later Flatline decision (SKP-005) made the window and count
 //!   configurable with defaults 120000 ms and 5 attempts; the later decision is used. The seed read
@@ -56,29 +67,29 @@
 //! Quality-gate values come from SPEC.md (one set replacing the seeds' four); WAL segment limits,
 //! signing-key rotation and the audit section are not in the seeds and come from the project brief.
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::path::{Component, Path, PathBuf};
+use std::io;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_norway::Value;
 
+use crate::attention::{AttentionBudgetConfig, BudgetLevel};
+use crate::compaction::{CompactionPolicy, ContextEditingConfig, RuntimeSignalsConfig, ALWAYS_PRESERVED};
+use crate::context::ContextConfig;
 use crate::error::{LoaError, Result};
+use crate::fsutil::StateDir;
+use crate::gates::GateConfig;
+use crate::settings::{self, count, drop_repeats, fraction, positive, rel_path, text, uint, Document, MAX_SAFE};
+use crate::wal::SyncMode;
 
 /// Name of the configuration file, looked up at the root of the workspace.
 pub const CONFIG_FILE_NAME: &str = ".loa.config.yaml";
 
-/// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`); no integer setting
-/// may exceed it, so that values reach JS unchanged.
-const MAX_SAFE: u64 = (1 << 53) - 1;
 const MIB: u64 = 1024 * 1024;
 /// A configuration file larger than this is refused (`E_TOO_LARGE`) rather than parsed.
-const MAX_CONFIG_BYTES: u64 = MIB;
+pub const MAX_CONFIG_BYTES: u64 = MIB;
 const DEFAULT_GRIMOIRES_DIR: &str = "grimoires/loa";
 const WINDOW_KEY: &str = "attention_budget.context_window_tokens";
-/// Artifacts seed 003 says must never be cleared; always part of `preserve_artifacts`.
-pub const ALWAYS_PRESERVED: [&str; 5] =
-  ["trajectory_events", "quality_gate_results", "decision_records", "notes_session_continuity", "active_beads"];
 
 // ---------------------------------------------------------------------------------------------
 // The resolved configuration
@@ -88,13 +99,16 @@ pub const ALWAYS_PRESERVED: [&str; 5] =
 /// its default. Serialized with camelCase keys (`LoaConfig` in TypeScript); the YAML file uses the
 /// snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
 /// `attentionBudget.contextWindowTokens`). Paths are relative to the workspace root, with `/`
-/// separators, never absolute and never containing `..`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+/// separators, never absolute and never containing `..`. Read it with [`load_config`] or
+/// [`parse_config`]: deserialising it directly skips the second spellings and the checks across
+/// keys.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct Config {
   /// State-zone directory holding BEAUVOIR.md, NOTES.md, learnings, manifest and trajectory.
   /// YAML `grimoires_dir`, default `grimoires/loa`. Paths of files inside it default to
   /// `<grimoires_dir>/...`, so moving it moves them.
+  #[serde(deserialize_with = "rel_path")]
   pub grimoires_dir: String,
   /// Write-ahead log: where it lives, locking, segment rotation and fsync policy.
   pub wal: WalConfig,
@@ -118,7 +132,8 @@ pub struct Config {
   pub edd: EddConfig,
   /// Identity files: BEAUVOIR.md (source) and SOUL.md (generated from it).
   pub identity: IdentityConfig,
-  /// Manifest signing (Ed25519) and signing-key rotation.
+  /// Manifest signing (Ed25519) and signing-key rotation; `signing.keys_dir` is where the CLI and
+  /// the plugin keep the key ring.
   pub signing: SigningConfig,
   /// Hash-chained audit log.
   pub audit: AuditConfig,
@@ -132,46 +147,69 @@ pub struct Config {
 
 impl Default for Config {
   fn default() -> Self {
-    let g = DEFAULT_GRIMOIRES_DIR;
     Config {
-      grimoires_dir: g.to_string(),
-      wal: WalConfig::default(),
-      memory: MemoryConfig::under(g),
-      context: ContextConfig::default(),
-      attention_budget: AttentionBudgetConfig::default(),
-      context_editing: ContextEditingConfig::default(),
-      runtime_signals: RuntimeSignalsConfig::default(),
-      grounding: GroundingConfig::default(),
-      session_continuity: SessionContinuityConfig::default(),
-      trajectory: TrajectoryConfig::under(g),
-      edd: EddConfig::default(),
-      identity: IdentityConfig::under(g),
-      signing: SigningConfig::under(g),
-      audit: AuditConfig::default(),
-      recovery: RecoveryConfig::default(),
-      synthesis: SynthesisConfig::default(),
-      persistence: PersistenceConfig::under(g),
+      grimoires_dir: DEFAULT_GRIMOIRES_DIR.to_string(),
+      wal: Default::default(),
+      memory: Default::default(),
+      context: Default::default(),
+      attention_budget: Default::default(),
+      context_editing: Default::default(),
+      runtime_signals: Default::default(),
+      grounding: Default::default(),
+      session_continuity: Default::default(),
+      trajectory: Default::default(),
+      edd: Default::default(),
+      identity: Default::default(),
+      signing: Default::default(),
+      audit: Default::default(),
+      recovery: Default::default(),
+      synthesis: Default::default(),
+      persistence: Default::default(),
     }
   }
 }
 
+impl Config {
+  /// The compaction planner's policy for this workspace.
+  pub fn compaction_policy(&self) -> CompactionPolicy {
+    CompactionPolicy::new(&self.context_editing, &self.attention_budget, &self.runtime_signals)
+  }
+}
+
+/// `<grimoires_dir>/name` for the default grimoire.
+fn in_grimoire(name: &str) -> String {
+  join(DEFAULT_GRIMOIRES_DIR, name)
+}
+
+fn join(base: &str, name: &str) -> String {
+  if base == "." {
+    name.to_string()
+  } else {
+    format!("{base}/{name}")
+  }
+}
+
 /// Write-ahead log settings (YAML section `wal`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct WalConfig {
   /// Directory of WAL segments, relative to the workspace. Default `.loa/wal` (seed 002).
   /// Also read from the flat key `wal_dir`.
+  #[serde(deserialize_with = "rel_path")]
   pub dir: String,
   /// How long a writer waits for the exclusive segment lock before failing with `E_WAL_LOCKED`,
   /// in milliseconds. Default 5000 (seed 002 §5.2). 0 means try once.
+  #[serde(deserialize_with = "count")]
   pub lock_timeout_ms: u64,
   /// A segment is rotated once it reaches this many bytes. Default 10 MiB (10485760).
+  #[serde(deserialize_with = "uint::<_, _, 1024, MAX_SAFE>")]
   pub segment_max_bytes: u64,
   /// A segment is rotated once it is this old, in milliseconds. Default 3600000 (one hour).
+  #[serde(deserialize_with = "positive")]
   pub segment_max_age_ms: u64,
   /// When appends are fsynced: `always` (before each append returns; default), `batch` (group
   /// commit) or `none` (leave it to the OS; loses recent records on power failure).
-  pub sync: WalSync,
+  pub sync: SyncMode,
 }
 
 impl Default for WalConfig {
@@ -181,90 +219,48 @@ impl Default for WalConfig {
       lock_timeout_ms: 5000,
       segment_max_bytes: 10 * MIB,
       segment_max_age_ms: 3_600_000,
-      sync: WalSync::Always,
+      sync: SyncMode::Always,
     }
   }
 }
 
-/// fsync policy of the WAL.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum WalSync {
-  /// fsync before every append returns.
-  Always,
-  /// Group commit: concurrent appends share one fsync.
-  Batch,
-  /// Never fsync explicitly.
-  None,
-}
-
 /// Memory pipeline settings (YAML section `memory`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct MemoryConfig {
   /// NOTES.md, the operational memory. Default `<grimoires_dir>/NOTES.md`.
+  #[serde(deserialize_with = "rel_path")]
   pub notes_path: String,
   /// Learnings store. Default `<grimoires_dir>/learnings.json`.
+  #[serde(deserialize_with = "rel_path")]
   pub learnings_path: String,
   /// Thresholds of the six quality gates a memory candidate must pass.
-  pub quality_gates: QualityGatesConfig,
+  pub quality_gates: GateConfig,
   /// Retry policy when capturing a memory fails (the pipeline is fail-open).
   pub retry: RetryConfig,
 }
 
-impl MemoryConfig {
-  fn under(g: &str) -> Self {
+impl Default for MemoryConfig {
+  fn default() -> Self {
     MemoryConfig {
-      notes_path: join(g, "NOTES.md"),
-      learnings_path: join(g, "learnings.json"),
-      quality_gates: QualityGatesConfig::default(),
+      notes_path: in_grimoire("NOTES.md"),
+      learnings_path: in_grimoire("learnings.json"),
+      quality_gates: GateConfig::default(),
       retry: RetryConfig::default(),
     }
   }
 }
 
-/// Quality-gate thresholds (YAML section `memory.quality_gates`; values from SPEC.md).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct QualityGatesConfig {
-  /// `confidence` gate: candidates with a confidence below this fail. 0..1, default 0.5.
-  pub min_confidence: f64,
-  /// `speculation` gate: hedged statements ("might", "maybe", ...) pass only with at least this
-  /// confidence. 0..1, default 0.7.
-  pub speculation_min_confidence: f64,
-  /// `content` gate: content shorter than this many characters (after trimming) fails. Default 10.
-  pub min_content_length: u64,
-  /// `content` gate: content whose unique-word ratio is below this fails as repetitive. 0..1,
-  /// default 0.3.
-  pub repetition_min_unique_ratio: f64,
-  /// The repetition check applies only to content with more than this many words. Default 10.
-  pub repetition_min_words: u64,
-  /// `temporal` gate: candidates older than this many milliseconds fail; `null` (default) turns
-  /// the gate off.
-  pub max_age_ms: Option<u64>,
-}
-
-impl Default for QualityGatesConfig {
-  fn default() -> Self {
-    QualityGatesConfig {
-      min_confidence: 0.5,
-      speculation_min_confidence: 0.7,
-      min_content_length: 10,
-      repetition_min_unique_ratio: 0.3,
-      repetition_min_words: 10,
-      max_age_ms: None,
-    }
-  }
-}
-
 /// Retry policy of failed memory captures (YAML section `memory.retry`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct RetryConfig {
   /// Total tries, the first included. Default 3 (seed 002 §6, SPEC). 1 means no retry.
+  #[serde(deserialize_with = "uint::<_, _, 1, 100>")]
   pub max_attempts: u64,
   /// Exponential backoff: after the n-th failed try, wait `backoffBaseMs * 2^n` ms before the next
   /// (seed 002: 2 s, then 4 s). Default 1000.
+  #[serde(deserialize_with = "uint::<_, _, 0, 3_600_000>")]
   pub backoff_base_ms: u64,
 }
 
@@ -274,215 +270,24 @@ impl Default for RetryConfig {
   }
 }
 
-/// Context injection settings (YAML section `context`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextConfig {
-  /// Maximum tokens of memory context prepended to a prompt. Default 2000 (seed 002 FR-8.1).
-  /// 0 injects nothing. Also read from the flat key `context_token_budget`.
-  pub token_budget: u64,
-  /// Share of the budget reserved for learnings; recent sessions get the rest. 0..1, default 0.3
-  /// (seed 002: sessions stop at 70 %).
-  pub learnings_share: f64,
-  /// Tokenizer used to count tokens: `o200k_base` (default) or `cl100k_base`.
-  pub encoding: TokenEncoding,
-  /// How many recent sessions are considered. Default 5 (seed 002 FR-4.2).
-  pub recent_sessions: u64,
-  /// How many active learnings are considered. Default 3 (seed 002 FR-4.3).
-  pub active_learnings: u64,
-  /// Fraction of the budget kept free, for models whose tokenizer is not public (Claude 3 and
-  /// later): the context holds at most `token_budget * (1 - safety_margin)` exact tokens of
-  /// `encoding`. 0 (default) up to, not including, 1.
-  pub safety_margin: f64,
-  /// An item that does not fit whole is cut (with a visible marker) only if at least this many
-  /// of its tokens remain; otherwise it is dropped. Default 32.
-  pub min_truncated_tokens: u64,
-}
-
-impl Default for ContextConfig {
-  fn default() -> Self {
-    ContextConfig {
-      token_budget: 2000,
-      learnings_share: 0.3,
-      encoding: TokenEncoding::O200kBase,
-      recent_sessions: 5,
-      active_learnings: 3,
-      safety_margin: 0.0,
-      min_truncated_tokens: 32,
-    }
-  }
-}
-
-/// BPE encoding used to count tokens.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-pub enum TokenEncoding {
-  /// `o200k_base` (GPT-4o family and later).
-  #[serde(rename = "o200k_base")]
-  O200kBase,
-  /// `cl100k_base` (GPT-4 / GPT-3.5 family).
-  #[serde(rename = "cl100k_base")]
-  Cl100kBase,
-}
-
-/// One attention-budget level, in both units. Resolved from whichever unit the file used.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct BudgetLevel {
-  /// The level in tokens.
-  pub tokens: u64,
-  /// The level as a fraction (0..1] of `contextWindowTokens`.
-  pub fraction: f64,
-}
-
-impl BudgetLevel {
-  fn tokens(tokens: u64, window: u64) -> Self {
-    BudgetLevel { tokens, fraction: tokens as f64 / window as f64 }
-  }
-}
-
-/// The single attention-budget configuration (YAML section `attention_budget`). Levels are
-/// advisory; each may be written in the file as a token count (`5000`), a fraction of the window
-/// (`0.025`) or a percentage string (`"2.5%"`), and is reported in both forms. Seed 000's
-/// `yellow`/`orange`/`red` (also spelled `yellow_threshold`/`orange_threshold`/`red_threshold`),
-/// seed 003's `single_search`/`accumulated`/`session_total` and seed 003's
-/// `compact_threshold_percent`/`signal_threshold_percent` are all accepted (see the module docs).
-/// `yellow < orange < red <= contextWindowTokens` is enforced.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AttentionBudgetConfig {
-  /// Size of the model's context window in tokens; fractions are relative to it. Default 200000
-  /// (seed 003's example).
-  pub context_window_tokens: u64,
-  /// Per-operation limit (one search or tool result). Default 2000 tokens (seed 003).
-  pub single_search: BudgetLevel,
-  /// Yellow: delta-synthesis trigger, persist findings to the ledgers. Default 5000 tokens (seed
-  /// 000; seed 003's `accumulated`).
-  pub yellow: BudgetLevel,
-  /// Orange: recommend `/clear`. Default 10000 tokens (seed 000).
-  pub orange: BudgetLevel,
-  /// Red: strongly recommend `/clear`. Default 15000 tokens (seed 000; seed 003's
-  /// `session_total`).
-  pub red: BudgetLevel,
-  /// Compaction trigger: the runtime signals `CONTEXT_NEAR_LIMIT` and context editing clears items
-  /// until usage is below it. Default 80 % of the window (seed 003).
-  pub compact: BudgetLevel,
-}
-
-impl Default for AttentionBudgetConfig {
-  fn default() -> Self {
-    let w = 200_000;
-    AttentionBudgetConfig {
-      context_window_tokens: w,
-      single_search: BudgetLevel::tokens(2000, w),
-      yellow: BudgetLevel::tokens(5000, w),
-      orange: BudgetLevel::tokens(10_000, w),
-      red: BudgetLevel::tokens(15_000, w),
-      compact: BudgetLevel { tokens: 160_000, fraction: 0.8 },
-    }
-  }
-}
-
-/// Context-editing policy (YAML section `context_editing`, seed 003).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextEditingConfig {
-  /// Whether context editing is on. Default true.
-  pub enabled: bool,
-  /// Number of most recent turns never cleared. Default 5.
-  pub preserve_recent_turns: u64,
-  /// What may be cleared, in clearing order (first cleared first). Default: all five targets in
-  /// seed 003's priority order. The compaction threshold itself is `attentionBudget.compact`.
-  pub clear_targets: Vec<ClearTarget>,
-  /// Workflow phases after which their details are cleared. Default `initialization`,
-  /// `implementation`, `testing`.
-  pub clear_after_phases: Vec<String>,
-  /// Artifacts never cleared. Always contains seed 003's five (`trajectory_events`,
-  /// `quality_gate_results`, `decision_records`, `notes_session_continuity`, `active_beads`);
-  /// the file can only add to them.
-  pub preserve_artifacts: Vec<String>,
-}
-
-impl Default for ContextEditingConfig {
-  fn default() -> Self {
-    ContextEditingConfig {
-      enabled: true,
-      preserve_recent_turns: 5,
-      clear_targets: ClearTarget::ALL.to_vec(),
-      clear_after_phases: vec!["initialization".into(), "implementation".into(), "testing".into()],
-      preserve_artifacts: ALWAYS_PRESERVED.iter().map(|s| s.to_string()).collect(),
-    }
-  }
-}
-
-/// Kinds of context items context editing may clear.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ClearTarget {
-  /// Old tool outputs no longer needed.
-  StaleToolResults,
-  /// Verbose logs from finished phases.
-  CompletedPhaseDetails,
-  /// File reads superseded by a newer read of the same file.
-  SupersededFileReads,
-  /// Temporary computation results.
-  IntermediateOutputs,
-  /// Debug logs and tracing.
-  VerboseDebug,
-}
-
-impl ClearTarget {
-  /// All targets in seed 003's clearing order.
-  pub const ALL: [ClearTarget; 5] = [
-    ClearTarget::StaleToolResults,
-    ClearTarget::CompletedPhaseDetails,
-    ClearTarget::SupersededFileReads,
-    ClearTarget::IntermediateOutputs,
-    ClearTarget::VerboseDebug,
-  ];
-  const NAMES: [(&'static str, ClearTarget); 5] = [
-    ("stale_tool_results", ClearTarget::StaleToolResults),
-    ("completed_phase_details", ClearTarget::CompletedPhaseDetails),
-    ("superseded_file_reads", ClearTarget::SupersededFileReads),
-    ("intermediate_outputs", ClearTarget::IntermediateOutputs),
-    ("verbose_debug", ClearTarget::VerboseDebug),
-  ];
-}
-
-/// Signal names exchanged with the runtime (YAML section `runtime_signals`, seed 003). The
-/// threshold (`signal_threshold_percent`) is read into `attentionBudget.compact`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeSignalsConfig {
-  /// Sent by the runtime when usage reaches the compaction threshold. Default `CONTEXT_NEAR_LIMIT`.
-  pub context_near_limit: String,
-  /// Sent back once clearing is done. Default `COMPACTION_COMPLETE`.
-  pub compaction_complete: String,
-}
-
-impl Default for RuntimeSignalsConfig {
-  fn default() -> Self {
-    RuntimeSignalsConfig {
-      context_near_limit: "CONTEXT_NEAR_LIMIT".into(),
-      compaction_complete: "COMPACTION_COMPLETE".into(),
-    }
-  }
-}
-
 /// Grounding enforcement (YAML section `grounding`, seed 000 §4.2, §4.5).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct GroundingConfig {
   /// What happens when the grounding ratio is below `threshold` at the synthesis checkpoint:
   /// `strict` (block `/clear`; default, seed 000 "safe defaults"), `warn` (warn, allow) or
   /// `disabled`. Also read from the flat key `grounding_enforcement`; the nested key wins.
   pub enforcement: GroundingEnforcement,
   /// Minimum ratio of grounded (cited) decisions to all decisions. 0..1, default 0.95.
+  #[serde(deserialize_with = "fraction")]
   pub threshold: f64,
   /// Negative grounding: distinct semantic queries that must find nothing before a feature is
   /// declared absent ("ghost"). Default 2.
+  #[serde(deserialize_with = "uint::<_, _, 1, 100>")]
   pub negative_queries: u64,
   /// Negative grounding: similarity score below which a search hit counts as "nothing found".
   /// 0..1, default 0.4.
+  #[serde(deserialize_with = "fraction")]
   pub negative_threshold: f64,
 }
 
@@ -498,7 +303,7 @@ impl Default for GroundingConfig {
 }
 
 /// Grounding enforcement level.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum GroundingEnforcement {
   /// Block `/clear` when the ratio is below threshold.
@@ -510,14 +315,17 @@ pub enum GroundingEnforcement {
 }
 
 /// Tiered ledger recovery after `/clear` (YAML section `session_continuity`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct SessionContinuityConfig {
   /// Whether recovery loads the ledger in tiers (level 1 first). Default true.
   pub tiered_recovery: bool,
   /// Token budget of level 1 (Session Continuity section only). Default 100.
+  #[serde(deserialize_with = "positive")]
   pub level1_tokens: u64,
-  /// Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500.
+  /// Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500,
+  /// or `level1Tokens` if that is more.
+  #[serde(deserialize_with = "positive")]
   pub level2_tokens: u64,
 }
 
@@ -528,32 +336,38 @@ impl Default for SessionContinuityConfig {
 }
 
 /// Trajectory log settings (YAML section `trajectory`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct TrajectoryConfig {
   /// Directory of `{agent}-{date}.jsonl` files. Default `<grimoires_dir>/a2a/trajectory`.
+  #[serde(deserialize_with = "rel_path")]
   pub dir: String,
   /// Days a trajectory file stays live before archival. Default 30.
+  #[serde(deserialize_with = "uint::<_, _, 1, 36_500>")]
   pub retention_days: u64,
-  /// Days an archived file is kept; at least `retentionDays`. Default 365.
+  /// Days an archived file is kept; at least `retentionDays`. Default 365, or `retentionDays` if
+  /// that is more.
+  #[serde(deserialize_with = "uint::<_, _, 0, 36_500>")]
   pub archive_days: u64,
   /// gzip level (0-9) of archived files. Default 6.
+  #[serde(deserialize_with = "uint::<_, _, 0, 9>")]
   pub compression_level: u64,
 }
 
-impl TrajectoryConfig {
-  fn under(g: &str) -> Self {
-    TrajectoryConfig { dir: join(g, "a2a/trajectory"), retention_days: 30, archive_days: 365, compression_level: 6 }
+impl Default for TrajectoryConfig {
+  fn default() -> Self {
+    TrajectoryConfig { dir: in_grimoire("a2a/trajectory"), retention_days: 30, archive_days: 365, compression_level: 6 }
   }
 }
 
 /// Evaluation-driven development checks (YAML section `edd`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct EddConfig {
   /// Whether EDD is verified at the synthesis checkpoint. Default true.
   pub enabled: bool,
   /// Test scenarios a decision must document. Default 3.
+  #[serde(deserialize_with = "uint::<_, _, 0, 1000>")]
   pub min_test_scenarios: u64,
   /// Whether decisions must carry code citations. Default true.
   pub require_citations: bool,
@@ -566,46 +380,55 @@ impl Default for EddConfig {
 }
 
 /// Identity files (YAML section `identity`, seed 002 §2.2).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct IdentityConfig {
   /// Identity source, edited by humans. Default `<grimoires_dir>/BEAUVOIR.md`.
+  #[serde(deserialize_with = "rel_path")]
   pub beauvoir_path: String,
   /// Generated identity, rewritten whenever BEAUVOIR.md changes. Default `SOUL.md` (workspace
   /// root, where OpenClaw reads it).
+  #[serde(deserialize_with = "rel_path")]
   pub soul_path: String,
 }
 
-impl IdentityConfig {
-  fn under(g: &str) -> Self {
-    IdentityConfig { beauvoir_path: join(g, "BEAUVOIR.md"), soul_path: "SOUL.md".into() }
+impl Default for IdentityConfig {
+  fn default() -> Self {
+    IdentityConfig { beauvoir_path: in_grimoire("BEAUVOIR.md"), soul_path: "SOUL.md".into() }
   }
 }
 
 /// Manifest signing and key rotation (YAML section `signing`). Private keys are never read from
 /// this file.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct SigningConfig {
   /// Signed manifest of state files. Default `<grimoires_dir>/manifest.json`.
+  #[serde(deserialize_with = "rel_path")]
   pub manifest_path: String,
-  /// Directory of the key ring (active and retired public keys). Default `.loa/keys`.
+  /// Directory of the key ring (active and retired keys), relative to the workspace. Default
+  /// `.loa/keys`. The CLI and the plugin open the key ring here.
+  #[serde(deserialize_with = "rel_path")]
   pub keys_dir: String,
   /// Days after which the signing key is rotated. Default 90.
+  #[serde(deserialize_with = "uint::<_, _, 1, 36_500>")]
   pub rotation_days: u64,
   /// Days a retired key still verifies after rotation; less than `rotationDays`. Default 7.
+  #[serde(deserialize_with = "uint::<_, _, 0, 36_500>")]
   pub overlap_days: u64,
   /// Retired keys kept for verification of old manifests. Default 3.
+  #[serde(deserialize_with = "uint::<_, _, 0, 1000>")]
   pub max_retired_keys: u64,
   /// Timeout of the shared lock taken to read the manifest, in milliseconds. Default 1000 (seed
   /// 002 §5.2).
+  #[serde(deserialize_with = "count")]
   pub manifest_lock_timeout_ms: u64,
 }
 
-impl SigningConfig {
-  fn under(g: &str) -> Self {
+impl Default for SigningConfig {
+  fn default() -> Self {
     SigningConfig {
-      manifest_path: join(g, "manifest.json"),
+      manifest_path: in_grimoire("manifest.json"),
       keys_dir: ".loa/keys".into(),
       rotation_days: 90,
       overlap_days: 7,
@@ -616,12 +439,14 @@ impl SigningConfig {
 }
 
 /// Audit log settings (YAML section `audit`; not in the seeds).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct AuditConfig {
   /// Directory of the hash-chained audit segments. Default `.loa/audit`.
+  #[serde(deserialize_with = "rel_path")]
   pub dir: String,
   /// An audit segment is rotated (the chain continues) at this size. Default 10 MiB.
+  #[serde(deserialize_with = "uint::<_, _, 1024, MAX_SAFE>")]
   pub segment_max_bytes: u64,
 }
 
@@ -632,19 +457,23 @@ impl Default for AuditConfig {
 }
 
 /// Boot-time recovery (YAML section `recovery`, seed 002 §2.5, Flatline SKP-005).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct RecoveryConfig {
   /// Loop detection window in milliseconds (persisted across restarts). Default 120000.
+  #[serde(deserialize_with = "positive")]
   pub window_ms: u64,
   /// Recovery attempts within `windowMs` after which the agent enters degraded mode. Default 5.
+  #[serde(deserialize_with = "uint::<_, _, 1, 1000>")]
   pub max_attempts: u64,
   /// Consecutive degraded-mode cycles after which a critical alert is raised. Default 3.
+  #[serde(deserialize_with = "uint::<_, _, 1, 1000>")]
   pub degraded_alert_cycles: u64,
   /// Restore sources in the order tried: `mount` (seed 002's "R2"; `r2` is accepted), `git`,
   /// `template`. Default all three in that order.
   pub sources: Vec<RecoverySource>,
   /// Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it.
+  #[serde(deserialize_with = "text")]
   pub mount_dir: Option<String>,
 }
 
@@ -661,10 +490,11 @@ impl Default for RecoveryConfig {
 }
 
 /// A place state files can be restored from.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RecoverySource {
   /// A mounted backup (seed 002's R2 bucket).
+  #[serde(alias = "r2")]
   Mount,
   /// The git history of the workspace.
   Git,
@@ -673,16 +503,19 @@ pub enum RecoverySource {
 }
 
 /// Ledger synthesis (YAML section `synthesis`, seed 001).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct SynthesisConfig {
   /// Directory holding `events/`, `archive/` and the generated `current.md`. Default
   /// `thoughts/shared/handoffs` (seed 001).
+  #[serde(deserialize_with = "rel_path")]
   pub dir: String,
   /// Days archived events are kept. Default 7 (seed 001).
+  #[serde(deserialize_with = "uint::<_, _, 0, 36_500>")]
   pub retention_days: u64,
   /// Minimum interval between commits of `current.md` at checkpoints, in milliseconds. Default
   /// 1800000 (seed 001: "30 min max").
+  #[serde(deserialize_with = "count")]
   pub commit_throttle_ms: u64,
 }
 
@@ -693,21 +526,24 @@ impl Default for SynthesisConfig {
 }
 
 /// Persistence protocol (YAML section `persistence`, seed 004).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct PersistenceConfig {
   /// L1: directory of JSON state files. Default `.loa/state`.
+  #[serde(deserialize_with = "rel_path")]
   pub state_dir: String,
   /// L2: MEMORY.md, one line per learning or checkpoint. Default `<grimoires_dir>/MEMORY.md`.
+  #[serde(deserialize_with = "rel_path")]
   pub memory_path: String,
   /// When sources disagree by more than this many milliseconds the newest wins with a staleness
   /// warning. Default 300000 (seed 004: 5 minutes).
+  #[serde(deserialize_with = "count")]
   pub stale_after_ms: u64,
 }
 
-impl PersistenceConfig {
-  fn under(g: &str) -> Self {
-    PersistenceConfig { state_dir: ".loa/state".into(), memory_path: join(g, "MEMORY.md"), stale_after_ms: 300_000 }
+impl Default for PersistenceConfig {
+  fn default() -> Self {
+    PersistenceConfig { state_dir: ".loa/state".into(), memory_path: in_grimoire("MEMORY.md"), stale_after_ms: 300_000 }
   }
 }
 
@@ -716,905 +552,310 @@ impl PersistenceConfig {
 pub struct LoadedConfig {
   /// The resolved configuration.
   pub config: Config,
-  /// Human-readable notes about the file: unknown keys, keys set under two spellings, deprecated
-  /// spellings. Empty when the file is absent or clean.
+  /// Human-readable notes about the file: unknown keys (with their dotted path), keys set under
+  /// two spellings, deprecated spellings. Empty when the file is absent or clean.
   pub warnings: Vec<String>,
   /// The file that was read, or `None` when there was none (all defaults).
   pub source: Option<PathBuf>,
 }
 
-/// Reads `<workspace>/.loa.config.yaml`. An absent file gives all defaults and no warning; an
-/// unreadable one is `E_IO`; invalid YAML or an invalid value is `E_CONFIG_INVALID`.
+/// Reads `<workspace>/.loa.config.yaml`. An absent file (or workspace) gives all defaults and no
+/// warning. The file must be a regular file, not a symlink (`E_NOT_REGULAR_FILE`), of at most
+/// 1 MiB (`E_TOO_LARGE`); an unreadable one is `E_IO`; invalid YAML or an invalid value is
+/// `E_CONFIG_INVALID`.
 pub fn load_config(workspace: &Path) -> Result<LoadedConfig> {
-  let path = workspace.join(CONFIG_FILE_NAME);
-  let file = match File::open(&path) {
-    Ok(f) => f,
-    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-      return Ok(LoadedConfig { config: Config::default(), warnings: Vec::new(), source: None });
-    }
-    Err(e) => return Err(LoaError::io("open config", &path, e)),
+  let defaults = || LoadedConfig { config: Config::default(), warnings: Vec::new(), source: None };
+  let dir = match StateDir::open_root(workspace) {
+    Ok(dir) => dir,
+    Err(LoaError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return Ok(defaults()),
+    Err(e) => return Err(e),
   };
-  let mut bytes = Vec::new();
-  file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| LoaError::io("read config", &path, e))?;
-  if bytes.len() as u64 > MAX_CONFIG_BYTES {
-    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(bytes.len() as u64);
-    return Err(LoaError::TooLarge { what: path.display().to_string(), size, limit: MAX_CONFIG_BYTES });
-  }
-  let text = String::from_utf8(bytes)
-    .map_err(|e| invalid("<yaml>", format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to())))?;
+  let Some(bytes) = dir.read(CONFIG_FILE_NAME, MAX_CONFIG_BYTES)? else {
+    return Ok(defaults());
+  };
+  let text = String::from_utf8(bytes).map_err(|e| {
+    settings::invalid(settings::DOCUMENT_KEY, format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()))
+  })?;
   let mut loaded = parse_config(&text)?;
-  loaded.source = Some(path);
+  loaded.source = Some(workspace.join(CONFIG_FILE_NAME));
   Ok(loaded)
 }
 
 /// Parses configuration YAML from a string (same rules as [`load_config`]; `source` is `None`).
 /// An empty string gives all defaults.
 pub fn parse_config(yaml: &str) -> Result<LoadedConfig> {
-  let yaml = yaml.strip_prefix('\u{feff}').unwrap_or(yaml);
-  let mut value: Value = serde_norway::from_str(yaml).map_err(yaml_error)?;
-  value.apply_merge().map_err(yaml_error)?;
-  let mut warnings = Vec::new();
-  let config = parse_root(value, &mut warnings)?;
+  let mut doc = Document::parse(yaml)?;
+  let (mut warnings, mut unknown) = (Vec::new(), Vec::new());
+  let spellings = Spellings::apply(&mut doc, &mut warnings)?;
+  let config = doc.deserialize::<Config>("", &mut unknown).map_err(|e| doc.error(&spellings.key(&e.key), e.reason))?;
+  let config = resolve(config, &doc, &spellings, &mut warnings)?;
+  warnings.extend(unknown);
   Ok(LoadedConfig { config, warnings, source: None })
 }
 
 // ---------------------------------------------------------------------------------------------
-// Walking the YAML value
+// Second spellings
 // ---------------------------------------------------------------------------------------------
 
-fn invalid(key: &str, reason: impl Into<String>) -> LoaError {
-  LoaError::ConfigInvalid { key: key.to_string(), reason: reason.into() }
-}
-
-fn yaml_error(e: serde_norway::Error) -> LoaError {
-  let reason = match e.location() {
-    Some(loc) if !e.to_string().contains("line") => {
-      format!("YAML syntax error at line {} column {}: {e}", loc.line(), loc.column())
-    }
-    _ => format!("YAML syntax error: {e}"),
-  };
-  invalid("<yaml>", reason)
-}
-
-fn join(base: &str, name: &str) -> String {
-  if base == "." {
-    name.to_string()
-  } else {
-    format!("{base}/{name}")
-  }
-}
-
-/// Whether a dotted key path names something that may hold a secret, in which case its value is
-/// never shown in a message.
-fn secret_ish(path: &str) -> bool {
-  let lower = path.to_ascii_lowercase();
-  lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|seg| {
-    matches!(seg, "key" | "keys" | "token" | "private" | "pat")
-      || ["secret", "password", "passwd", "passphrase", "credential", "apikey", "privatekey"]
-        .iter()
-        .any(|w| seg.contains(w))
-  })
-}
-
-/// How a value is shown in an error message: the value itself, or only its kind for secret-ish
-/// keys and containers.
-fn describe(path: &str, v: &Value) -> String {
-  let kind = match v {
-    Value::Null => "null",
-    Value::Bool(_) => "a boolean",
-    Value::Number(n) if n.is_f64() => "a decimal number",
-    Value::Number(_) => "a whole number",
-    Value::String(_) => "a string",
-    Value::Sequence(_) => "a list",
-    Value::Mapping(_) => "a mapping",
-    Value::Tagged(_) => "a tagged value",
-  };
-  if secret_ish(path) {
-    return kind.to_string();
-  }
-  match v {
-    Value::Null => "null".into(),
-    Value::Bool(b) => b.to_string(),
-    Value::Number(n) => n.to_string(),
-    Value::String(s) => {
-      let mut shown: String = s.chars().take(60).collect();
-      if s.chars().count() > 60 {
-        shown.push('…');
-      }
-      format!("{shown:?}")
-    }
-    _ => kind.to_string(),
-  }
-}
-
-fn range_text(min: u64, max: u64) -> String {
-  match (min, max) {
-    (0, MAX_SAFE) => "zero or more".into(),
-    (_, MAX_SAFE) => format!("at least {min}"),
-    _ => format!("between {min} and {max}"),
-  }
-}
-
-/// One value read from the file, with the dotted path it was read at.
-struct Field {
-  path: String,
-  value: Value,
-}
-
-/// A threshold as written in the file, before resolution against the context window.
-#[derive(Clone, Copy)]
-enum LevelInput {
-  Tokens(u64),
-  Fraction(f64),
-}
-
-impl Field {
-  fn err(&self, reason: impl Into<String>) -> LoaError {
-    invalid(&self.path, reason)
-  }
-
-  fn got(&self) -> String {
-    describe(&self.path, &self.value)
-  }
-
-  fn uint(&self, min: u64, max: u64) -> Result<u64> {
-    match &self.value {
-      Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-        (Some(u), _) if (min..=max).contains(&u) => Ok(u),
-        (Some(_), _) | (None, Some(_)) => {
-          Err(self.err(format!("must be {}, got {}", range_text(min, max), self.got())))
-        }
-        (None, None) => Err(self.err(format!("expected a whole number, got {}", self.got()))),
-      },
-      _ => Err(self.err(format!("expected a whole number, got {}", self.got()))),
-    }
-  }
-
-  fn number(&self, min: f64, max: f64) -> Result<f64> {
-    let Some(f) = (match &self.value {
-      Value::Number(n) => n.as_f64(),
-      _ => None,
-    }) else {
-      return Err(self.err(format!("expected a number, got {}", self.got())));
-    };
-    if f >= min && f <= max {
-      Ok(f)
-    } else {
-      Err(self.err(format!("must be between {min} and {max}, got {}", self.got())))
-    }
-  }
-
-  fn fraction(&self) -> Result<f64> {
-    self.number(0.0, 1.0)
-  }
-
-  fn boolean(&self) -> Result<bool> {
-    match &self.value {
-      Value::Bool(b) => Ok(*b),
-      _ => Err(self.err(format!("expected true or false, got {}", self.got()))),
-    }
-  }
-
-  fn string(&self) -> Result<String> {
-    match &self.value {
-      Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-      Value::String(_) => Err(self.err("must not be empty")),
-      _ => Err(self.err(format!("expected a string, got {}", self.got()))),
-    }
-  }
-
-  /// A workspace-relative path, normalised to `/`-separated components without `.`.
-  fn rel_path(&self) -> Result<String> {
-    let s = self.string()?;
-    if s.contains('\0') {
-      return Err(self.err("must not contain a NUL character"));
-    }
-    if s.starts_with('~') {
-      return Err(self.err(format!("must be relative to the workspace (`~` is not expanded), got {}", self.got())));
-    }
-    let mut parts = Vec::new();
-    for c in Path::new(&s).components() {
-      match c {
-        Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
-        Component::CurDir => {}
-        Component::ParentDir => {
-          return Err(self.err(format!("must stay inside the workspace (no `..`), got {}", self.got())));
-        }
-        Component::RootDir | Component::Prefix(_) => {
-          return Err(self.err(format!("must be relative to the workspace, got {}", self.got())));
-        }
-      }
-    }
-    Ok(if parts.is_empty() { ".".into() } else { parts.join("/") })
-  }
-
-  fn choice<T: Copy>(&self, options: &[(&str, T)]) -> Result<T> {
-    let names = options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
-    match &self.value {
-      Value::String(s) => {
-        let wanted = s.trim().to_ascii_lowercase();
-        options
-          .iter()
-          .find(|(n, _)| *n == wanted)
-          .map(|(_, t)| *t)
-          .ok_or_else(|| self.err(format!("expected one of {names}, got {}", self.got())))
-      }
-      _ => Err(self.err(format!("expected one of {names}, got {}", self.got()))),
-    }
-  }
-
-  fn list(&self) -> Result<Vec<Field>> {
-    match &self.value {
-      Value::Sequence(items) => Ok(
-        items
-          .iter()
-          .enumerate()
-          .map(|(i, v)| Field { path: format!("{}[{i}]", self.path), value: v.clone() })
-          .collect(),
-      ),
-      _ => Err(self.err(format!("expected a list, got {}", self.got()))),
-    }
-  }
-
-  fn string_list(&self) -> Result<Vec<String>> {
-    let mut out: Vec<String> = Vec::new();
-    for item in self.list()? {
-      let s = item.string()?;
-      if !out.contains(&s) {
-        out.push(s);
-      }
-    }
-    Ok(out)
-  }
-
-  /// An attention level: whole number = tokens, decimal in (0, 1] = fraction, `"N%"` = percent.
-  fn level(&self) -> Result<LevelInput> {
-    const HELP: &str = "expected a token count (5000), a fraction of the context window (0.8) or a \
-                        percentage (\"80%\")";
-    match &self.value {
-      Value::Number(n) if !n.is_f64() => Ok(LevelInput::Tokens(self.uint(1, MAX_SAFE)?)),
-      Value::Number(n) => match n.as_f64() {
-        Some(f) if f > 0.0 && f <= 1.0 => Ok(LevelInput::Fraction(f)),
-        _ => Err(self.err(format!(
-          "a fraction of the context window must be above 0 and at most 1 (write tokens as a \
-           whole number), got {}",
-          self.got()
-        ))),
-      },
-      Value::String(s) if s.trim().ends_with('%') => {
-        let num = s.trim().trim_end_matches('%').trim();
-        match num.parse::<f64>() {
-          Ok(p) if p > 0.0 && p <= 100.0 => Ok(LevelInput::Fraction(p / 100.0)),
-          _ => Err(self.err(format!("a percentage must be above 0 and at most 100, got {}", self.got()))),
-        }
-      }
-      _ => Err(self.err(format!("{HELP}, got {}", self.got()))),
-    }
-  }
-
-  /// A `*_percent` key (seed 003): a number in (0, 100].
-  fn percent(&self) -> Result<LevelInput> {
-    let p = self.number(0.0, 100.0)?;
-    if p == 0.0 {
-      return Err(self.err("must be above 0"));
-    }
-    Ok(LevelInput::Fraction(p / 100.0))
-  }
-}
-
-/// A YAML mapping being consumed: keys are removed as they are read, and whatever is left at the
-/// end is reported as unknown.
-struct Section {
-  path: String,
-  entries: Vec<(Value, Value)>,
-}
-
-impl Section {
-  fn new(path: String, field: Option<Field>) -> Result<Section> {
-    match field {
-      None => Ok(Section { path, entries: Vec::new() }),
-      Some(Field { value: Value::Mapping(m), .. }) => Ok(Section { path, entries: m.into_iter().collect() }),
-      Some(f) => Err(f.err(format!("expected a mapping of keys, got {}", f.got()))),
-    }
-  }
-
-  fn child(&self, key: &str) -> String {
-    if self.path.is_empty() {
-      key.to_string()
-    } else {
-      format!("{}.{key}", self.path)
-    }
-  }
-
-  /// Removes `key`; returns it unless absent or null (`key:` with no value means "default").
-  fn take(&mut self, key: &str) -> Option<Field> {
-    let pos = self.entries.iter().position(|(k, _)| k.as_str() == Some(key))?;
-    let (_, value) = self.entries.remove(pos);
-    if value.is_null() {
-      None
-    } else {
-      Some(Field { path: self.child(key), value })
-    }
-  }
-
-  fn section(&mut self, key: &str) -> Result<Section> {
-    let field = self.take(key);
-    Section::new(self.child(key), field)
-  }
-
-  fn get<T>(&mut self, key: &str, default: T, parse: impl FnOnce(&Field) -> Result<T>) -> Result<T> {
-    match self.take(key) {
-      Some(f) => parse(&f),
-      None => Ok(default),
-    }
-  }
-
-  fn finish(self, warnings: &mut Vec<String>) {
-    for (key, _) in &self.entries {
-      let name = match key {
-        Value::String(s) => s.clone(),
-        other => describe("", other),
-      };
-      warnings.push(format!("unknown key `{}` ignored", self.child(&name)));
-    }
-  }
-}
-
-/// Chooses among the spellings of one setting, listed in precedence order (the first is the
-/// canonical one, `canonical`). Returns the index of the spelling used and its field.
-fn pick(canonical: &str, candidates: Vec<Option<Field>>, warnings: &mut Vec<String>) -> Option<(usize, Field)> {
-  let mut present = candidates.into_iter().enumerate().filter_map(|(i, f)| f.map(|f| (i, f)));
-  let (index, winner) = present.next()?;
-  for (_, other) in present {
-    warnings.push(format!("`{}` is also set; `{}` wins", other.path, winner.path));
-  }
-  if index != 0 {
-    warnings.push(format!("`{}` is deprecated; use `{canonical}`", winner.path));
-  }
-  Some((index, winner))
-}
-
-/// [`pick`] for a nested key and its flat spelling.
-fn aliased(canonical: &str, nested: Option<Field>, flat: Option<Field>, warnings: &mut Vec<String>) -> Option<Field> {
-  pick(canonical, vec![nested, flat], warnings).map(|(_, f)| f)
-}
-
-fn parse_root(value: Value, w: &mut Vec<String>) -> Result<Config> {
-  let root_field = match value {
-    Value::Null => None,
-    v => Some(Field { path: "<yaml>".into(), value: v }),
-  };
-  let mut root = Section::new(String::new(), root_field)?;
-  let grimoires_dir = root.get("grimoires_dir", DEFAULT_GRIMOIRES_DIR.to_string(), |f| f.rel_path())?;
-  let g = grimoires_dir.as_str();
-
-  let wal = parse_wal(&mut root, w)?;
-  let memory = parse_memory(&mut root, g, w)?;
-  let context = parse_context(&mut root, w)?;
-  // The compaction threshold may be spelled in three sections; read them together.
-  let mut editing = root.section("context_editing")?;
-  let mut signals = root.section("runtime_signals")?;
-  let attention_budget = parse_attention(&mut root, &mut editing, &mut signals, w)?;
-  let context_editing = parse_context_editing(&mut root, editing, w)?;
-  let runtime_signals = parse_runtime_signals(signals, w)?;
-  let config = Config {
-    wal,
-    memory,
-    context,
-    attention_budget,
-    context_editing,
-    runtime_signals,
-    grounding: parse_grounding(&mut root, w)?,
-    session_continuity: parse_session_continuity(&mut root, w)?,
-    trajectory: parse_trajectory(&mut root, g, w)?,
-    edd: parse_edd(&mut root, w)?,
-    identity: parse_identity(&mut root, g, w)?,
-    signing: parse_signing(&mut root, g, w)?,
-    audit: parse_audit(&mut root, w)?,
-    recovery: parse_recovery(&mut root, w)?,
-    synthesis: parse_synthesis(&mut root, w)?,
-    persistence: parse_persistence(&mut root, g, w)?,
-    grimoires_dir,
-  };
-  root.finish(w);
-  Ok(config)
-}
-
-fn parse_wal(root: &mut Section, w: &mut Vec<String>) -> Result<WalConfig> {
-  let d = WalConfig::default();
-  let mut s = root.section("wal")?;
-  let dir = match aliased("wal.dir", s.take("dir"), root.take("wal_dir"), w) {
-    Some(f) => f.rel_path()?,
-    None => d.dir,
-  };
-  let cfg = WalConfig {
-    dir,
-    lock_timeout_ms: s.get("lock_timeout_ms", d.lock_timeout_ms, |f| f.uint(0, MAX_SAFE))?,
-    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| f.uint(1024, MAX_SAFE))?,
-    segment_max_age_ms: s.get("segment_max_age_ms", d.segment_max_age_ms, |f| f.uint(1, MAX_SAFE))?,
-    sync: s.get("sync", d.sync, |f| {
-      f.choice(&[("always", WalSync::Always), ("batch", WalSync::Batch), ("none", WalSync::None)])
-    })?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_memory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<MemoryConfig> {
-  let d = MemoryConfig::under(g);
-  let mut s = root.section("memory")?;
-  let notes_path = s.get("notes_path", d.notes_path, |f| f.rel_path())?;
-  let learnings_path = s.get("learnings_path", d.learnings_path, |f| f.rel_path())?;
-
-  let dq = d.quality_gates;
-  let mut q = s.section("quality_gates")?;
-  let quality_gates = QualityGatesConfig {
-    min_confidence: q.get("min_confidence", dq.min_confidence, Field::fraction)?,
-    speculation_min_confidence: q.get("speculation_min_confidence", dq.speculation_min_confidence, Field::fraction)?,
-    min_content_length: q.get("min_content_length", dq.min_content_length, |f| f.uint(0, MAX_SAFE))?,
-    repetition_min_unique_ratio: q.get(
-      "repetition_min_unique_ratio",
-      dq.repetition_min_unique_ratio,
-      Field::fraction,
-    )?,
-    repetition_min_words: q.get("repetition_min_words", dq.repetition_min_words, |f| f.uint(0, MAX_SAFE))?,
-    max_age_ms: match q.take("max_age_ms") {
-      Some(f) => Some(f.uint(1, MAX_SAFE)?),
-      None => None,
-    },
-  };
-  q.finish(w);
-
-  let dr = d.retry;
-  let mut r = s.section("retry")?;
-  let retry = RetryConfig {
-    max_attempts: r.get("max_attempts", dr.max_attempts, |f| f.uint(1, 100))?,
-    backoff_base_ms: r.get("backoff_base_ms", dr.backoff_base_ms, |f| f.uint(0, 3_600_000))?,
-  };
-  r.finish(w);
-  s.finish(w);
-  Ok(MemoryConfig { notes_path, learnings_path, quality_gates, retry })
-}
-
-fn parse_context(root: &mut Section, w: &mut Vec<String>) -> Result<ContextConfig> {
-  let d = ContextConfig::default();
-  let mut s = root.section("context")?;
-  let budget = aliased("context.token_budget", s.take("token_budget"), root.take("context_token_budget"), w);
-  let cfg = ContextConfig {
-    token_budget: match budget {
-      Some(f) => f.uint(0, MAX_SAFE)?,
-      None => d.token_budget,
-    },
-    learnings_share: s.get("learnings_share", d.learnings_share, Field::fraction)?,
-    encoding: s.get("encoding", d.encoding, |f| {
-      f.choice(&[("o200k_base", TokenEncoding::O200kBase), ("cl100k_base", TokenEncoding::Cl100kBase)])
-    })?,
-    recent_sessions: s.get("recent_sessions", d.recent_sessions, |f| f.uint(0, 1000))?,
-    active_learnings: s.get("active_learnings", d.active_learnings, |f| f.uint(0, 1000))?,
-    safety_margin: s.get("safety_margin", d.safety_margin, |f| {
-      let m = f.fraction()?;
-      if m >= 1.0 {
-        return Err(f.err(format!("must be below 1 (1 would leave no budget), got {}", f.got())));
-      }
-      Ok(m)
-    })?,
-    min_truncated_tokens: s.get("min_truncated_tokens", d.min_truncated_tokens, |f| f.uint(0, MAX_SAFE))?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-/// An attention level as read: where from (for errors), what, and whether the file set it.
-struct LevelSpec {
-  path: String,
-  input: LevelInput,
-  explicit: bool,
-}
-
-impl LevelSpec {
-  /// `picked` from [`pick`]; candidates at index `percent_from` and later are `*_percent` keys.
-  fn read(
-    canonical: &str,
-    picked: Option<(usize, Field)>,
-    percent_from: usize,
-    default: LevelInput,
-  ) -> Result<LevelSpec> {
-    Ok(match picked {
-      Some((i, f)) => {
-        LevelSpec { input: if i >= percent_from { f.percent()? } else { f.level()? }, path: f.path, explicit: true }
-      }
-      None => LevelSpec { path: canonical.to_string(), input: default, explicit: false },
-    })
-  }
-
-  fn resolve(&self, window: u64) -> Result<BudgetLevel> {
-    let level = match self.input {
-      LevelInput::Tokens(t) => BudgetLevel::tokens(t, window),
-      LevelInput::Fraction(f) => BudgetLevel { tokens: ((f * window as f64).round() as u64).max(1), fraction: f },
-    };
-    if level.tokens > window {
-      return Err(if self.explicit {
-        invalid(
-          &self.path,
-          format!("{} tokens is more than the context window (`{WINDOW_KEY}` = {window})", level.tokens),
-        )
-      } else {
-        invalid(
-          WINDOW_KEY,
-          format!(
-            "{window} tokens is less than the default `{}` of {} tokens; set the levels too \
-             (fractions such as 0.5 scale with the window)",
-            self.path, level.tokens
-          ),
-        )
-      });
-    }
-    Ok(level)
-  }
-}
-
-fn parse_attention(
-  root: &mut Section,
-  editing: &mut Section,
-  signals: &mut Section,
-  w: &mut Vec<String>,
-) -> Result<AttentionBudgetConfig> {
-  use LevelInput::{Fraction, Tokens};
-  let d = AttentionBudgetConfig::default();
-  let mut s = root.section("attention_budget")?;
-  let window = s.get("context_window_tokens", d.context_window_tokens, |f| f.uint(1, MAX_SAFE))?;
-  let never = usize::MAX;
-
-  let single_key = "attention_budget.single_search";
-  let single = pick(single_key, vec![s.take("single_search")], w);
-  let single = LevelSpec::read(single_key, single, never, Tokens(2000))?;
-
-  let yellow_key = "attention_budget.yellow";
-  let yellow = pick(yellow_key, vec![s.take("yellow"), s.take("yellow_threshold"), s.take("accumulated")], w);
-  let yellow = LevelSpec::read(yellow_key, yellow, never, Tokens(5000))?;
-
-  let orange_key = "attention_budget.orange";
-  let orange = pick(orange_key, vec![s.take("orange"), s.take("orange_threshold")], w);
-  let orange = LevelSpec::read(orange_key, orange, never, Tokens(10_000))?;
-
-  let red_key = "attention_budget.red";
-  let red = pick(red_key, vec![s.take("red"), s.take("red_threshold"), s.take("session_total")], w);
-  let red = LevelSpec::read(red_key, red, never, Tokens(15_000))?;
-
-  let compact_key = "attention_budget.compact";
-  let compact = pick(
-    compact_key,
-    vec![
-      s.take("compact"),
-      editing.take("compact_threshold_percent"),
-      root.take("compact_threshold_percent"),
-      signals.take("signal_threshold_percent"),
+/// The seeds' second spellings (see the module docs): each canonical key, then its other
+/// spellings in precedence order. Spellings ending in `_percent` hold a percentage.
+const SPELLINGS: &[(&str, &[&str])] = &[
+  ("wal.dir", &["wal_dir"]),
+  ("context.token_budget", &["context_token_budget"]),
+  ("attention_budget.yellow", &["attention_budget.yellow_threshold", "attention_budget.accumulated"]),
+  ("attention_budget.orange", &["attention_budget.orange_threshold"]),
+  ("attention_budget.red", &["attention_budget.red_threshold", "attention_budget.session_total"]),
+  (
+    "attention_budget.compact",
+    &[
+      "context_editing.compact_threshold_percent",
+      "compact_threshold_percent",
+      "runtime_signals.signal_threshold_percent",
     ],
-    w,
-  );
-  let compact = LevelSpec::read(compact_key, compact, 1, Fraction(0.8))?;
-  s.finish(w);
+  ),
+  ("context_editing.clear_after_phases", &["clear_after_phases"]),
+  ("context_editing.preserve_artifacts", &["preserve_artifacts"]),
+  ("grounding.enforcement", &["grounding_enforcement"]),
+];
 
-  let levels = [&yellow, &orange, &red];
-  let resolved = [yellow.resolve(window)?, orange.resolve(window)?, red.resolve(window)?];
-  for i in 0..2 {
-    let (lo, hi) = (levels[i], levels[i + 1]);
-    if resolved[i].tokens >= resolved[i + 1].tokens {
-      let blamed = if hi.explicit { hi } else { lo };
-      return Err(invalid(
-        &blamed.path,
+/// Which canonical keys were read from another spelling, so that errors and warnings name the
+/// key the file actually holds.
+struct Spellings(Vec<(&'static str, String)>);
+
+impl Spellings {
+  /// Moves each winning second spelling to its canonical place in the document and removes the
+  /// losing ones (unchecked), warning about both.
+  fn apply(doc: &mut Document, warnings: &mut Vec<String>) -> Result<Spellings> {
+    let mut used = Vec::new();
+    for (canonical, others) in SPELLINGS {
+      let mut present: Vec<(&str, Value)> = Vec::new();
+      if let Some(v) = doc.get(canonical) {
+        present.push((canonical, v.clone()));
+      }
+      for other in *others {
+        if let Some(v) = take(&mut doc.root, other) {
+          present.push((other, v));
+        }
+      }
+      let mut present = present.into_iter();
+      let Some((winner, value)) = present.next() else { continue };
+      for (other, _) in present {
+        warnings.push(format!("`{other}` is also set; `{winner}` wins"));
+      }
+      if winner == *canonical {
+        continue;
+      }
+      warnings.push(format!("`{winner}` is deprecated; use `{canonical}`"));
+      let value = if winner.ends_with("_percent") {
+        let p: f64 = settings::percent(&value).map_err(|e| {
+          let e = settings::value_error(winner, Some(&value), &e.to_string());
+          doc.error(&e.key, e.reason)
+        })?;
+        Value::String(format!("{p}%"))
+      } else {
+        value
+      };
+      put(&mut doc.root, canonical, value);
+      used.push((*canonical, winner.to_string()));
+    }
+    Ok(Spellings(used))
+  }
+
+  /// `key` as spelled in the file.
+  fn key(&self, key: &str) -> String {
+    for (canonical, used) in &self.0 {
+      if let Some(rest) = key.strip_prefix(canonical) {
+        if rest.is_empty() || rest.starts_with(['.', '[']) {
+          return format!("{used}{rest}");
+        }
+      }
+    }
+    key.to_string()
+  }
+}
+
+/// Removes and returns the non-null value at dotted `path` (`a` or `a.b`), keeping the order of
+/// the other keys (warnings follow the file).
+fn take(root: &mut Value, path: &str) -> Option<Value> {
+  let (parent, key) = match path.rsplit_once('.') {
+    Some((section, key)) => (root.get_mut(section)?, key),
+    None => (root, path),
+  };
+  parent.as_mapping_mut()?.shift_remove(key).filter(|v| !v.is_null())
+}
+
+/// Sets dotted `path` (`a.b`) to `value`, creating the section `a` if absent. A section that is
+/// not a mapping is left alone (deserialising it fails with its own key).
+fn put(root: &mut Value, path: &str, value: Value) {
+  let Some((section, key)) = path.split_once('.') else { return };
+  let Some(map) = root.as_mapping_mut() else { return };
+  let entry = map.entry(Value::String(section.into())).or_insert(Value::Null);
+  if entry.is_null() {
+    *entry = Value::Mapping(Default::default());
+  }
+  if let Some(section) = entry.as_mapping_mut() {
+    section.insert(Value::String(key.into()), value);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What derive cannot say
+// ---------------------------------------------------------------------------------------------
+
+/// Defaults that follow another key, the attention levels in both units, and checks across keys.
+fn resolve(mut c: Config, doc: &Document, spellings: &Spellings, w: &mut Vec<String>) -> Result<Config> {
+  let fail = |key: &str, reason: String| doc.error(&spellings.key(key), reason);
+  let written = |key: &str| doc.get(key).is_some();
+
+  // Files inside the grimoire move with it unless placed explicitly.
+  let g = c.grimoires_dir.clone();
+  for (key, path) in [
+    ("memory.notes_path", &mut c.memory.notes_path),
+    ("memory.learnings_path", &mut c.memory.learnings_path),
+    ("trajectory.dir", &mut c.trajectory.dir),
+    ("identity.beauvoir_path", &mut c.identity.beauvoir_path),
+    ("signing.manifest_path", &mut c.signing.manifest_path),
+    ("persistence.memory_path", &mut c.persistence.memory_path),
+  ] {
+    if let (false, Some(rest)) = (written(key), path.strip_prefix(DEFAULT_GRIMOIRES_DIR)) {
+      *path = join(&g, rest.trim_start_matches('/'));
+    }
+  }
+
+  resolve_attention(&mut c.attention_budget, doc, spellings, w)?;
+
+  let e = &mut c.context_editing;
+  drop_repeats(&mut e.clear_targets, "context_editing.clear_targets", "target", w);
+  if written("context_editing.preserve_artifacts") {
+    let listed = std::mem::take(&mut e.preserve_artifacts);
+    let missing: Vec<String> =
+      ALWAYS_PRESERVED.iter().filter(|a| !listed.iter().any(|l| l == *a)).map(|m| format!("`{m}`")).collect();
+    if !missing.is_empty() {
+      w.push(format!(
+        "`{}` does not list {}; they are always preserved",
+        spellings.key("context_editing.preserve_artifacts"),
+        missing.join(", ")
+      ));
+    }
+    e.preserve_artifacts = ALWAYS_PRESERVED.iter().map(|s| s.to_string()).collect();
+    e.preserve_artifacts.extend(listed.into_iter().filter(|l| !ALWAYS_PRESERVED.contains(&l.as_str())));
+  }
+
+  let s = &mut c.session_continuity;
+  if !written("session_continuity.level2_tokens") {
+    s.level2_tokens = s.level2_tokens.max(s.level1_tokens);
+  }
+  if s.level2_tokens < s.level1_tokens {
+    let reason = format!("must be at least `session_continuity.level1_tokens` ({})", s.level1_tokens);
+    return Err(fail("session_continuity.level2_tokens", reason));
+  }
+
+  let t = &mut c.trajectory;
+  if !written("trajectory.archive_days") {
+    t.archive_days = t.archive_days.max(t.retention_days);
+  }
+  if t.archive_days < t.retention_days {
+    let reason = format!("must be at least `trajectory.retention_days` ({})", t.retention_days);
+    return Err(fail("trajectory.archive_days", reason));
+  }
+
+  if c.signing.overlap_days >= c.signing.rotation_days {
+    let reason = format!("must be less than `signing.rotation_days` ({})", c.signing.rotation_days);
+    return Err(fail("signing.overlap_days", reason));
+  }
+
+  let sources = &c.recovery.sources;
+  if sources.is_empty() {
+    return Err(fail("recovery.sources", "must list at least one source".into()));
+  }
+  if let Some(i) = (1..sources.len()).find(|&i| sources[..i].contains(&sources[i])) {
+    return Err(fail(&format!("recovery.sources[{i}]"), "repeats an earlier source".into()));
+  }
+  Ok(c)
+}
+
+/// Resolves each level against the window from the unit it was written in; a level not written
+/// keeps its default in tokens, except `compact`, which keeps its share of the window. Levels
+/// must increase and fit in the window.
+fn resolve_attention(
+  a: &mut AttentionBudgetConfig,
+  doc: &Document,
+  spellings: &Spellings,
+  w: &mut Vec<String>,
+) -> Result<()> {
+  struct Level {
+    key: String,
+    level: BudgetLevel,
+    written: bool,
+  }
+  let window = a.context_window_tokens;
+  let d = AttentionBudgetConfig::default();
+  let resolve = |name: &str, level: BudgetLevel, default: BudgetLevel| -> Result<Level> {
+    let canonical = format!("attention_budget.{name}");
+    let written = doc.get(&canonical).is_some();
+    let key = spellings.key(&canonical);
+    let level = match (written, name) {
+      (true, _) if level.tokens == 0 => BudgetLevel::of_fraction(level.fraction, window),
+      (true, _) => BudgetLevel::of_tokens(level.tokens, window),
+      (false, "compact") => BudgetLevel::of_fraction(default.fraction, window),
+      (false, _) => BudgetLevel::of_tokens(default.tokens, window),
+    };
+    if level.tokens <= window {
+      return Ok(Level { key, level, written });
+    }
+    Err(if written {
+      doc.error(&key, format!("{} tokens is more than the context window (`{WINDOW_KEY}` = {window})", level.tokens))
+    } else {
+      doc.error(
+        WINDOW_KEY,
+        format!(
+          "{window} tokens is less than the default `{key}` of {} tokens; set the levels too (fractions such as \
+           0.5 scale with the window)",
+          level.tokens
+        ),
+      )
+    })
+  };
+  let [yellow, orange, red] =
+    [resolve("yellow", a.yellow, d.yellow)?, resolve("orange", a.orange, d.orange)?, resolve("red", a.red, d.red)?];
+  for (lo, hi) in [(&yellow, &orange), (&orange, &red)] {
+    if lo.level.tokens >= hi.level.tokens {
+      let blamed = if hi.written { &hi.key } else { &lo.key };
+      return Err(doc.error(
+        blamed,
         format!(
           "levels must increase: `{}` is {} tokens but `{}` is {} tokens",
-          lo.path,
-          resolved[i].tokens,
-          hi.path,
-          resolved[i + 1].tokens
+          lo.key, lo.level.tokens, hi.key, hi.level.tokens
         ),
       ));
     }
   }
-  let cfg = AttentionBudgetConfig {
-    context_window_tokens: window,
-    single_search: single.resolve(window)?,
-    yellow: resolved[0],
-    orange: resolved[1],
-    red: resolved[2],
-    compact: compact.resolve(window)?,
-  };
-  if cfg.compact.tokens < cfg.red.tokens {
+  let single_search = resolve("single_search", a.single_search, d.single_search)?;
+  let compact = resolve("compact", a.compact, d.compact)?;
+  if compact.level.tokens < red.level.tokens {
     w.push(format!(
       "`{}` ({} tokens) is below `{}` ({} tokens): compaction will start before the red level",
-      compact.path, cfg.compact.tokens, red.path, cfg.red.tokens
+      compact.key, compact.level.tokens, red.key, red.level.tokens
     ));
   }
-  Ok(cfg)
-}
-
-fn parse_context_editing(root: &mut Section, mut s: Section, w: &mut Vec<String>) -> Result<ContextEditingConfig> {
-  let d = ContextEditingConfig::default();
-  let enabled = s.get("enabled", d.enabled, Field::boolean)?;
-  let preserve_recent_turns = s.get("preserve_recent_turns", d.preserve_recent_turns, |f| f.uint(0, 100_000))?;
-  let clear_targets = match s.take("clear_targets") {
-    None => d.clear_targets,
-    Some(f) => clear_target_list(&f, w)?,
+  *a = AttentionBudgetConfig {
+    context_window_tokens: window,
+    single_search: single_search.level,
+    yellow: yellow.level,
+    orange: orange.level,
+    red: red.level,
+    compact: compact.level,
   };
-  let phases_key = "context_editing.clear_after_phases";
-  let clear_after_phases = match aliased(phases_key, s.take("clear_after_phases"), root.take("clear_after_phases"), w) {
-    Some(f) => f.string_list()?,
-    None => d.clear_after_phases,
-  };
-  let preserve_key = "context_editing.preserve_artifacts";
-  let preserve_artifacts = match aliased(preserve_key, s.take("preserve_artifacts"), root.take("preserve_artifacts"), w)
-  {
-    None => d.preserve_artifacts,
-    Some(f) => {
-      let listed = f.string_list()?;
-      let missing: Vec<&str> = ALWAYS_PRESERVED.iter().copied().filter(|a| !listed.iter().any(|l| l == a)).collect();
-      if !missing.is_empty() {
-        w.push(format!(
-          "`{}` does not list {}; they are always preserved",
-          f.path,
-          missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
-        ));
-      }
-      let mut out = d.preserve_artifacts;
-      out.extend(listed.into_iter().filter(|l| !ALWAYS_PRESERVED.contains(&l.as_str())));
-      out
-    }
-  };
-  s.finish(w);
-  Ok(ContextEditingConfig { enabled, preserve_recent_turns, clear_targets, clear_after_phases, preserve_artifacts })
-}
-
-/// A list of clear targets in priority order; repeats are ignored with a warning.
-fn clear_target_list(f: &Field, w: &mut Vec<String>) -> Result<Vec<ClearTarget>> {
-  let mut out = Vec::new();
-  for item in f.list()? {
-    let target = item.choice(&ClearTarget::NAMES)?;
-    if out.contains(&target) {
-      w.push(format!("`{}` repeats an earlier target; ignored", item.path));
-    } else {
-      out.push(target);
-    }
-  }
-  Ok(out)
-}
-
-/// A `context_editing` block that overrides part of the workspace's policy: the frontmatter of a
-/// skill's `SKILL.md` (seed 003, "Per-Skill Configuration"). Only the keys the block sets are
-/// `Some`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ContextEditingOverride {
-  pub enabled: Option<bool>,
-  pub preserve_recent_turns: Option<u64>,
-  /// Replaces the clearing order.
-  pub clear_targets: Option<Vec<ClearTarget>>,
-  /// Replaces the phases after which details are cleared (a skill's own phases).
-  pub clear_after_phases: Option<Vec<String>>,
-  /// Added to the preserved artifacts ("additional artifacts this skill needs preserved").
-  pub preserve_artifacts: Option<Vec<String>>,
-  /// `compact_threshold_percent`, in (0, 100].
-  pub compact_threshold_percent: Option<f64>,
-}
-
-/// Reads a `context_editing` block (already parsed YAML) with the same rules and error keys as
-/// `.loa.config.yaml` (`context_editing.clear_targets[1]`); unknown keys are warnings.
-pub fn parse_context_editing_override(value: Value) -> Result<(ContextEditingOverride, Vec<String>)> {
-  let mut w = Vec::new();
-  let path = "context_editing".to_string();
-  let mut s = Section::new(path.clone(), Some(Field { path, value }))?;
-  let out = ContextEditingOverride {
-    enabled: s.take("enabled").map(|f| f.boolean()).transpose()?,
-    preserve_recent_turns: s.take("preserve_recent_turns").map(|f| f.uint(0, 100_000)).transpose()?,
-    clear_targets: s.take("clear_targets").map(|f| clear_target_list(&f, &mut w)).transpose()?,
-    clear_after_phases: s.take("clear_after_phases").map(|f| f.string_list()).transpose()?,
-    preserve_artifacts: s.take("preserve_artifacts").map(|f| f.string_list()).transpose()?,
-    compact_threshold_percent: match s.take("compact_threshold_percent") {
-      None => None,
-      Some(f) => {
-        f.percent()?; // the same checks (and messages) as in .loa.config.yaml
-        Some(f.number(0.0, 100.0)?)
-      }
-    },
-  };
-  s.finish(&mut w);
-  Ok((out, w))
-}
-
-fn parse_runtime_signals(mut s: Section, w: &mut Vec<String>) -> Result<RuntimeSignalsConfig> {
-  let d = RuntimeSignalsConfig::default();
-  let cfg = RuntimeSignalsConfig {
-    context_near_limit: s.get("context_near_limit", d.context_near_limit, Field::string)?,
-    compaction_complete: s.get("compaction_complete", d.compaction_complete, Field::string)?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_grounding(root: &mut Section, w: &mut Vec<String>) -> Result<GroundingConfig> {
-  let d = GroundingConfig::default();
-  let mut s = root.section("grounding")?;
-  let enforcement = aliased("grounding.enforcement", s.take("enforcement"), root.take("grounding_enforcement"), w);
-  let cfg = GroundingConfig {
-    enforcement: match enforcement {
-      Some(f) => f.choice(&[
-        ("strict", GroundingEnforcement::Strict),
-        ("warn", GroundingEnforcement::Warn),
-        ("disabled", GroundingEnforcement::Disabled),
-      ])?,
-      None => d.enforcement,
-    },
-    threshold: s.get("threshold", d.threshold, Field::fraction)?,
-    negative_queries: s.get("negative_queries", d.negative_queries, |f| f.uint(1, 100))?,
-    negative_threshold: s.get("negative_threshold", d.negative_threshold, Field::fraction)?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_session_continuity(root: &mut Section, w: &mut Vec<String>) -> Result<SessionContinuityConfig> {
-  let d = SessionContinuityConfig::default();
-  let mut s = root.section("session_continuity")?;
-  let tiered_recovery = s.get("tiered_recovery", d.tiered_recovery, Field::boolean)?;
-  let level1_tokens = s.get("level1_tokens", d.level1_tokens, |f| f.uint(1, MAX_SAFE))?;
-  let level2 = s.take("level2_tokens");
-  let level2_tokens = match &level2 {
-    Some(f) => f.uint(1, MAX_SAFE)?,
-    None => d.level2_tokens.max(level1_tokens),
-  };
-  if level2_tokens < level1_tokens {
-    return Err(invalid(
-      "session_continuity.level2_tokens",
-      format!("must be at least `session_continuity.level1_tokens` ({level1_tokens})"),
-    ));
-  }
-  s.finish(w);
-  Ok(SessionContinuityConfig { tiered_recovery, level1_tokens, level2_tokens })
-}
-
-fn parse_trajectory(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<TrajectoryConfig> {
-  let d = TrajectoryConfig::under(g);
-  let mut s = root.section("trajectory")?;
-  let dir = s.get("dir", d.dir, |f| f.rel_path())?;
-  let retention_days = s.get("retention_days", d.retention_days, |f| f.uint(1, 36_500))?;
-  let archive = s.take("archive_days");
-  let archive_days = match &archive {
-    Some(f) => f.uint(0, 36_500)?,
-    None => d.archive_days.max(retention_days),
-  };
-  if archive_days < retention_days {
-    return Err(invalid(
-      "trajectory.archive_days",
-      format!("must be at least `trajectory.retention_days` ({retention_days})"),
-    ));
-  }
-  let compression_level = s.get("compression_level", d.compression_level, |f| f.uint(0, 9))?;
-  s.finish(w);
-  Ok(TrajectoryConfig { dir, retention_days, archive_days, compression_level })
-}
-
-fn parse_edd(root: &mut Section, w: &mut Vec<String>) -> Result<EddConfig> {
-  let d = EddConfig::default();
-  let mut s = root.section("edd")?;
-  let cfg = EddConfig {
-    enabled: s.get("enabled", d.enabled, Field::boolean)?,
-    min_test_scenarios: s.get("min_test_scenarios", d.min_test_scenarios, |f| f.uint(0, 1000))?,
-    require_citations: s.get("require_citations", d.require_citations, Field::boolean)?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_identity(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<IdentityConfig> {
-  let d = IdentityConfig::under(g);
-  let mut s = root.section("identity")?;
-  let cfg = IdentityConfig {
-    beauvoir_path: s.get("beauvoir_path", d.beauvoir_path, |f| f.rel_path())?,
-    soul_path: s.get("soul_path", d.soul_path, |f| f.rel_path())?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_signing(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<SigningConfig> {
-  let d = SigningConfig::under(g);
-  let mut s = root.section("signing")?;
-  let manifest_path = s.get("manifest_path", d.manifest_path, |f| f.rel_path())?;
-  let keys_dir = s.get("keys_dir", d.keys_dir, |f| f.rel_path())?;
-  let rotation_days = s.get("rotation_days", d.rotation_days, |f| f.uint(1, 36_500))?;
-  let overlap_days = s.get("overlap_days", d.overlap_days, |f| f.uint(0, 36_500))?;
-  if overlap_days >= rotation_days {
-    return Err(invalid(
-      "signing.overlap_days",
-      format!("must be less than `signing.rotation_days` ({rotation_days})"),
-    ));
-  }
-  let cfg = SigningConfig {
-    manifest_path,
-    keys_dir,
-    rotation_days,
-    overlap_days,
-    max_retired_keys: s.get("max_retired_keys", d.max_retired_keys, |f| f.uint(0, 1000))?,
-    manifest_lock_timeout_ms: s.get("manifest_lock_timeout_ms", d.manifest_lock_timeout_ms, |f| f.uint(0, MAX_SAFE))?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_audit(root: &mut Section, w: &mut Vec<String>) -> Result<AuditConfig> {
-  let d = AuditConfig::default();
-  let mut s = root.section("audit")?;
-  let cfg = AuditConfig {
-    dir: s.get("dir", d.dir, |f| f.rel_path())?,
-    segment_max_bytes: s.get("segment_max_bytes", d.segment_max_bytes, |f| f.uint(1024, MAX_SAFE))?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_recovery(root: &mut Section, w: &mut Vec<String>) -> Result<RecoveryConfig> {
-  let d = RecoveryConfig::default();
-  let mut s = root.section("recovery")?;
-  let window_ms = s.get("window_ms", d.window_ms, |f| f.uint(1, MAX_SAFE))?;
-  let max_attempts = s.get("max_attempts", d.max_attempts, |f| f.uint(1, 1000))?;
-  let degraded_alert_cycles = s.get("degraded_alert_cycles", d.degraded_alert_cycles, |f| f.uint(1, 1000))?;
-  let sources = match s.take("sources") {
-    None => d.sources,
-    Some(f) => {
-      let mut out = Vec::new();
-      for item in f.list()? {
-        let source = item.choice(&[
-          ("mount", RecoverySource::Mount),
-          ("r2", RecoverySource::Mount),
-          ("git", RecoverySource::Git),
-          ("template", RecoverySource::Template),
-        ])?;
-        if out.contains(&source) {
-          return Err(item.err("repeats an earlier source"));
-        }
-        out.push(source);
-      }
-      if out.is_empty() {
-        return Err(f.err("must list at least one source"));
-      }
-      out
-    }
-  };
-  let mount_dir = match s.take("mount_dir") {
-    Some(f) => Some(f.string()?),
-    None => None,
-  };
-  s.finish(w);
-  Ok(RecoveryConfig { window_ms, max_attempts, degraded_alert_cycles, sources, mount_dir })
-}
-
-fn parse_synthesis(root: &mut Section, w: &mut Vec<String>) -> Result<SynthesisConfig> {
-  let d = SynthesisConfig::default();
-  let mut s = root.section("synthesis")?;
-  let cfg = SynthesisConfig {
-    dir: s.get("dir", d.dir, |f| f.rel_path())?,
-    retention_days: s.get("retention_days", d.retention_days, |f| f.uint(0, 36_500))?,
-    commit_throttle_ms: s.get("commit_throttle_ms", d.commit_throttle_ms, |f| f.uint(0, MAX_SAFE))?,
-  };
-  s.finish(w);
-  Ok(cfg)
-}
-
-fn parse_persistence(root: &mut Section, g: &str, w: &mut Vec<String>) -> Result<PersistenceConfig> {
-  let d = PersistenceConfig::under(g);
-  let mut s = root.section("persistence")?;
-  let cfg = PersistenceConfig {
-    state_dir: s.get("state_dir", d.state_dir, |f| f.rel_path())?,
-    memory_path: s.get("memory_path", d.memory_path, |f| f.rel_path())?,
-    stale_after_ms: s.get("stale_after_ms", d.stale_after_ms, |f| f.uint(0, MAX_SAFE))?,
-  };
-  s.finish(w);
-  Ok(cfg)
+  Ok(())
 }
 
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::attention::{attention_level, AttentionLevel};
+  use crate::compaction::ClearTarget;
+  use crate::settings::secret_ish;
+  use crate::tokens::TokenEncoding;
   use std::collections::{BTreeMap, BTreeSet};
 
   fn parse(yaml: &str) -> LoadedConfig {
@@ -1657,7 +898,7 @@ mod tests {
     assert_eq!(c.wal.lock_timeout_ms, 5000);
     assert_eq!(c.wal.segment_max_bytes, 10 * 1024 * 1024);
     assert_eq!(c.wal.segment_max_age_ms, 3_600_000);
-    assert_eq!(c.wal.sync, WalSync::Always);
+    assert_eq!(c.wal.sync, SyncMode::Always);
     assert_eq!(c.memory.quality_gates.min_confidence, 0.5);
     assert_eq!(c.memory.quality_gates.speculation_min_confidence, 0.7);
     assert_eq!(c.memory.quality_gates.min_content_length, 10);
@@ -1686,16 +927,47 @@ mod tests {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(CONFIG_FILE_NAME), "wal:\n  sync: batch\n").unwrap();
     let loaded = load_config(dir.path()).unwrap();
-    assert_eq!(loaded.config.wal.sync, WalSync::Batch);
+    assert_eq!(loaded.config.wal.sync, SyncMode::Batch);
     assert_eq!(loaded.source.as_deref(), Some(dir.path().join(CONFIG_FILE_NAME).as_path()));
   }
 
   #[test]
-  fn unreadable_file_is_an_io_error() {
+  fn a_config_that_is_not_a_regular_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join(CONFIG_FILE_NAME)).unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::create_dir(&path).unwrap();
     let err = load_config(dir.path()).unwrap_err();
-    assert_eq!(err.code(), "E_IO", "{err}");
+    assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{err}");
+    std::fs::remove_dir(&path).unwrap();
+
+    // A symlink is not followed, wherever it points.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("outside.yaml");
+    std::fs::write(&target, "wal:\n  sync: batch\n").unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    assert_eq!(load_config(dir.path()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    std::fs::remove_file(&path).unwrap();
+
+    // A FIFO would block a plain open(2) for ever.
+    rustix::fs::mknodat(rustix::fs::CWD, &path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+      .unwrap();
+    assert_eq!(load_config(dir.path()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  }
+
+  #[test]
+  fn a_config_over_one_mebibyte_is_too_large() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = "# padding\n".repeat((MAX_CONFIG_BYTES as usize) / 10 + 1);
+    text.push_str("wal:\n  sync: batch\n");
+    std::fs::write(dir.path().join(CONFIG_FILE_NAME), text).unwrap();
+    assert_eq!(load_config(dir.path()).unwrap_err().code(), "E_TOO_LARGE");
+  }
+
+  #[test]
+  fn a_missing_workspace_gives_defaults_and_an_empty_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(load_config(&dir.path().join("absent")).unwrap().config, Config::default());
+    assert_eq!(load_config(Path::new("")).unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
 
   #[test]
@@ -1803,7 +1075,7 @@ persistence:
     assert_eq!(c.grimoires_dir, "state/loa");
     assert_eq!(c.wal.dir, ".loa/wal2");
     assert_eq!(c.wal.lock_timeout_ms, 2500);
-    assert_eq!(c.wal.sync, WalSync::Batch);
+    assert_eq!(c.wal.sync, SyncMode::Batch);
     assert_eq!(c.memory.notes_path, "notes/NOTES.md");
     assert_eq!(c.memory.learnings_path, "state/loa/learnings.json"); // follows grimoires_dir
     assert_eq!(c.memory.quality_gates.max_age_ms, Some(86_400_000));
@@ -1929,16 +1201,26 @@ persistence:
       "colour: blue\nwal:\n  sync: none\n  compresion: true\nmemory:\n  quality_gates:\n    \
        min_confidance: 0.4\n",
     );
-    assert_eq!(loaded.config.wal.sync, WalSync::None);
+    assert_eq!(loaded.config.wal.sync, SyncMode::None);
     assert_eq!(loaded.config.memory.quality_gates.min_confidence, 0.5);
+    // In the order of the file.
     assert_eq!(
       loaded.warnings,
       vec![
+        "unknown key `colour` ignored",
         "unknown key `wal.compresion` ignored",
         "unknown key `memory.quality_gates.min_confidance` ignored",
-        "unknown key `colour` ignored",
       ]
     );
+    // Taking out a second spelling keeps the order of the rest.
+    let loaded = parse("zeta: 1\nwal_dir: x\nalpha: 2\nomega: 3\n");
+    assert_eq!(
+      loaded.warnings[1..],
+      ["unknown key `zeta` ignored", "unknown key `alpha` ignored", "unknown key `omega` ignored"]
+    );
+    // Inside lists and under keys that are not strings too.
+    let loaded = parse("recovery:\n  sources: [git]\n  7: x\nidentity:\n  soul_path: SOUL.md\n  extra: {deep: 1}\n");
+    assert_eq!(loaded.warnings, vec!["unknown key `recovery.7` ignored", "unknown key `identity.extra` ignored"]);
   }
 
   #[test]
@@ -2030,9 +1312,51 @@ persistence:
   }
 
   #[test]
+  fn attention_levels_from_any_spelling_of_the_configuration() {
+    // Fractions of a 100K window, and seed 003's names (moved here from src/attention.rs).
+    let c = parse("attention_budget:\n  context_window_tokens: 100000\n  accumulated: 0.1\n  orange: '20%'\n  session_total: 30000\n")
+      .config
+      .attention_budget;
+    assert_eq!(attention_level(9_999, &c).unwrap().level, AttentionLevel::Green);
+    assert_eq!(attention_level(10_000, &c).unwrap().level, AttentionLevel::Yellow);
+    assert_eq!(attention_level(20_000, &c).unwrap().level, AttentionLevel::Orange);
+    assert_eq!(attention_level(30_000, &c).unwrap().level, AttentionLevel::Red);
+  }
+
+  #[test]
+  fn the_workspace_configuration_gives_the_compaction_policy() {
+    // Moved here from src/compaction/tests.rs.
+    let c = parse_config(
+      "attention_budget:\n  context_window_tokens: 100000\ncontext_editing:\n  compact_threshold_percent: 60\n  preserve_recent_turns: 2\n  \
+       clear_targets: [verbose_debug]\n  preserve_artifacts: [test_results]\nruntime_signals:\n  compaction_complete: DONE\n",
+    )
+    .unwrap()
+    .config;
+    let p = c.compaction_policy();
+    assert_eq!((p.context_window_tokens, p.threshold_tokens(), p.preserve_recent_turns), (100_000, 60_000, 2));
+    assert_eq!(p.clear_targets, [ClearTarget::VerboseDebug]);
+    assert!(p.preserve_artifacts.contains(&"test_results".to_string()) && p.preserve_artifacts.len() == 6);
+    assert_eq!(p.runtime_signals.compaction_complete, "DONE");
+    let d = CompactionPolicy::default();
+    assert_eq!((d.context_window_tokens, d.threshold_tokens(), d.preserve_recent_turns), (200_000, 160_000, 5));
+    assert_eq!(d, Config::default().compaction_policy());
+  }
+
+  #[test]
+  fn the_module_docs_list_every_second_spelling() {
+    let docs: Vec<&str> = include_str!("config.rs").lines().take_while(|l| l.starts_with("//!")).collect();
+    for (canonical, others) in SPELLINGS {
+      let row = docs.iter().find(|l| l.starts_with(&format!("//! | `{canonical}` |"))).expect(canonical);
+      for other in *others {
+        assert!(row.contains(&format!("`{other}`")), "{other} missing from the row of {canonical}");
+      }
+    }
+  }
+
+  #[test]
   fn merge_keys_are_applied() {
     let c = parse("base: &b\n  sync: batch\nwal:\n  <<: *b\n").config;
-    assert_eq!(c.wal.sync, WalSync::Batch);
+    assert_eq!(c.wal.sync, SyncMode::Batch);
   }
 
   // -- config.d.ts stays in sync with the serialized form -------------------------------------
@@ -2153,7 +1477,7 @@ persistence:
     let full = serde_json::to_value(parse(FULL).config).unwrap();
     check_interface(&dts, "LoaConfig", &full, "config");
     let variants = serde_json::json!({
-      "WalSync": [WalSync::Always, WalSync::Batch, WalSync::None],
+      "WalSync": [SyncMode::Always, SyncMode::Batch, SyncMode::None],
       "TokenEncoding": [TokenEncoding::O200kBase, TokenEncoding::Cl100kBase],
       "GroundingEnforcement": [GroundingEnforcement::Strict, GroundingEnforcement::Warn,
                                GroundingEnforcement::Disabled],

@@ -11,26 +11,48 @@ use std::path::Path;
 /// Result alias used throughout the crate.
 pub type Result<T, E = LoaError> = std::result::Result<T, E>;
 
-/// All codes an error thrown by `@loa/core` can carry, in one place so that the binding layer and
-/// the TypeScript union are generated from the same list.
-pub const ERROR_CODES: &[&str] = &[
-  "E_WAL_LOCKED",
-  "E_WAL_CORRUPT",
-  "E_WAL_CLOSED",
-  "E_IO",
-  "E_INVALID_ARGUMENT",
-  "E_TOO_LARGE",
-  "E_PATH_OUTSIDE_ROOT",
-  "E_CONFIG_INVALID",
-  "E_STATE_CORRUPT",
-  "E_INTERNAL",
-  "E_SIGNATURE_INVALID",
-  "E_KEY_NOT_FOUND",
-  "E_KEY_EXISTS",
-  "E_KEY_INVALID",
-  "E_AUDIT_CORRUPT",
-  "E_NOT_REGULAR_FILE",
-];
+/// The one table of error codes: each code and the line that documents it. Everything else is
+/// generated from it: [`ERROR_CODES`] and [`ERROR_CODE_DOCS`] here, the binding's `LoaErrorCode`
+/// string enum (so the TypeScript union in `index.d.ts`, with these lines as its JSDoc), the
+/// run-time list `loaErrorCodes()`, and the error table in `docs/errors.md`, which a test checks
+/// (and rewrites with `LOA_BLESS=1 cargo test`). Codes are added, never renamed or reused.
+///
+/// Call it with the name of a macro that takes `$(CODE => "doc",)*`.
+macro_rules! error_code_table {
+  ($then:ident) => {
+    $then! {
+      E_WAL_LOCKED => "Another writer holds a lock past its timeout: a WAL session (`lockTimeoutMs`), WAL consolidation, the key ring, the audit log or a queue; the message names which.",
+      E_WAL_CORRUPT => "A WAL segment is damaged somewhere other than its torn tail; `segment` and `offset` say where. Reading never repairs it.",
+      E_WAL_CLOSED => "The Wal was closed, or stopped after a failed fsync; open it again.",
+      E_IO => "The operating system refused a read, write, fsync, rename or lock; `osError` names the cause (`ENOSPC`, `EACCES`, `ENOTDIR`, ...).",
+      E_INVALID_ARGUMENT => "An argument has the wrong type or an unacceptable value (also a string with a lone surrogate where text is stored). The message names the argument, never its content.",
+      E_TOO_LARGE => "A record, argument or file is over a documented size limit.",
+      E_PATH_OUTSIDE_ROOT => "A path is absolute, contains `..`, or goes through a symlink where the library keeps its own directories: it could lead outside its root.",
+      E_CONFIG_INVALID => "`.loa.config.yaml` holds an invalid value; `key` names its dotted path (values are shown only when they are plain names).",
+      E_STATE_CORRUPT => "A state file kept by the library cannot be read (`path` names it). It is never read as empty nor overwritten: left untouched, or moved aside to `<name>.corrupt-<timestamp>`.",
+      E_INTERNAL => "A bug in `@loa/core` (a caught panic, a broken invariant). The process keeps running; please report it.",
+      E_SIGNATURE_INVALID => "A signature, MAC or chained hash that must verify before going on does not (e.g. the newest audit entry under the given `hmacKey`, a tampered signed snapshot).",
+      E_KEY_NOT_FOUND => "No key with that id in the key ring, or no active signing key.",
+      E_KEY_EXISTS => "`KeyRing.generate` when an active key exists (use `rotate`).",
+      E_KEY_INVALID => "A private key (a key file or `LOA_SIGNING_KEY`) is malformed, too readable, revoked, or does not match its public key. Key material is never shown.",
+      E_AUDIT_CORRUPT => "An audit segment is damaged where an append must continue the chain; `segment` and `line` say where.",
+      E_NOT_REGULAR_FILE => "A symlink, FIFO, device, socket or directory sits where the library keeps a regular file of its own; `path` names it and `kind` says what it is. It is never opened, read, truncated or written through.",
+      E_AUDIT_TRUNCATED => "The audit log ends before a head that was signed earlier (its checkpoint, or the `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.",
+    }
+  };
+}
+#[cfg(feature = "napi")] // the binding generates its string enum from it
+pub(crate) use error_code_table;
+
+macro_rules! code_lists {
+  ($($code:ident => $doc:literal,)*) => {
+    /// Every code an error thrown by `@loa/core` can carry, in table order.
+    pub const ERROR_CODES: &[&str] = &[$(stringify!($code)),*];
+    /// Each code with the line that documents it.
+    pub const ERROR_CODE_DOCS: &[(&str, &str)] = &[$((stringify!($code), $doc)),*];
+  };
+}
+error_code_table!(code_lists);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoaError {
@@ -105,6 +127,11 @@ pub enum LoaError {
   /// or directory. It is never opened, read, truncated or written through.
   #[error("{path} is a {kind}, not a regular file; refusing to use it as a state file")]
   NotRegularFile { path: String, kind: &'static str },
+
+  /// The audit log ends before a head that was signed earlier (its checkpoint, or the
+  /// `auditHead` of a signed manifest): entries were cut off the end.
+  #[error("the audit log ends at seq {log_seq}, before seq {anchored_seq} signed in {anchor}: entries were cut off")]
+  AuditTruncated { log_seq: u64, anchored_seq: u64, anchor: String },
 }
 
 impl LoaError {
@@ -127,6 +154,7 @@ impl LoaError {
       LoaError::KeyInvalid(_) => "E_KEY_INVALID",
       LoaError::AuditCorrupt { .. } => "E_AUDIT_CORRUPT",
       LoaError::NotRegularFile { .. } => "E_NOT_REGULAR_FILE",
+      LoaError::AuditTruncated { .. } => "E_AUDIT_TRUNCATED",
     }
   }
 
@@ -160,6 +188,9 @@ impl LoaError {
         LoaError::AuditCorrupt { segment: segment.clone(), line: *line, reason: reason.clone() }
       }
       LoaError::NotRegularFile { path, kind } => LoaError::NotRegularFile { path: path.clone(), kind },
+      LoaError::AuditTruncated { log_seq, anchored_seq, anchor } => {
+        LoaError::AuditTruncated { log_seq: *log_seq, anchored_seq: *anchored_seq, anchor: anchor.clone() }
+      }
     }
   }
 
@@ -181,6 +212,7 @@ impl LoaError {
       1 => "EPERM",
       2 => "ENOENT",
       5 => "EIO",
+      6 => "ENXIO",
       9 => "EBADF",
       13 => "EACCES",
       17 => "EEXIST",
@@ -192,6 +224,7 @@ impl LoaError {
       28 => "ENOSPC",
       30 => "EROFS",
       36 => "ENAMETOOLONG",
+      40 => "ELOOP",
       122 => "EDQUOT",
       _ => return None,
     })
@@ -203,9 +236,109 @@ pub fn invalid<T>(message: impl Into<String>) -> Result<T> {
   Err(LoaError::InvalidArgument(message.into()))
 }
 
+/// Whether a string the caller gave may appear in an error message as it is. Messages never
+/// quote caller data (a metadata key or an option may hold a token), except a short plain name
+/// that keeps them useful: at most 16 ASCII letters, digits, `_` and `$`, not only digits, such as
+/// the option value `p50k_base`, the member name `files` or the value `5s`. No known credential
+/// format, e-mail address, or phone, card or account number has that shape.
+pub fn is_plain_name(s: &str) -> bool {
+  (1..=16).contains(&s.len())
+    && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    && !s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `s` quoted when it is a plain name (see [`is_plain_name`]), otherwise a description that
+/// does not contain it.
+pub fn shown(s: &str) -> String {
+  if is_plain_name(s) {
+    format!("'{s}'")
+  } else {
+    format!("a string of {} characters", s.chars().count())
+  }
+}
+
+/// A message from a parser (serde's `invalid type: string "…", expected u32`, `unknown field
+/// `…``) with every quoted value that is not a plain name replaced by `…`: what was wrong stays
+/// readable, the caller's data goes.
+pub fn scrub_quoted(message: &str) -> String {
+  let mut out = String::with_capacity(message.len());
+  let mut rest = message;
+  while let Some(start) = rest.find(['"', '`']) {
+    let quote = rest.as_bytes()[start];
+    out.push_str(&rest[..=start]);
+    let body = &rest[start + 1..];
+    // The closing quote: serde writes strings with Rust escapes (`\"`), names between backticks.
+    let mut end = None;
+    let mut escaped = false;
+    for (i, b) in body.bytes().enumerate() {
+      match b {
+        b'\\' if quote == b'"' && !escaped => escaped = true,
+        b if b == quote && !escaped => {
+          end = Some(i);
+          break;
+        }
+        _ => escaped = false,
+      }
+    }
+    let Some(end) = end else {
+      out.push('…');
+      return out;
+    };
+    let inner = &body[..end];
+    out.push_str(if is_plain_name(inner) { inner } else { "…" });
+    out.push(quote as char);
+    rest = &body[end + 1..];
+  }
+  out.push_str(rest);
+  out
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  /// `docs/errors.md` holds the table generated from [`error_code_table`] between two markers;
+  /// `LOA_BLESS=1 cargo test` rewrites it.
+  #[test]
+  fn the_documented_table_is_the_code_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (start, end) = ("<!-- error-codes:start -->\n", "<!-- error-codes:end -->");
+    let mut table = String::from("| code | when |\n|---|---|\n");
+    for (code, doc) in ERROR_CODE_DOCS {
+      table.push_str(&format!("| `{code}` | {} |\n", doc.replace('|', "\\|")));
+    }
+    let found = text.find(start).zip(text.find(end)).map(|(a, b)| &text[a + start.len()..b]);
+    if found != Some(table.as_str()) {
+      if std::env::var_os("LOA_BLESS").is_some() {
+        let (a, b) = (text.find(start).unwrap(), text.find(end).unwrap());
+        std::fs::write(&path, format!("{}{start}{table}{}", &text[..a], &text[b..])).unwrap();
+      } else {
+        panic!("docs/errors.md is not the generated error table; run LOA_BLESS=1 cargo test");
+      }
+    }
+  }
+
+  #[test]
+  fn only_plain_names_are_shown() {
+    for name in ["files", "p50k_base", "$ref", "_x", "abcdefghijklmnop", "5s"] {
+      assert_eq!(shown(name), format!("'{name}'"));
+    }
+    // Token shapes built at run time (no token-shaped literal in the source).
+    let ghp = format!("gh{}_{}", 'p', "a1B2".repeat(9));
+    let akia = format!("AK{}{}", "IA", "Z7".repeat(8));
+    for secret in [ghp.as_str(), akia.as_str(), "bob@example.com", "4111111111111111", "abcdefghijklmnopq", "a-b"] {
+      assert!(!shown(secret).contains(secret), "{secret}");
+      let message = format!("invalid type: string {secret:?}, expected u32; unknown field `{secret}`");
+      assert!(!scrub_quoted(&message).contains(secret), "{secret}");
+    }
+    assert_eq!(
+      scrub_quoted(r#"invalid type: string "a\"b c", expected `createdAt`, got `x y` and "#),
+      r#"invalid type: string "…", expected `createdAt`, got `…` and "#
+    );
+    assert_eq!(scrub_quoted("missing field `version`"), "missing field `version`");
+    assert_eq!(scrub_quoted("cut \"short"), "cut \"…");
+  }
 
   #[test]
   fn every_variant_code_is_listed() {
@@ -226,6 +359,7 @@ mod tests {
       LoaError::KeyInvalid("x".into()),
       LoaError::AuditCorrupt { segment: "s".into(), line: 1, reason: "r".into() },
       LoaError::NotRegularFile { path: "p".into(), kind: "fifo" },
+      LoaError::AuditTruncated { log_seq: 1, anchored_seq: 2, anchor: "checkpoint.json".into() },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

@@ -199,7 +199,8 @@ impl StateDir {
       Err(rustix::io::Errno::NOENT) => Ok(None),
       Err(e @ (rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)) => match self.kind_of(name)? {
         Some(FileType::Symlink) => Err(LoaError::PathOutsideRoot(format!("{} is a symlink", path.display()))),
-        Some(FileType::Directory) | None => Err(io_err("open directory", &path, e)),
+        // A regular file where a directory belongs: the OS's ENOTDIR says it best.
+        Some(FileType::Directory | FileType::RegularFile) | None => Err(io_err("open directory", &path, e)),
         Some(other) => Err(LoaError::NotRegularFile { path: path.display().to_string(), kind: kind_name(other) }),
       },
       Err(e) => Err(io_err("open directory", &path, e)),

@@ -23,8 +23,8 @@ use std::collections::HashSet;
 
 use sha2::{Digest, Sha256};
 
-use crate::config::QualityGatesConfig;
 use crate::error::{invalid, Result};
+use crate::settings::{count, fraction, positive};
 
 /// Gate names, in the order they run.
 pub const GATE_NAMES: [&str; 6] = ["temporal", "speculation", "instruction", "confidence", "content", "duplicate"];
@@ -143,33 +143,45 @@ const FILLER: &[&str] = &[
   "i see",
 ];
 
-/// Thresholds of the gates. `Default` is the configuration default (SPEC.md values).
-#[derive(Debug, Clone, PartialEq)]
+/// Thresholds of the gates (YAML section `memory.quality_gates`; values from SPEC.md).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all(serialize = "camelCase"))]
 pub struct GateConfig {
+  /// `confidence` gate: candidates with a confidence below this fail. 0..1, default 0.5.
+  #[serde(deserialize_with = "fraction")]
   pub min_confidence: f64,
+  /// `speculation` gate: hedged statements ("might", "maybe", ...) pass only with at least this
+  /// confidence. 0..1, default 0.7.
+  #[serde(deserialize_with = "fraction")]
   pub speculation_min_confidence: f64,
+  /// `content` gate: content shorter than this many characters (after trimming) fails. Default 10.
+  #[serde(deserialize_with = "count")]
   pub min_content_length: u64,
+  /// `content` gate: content whose unique-word ratio is below this fails as repetitive. 0..1,
+  /// default 0.3.
+  #[serde(deserialize_with = "fraction")]
   pub repetition_min_unique_ratio: f64,
+  /// The repetition check applies only to content with more than this many words. Default 10.
+  #[serde(deserialize_with = "count")]
   pub repetition_min_words: u64,
+  /// `temporal` gate: candidates older than this many milliseconds fail; `None` (default) turns
+  /// the gate off.
+  #[serde(deserialize_with = "positive")]
   pub max_age_ms: Option<u64>,
+  /// Score boost of instructions and preferences. Not a configuration key.
+  #[serde(skip)]
   pub instruction_boost: f64,
 }
 
 impl Default for GateConfig {
   fn default() -> Self {
-    GateConfig::from(&QualityGatesConfig::default())
-  }
-}
-
-impl From<&QualityGatesConfig> for GateConfig {
-  fn from(q: &QualityGatesConfig) -> Self {
     GateConfig {
-      min_confidence: q.min_confidence,
-      speculation_min_confidence: q.speculation_min_confidence,
-      min_content_length: q.min_content_length,
-      repetition_min_unique_ratio: q.repetition_min_unique_ratio,
-      repetition_min_words: q.repetition_min_words,
-      max_age_ms: q.max_age_ms,
+      min_confidence: 0.5,
+      speculation_min_confidence: 0.7,
+      min_content_length: 10,
+      repetition_min_unique_ratio: 0.3,
+      repetition_min_words: 10,
+      max_age_ms: None,
       instruction_boost: DEFAULT_INSTRUCTION_BOOST,
     }
   }

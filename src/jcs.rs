@@ -231,7 +231,7 @@ pub fn parse_strict(text: &str) -> Result<Value> {
       while let Some(key) = map.next_key::<String>()? {
         let Strict(v) = map.next_value()?;
         if object.insert(key.clone(), v).is_some() {
-          return Err(serde::de::Error::custom(format!("duplicate member name {key:?}")));
+          return Err(serde::de::Error::custom(format!("duplicate member name {}", crate::error::shown(&key))));
         }
       }
       Ok(Value::Object(object))

@@ -10,6 +10,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
 const CONTEXT_BUDGET = 400
 
@@ -41,7 +42,8 @@ function crashingWriter(walDir) {
     const loop = async () => { for (;;) { const seq = await wal.append({ op: 'note', data: 'turn ' + n++ }); process.stdout.write(seq + '\\n') } }
     for (let i = 0; i < 8; i++) loop()`
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    // Its stderr is not shown: a writer that fails says so by exiting without the signal.
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'ignore'] })
     let out = ''
     child.stdout.on('data', (chunk) => {
       out += chunk
@@ -53,8 +55,14 @@ function crashingWriter(walDir) {
 
 async function runDemo({ workspace } = {}) {
   const started = Date.now()
+  if (workspace === '') throw cli.usage('--workspace needs a directory')
   const root = path.resolve(workspace ?? fs.mkdtempSync(path.join(os.tmpdir(), 'loa-demo-')))
-  fs.mkdirSync(root, { recursive: true })
+  try {
+    fs.mkdirSync(root, { recursive: true })
+  } catch (err) {
+    if (err.code !== 'EEXIST') throw err
+  }
+  cli.requireDir(root, 'workspace')
   process.stdout.write(`@loa/core demo - workspace ${root}\n`)
 
   step(1, 'Configuration')
@@ -122,8 +130,12 @@ async function runDemo({ workspace } = {}) {
 
 module.exports = {
   help: '  loa demo [--workspace DIR]     run the main job on a fresh workspace (npm start)',
-  optionHelp: '  --workspace DIR  where `loa demo` builds its workspace (default: a new temp dir)',
+  optionHelp: '  --workspace DIR  demo: where it builds its workspace (default: a new temp dir)',
   options: { workspace: { type: 'string' } },
-  run: ({ values }) => runDemo({ workspace: values.workspace }),
+  accepts: ['workspace'],
+  run({ args, values }) {
+    cli.expectArgs(args, 0, 'demo')
+    return runDemo({ workspace: values.workspace })
+  },
   runDemo,
 }

@@ -1,15 +1,15 @@
 'use strict'
 // `loa manifest create|sign|verify`: signed manifests of a state directory.
 
-const fs = require('node:fs')
 const path = require('node:path')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
-const DEFAULT_KEYS = '.loa/keys'
+const DEFAULT_KEYS = "the workspace's signing.keys_dir, .loa/keys unless configured"
+const { printJson } = cli
 
-function printJson(value) {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
-}
+/** --keys, else the workspace's configured key ring; an existing key ring must be a directory. */
+const keysDir = (values) => cli.keysDir(values, core)
 
 const mb = (n) => (n / 1e6).toFixed(1)
 
@@ -39,21 +39,28 @@ function selfExclusion(root, file) {
 
 function create(root, values) {
   const out = path.resolve(values.out ?? manifestPath(root, values))
+  cli.requireFileIfExists(out)
+  cli.requireDir(path.dirname(out), 'directory of --out')
   const exclude = [...(values.exclude ?? [])]
   const self = selfExclusion(root, out)
   if (self && !exclude.includes(self)) exclude.push(self)
   const onProgress = progressPrinter(values.progress)
-  const manifest = core.createManifest(root, { include: values.include ?? [], exclude, onProgress })
+  const auditDir = values['audit-dir'] === undefined ? undefined : values['audit-dir'].split(path.sep).join('/')
+  const manifest = core.createManifest(root, { include: values.include ?? [], exclude, onProgress, auditDir })
   onProgress?.done()
   core.writeManifest(out, manifest)
   const bytes = manifest.files.reduce((sum, f) => sum + f.size, 0)
   if (values.json) printJson({ manifest: out, files: manifest.files.length, bytes })
-  else process.stdout.write(`wrote ${out}: ${manifest.files.length} file(s), ${bytes} bytes (unsigned; run loa manifest sign)\n`)
+  else {
+    const anchor = manifest.auditHead ? `, audit log ${manifest.auditHead.dir} anchored at seq ${manifest.auditHead.seq}` : ''
+    process.stdout.write(`wrote ${out}: ${manifest.files.length} file(s), ${bytes} bytes${anchor} (unsigned; run loa manifest sign)\n`)
+  }
   return 0
 }
 
 function sign(file, values) {
-  const ring = core.KeyRing.open(path.resolve(values.keys ?? DEFAULT_KEYS))
+  cli.requireFile(file)
+  const ring = core.KeyRing.open(keysDir(values))
   const signed = core.signManifest(core.readManifest(file), ring)
   core.writeManifest(file, signed)
   if (values.json) printJson({ manifest: file, keyId: signed.signature.keyId, files: signed.files.length })
@@ -63,7 +70,9 @@ function sign(file, values) {
 
 function verify(root, values) {
   const file = manifestPath(root, values)
-  const ring = core.KeyRing.open(path.resolve(values.keys ?? DEFAULT_KEYS))
+  const keys = keysDir(values)
+  cli.requireFile(file)
+  const ring = core.KeyRing.open(keys)
   let result
   try {
     result = core.verifyManifest(root, core.readManifest(file), ring.verificationKeys())
@@ -83,15 +92,16 @@ function verify(root, values) {
 }
 
 module.exports = {
-  help: `  loa manifest create <root> [--out FILE] [--include GLOB]... [--exclude GLOB]... [--progress]
+  help: `  loa manifest create <root> [--out FILE] [--include GLOB]... [--exclude GLOB]... [--audit-dir DIR] [--progress]
                                  hash every file under <root> into FILE (default <root>/manifest.json)
-  loa manifest sign <file> [--keys DIR]
+  loa manifest sign <file> [--keys DIR | --workspace DIR]
                                  sign a manifest file with the key ring (default ${DEFAULT_KEYS}, or LOA_SIGNING_KEY)
-  loa manifest verify <root> [--manifest FILE] [--keys DIR] [--json]
+  loa manifest verify <root> [--manifest FILE] [--keys DIR | --workspace DIR] [--json]
                                  check signature and files; exit 1 and list each problem`,
   optionHelp: `  --out FILE    where manifest create writes (default <root>/manifest.json, excluded from itself)
   --include/--exclude GLOB  files to cover (repeatable; '*.tmp', 'cache/**', './manifest.json')
   --manifest FILE  the manifest to verify (default <root>/manifest.json)
+  --audit-dir DIR  an audit log under <root> whose head the manifest anchors (cut entries are then caught)
   --keys DIR    key ring directory (default ${DEFAULT_KEYS})
   --progress    show hashing progress even when stderr is not a terminal`,
   options: {
@@ -100,21 +110,21 @@ module.exports = {
     exclude: { type: 'string', multiple: true },
     manifest: { type: 'string' },
     keys: { type: 'string' },
+    'audit-dir': { type: 'string' },
     progress: { type: 'boolean' },
   },
-  run({ action, target, values, UsageError }) {
-    if (!target) throw new UsageError(`'loa manifest ${action ?? ''}' needs a ${action === 'sign' ? 'manifest file' : 'root directory'}`)
+  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'workspace', 'progress', 'audit-dir'],
+  run({ action, target, args, values }) {
+    const ACCEPTS = { __proto__: null, create: ['json', 'out', 'include', 'exclude', 'progress', 'audit-dir'], sign: ['json', 'keys', 'workspace'], verify: ['json', 'manifest', 'keys', 'workspace'] }
+    if (!ACCEPTS[action]) throw cli.badAction('manifest', action, ['create', 'sign', 'verify'])
+    const misplaced = Object.keys(values).find((name) => name !== 'help' && !ACCEPTS[action].includes(name))
+    if (misplaced) throw cli.usage(`--${misplaced} does not apply to 'loa manifest ${action}'`)
+    if (!target) throw cli.usage(`'loa manifest ${action}' needs a ${action === 'sign' ? 'manifest file' : 'root directory'}`)
+    cli.expectArgs(args, 2, `manifest ${action}`)
+    for (const flag of ['out', 'manifest']) if (values[flag] === '') throw cli.usage(`--${flag} needs a file`)
     const resolved = path.resolve(target)
-    switch (action) {
-      case 'create':
-        return create(resolved, values)
-      case 'sign':
-        return sign(resolved, values)
-      case 'verify':
-        if (!fs.existsSync(resolved)) throw new UsageError(`no such directory: ${target}`)
-        return verify(resolved, values)
-      default:
-        throw new UsageError(`unknown manifest action '${action}' (create, sign, verify)`)
-    }
+    if (action === 'sign') return sign(resolved, values)
+    const root = cli.requireDir(resolved, 'root directory')
+    return action === 'create' ? create(root, values) : verify(root, values)
   },
 }

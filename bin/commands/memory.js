@@ -1,44 +1,47 @@
 'use strict'
 // `loa capture` and `loa consolidate`: the memory pipeline from scripts and hooks.
 
-const fs = require('node:fs')
 const path = require('node:path')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
-function printJson(value) {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
+const { printJson } = cli
+
+/** The largest content `capture` takes (the store's limit); stdin beyond it is refused unread. */
+const MAX_CONTENT_BYTES = 1024 * 1024
+
+/** --workspace (default: the current directory), which must be an existing directory. */
+function workspace(values) {
+  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
+  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
 }
 
-function openStore(values, UsageError) {
-  if (values.session !== undefined && !values.session) throw new UsageError('--session needs an id')
-  return core.MemoryStore.openAsync({
-    workspaceDir: path.resolve(values.workspace ?? '.'),
-    sessionId: values.session ?? 'cli',
-  })
-}
-
-function readContent(values, UsageError) {
+function readContent(values) {
   if (values.content !== undefined) return values.content
-  if (process.stdin.isTTY) throw new UsageError("'loa capture' needs --content TEXT or the content on standard input")
-  return fs.readFileSync(0, 'utf8')
+  if (process.stdin.isTTY) throw cli.usage("'loa capture' needs --content TEXT or the content on standard input")
+  return cli.utf8(cli.readStdin(MAX_CONTENT_BYTES), 'standard input')
 }
 
-function parseConfidence(text, UsageError) {
+function parseConfidence(text) {
   if (text === undefined) return undefined
   const n = Number(text)
-  if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError('--confidence must be a number between 0 and 1')
+  // Only the shape here; the range is the store's to check (E_INVALID_ARGUMENT).
+  if (text.trim() === '' || !Number.isFinite(n)) throw cli.usage('--confidence must be a number between 0 and 1')
   return n
 }
 
-async function capture({ values, UsageError }) {
+async function capture({ args, values }) {
+  cli.expectArgs(args, 0, 'capture')
+  if (values.session !== undefined && !values.session) throw cli.usage('--session needs an id')
+  const workspaceDir = workspace(values)
   const entry = {
     type: values.type ?? 'interaction',
-    content: readContent(values, UsageError),
-    confidence: parseConfidence(values.confidence, UsageError),
+    content: readContent(values),
+    confidence: parseConfidence(values.confidence),
     tags: values.tags ? values.tags.split(',').map((t) => t.trim()).filter(Boolean) : undefined,
     agentId: values.agent,
   }
-  const store = await openStore(values, UsageError)
+  const store = await core.MemoryStore.openAsync({ workspaceDir, sessionId: values.session ?? 'cli' })
   let result
   try {
     result = await store.capture(entry)
@@ -61,8 +64,9 @@ async function capture({ values, UsageError }) {
   return result.accepted ? 0 : 1
 }
 
-async function consolidate({ values }) {
-  const result = await core.consolidateMemory({ workspaceDir: path.resolve(values.workspace ?? '.') })
+async function consolidate({ args, values }) {
+  cli.expectArgs(args, 0, 'consolidate')
+  const result = await core.consolidateMemory({ workspaceDir: workspace(values) })
   if (values.json) {
     printJson(result)
   } else {
@@ -75,16 +79,17 @@ async function consolidate({ values }) {
   return 0
 }
 
-function positiveInteger(text, flag, UsageError) {
+function positiveInteger(text, flag) {
   if (text === undefined) return undefined
   const n = Number(text)
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer`)
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
   return n
 }
 
-function context({ values, UsageError }) {
-  const budget = positiveInteger(values.budget, '--budget', UsageError)
-  const built = core.buildMemoryContext({ workspaceDir: path.resolve(values.workspace ?? '.') }, budget ? { budget } : {})
+function context({ args, values }) {
+  cli.expectArgs(args, 0, 'context')
+  const budget = positiveInteger(values.budget, '--budget')
+  const built = core.buildMemoryContext({ workspaceDir: workspace(values) }, budget ? { budget } : {})
   if (values.json) {
     printJson({ text: built.text, tokens: built.tokens, included: built.included, dropped: built.dropped })
     return 0
@@ -122,6 +127,7 @@ module.exports = {
                                  per-item token table (on stderr)`,
     optionHelp: '  --budget N    context: tokens for the whole text (default: context.token_budget)',
     options,
+    accepts: ['json', 'workspace', 'budget'],
     run: context,
   },
   capture: {
@@ -129,10 +135,12 @@ module.exports = {
               [--tags a,b] [--agent ID] [--json]
                                  redact, gate and durably store one memory (content from stdin
                                  without --content); exit 1 when rejected or blocked`,
-    optionHelp: `  --workspace DIR  capture, consolidate: the workspace (default: the current directory)
+    optionHelp: `  --workspace DIR  capture, consolidate, context, dead-letter: the workspace (default: the
+                current directory)
   --session ID  capture: the session to capture as (default 'cli')
   --type TYPE   capture: interaction (default), decision, learning, error, milestone`,
     options,
+    accepts: ['json', 'workspace', 'session', 'type', 'content', 'confidence', 'tags', 'agent'],
     run: capture,
   },
   consolidate: {
@@ -140,6 +148,7 @@ module.exports = {
                                  apply every session's WAL to the grimoire: memory records,
                                  learnings.json, NOTES.md (idempotent)`,
     options,
+    accepts: ['json', 'workspace'],
     run: consolidate,
   },
 }

@@ -2,19 +2,20 @@
 // `loa redact [file|-]`: prints the text with personal data and secrets replaced; `--json`
 // prints the findings instead (never the values).
 
-const fs = require('node:fs')
+const path = require('node:path')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
-function readInput(target, UsageError) {
+/** Larger texts are refused unread (`E_TOO_LARGE`) rather than held in memory whole. */
+const MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+function readInput(target) {
   if (!target || target === '-') {
-    if (process.stdin.isTTY) throw new UsageError("'loa redact' needs a file, or text on stdin ('-')")
-    return fs.readFileSync(0, 'utf8')
+    if (process.stdin.isTTY) throw cli.usage("'loa redact' needs a file, or text on stdin ('-')")
+    return cli.readStdin(MAX_INPUT_BYTES).toString('utf8')
   }
-  try {
-    return fs.readFileSync(target, 'utf8')
-  } catch (err) {
-    throw new UsageError(`cannot read ${target}: ${err.code ?? err.message}`)
-  }
+  // Bytes that are not UTF-8 are read as U+FFFD: a hook scanning any file still gets an answer.
+  return cli.readInputFile(path.resolve(target), MAX_INPUT_BYTES).toString('utf8')
 }
 
 function options(values) {
@@ -37,8 +38,10 @@ module.exports = {
   --allow VALUE redact: never redact this exact value (repeatable)
   --pseudonymize redact: [EMAIL_3f2a9c1d] instead of [REDACTED:EMAIL] (key: LOA_REDACT_KEY)`,
   options: { check: { type: 'boolean' }, allow: { type: 'string', multiple: true }, pseudonymize: { type: 'boolean' } },
-  run({ action, values, UsageError }) {
-    const text = readInput(action, UsageError)
+  accepts: ['json', 'check', 'allow', 'pseudonymize'],
+  run({ action, args, values }) {
+    cli.expectArgs(args, 1, 'redact')
+    const text = readInput(action)
     const result = core.redact(text, options(values))
     if (values.check) {
       if (result.findings.length) {

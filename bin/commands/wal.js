@@ -3,10 +3,9 @@
 
 const path = require('node:path')
 const core = require('../../index.js')
+const cli = require('../lib/cli.js')
 
-function printJson(value) {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
-}
+const { printJson } = cli
 
 function showData(buffer) {
   const text = buffer.toString('utf8')
@@ -78,7 +77,6 @@ function walStats(dir, { json }) {
   return v.ok ? 0 : 1
 }
 
-
 module.exports = {
   help: `  loa wal dump <dir> [--session ID] [--data] [--json]
                                  print records of every session (merged by time)
@@ -87,18 +85,14 @@ module.exports = {
   optionHelp: `  --data        include record data in dump (UTF-8 text, or base64 when binary)
   --session ID  only this session`,
   options: { data: { type: 'boolean' }, session: { type: 'string' } },
-  run({ action, target, values, UsageError }) {
-    if (!target) throw new UsageError(`'loa wal ${action ?? ''}' needs a WAL directory`)
-    const dir = path.resolve(target)
-    switch (action) {
-      case 'dump':
-        return walDump(dir, values)
-      case 'verify':
-        return walVerify(dir, values)
-      case 'stats':
-        return walStats(dir, values)
-      default:
-        throw new UsageError(`unknown wal action '${action}' (dump, verify, stats)`)
-    }
+  accepts: ['json', 'data', 'session'],
+  run({ action, target, args, values }) {
+    const run = { __proto__: null, dump: walDump, verify: walVerify, stats: walStats }[action]
+    if (!run) throw cli.badAction('wal', action, ['dump', 'verify', 'stats'])
+    if (!target) throw cli.usage(`'loa wal ${action}' needs a WAL directory`)
+    cli.expectArgs(args, 2, 'wal')
+    if ((values.data || values.session !== undefined) && action !== 'dump') throw cli.usage(`--data and --session apply to 'loa wal dump' only`)
+    const dir = cli.requireDir(path.resolve(target), 'WAL directory')
+    return run(dir, values)
   },
 }

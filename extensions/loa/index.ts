@@ -3,7 +3,8 @@
 //
 // Failure policy (seed 002 §6.1): memory must never take the agent down. Every hook is fail-open:
 // an error is logged (codes and paths, never content) and the agent runs on without memory;
-// captures that fail are retried and finally dead-lettered, never dropped.
+// captures that fail are retried and finally dead-lettered, never dropped, and the dead letters
+// are replayed (each stored at most once) when the plugin starts and when a session starts.
 import { definePluginEntry, type OpenClawPluginApi } from 'openclaw/plugin-sdk/plugin-entry'
 
 import { checkHost, onDispose } from './src/adapter.ts'
@@ -21,6 +22,7 @@ export default definePluginEntry({
     if (typeof api.on !== 'function') return
 
     const memory = new LoaMemory(resolveConfig(api.pluginConfig), api.logger)
+    memory.start()
     const failOpen = (hook: string, err: unknown) => {
       const { code, message } = describeError(err)
       api.logger.error(`[loa] ${hook} failed, continuing without memory: ${code}: ${message}`)
@@ -39,6 +41,13 @@ export default definePluginEntry({
         await memory.capture(event, ctx)
       } catch (err) {
         failOpen('agent_end', err)
+      }
+    })
+    api.on('session_start', async () => {
+      try {
+        await memory.sessionStarted()
+      } catch (err) {
+        failOpen('session_start', err)
       }
     })
     api.on('before_compaction', async (_event, ctx) => {

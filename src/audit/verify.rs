@@ -5,15 +5,26 @@
 //! entry. A broken link is reported where it breaks and checking goes on from the stored values,
 //! so one edited entry gives one problem, a deleted line gives a `seq` and a `chain` problem at
 //! the line after, and nothing after a problem goes unchecked.
+//!
+//! Segments are streamed line by line, each read only up to the size it had when opened (a file
+//! that grows meanwhile is not followed forever) and each line up to [`MAX_ENTRY_BYTES`]; memory
+//! stays bounded whatever the files hold. Anything named like a segment that is not a regular
+//! file is reported (`segment`) and never opened.
 
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+use rustix::fs::FileType;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{alg_name, entry_hash, list_segments, Head, TornTail, GENESIS};
-use crate::error::{LoaError, Result};
+use super::checkpoint::{read_checkpoint, Checkpoint};
+use super::{alg_name, entry_hash, segment_entries, Head, TornTail, GENESIS, MAX_ENTRY_BYTES};
+use crate::error::Result;
+use crate::fsutil::{kind_name, OpenMode, StateDir};
 use crate::jcs;
+use crate::sign::manifest::TrustedKey;
 
 /// One thing wrong with the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,9 +36,12 @@ pub struct AuditProblem {
   /// `malformed` (not an entry), `format` (valid entry, not in canonical form), `hash` (the
   /// entry's hash does not verify: edited), `chain` (`prev` is not the hash before: lines
   /// deleted, inserted or reordered), `seq` (not one more than the line before), `segment`
-  /// (name does not match its first entry, or an empty segment before the newest), `key` (HMAC
-  /// entries without a key, or plain entries where a key is expected), `head` (does not reach
-  /// or match the expected head: entries removed from the end).
+  /// (name does not match its first entry, an empty segment before the newest, or not a regular
+  /// file), `key` (HMAC entries without a key, or plain entries where a key is expected), `head`
+  /// (does not reach or match the expected head: entries removed from the end), `truncated`
+  /// (the log ends before its signed checkpoint: `E_AUDIT_TRUNCATED`), `checkpoint` (the
+  /// checkpoint is damaged, its signature does not verify with the given keys, or the entry at
+  /// its seq has another hash).
   pub kind: String,
   pub detail: String,
 }
@@ -46,12 +60,82 @@ pub struct AuditVerification {
   pub head: Option<Head>,
   pub problems: Vec<AuditProblem>,
   pub torn_tail: Option<TornTail>,
+  /// The log's signed checkpoint, if it has a readable one.
+  pub checkpoint: Option<Checkpoint>,
+}
+
+/// Options of [`verify_with`].
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions<'a> {
+  /// The HMAC key, if the log uses one.
+  pub hmac_key: Option<&'a [u8]>,
+  /// A head remembered earlier: the chain must still hold that seq with that hash.
+  pub expected_head: Option<Head>,
+  /// Keys to check the checkpoint's signature with; without them only its seq and hash are
+  /// compared with the log.
+  pub trusted_keys: Option<Vec<TrustedKey>>,
 }
 
 /// Verifies every segment of the log in `dir` with `key` (the HMAC key, if the log uses one).
 /// Never writes and never throws for damage; an unreadable directory is an error.
 pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> Result<AuditVerification> {
-  let segments = list_segments(dir)?;
+  verify_with(dir, &VerifyOptions { hmac_key: key, expected_head: expected_head.cloned(), trusted_keys: None })
+}
+
+/// [`verify`] with every option.
+pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<AuditVerification> {
+  verify_in(&StateDir::open_root(dir)?, options)
+}
+
+/// One complete line of a segment: its bytes, or how long it was when over the limit.
+enum Line {
+  Entry(Vec<u8>),
+  TooLong(u64),
+}
+
+/// Reads the next line of at most [`MAX_ENTRY_BYTES`]; a longer one is skipped to its end.
+/// `Ok(None)` at the end; the bytes after the last newline are returned in `torn`.
+fn next_line(reader: &mut impl BufRead, torn: &mut u64) -> std::io::Result<Option<Line>> {
+  let mut line = Vec::new();
+  let n = reader.by_ref().take(MAX_ENTRY_BYTES as u64).read_until(b'\n', &mut line)?;
+  if n == 0 {
+    return Ok(None);
+  }
+  if line.last() == Some(&b'\n') {
+    line.pop();
+    return Ok(Some(Line::Entry(line)));
+  }
+  if (line.len() as u64) < MAX_ENTRY_BYTES as u64 {
+    // The end of the file without a newline: a torn tail.
+    *torn = line.len() as u64;
+    return Ok(None);
+  }
+  let mut skipped = line.len() as u64;
+  loop {
+    let buffer = reader.fill_buf()?;
+    if buffer.is_empty() {
+      *torn = skipped;
+      return Ok(None);
+    }
+    match memchr::memchr(b'\n', buffer) {
+      Some(at) => {
+        reader.consume(at + 1);
+        return Ok(Some(Line::TooLong(skipped + at as u64)));
+      }
+      None => {
+        let len = buffer.len();
+        skipped += len as u64;
+        reader.consume(len);
+      }
+    }
+  }
+}
+
+/// [`verify_with`] on an open directory (also used by manifest verification).
+pub(crate) fn verify_in(dir: &StateDir, options: &VerifyOptions) -> Result<AuditVerification> {
+  let key = options.hmac_key;
+  let expected_head = options.expected_head.as_ref();
+  let segments = segment_entries(dir)?;
   let mut v = AuditVerification {
     ok: false,
     entries: 0,
@@ -59,31 +143,54 @@ pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> R
     head: None,
     problems: Vec::new(),
     torn_tail: None,
+    checkpoint: None,
   };
+  let mut problems = Vec::new();
   let mut report = |segment: &str, line: u64, kind: &str, detail: String| {
-    v.problems.push(AuditProblem { segment: segment.to_string(), line, kind: kind.to_string(), detail });
+    problems.push(AuditProblem { segment: segment.to_string(), line, kind: kind.to_string(), detail });
+  };
+  let checkpoint = match read_checkpoint(dir) {
+    Ok(c) => c,
+    Err(e) => {
+      report(super::CHECKPOINT_FILE, 0, "checkpoint", e.to_string());
+      None
+    }
   };
   // The previous entry's (seq, hash) as stored; None after an unparseable line.
   let mut previous: Option<(u64, String)> = Some((0, GENESIS.to_string()));
   let mut head: Option<Head> = None;
   let mut anchor_seen = false;
+  let mut checkpoint_seen = false;
   let mut unverifiable = 0u64;
   let mut torn_tail = None;
   let mut entries = 0u64;
-  for (index, (first_seq, path)) in segments.iter().enumerate() {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+  for (index, segment) in segments.iter().enumerate() {
+    let name = segment.name_lossy();
     let newest = index + 1 == segments.len();
-    let bytes = std::fs::read(path).map_err(|e| LoaError::io("read", path, e))?;
-    let complete = bytes.iter().rposition(|&b| b == b'\n').map(|i| i + 1).unwrap_or(0);
-    if complete == 0 && !newest {
-      report(&name, 0, "segment", "empty segment before the newest one".into());
+    if segment.file_type != FileType::RegularFile {
+      report(&name, 0, "segment", format!("a {}, not a regular file: never opened", kind_name(segment.file_type)));
+      previous = None;
+      continue;
     }
+    let file = dir.open_file(OsStr::new(&segment.name), OpenMode::READ)?;
+    let size = file.len()?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file.file().take(size));
     let mut line_no = 0u64;
-    let lines = if complete == 0 { None } else { Some(bytes[..complete - 1].split(|&b| b == b'\n')) };
-    for line in lines.into_iter().flatten() {
+    let mut torn = 0u64;
+    loop {
+      let line = next_line(&mut reader, &mut torn).map_err(|e| crate::error::LoaError::io("read", file.path(), e))?;
+      let Some(line) = line else { break };
       line_no += 1;
       entries += 1;
-      let parsed = std::str::from_utf8(line).ok().and_then(|t| jcs::parse_strict(t).ok());
+      let line = match line {
+        Line::Entry(bytes) => bytes,
+        Line::TooLong(len) => {
+          report(&name, line_no, "malformed", format!("a line of {len} bytes, over the limit of {MAX_ENTRY_BYTES}"));
+          previous = None;
+          continue;
+        }
+      };
+      let parsed = std::str::from_utf8(&line).ok().and_then(|t| jcs::parse_strict(t).ok());
       let Some(value) = parsed else {
         report(&name, line_no, "malformed", "not a JSON entry".into());
         previous = None;
@@ -101,17 +208,21 @@ pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> R
         && value.get("action").and_then(Value::as_str).is_some_and(|a| !a.is_empty())
         && matches!(value.get("actor").and_then(Value::as_str), Some("system" | "user" | "automated"))
         && value.as_object().is_some_and(|o| {
-          o.keys()
-            .all(|k| matches!(k.as_str(), "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash"))
+          o.keys().all(|k| {
+            matches!(k.as_str(), "v" | "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash")
+          })
         });
+      if !super::version_supported(&value) {
+        report(&name, line_no, "malformed", format!("entry format version is not {}", super::ENTRY_VERSION));
+      }
       if !fields_ok {
         report(&name, line_no, "malformed", "entry fields are missing, of the wrong type, or unknown".into());
       }
-      if jcs::to_vec(&value).ok().as_deref() != Some(line) {
+      if jcs::to_vec(&value).ok().as_deref() != Some(line.as_slice()) {
         report(&name, line_no, "format", "entry is not in canonical form (bytes changed)".into());
       }
-      if line_no == 1 && seq != *first_seq {
-        report(&name, 0, "segment", format!("segment is named for seq {first_seq} but starts at seq {seq}"));
+      if line_no == 1 && seq != segment.seq {
+        report(&name, 0, "segment", format!("segment is named for seq {} but starts at seq {seq}", segment.seq));
       }
       // Hash.
       let alg = value.get("alg").and_then(Value::as_str).unwrap_or("");
@@ -161,11 +272,24 @@ pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> R
           }
         }
       }
+      if let Some(cp) = &checkpoint {
+        if seq == cp.seq {
+          checkpoint_seen = true;
+          if stored_hash != cp.hash {
+            report(
+              &name,
+              line_no,
+              "checkpoint",
+              format!("seq {seq} is not the entry its checkpoint signed (rewritten)"),
+            );
+          }
+        }
+      }
       previous = Some((seq, stored_hash.clone()));
       head = Some(Head { seq, hash: stored_hash });
     }
-    if complete < bytes.len() {
-      let torn = TornTail { segment: name.clone(), line: line_no + 1, bytes: (bytes.len() - complete) as u64 };
+    if torn > 0 {
+      let torn = TornTail { segment: name.clone(), line: line_no + 1, bytes: torn };
       if newest {
         torn_tail = Some(torn);
       } else {
@@ -181,9 +305,9 @@ pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> R
   if unverifiable > 0 {
     report("", 0, "key", format!("{unverifiable} entries are authenticated with an HMAC key; verify with that key"));
   }
+  let last = head.as_ref().map(|h| h.seq).unwrap_or(0);
   if let Some(expected) = expected_head {
     if !anchor_seen && expected.seq > 0 {
-      let last = head.as_ref().map(|h| h.seq).unwrap_or(0);
       report(
         "",
         0,
@@ -192,9 +316,29 @@ pub fn verify(dir: &Path, key: Option<&[u8]>, expected_head: Option<&Head>) -> R
       );
     }
   }
+  if let Some(cp) = &checkpoint {
+    if !checkpoint_seen && cp.seq > last {
+      report(
+        super::CHECKPOINT_FILE,
+        0,
+        "truncated",
+        format!(
+          "E_AUDIT_TRUNCATED: the log ends at seq {last}, before its checkpoint at seq {}: entries were cut off",
+          cp.seq
+        ),
+      );
+    }
+    if let Some(keys) = &options.trusted_keys {
+      if let Err(why) = cp.verify_signature(keys) {
+        report(super::CHECKPOINT_FILE, 0, "checkpoint", format!("the checkpoint's signature: {why}"));
+      }
+    }
+  }
+  v.problems = problems;
   v.entries = entries;
   v.head = head;
   v.torn_tail = torn_tail;
+  v.checkpoint = checkpoint;
   v.ok = v.problems.is_empty();
   Ok(v)
 }

@@ -1,24 +1,51 @@
 //! Reading JavaScript arguments with errors that carry `E_INVALID_ARGUMENT` and name the
 //! argument, instead of napi-rs's generic conversion errors.
+//!
+//! Arguments are hostile until read: a property may be a getter that throws, an object may be a
+//! Proxy whose traps throw, or a revoked Proxy. Each property is read once (a getter that
+//! answers differently on each read cannot make a checked value differ from the used one), and
+//! a read that throws becomes `E_INVALID_ARGUMENT` naming the argument, with the JavaScript
+//! exception discarded: leaving it pending would throw it beside our error (or instead of it),
+//! and its message is the caller's, never ours to repeat. Messages name arguments by the
+//! library's own field names and positions; they never quote the caller's values.
 
 use napi::bindgen_prelude::*;
 use napi::{Env, JsValue, Unknown, ValueType};
 
+use super::strings::{self, Surrogates};
 use crate::error::{LoaError, Result};
 
 pub fn wrong(name: &str, expected: &str) -> LoaError {
   LoaError::InvalidArgument(format!("`{name}` must be {expected}"))
 }
 
+/// The error for a read of `name` that threw (a getter, a Proxy trap, a revoked Proxy); discards
+/// the pending exception.
+pub fn unreadable(env: napi::sys::napi_env, name: &str) -> LoaError {
+  super::clear_pending_exception(env);
+  LoaError::InvalidArgument(format!("`{name}` could not be read (a getter or Proxy trap threw)"))
+}
+
 fn is_absent(value: &Unknown) -> bool {
   matches!(value.get_type(), Ok(ValueType::Undefined | ValueType::Null))
 }
 
-pub fn string(value: Unknown, name: &str) -> Result<String> {
+fn read_string(value: Unknown, name: &str, surrogates: Surrogates) -> Result<String> {
   if value.get_type().ok() != Some(ValueType::String) {
     return Err(wrong(name, "a string"));
   }
-  unsafe { String::from_napi_value(value.value().env, value.raw()) }.map_err(|_| wrong(name, "a valid string"))
+  // SAFETY: on the JS thread with its env; `value` is a string.
+  unsafe { strings::read_string(value.value().env, value.raw(), surrogates, &|| name.to_string()) }
+}
+
+/// A string that is stored, names a file, or is hashed or signed: a lone surrogate is refused.
+pub fn string(value: Unknown, name: &str) -> Result<String> {
+  read_string(value, name, Surrogates::Refuse)
+}
+
+/// Text that is only analysed (counted, redacted, gated): a lone surrogate reads as U+FFFD.
+pub fn text(value: Unknown, name: &str) -> Result<String> {
+  read_string(value, name, Surrogates::Replace)
 }
 
 pub fn optional_object<'a>(value: Option<Unknown<'a>>, name: &str) -> Result<Option<Object<'a>>> {
@@ -32,13 +59,19 @@ pub fn optional_object<'a>(value: Option<Unknown<'a>>, name: &str) -> Result<Opt
   }
 }
 
+/// `object[key]`, read once; `undefined` and `null` as absent.
 pub fn field<'a>(object: &Object<'a>, key: &str) -> Result<Option<Unknown<'a>>> {
-  let value: Unknown = object.get_named_property(key).map_err(|_| wrong(key, "readable"))?;
+  let value: Unknown = object.get_named_property(key).map_err(|_| unreadable(object.value().env, key))?;
   Ok(if is_absent(&value) { None } else { Some(value) })
 }
 
 pub fn optional_string(object: &Object, key: &str) -> Result<Option<String>> {
   field(object, key)?.map(|v| string(v, key)).transpose()
+}
+
+/// [`optional_string`] for analysed text (see [`text`]).
+pub fn optional_text(object: &Object, key: &str) -> Result<Option<String>> {
+  field(object, key)?.map(|v| text(v, key)).transpose()
 }
 
 pub fn optional_bool(object: &Object, key: &str) -> Result<Option<bool>> {
@@ -53,18 +86,7 @@ pub fn optional_bool(object: &Object, key: &str) -> Result<Option<bool>> {
 
 /// A non-negative integer that fits a JS number exactly.
 pub fn optional_u64(object: &Object, key: &str) -> Result<Option<u64>> {
-  match field(object, key)? {
-    None => Ok(None),
-    Some(v) if v.get_type().ok() == Some(ValueType::Number) => {
-      let n = unsafe { f64::from_napi_value(v.value().env, v.raw()) }.map_err(|_| wrong(key, "a number"))?;
-      if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 {
-        Ok(Some(n as u64))
-      } else {
-        Err(wrong(key, "a non-negative integer"))
-      }
-    }
-    Some(_) => Err(wrong(key, "a non-negative integer")),
-  }
+  field(object, key)?.map(|v| u64_value(v, key)).transpose()
 }
 
 /// A finite number.
@@ -94,7 +116,7 @@ pub fn u64_value(value: Unknown, name: &str) -> Result<u64> {
   Err(wrong(name, "a non-negative integer"))
 }
 
-/// Bytes from a `Buffer`/`Uint8Array` (copied) or a string (UTF-8).
+/// Bytes from a `Buffer`/`Uint8Array` (copied) or a string (UTF-8; a lone surrogate is refused).
 pub fn bytes(value: Unknown, name: &str) -> Result<Vec<u8>> {
   let env = value.value().env;
   match value.get_type().ok() {
@@ -124,28 +146,44 @@ pub fn optional_json_object(env: &Env, object: &Object, key: &'static str) -> Re
     return Err(wrong(key, "a plain object"));
   }
   let json = super::json::from_js(env, value, key)?;
-  serde_json::to_string(&json).map(Some).map_err(|e| wrong(key, &format!("JSON-serialisable ({e})")))
+  serde_json::to_string(&json).map(Some).map_err(|_| wrong(key, "JSON-serialisable"))
 }
 
 /// An array of strings (`undefined`/`null` as absent).
 pub fn optional_string_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
-  match field(object, key)? {
-    None => Ok(None),
-    Some(v) => string_array(v, key).map(Some),
-  }
+  field(object, key)?.map(|v| string_array(v, key)).transpose()
+}
+
+/// [`optional_string_array`] for analysed text (see [`text`]).
+pub fn optional_text_array(object: &Object, key: &str) -> Result<Option<Vec<String>>> {
+  field(object, key)?.map(|v| read_array(v, key, Surrogates::Replace)).transpose()
 }
 
 /// An array of strings; elements are named `name[i]` in errors.
 pub fn string_array(value: Unknown, name: &str) -> Result<Vec<String>> {
+  read_array(value, name, Surrogates::Refuse)
+}
+
+/// [`string_array`] for analysed text (see [`text`]).
+pub fn text_array(value: Unknown, name: &str) -> Result<Vec<String>> {
+  read_array(value, name, Surrogates::Replace)
+}
+
+fn read_array(value: Unknown, name: &str, surrogates: Surrogates) -> Result<Vec<String>> {
   if !value.is_array().unwrap_or(false) {
     return Err(wrong(name, "an array of strings"));
   }
-  let array = unsafe { Array::from_napi_value(value.value().env, value.raw()) }
-    .map_err(|_| wrong(name, "an array of strings"))?;
+  let env = value.value().env;
+  let array = unsafe { Array::from_napi_value(env, value.raw()) }.map_err(|_| wrong(name, "an array of strings"))?;
   let mut out = Vec::with_capacity(array.len() as usize);
   for i in 0..array.len() {
-    let item: Unknown = array.get(i).ok().flatten().ok_or_else(|| wrong(&format!("{name}[{i}]"), "a string"))?;
-    out.push(string(item, &format!("{name}[{i}]"))?);
+    let item_name = || format!("{name}[{i}]");
+    let item: Unknown = match array.get(i) {
+      Ok(Some(item)) => item,
+      Ok(None) => return Err(wrong(&item_name(), "a string")),
+      Err(_) => return Err(unreadable(env, &item_name())),
+    };
+    out.push(read_string(item, &item_name(), surrogates)?);
   }
   Ok(out)
 }

@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use super::{args, guard, to_napi};
 use crate::attention as core;
-use crate::config::{AttentionBudgetConfig, BudgetLevel};
+use crate::attention::{AttentionBudgetConfig, BudgetLevel};
 use crate::error::{invalid, LoaError, Result};
 
 /// Where a token count stands on the attention budget (advisory, never blocking).

@@ -7,8 +7,9 @@ use napi_derive::napi;
 use serde_json::{json, Map, Value};
 
 use super::{args, guard, to_napi};
-use crate::compaction::{self as core, target_name, CompactionPolicy as Policy, ContextPart as Part};
-use crate::config::{ClearTarget, RuntimeSignalsConfig};
+use crate::compaction::{
+  self as core, target_name, ClearTarget, CompactionPolicy as Policy, ContextPart as Part, RuntimeSignalsConfig,
+};
 use crate::error::{LoaError, Result};
 
 /// One part of the agent's context, as the runtime tracks it.
@@ -256,13 +257,12 @@ fn policy_to_js(p: &Policy) -> Value {
   })
 }
 
-fn from_js(env: &Env, value: Option<Unknown>, name: &str) -> Result<Option<Value>> {
+fn from_js(env: &Env, value: Option<Unknown>, name: &'static str) -> Result<Option<Value>> {
   match value {
-    None => Ok(None),
-    Some(v) => env
-      .from_js_value::<Value, _>(v)
-      .map(Some)
-      .map_err(|e| LoaError::InvalidArgument(format!("`{name}` must be plain data ({e})"))),
+    Some(v) if v.get_type().ok() != Some(napi::ValueType::Undefined) => {
+      super::json::from_js_data(env, v, name).map(Some)
+    }
+    _ => Ok(None),
   }
 }
 
@@ -288,7 +288,8 @@ pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> nap
 /// Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
 /// applies it to `base` (default: the seed 003 defaults): its settings replace the base's, its
 /// `preserve_artifacts` are added. A file without frontmatter or block gives `base` unchanged
-/// (`found: false`). Throws `E_IO` if unreadable, `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
+/// (`found: false`). Throws `E_IO` if unreadable, `E_NOT_REGULAR_FILE` for a symlink, FIFO,
+/// device or directory at `path` (never read through), `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
 /// with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
 #[napi(ts_args_type = "path: string, base?: CompactionPolicy", ts_return_type = "SkillContextPolicy")]
 pub fn read_skill_context_policy(env: Env, path: Unknown, base: Option<Unknown>) -> napi::Result<Value> {

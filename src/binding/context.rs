@@ -143,8 +143,7 @@ unsafe fn read_timestamps(env: sys::napi_env, value: sys::napi_value) -> Result<
 }
 
 unsafe fn read_string(env: sys::napi_env, value: sys::napi_value) -> Result<String> {
-  let mut buf = Vec::new();
-  Ok(strings::read_into(env, value, &mut buf, "glue")?.to_string())
+  strings::read_string(env, value, strings::Surrogates::Replace, &|| "glue".into())
 }
 
 /// The glue's verdict on an input list: `{ bad, expected }` becomes `E_INVALID_ARGUMENT`.
@@ -158,11 +157,32 @@ unsafe fn checked(env: sys::napi_env, verdict: sys::napi_value) -> Result<sys::n
   Ok(verdict)
 }
 
-/// The candidates' texts, read from the JS arrays on demand.
+/// The candidates' texts, read on demand from the candidate objects the glue checked (its
+/// `items` copies, plain arrays). Each text property is read from the caller's object once: an
+/// item may be formatted more than once (offered more room, then cut), and a getter answering
+/// differently each time must not make the text differ between those reads (JS strings are
+/// immutable, so reading the kept string again is safe).
 struct JsSource {
   env: sys::napi_env,
   sessions: sys::napi_value,
   learnings: sys::napi_value,
+  /// (key, index) -> the string read for it.
+  read: std::cell::RefCell<std::collections::HashMap<(u8, usize), sys::napi_value>>,
+}
+
+/// `object[key]` of a caller's object: a throw (a getter, a Proxy trap) is `E_INVALID_ARGUMENT`
+/// naming it.
+unsafe fn read_field(
+  env: sys::napi_env,
+  object: sys::napi_value,
+  key: &CStr,
+  name: &dyn Fn() -> String,
+) -> Result<sys::napi_value> {
+  let mut value = ptr::null_mut();
+  if sys::napi_get_named_property(env, object, key.as_ptr(), &mut value) != sys::Status::napi_ok {
+    return Err(args::unreadable(env, &name()));
+  }
+  Ok(value)
 }
 
 impl JsSource {
@@ -172,23 +192,26 @@ impl JsSource {
     list_name: &str,
     index: usize,
     key: &CStr,
+    slot: u8,
     max_bytes: usize,
   ) -> Result<Text<'static>> {
     let name = || format!("{list_name}[{index}].{}", key.to_str().unwrap_or("?"));
     unsafe {
-      let mut scope = ptr::null_mut();
-      check(sys::napi_open_handle_scope(self.env, &mut scope), "handle scope")?;
-      let read = (|| {
-        let mut item = ptr::null_mut();
-        check(sys::napi_get_element(self.env, list, index as u32, &mut item), "get element")?;
-        let value = get(self.env, item, key)?;
-        if !strings::is_string(self.env, value) {
-          return Err(LoaError::InvalidArgument(format!("`{}` must be a string", name())));
+      let cached = self.read.borrow().get(&(slot, index)).copied();
+      let value = match cached {
+        Some(value) => value,
+        None => {
+          let mut item = ptr::null_mut();
+          check(sys::napi_get_element(self.env, list, index as u32, &mut item), "get element")?;
+          let value = read_field(self.env, item, key, &name)?;
+          if !strings::is_string(self.env, value) {
+            return Err(LoaError::InvalidArgument(format!("`{}` must be a string", name())));
+          }
+          self.read.borrow_mut().insert((slot, index), value);
+          value
         }
-        strings::read_prefix(self.env, value, max_bytes, &name())
-      })();
-      sys::napi_close_handle_scope(self.env, scope);
-      let (text, complete) = read?;
+      };
+      let (text, complete) = strings::read_prefix(self.env, value, max_bytes, &name())?;
       Ok(Text { text: text.into(), complete })
     }
   }
@@ -196,13 +219,13 @@ impl JsSource {
 
 impl ContextSource for JsSource {
   fn summary(&self, index: usize, max_bytes: usize) -> Result<Text<'_>> {
-    self.text(self.sessions, "sessions", index, c"summary", max_bytes)
+    self.text(self.sessions, "sessions", index, c"summary", 0, max_bytes)
   }
   fn trigger(&self, index: usize, max_bytes: usize) -> Result<Text<'_>> {
-    self.text(self.learnings, "learnings", index, c"trigger", max_bytes)
+    self.text(self.learnings, "learnings", index, c"trigger", 1, max_bytes)
   }
   fn solution(&self, index: usize, max_bytes: usize) -> Result<Text<'_>> {
-    self.text(self.learnings, "learnings", index, c"solution", max_bytes)
+    self.text(self.learnings, "learnings", index, c"solution", 2, max_bytes)
   }
 }
 
@@ -238,19 +261,19 @@ fn split_n(joined: &str, n: usize) -> Option<Vec<&str>> {
   Some(parts)
 }
 
-/// The first item of `list` whose `key` holds a line break: the error when [`split_n`] fails.
-unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &str, key: &CStr) -> LoaError {
+/// The first timestamp in the glue's `list` (plain strings, as read once from the caller's
+/// objects) that holds a line break: the error when [`split_n`] fails.
+unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &str, field: &str) -> LoaError {
   let mut len = 0u32;
   sys::napi_get_array_length(env, list, &mut len);
-  let field = key.to_str().unwrap_or("?");
+  let mut buf = Vec::new();
   for i in 0..len {
     let mut item = ptr::null_mut();
     if sys::napi_get_element(env, list, i, &mut item) != sys::Status::napi_ok {
       break;
     }
-    let Ok(value) = get(env, item, key) else { break };
-    if strings::is_string(env, value) {
-      if let Ok((text, _)) = strings::read_prefix(env, value, 256, field) {
+    if strings::is_string(env, item) {
+      if let Ok(text) = strings::read_into(env, item, &mut buf, strings::Surrogates::Replace, &|| field.to_string()) {
         if text.contains('\n') {
           return LoaError::InvalidArgument(format!(
             "`{list_name}[{i}].{field}` must be an RFC 3339 timestamp string (it holds a line break)"
@@ -268,20 +291,20 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
   let options = parse_options(&o)?;
   let raw = env.raw();
   let glue = glue::load(env, &GLUE)?;
-  let sessions = get(raw, o.raw(), c"sessions")?;
-  let learnings = get(raw, o.raw(), c"learnings")?;
+  let sessions = read_field(raw, o.raw(), c"sessions", &|| "sessions".into())?;
+  let learnings = read_field(raw, o.raw(), c"learnings", &|| "learnings".into())?;
 
   let s = checked(raw, call(raw, glue, c"sessions", &[sessions])?)?;
   let s_joined = read_timestamps(raw, get(raw, s, c"timestamps")?)?;
   let s_importance: &[f64] = typed_array(raw, get(raw, s, c"importance")?)?;
-  let s_timestamps =
-    split_n(&s_joined, s_importance.len()).ok_or_else(|| line_break_in(raw, sessions, "sessions", c"timestamp"))?;
+  let s_timestamps = split_n(&s_joined, s_importance.len())
+    .ok_or_else(|| line_break_in(raw, get(raw, s, c"list").unwrap_or(ptr::null_mut()), "sessions", "timestamp"))?;
   let l = checked(raw, call(raw, glue, c"learnings", &[learnings])?)?;
   let l_joined = read_timestamps(raw, get(raw, l, c"lastUsed")?)?;
   let l_used: &[u8] = typed_array(raw, get(raw, l, c"used")?)?;
   let l_importance: &[f64] = typed_array(raw, get(raw, l, c"importance")?)?;
-  let l_last_used =
-    split_n(&l_joined, l_used.len()).ok_or_else(|| line_break_in(raw, learnings, "learnings", c"lastUsed"))?;
+  let l_last_used = split_n(&l_joined, l_used.len())
+    .ok_or_else(|| line_break_in(raw, get(raw, l, c"list").unwrap_or(ptr::null_mut()), "learnings", "lastUsed"))?;
   if s_timestamps.len() != s_importance.len() || l_last_used.len() != l_used.len() || l_used.len() != l_importance.len()
   {
     return Err(napi_failed("glue returned inconsistent lists"));
@@ -295,7 +318,12 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
     .zip(l_importance)
     .map(|((t, used), i)| LearningKey { importance: Some(*i), last_used: (*used == 1).then_some(*t) })
     .collect();
-  let source = JsSource { env: raw, sessions, learnings };
+  let source = JsSource {
+    env: raw,
+    sessions: get(raw, s, c"items")?,
+    learnings: get(raw, l, c"items")?,
+    read: Default::default(),
+  };
   let built = core::build_context_from(&session_keys, &learning_keys, &source, &options)?;
   built_to_js(env, &built)
 }

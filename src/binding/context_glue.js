@@ -16,54 +16,83 @@
   // mismatch and finds the culprit itself. `v - v !== 0` is true for NaN and the infinities,
   // false for every finite number.
 
+  // Caller objects may have getters that throw, or be Proxies (revoked ones throw on every
+  // touch): each list is read inside try/catch, and a throw becomes an ordinary verdict naming
+  // where it happened (`i` and `field` track that without building a string per candidate).
+  // Each candidate object is read once and handed back in `items`, so that the native side
+  // reads its texts from the very object that was checked here.
+  const unreadable = 'readable (a getter or Proxy trap threw)'
+
   function sessions(list) {
-    if (!Array.isArray(list)) return fail('sessions', 'an array')
-    const n = list.length
-    const importance = new Float64Array(n)
-    // join() builds a flat string in one go; a string built with += is a rope of 2n pieces
-    // that costs several ms to flatten when the native side reads it.
-    const timestamps = new Array(n + 1)
-    for (let i = 0; i < n; i++) {
-      const s = list[i]
-      if (typeof s !== 'object' || s === null) return fail(`sessions[${i}]`, 'an object')
-      const t = s.timestamp
-      if (typeof t !== 'string' || t.length > MAX_TIMESTAMP) return fail(`sessions[${i}].timestamp`, 'an RFC 3339 timestamp string')
-      const v = s.importance
-      if (v !== undefined && v !== null) {
-        if (typeof v !== 'number' || v - v !== 0) return fail(`sessions[${i}].importance`, 'a finite number')
-        importance[i] = v
+    let i = -1
+    let field = ''
+    try {
+      if (!Array.isArray(list)) return fail('sessions', 'an array')
+      const n = list.length
+      const importance = new Float64Array(n)
+      const items = new Array(n)
+      // join() builds a flat string in one go; a string built with += is a rope of 2n pieces
+      // that costs several ms to flatten when the native side reads it.
+      const timestamps = new Array(n + 1)
+      for (i = 0; i < n; i++) {
+        field = ''
+        const s = list[i]
+        if (typeof s !== 'object' || s === null) return fail(`sessions[${i}]`, 'an object')
+        field = '.timestamp'
+        const t = s.timestamp
+        if (typeof t !== 'string' || t.length > MAX_TIMESTAMP) return fail(`sessions[${i}].timestamp`, 'an RFC 3339 timestamp string')
+        field = '.importance'
+        const v = s.importance
+        if (v !== undefined && v !== null) {
+          if (typeof v !== 'number' || v - v !== 0) return fail(`sessions[${i}].importance`, 'a finite number')
+          importance[i] = v
+        }
+        timestamps[i] = t
+        items[i] = s
       }
-      timestamps[i] = t
+      timestamps[n] = '' // every timestamp is followed by a line break
+      return { timestamps: timestamps.join('\n'), list: timestamps, importance, items }
+    } catch {
+      return fail(i < 0 ? 'sessions' : `sessions[${i}]${field}`, unreadable)
     }
-    timestamps[n] = '' // every timestamp is followed by a line break
-    return { timestamps: timestamps.join('\n'), importance }
   }
 
   function learnings(list) {
-    if (!Array.isArray(list)) return fail('learnings', 'an array')
-    const n = list.length
-    const importance = new Float64Array(n)
-    const used = new Uint8Array(n)
-    const lastUsed = new Array(n + 1)
-    for (let i = 0; i < n; i++) {
-      const l = list[i]
-      if (typeof l !== 'object' || l === null) return fail(`learnings[${i}]`, 'an object')
-      const v = l.importance
-      if (v !== undefined && v !== null) {
-        if (typeof v !== 'number' || v - v !== 0) return fail(`learnings[${i}].importance`, 'a finite number')
-        importance[i] = v
+    let i = -1
+    let field = ''
+    try {
+      if (!Array.isArray(list)) return fail('learnings', 'an array')
+      const n = list.length
+      const importance = new Float64Array(n)
+      const used = new Uint8Array(n)
+      const items = new Array(n)
+      const lastUsed = new Array(n + 1)
+      for (i = 0; i < n; i++) {
+        field = ''
+        const l = list[i]
+        if (typeof l !== 'object' || l === null) return fail(`learnings[${i}]`, 'an object')
+        field = '.importance'
+        const v = l.importance
+        if (v !== undefined && v !== null) {
+          if (typeof v !== 'number' || v - v !== 0) return fail(`learnings[${i}].importance`, 'a finite number')
+          importance[i] = v
+        }
+        field = '.lastUsed'
+        const t = l.lastUsed
+        if (t === undefined || t === null) {
+          lastUsed[i] = ''
+        } else {
+          if (typeof t !== 'string' || t.length > MAX_TIMESTAMP) return fail(`learnings[${i}].lastUsed`, 'an RFC 3339 timestamp string')
+          lastUsed[i] = t
+          used[i] = 1
+        }
+        items[i] = l
       }
-      const t = l.lastUsed
-      if (t === undefined || t === null) {
-        lastUsed[i] = ''
-      } else {
-        if (typeof t !== 'string' || t.length > MAX_TIMESTAMP) return fail(`learnings[${i}].lastUsed`, 'an RFC 3339 timestamp string')
-        lastUsed[i] = t
-        used[i] = 1
-      }
+      lastUsed[n] = ''
+      return { lastUsed: lastUsed.join('\n'), list: lastUsed, used, importance, items }
+    } catch {
+      return fail(i < 0 ? 'learnings' : `learnings[${i}]${field}`, unreadable)
     }
-    lastUsed[n] = ''
-    return { lastUsed: lastUsed.join('\n'), used, importance }
   }
 
   function result(text, tokens, limit, kinds, names, included, dropped) {

@@ -1,5 +1,11 @@
 //! `writeFileAtomic` / `writeFileAtomicSync`, and the generic async task used by every
 //! promise-returning function that runs on the libuv thread pool.
+//!
+//! A function that returns a promise never throws: its arguments are read and checked on the
+//! JS thread before the task exists, and when that fails the promise rejects with the coded
+//! error (as every other failure does), with any exception a getter or Proxy left pending
+//! discarded. So a caller has one error path (`.catch`/`await`), and there is never a thrown
+//! error beside a rejected promise.
 
 use std::path::PathBuf;
 
@@ -22,6 +28,23 @@ pub struct CoreTask<T> {
 impl<T> CoreTask<T> {
   pub fn new(job: impl FnOnce() -> crate::Result<T> + Send + 'static) -> Self {
     CoreTask { job: Some(Box::new(job)), failure: None }
+  }
+
+  /// The promise of an export: `job(args)` on the thread pool once `args` (read on the JS thread
+  /// before this) were read, or a rejection with their error.
+  pub fn after<A: Send + 'static>(
+    env: &Env,
+    args: crate::Result<A>,
+    job: impl FnOnce(A) -> crate::Result<T> + Send + 'static,
+  ) -> AsyncTask<Self>
+  where
+    Self: Task,
+  {
+    super::clear_pending_exception(env.raw());
+    AsyncTask::new(match args {
+      Ok(args) => CoreTask::new(move || job(args)),
+      Err(e) => CoreTask::new(move || Err(e)),
+    })
   }
 }
 
@@ -86,11 +109,8 @@ pub fn write_file_atomic(
   data: Unknown,
   options: Option<Unknown>,
 ) -> napi::Result<AsyncTask<CoreTask<()>>> {
-  let _ = env;
-  // Bad arguments reject the promise like any other failure, instead of throwing synchronously.
-  Ok(AsyncTask::new(match guard(|| parse_write_args(path, data, options)) {
-    Ok((path, data, mode)) => CoreTask::new(move || crate::fsutil::write_file_atomic(&path, &data, mode)),
-    Err(e) => CoreTask::new(move || Err(e)),
+  Ok(CoreTask::after(&env, guard(|| parse_write_args(path, data, options)), |(path, data, mode)| {
+    crate::fsutil::write_file_atomic(&path, &data, mode)
   }))
 }
 

@@ -6,7 +6,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::args::{self, optional_f64, optional_string_array, required_object, wrong};
+use super::args::{self, optional_f64, required_object, wrong};
 use super::{guard, to_napi};
 use crate::error::Result;
 use crate::gates::{self as core, Candidate, GateConfig};
@@ -124,27 +124,29 @@ pub(crate) fn parse_gate_overrides(o: &Object) -> Result<GateOverrides> {
 }
 
 fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
+  // A candidate is only evaluated, never stored: its text is read with a lone surrogate as
+  // U+FFFD (`capture`, which stores, refuses one).
   let c = required_object(candidate, "candidate")?;
   let timestamp_ms =
-    args::optional_string(&c, "timestamp")?.map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp")).transpose()?;
+    args::optional_text(&c, "timestamp")?.map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp")).transpose()?;
   let candidate = Candidate {
-    content: args::optional_string(&c, "content")?.ok_or_else(|| wrong("content", "a string"))?,
-    memory_type: args::optional_string(&c, "type")?,
+    content: args::optional_text(&c, "content")?.ok_or_else(|| wrong("content", "a string"))?,
+    memory_type: args::optional_text(&c, "type")?,
     confidence: optional_f64(&c, "confidence")?,
     timestamp_ms,
-    session_id: args::optional_string(&c, "sessionId")?,
-    tags: optional_string_array(&c, "tags")?.unwrap_or_default(),
+    session_id: args::optional_text(&c, "sessionId")?,
+    tags: args::optional_text_array(&c, "tags")?.unwrap_or_default(),
   };
   candidate.validate()?;
   let (mut config, mut known, mut now) = (GateConfig::default(), HashSet::new(), crate::timestamp::now_ms());
   if let Some(o) = args::optional_object(options, "options")? {
     config = parse_gate_overrides(&o)?.apply(config);
-    known = optional_string_array(&o, "knownHashes")?
+    known = args::optional_text_array(&o, "knownHashes")?
       .unwrap_or_default()
       .into_iter()
       .map(|h| h.to_ascii_lowercase())
       .collect();
-    if let Some(t) = args::optional_string(&o, "now")? {
+    if let Some(t) = args::optional_text(&o, "now")? {
       now = crate::timestamp::parse_rfc3339_ms(&t, "now")?;
     }
   }
@@ -170,7 +172,7 @@ pub fn evaluate_gates(env: Env, candidate: Unknown, options: Option<Unknown>) ->
 
 /// The key of the `duplicate` gate and the id of a stored memory: full sha256 (hex) of the content
 /// lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
-#[napi]
-pub fn content_hash(content: String) -> String {
-  core::content_hash(&content)
+#[napi(ts_args_type = "content: string")]
+pub fn content_hash(env: Env, content: Unknown) -> napi::Result<String> {
+  to_napi(&env, guard(|| Ok(core::content_hash(&args::text(content, "content")?))))
 }

@@ -21,10 +21,12 @@ export interface LoaError extends Error {
   line?: number
 }
 
-// Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`.
-// Mirrors the serde output of `src/config.rs` exactly (checked by its unit tests): keep the two in
-// sync. The YAML file `.loa.config.yaml` uses the snake_case spelling of the same keys
-// (`attention_budget.context_window_tokens` is `attentionBudget.contextWindowTokens`).
+// Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
+// TypeScript declaration of these shapes. The Rust types (`Config` in `src/config.rs` and the
+// section types the parts own) serialize to exactly this, which a unit test of `src/config.rs`
+// checks against this text: keep the two in sync. The YAML file `.loa.config.yaml` uses the
+// snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
+// `attentionBudget.contextWindowTokens`).
 // Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
 // (except `recovery.mountDir`, which may be absolute).
 
@@ -259,7 +261,7 @@ export interface SessionContinuityConfig {
   tieredRecovery: boolean;
   /** Token budget of level 1 (Session Continuity section only). Default 100. */
   level1Tokens: number;
-  /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500. */
+  /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500 (or `level1Tokens` if more). */
   level2Tokens: number;
 }
 
@@ -269,7 +271,7 @@ export interface TrajectoryConfig {
   dir: string;
   /** Days a trajectory file stays live before archival. Default 30. */
   retentionDays: number;
-  /** Days an archived file is kept; at least `retentionDays`. Default 365. */
+  /** Days an archived file is kept; at least `retentionDays`. Default 365 (or `retentionDays` if more). */
   archiveDays: number;
   /** gzip level (0-9) of archived files. Default 6. */
   compressionLevel: number;
@@ -297,7 +299,10 @@ export interface IdentityConfig {
 export interface SigningConfig {
   /** Signed manifest of state files. Default `<grimoiresDir>/manifest.json`. */
   manifestPath: string;
-  /** Directory of the key ring (active and retired public keys). Default `.loa/keys`. */
+  /**
+   * Directory of the key ring (active and retired keys), relative to the workspace. Default
+   * `.loa/keys`. The `loa` CLI and the plugin open the key ring here.
+   */
   keysDir: string;
   /** Days after which the signing key is rotated. Default 90. */
   rotationDays: number;
@@ -355,7 +360,10 @@ export interface PersistenceConfig {
 export interface LoadedConfig {
   /** The resolved configuration. */
   config: LoaConfig;
-  /** Unknown keys, keys set under two spellings, deprecated spellings. Empty when the file is absent or clean. */
+  /**
+   * Keys set under two spellings, deprecated spellings, then unknown keys, each named by its
+   * dotted path (`wal.compresion`). Empty when the file is absent or clean.
+   */
   warnings: string[];
   /** Path of the file that was read (`<workspace>/.loa.config.yaml`), or `null` when there was none (all defaults). */
   source: string | null;

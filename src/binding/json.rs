@@ -14,6 +14,11 @@
 //!   elements and holes), functions, symbols, BigInt (convert to a string or a number first),
 //!   strings with lone surrogates, class instances, `Date`, `Map`, `Set`, Buffers and typed
 //!   arrays, `toJSON` is never called; cycles and nesting deeper than 100 levels.
+//!
+//! The value is the caller's and may be hostile: a getter or Proxy trap that throws is
+//! `E_INVALID_ARGUMENT` naming where (its exception discarded), each member is read once, and a
+//! member name appears in a message only when it is a plain name (a key may be a token): any
+//! other is named by its position, `meta.<key #3>`.
 
 use std::ptr;
 
@@ -22,13 +27,15 @@ use napi::{sys, Env, JsValue, Unknown};
 use napi_derive::napi;
 use serde_json::{Map, Number, Value};
 
+use super::strings::{self, Surrogates};
 use super::{guard, to_napi};
 use crate::error::{LoaError, Result};
 use crate::jcs;
 
 /// One step of the path to a value, for error messages only.
 enum Step {
-  Key(String),
+  /// A member: its name and its position among the object's own enumerable string keys.
+  Key(String, u32),
   Index(u32),
 }
 
@@ -37,11 +44,12 @@ struct Reader {
   object_prototype: sys::napi_value,
   path: Vec<Step>,
   name: &'static str,
-  utf16: Vec<u16>,
-  /// Where short strings are read (one allocation per call, not per string).
-  scratch: Box<[u8; 512]>,
+  /// Where strings are read (one allocation per call, not per string).
+  buf: Vec<u8>,
   /// When set, the top-level object's members are kept here with their JS values.
   keep_members: Option<Vec<(String, sys::napi_value)>>,
+  /// Whether objects must be plain (see [`from_js`]); see [`from_js_data`] for the exception.
+  plain_only: bool,
 }
 
 fn status(code: sys::napi_status, what: &str) -> Result<()> {
@@ -67,13 +75,17 @@ impl Reader {
         object_prototype: prototype,
         path: Vec::new(),
         name,
-        utf16: Vec::new(),
-        scratch: Box::new([0u8; 512]),
+        buf: Vec::new(),
         keep_members: None,
+        plain_only: true,
       })
     }
   }
 
+  /// Where the reader is, e.g. `value.files[3].size`. A member is named by its name only when
+  /// that is a plain name (`crate::error::is_plain_name`); any other name, which may be caller
+  /// data (a token used as a key), is named by position: `meta.<key #3>` is the third of
+  /// `Object.keys(meta)`.
   fn where_(&self) -> String {
     let mut out = self.name.to_string();
     // A cycle's path is as long as the depth limit: show its start and end only.
@@ -83,21 +95,14 @@ impl Reader {
       self.path.iter().map(Some).collect()
     };
     for step in shown {
-      let Some(step) = step else {
-        out.push('…');
-        continue;
-      };
       match step {
-        Step::Key(k)
-          if !k.is_empty()
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-            && !k.starts_with(|c: char| c.is_ascii_digit()) =>
-        {
+        None => out.push('…'),
+        Some(Step::Key(k, _)) if crate::error::is_plain_name(k) && !k.starts_with(|c: char| c.is_ascii_digit()) => {
           out.push('.');
           out.push_str(k);
         }
-        Step::Key(k) => out.push_str(&format!("[{k:?}]")),
-        Step::Index(i) => out.push_str(&format!("[{i}]")),
+        Some(Step::Key(_, i)) => out.push_str(&format!(".<key #{}>", i + 1)),
+        Some(Step::Index(i)) => out.push_str(&format!("[{i}]")),
       }
     }
     out
@@ -107,60 +112,33 @@ impl Reader {
     Err(LoaError::InvalidArgument(format!("`{}` is not JSON: {what}", self.where_())))
   }
 
+  /// An N-API call on the caller's value: one that failed because caller code threw (a getter,
+  /// a Proxy trap, a revoked Proxy) is `E_INVALID_ARGUMENT` naming where, with the exception
+  /// discarded (see `super::clear_pending_exception`).
+  fn call(&self, code: sys::napi_status, what: &str) -> Result<()> {
+    if code != sys::Status::napi_ok && super::clear_pending_exception(self.env) {
+      return Err(LoaError::InvalidArgument(format!(
+        "`{}` could not be read (a getter or Proxy trap threw)",
+        self.where_()
+      )));
+    }
+    status(code, what)
+  }
+
   fn type_of(&self, value: sys::napi_value) -> Result<sys::napi_valuetype> {
     let mut t = 0;
     status(unsafe { sys::napi_typeof(self.env, value, &mut t) }, "typeof")?;
     Ok(t)
   }
 
+  /// A string, refused when it holds a lone surrogate (it is not Unicode).
   fn string(&mut self, value: sys::napi_value) -> Result<String> {
-    // UTF-8 straight from V8, in one call for the usual short string. V8 writes a lone
-    // surrogate as U+FFFD, so a result holding U+FFFD is read again as UTF-16 to tell a real
-    // U+FFFD from a lone surrogate (which is refused: it is not Unicode).
-    const SHORT: usize = 512;
-    let mut written = 0usize;
-    let mut long: Vec<u8>;
-    let bytes: &[u8] = unsafe {
-      status(
-        sys::napi_get_value_string_utf8(self.env, value, self.scratch.as_mut_ptr().cast(), SHORT, &mut written),
-        "string",
-      )?;
-      if written + 4 >= SHORT {
-        // Possibly cut short (V8 never splits a character, so a full buffer can end early).
-        let mut len = 0usize;
-        status(sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
-        long = vec![0u8; len + 1];
-        status(
-          sys::napi_get_value_string_utf8(self.env, value, long.as_mut_ptr().cast(), len + 1, &mut written),
-          "string",
-        )?;
-        &long[..written]
-      } else {
-        &self.scratch[..written]
-      }
-    };
-    if bytes.contains(&0xef) && bytes.windows(3).any(|w| w == [0xef, 0xbf, 0xbd]) {
-      return self.string_utf16(value);
-    }
-    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| LoaError::Internal("V8 returned invalid UTF-8".into()))
-  }
-
-  fn string_utf16(&mut self, value: sys::napi_value) -> Result<String> {
-    let mut len = 0usize;
-    let mut written = 0usize;
-    unsafe {
-      status(sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut len), "string length")?;
-      self.utf16.clear();
-      self.utf16.resize(len + 1, 0);
-      status(
-        sys::napi_get_value_string_utf16(self.env, value, self.utf16.as_mut_ptr(), len + 1, &mut written),
-        "string",
-      )?;
-    }
-    match String::from_utf16(&self.utf16[..written]) {
-      Ok(s) => Ok(s),
-      Err(_) => self.refuse("a string with a lone surrogate (not valid Unicode)"),
-    }
+    let mut buf = std::mem::take(&mut self.buf);
+    // SAFETY: on the JS thread with its env; `value` is a string.
+    let read = unsafe { strings::read_into(self.env, value, &mut buf, Surrogates::Refuse, &|| self.where_()) }
+      .map(str::to_owned);
+    self.buf = buf;
+    read
   }
 
   /// Reads `value`; `None` for an `undefined` the caller may drop (object members only).
@@ -204,8 +182,8 @@ impl Reader {
       let mut items = Vec::with_capacity(len as usize);
       for i in 0..len {
         let mut item = ptr::null_mut();
-        status(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "element")?;
         self.path.push(Step::Index(i));
+        self.call(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "element")?;
         match self.read(item, depth + 1)? {
           Some(v) => items.push(v),
           None => return self.refuse("undefined (or a hole) in an array"),
@@ -215,13 +193,13 @@ impl Reader {
       return Ok(Value::Array(items));
     }
     let mut prototype = ptr::null_mut();
-    status(unsafe { sys::napi_get_prototype(env, value, &mut prototype) }, "prototype")?;
+    self.call(unsafe { sys::napi_get_prototype(env, value, &mut prototype) }, "prototype")?;
     let plain = self.type_of(prototype)? == sys::ValueType::napi_null || {
       let mut same = false;
       status(unsafe { sys::napi_strict_equals(env, prototype, self.object_prototype, &mut same) }, "prototype check")?;
       same
     };
-    if !plain {
+    if !plain && self.plain_only {
       let mut is_date = false;
       let mut is_buffer = false;
       let mut is_typed = false;
@@ -239,7 +217,7 @@ impl Reader {
       });
     }
     let mut names = ptr::null_mut();
-    status(
+    self.call(
       unsafe {
         sys::napi_get_all_property_names(
           env,
@@ -258,12 +236,14 @@ impl Reader {
     for i in 0..count {
       let mut key = ptr::null_mut();
       status(unsafe { sys::napi_get_element(env, names, i, &mut key) }, "property name")?;
+      self.path.push(Step::Key(String::new(), i));
       let name = self.string(key)?;
+      self.path.pop();
       let mut member = ptr::null_mut();
-      status(unsafe { sys::napi_get_property(env, value, key, &mut member) }, "property")?;
-      self.path.push(Step::Key(name));
+      self.path.push(Step::Key(name, i));
+      self.call(unsafe { sys::napi_get_property(env, value, key, &mut member) }, "property")?;
       let read = self.read(member, depth + 1)?;
-      let Some(Step::Key(name)) = self.path.pop() else { unreachable!() };
+      let Some(Step::Key(name, _)) = self.path.pop() else { unreachable!() };
       if let Some(v) = read {
         if depth == 0 {
           if let Some(kept) = self.keep_members.as_mut() {
@@ -292,6 +272,19 @@ fn number(f: f64) -> Number {
 /// Reads a JS value as JSON. `name` is the argument's name in error messages.
 pub fn from_js(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
   let mut reader = Reader::new(env, name)?;
+  match reader.read(value.raw(), 0)? {
+    Some(v) => Ok(v),
+    None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),
+  }
+}
+
+/// [`from_js`] for plain data that is not hashed or signed (options and items of a planning
+/// function): an object of any class counts as its own enumerable properties, as napi-rs's serde
+/// conversion, which this replaces, read it. Everything else is as strict (depth, cycles,
+/// getters and Proxies that throw, lone surrogates).
+pub fn from_js_data(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
+  let mut reader = Reader::new(env, name)?;
+  reader.plain_only = false;
   match reader.read(value.raw(), 0)? {
     Some(v) => Ok(v),
     None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),

@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use super::args::{field, optional_f64, optional_string_array, required_object};
 use super::fs::CoreTask;
-use super::gates::{gate_result_to_js, parse_gate_overrides, GateResult};
+use super::gates::{gate_result_to_js, parse_gate_overrides, GateResult, MemoryType};
 use super::{args, guard, to_napi};
 use crate::error::{LoaError, Result};
 use crate::memory as core;
@@ -158,8 +158,8 @@ pub struct SessionEntry {
 #[napi(object)]
 pub struct Learning {
   pub id: String,
-  #[napi(js_name = "type", ts_type = "MemoryType")]
-  pub memory_type: String,
+  #[napi(js_name = "type")]
+  pub memory_type: MemoryType,
   pub content: String,
   /// The gate score (0..1); instructions rank high.
   pub importance: f64,
@@ -220,8 +220,7 @@ fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
     .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
     .transpose()?;
   Ok(core::Entry {
-    memory_type: args::optional_string(&e, "type")?
-      .ok_or_else(|| LoaError::InvalidArgument("`type` must be a string".into()))?,
+    kind: memory_kind(args::field(&e, "type")?)?,
     content: args::optional_string(&e, "content")?
       .ok_or_else(|| LoaError::InvalidArgument("`content` must be a string".into()))?,
     agent_id: args::optional_string(&e, "agentId")?,
@@ -230,6 +229,46 @@ fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
     timestamp: args::optional_string(&e, "timestamp")?,
     metadata,
   })
+}
+
+impl From<MemoryType> for core::MemoryKind {
+  fn from(kind: MemoryType) -> core::MemoryKind {
+    match kind {
+      MemoryType::interaction => core::MemoryKind::Interaction,
+      MemoryType::decision => core::MemoryKind::Decision,
+      MemoryType::learning => core::MemoryKind::Learning,
+      MemoryType::error => core::MemoryKind::Error,
+      MemoryType::milestone => core::MemoryKind::Milestone,
+    }
+  }
+}
+
+/// The `type` of an entry: one of the `MemoryType` strings, else `E_INVALID_ARGUMENT` (the
+/// message never repeats the value, which is caller data).
+fn memory_kind(value: Option<Unknown>) -> Result<core::MemoryKind> {
+  let wrong = || {
+    LoaError::InvalidArgument(
+      "`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'".into(),
+    )
+  };
+  let value = value.ok_or_else(wrong)?;
+  // SAFETY: `value` is a live handle of the current call's scope, read by napi's own
+  // conversion of the string enum, which checks its type first.
+  unsafe { MemoryType::from_napi_value(value.value().env, value.raw()) }
+    .map(core::MemoryKind::from)
+    .map_err(|_| wrong())
+}
+
+impl From<core::MemoryKind> for MemoryType {
+  fn from(kind: core::MemoryKind) -> MemoryType {
+    match kind {
+      core::MemoryKind::Interaction => MemoryType::interaction,
+      core::MemoryKind::Decision => MemoryType::decision,
+      core::MemoryKind::Learning => MemoryType::learning,
+      core::MemoryKind::Error => MemoryType::error,
+      core::MemoryKind::Milestone => MemoryType::milestone,
+    }
+  }
 }
 
 fn capture_to_js(c: core::CaptureOutcome) -> CaptureResult {
@@ -304,12 +343,9 @@ impl MemoryStore {
 
   /// Same as `open`, without blocking the event loop while waiting for the session lock.
   #[napi(ts_args_type = "options: MemoryStoreOptions", ts_return_type = "Promise<MemoryStore>")]
-  pub fn open_async(options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
-    AsyncTask::new(match guard(|| parse_options(options)) {
-      Ok(options) => {
-        CoreTask::new(move || core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) }))
-      }
-      Err(e) => CoreTask::new(move || Err(e)),
+  pub fn open_async(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
+    CoreTask::after(&env, guard(|| parse_options(options)), |options| {
+      core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })
     })
   }
 
@@ -322,10 +358,7 @@ impl MemoryStore {
   #[napi(ts_args_type = "entry: MemoryEntry", ts_return_type = "Promise<CaptureResult>")]
   pub fn capture(&self, env: Env, entry: Unknown) -> AsyncTask<CoreTask<CaptureResult>> {
     let inner = Arc::clone(&self.inner);
-    AsyncTask::new(match guard(|| parse_entry(&env, entry)) {
-      Ok(entry) => CoreTask::new(move || inner.capture(entry).map(capture_to_js)),
-      Err(e) => CoreTask::new(move || Err(e)),
-    })
+    CoreTask::after(&env, guard(|| parse_entry(&env, entry)), move |entry| inner.capture(entry).map(capture_to_js))
   }
 
   /// Synchronous twin of `capture`: blocks until the memory is durable.
@@ -378,9 +411,9 @@ impl MemoryStore {
           started_at: s.started_at,
           last_active_at: s.last_active_at,
           memories: s.memories as u32,
-          types: s.types.into_iter().map(|(k, v)| (k, v as u32)).collect(),
+          types: s.kinds.into_iter().map(|(k, v)| (k.as_str().to_string(), v as u32)).collect(),
           latest: s.latest,
-          source: s.source,
+          source: s.source.as_str().to_string(),
         })
         .collect(),
     )
@@ -396,7 +429,7 @@ impl MemoryStore {
         .into_iter()
         .map(|l| Learning {
           id: l.id,
-          memory_type: l.memory_type,
+          memory_type: l.kind.into(),
           content: l.content,
           importance: l.importance,
           confidence: l.confidence,
@@ -432,10 +465,9 @@ impl MemoryStore {
 /// `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
 /// nothing, such as `loa consolidate`).
 #[napi(ts_args_type = "options: MemoryWorkspaceOptions", ts_return_type = "Promise<MemoryConsolidation>")]
-pub fn consolidate_memory(options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
-  AsyncTask::new(match guard(|| parse_workspace_options(options)) {
-    Ok(options) => CoreTask::new(move || core::consolidate_workspace(&options).map(consolidation_to_js)),
-    Err(e) => CoreTask::new(move || Err(e)),
+pub fn consolidate_memory(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
+  CoreTask::after(&env, guard(|| parse_workspace_options(options)), |options| {
+    core::consolidate_workspace(&options).map(consolidation_to_js)
   })
 }
 

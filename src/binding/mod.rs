@@ -19,6 +19,7 @@ mod audit;
 mod compaction;
 mod config;
 mod context;
+mod dead_letter;
 mod fs;
 mod gates;
 mod glue;
@@ -28,6 +29,7 @@ mod promises;
 mod redact;
 mod sign;
 mod strings;
+mod testing;
 mod tokens;
 mod wal;
 
@@ -54,9 +56,29 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T>
   }
 }
 
+/// Discards a JavaScript exception left pending by caller code that ran while we read an
+/// argument (a getter, a Proxy trap, a glue helper walking the caller's objects), and says
+/// whether there was one. Left pending, it would be thrown beside our coded error, or instead of
+/// it; its message is caller data, never repeated.
+pub(crate) fn clear_pending_exception(env: napi::sys::napi_env) -> bool {
+  let mut pending = false;
+  // SAFETY: on the JS thread with its env; both calls only look at the env's exception slot.
+  unsafe {
+    if napi::sys::napi_is_exception_pending(env, &mut pending) != napi::sys::Status::napi_ok || !pending {
+      return false;
+    }
+    let mut exception = std::ptr::null_mut();
+    napi::sys::napi_get_and_clear_last_exception(env, &mut exception);
+  }
+  true
+}
+
 /// Builds the JS `Error` for `err`: `message`, stable `code`, and structured fields that help a
-/// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread.
+/// program react (`osError`, `segment`, `offset`, `key`). Must run on the JS thread. A pending
+/// exception is discarded first (see [`clear_pending_exception`]): the coded error is the one
+/// thrown.
 pub(crate) fn js_error(env: &Env, err: &LoaError) -> napi::Error {
+  clear_pending_exception(env.raw());
   match build_js_error(env, err) {
     Ok(object) => napi::Error::from(object.to_unknown()),
     // Creating an object failed (the environment is shutting down): nothing better to give.
@@ -97,48 +119,17 @@ pub(crate) fn to_napi<T>(env: &Env, result: crate::Result<T>) -> napi::Result<T>
   result.map_err(|e| js_error(env, &e))
 }
 
-/// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
-#[napi(string_enum)]
-#[allow(non_camel_case_types)]
-pub enum LoaErrorCode {
-  /// Another writer holds the WAL session (or consolidation) lock past `lockTimeoutMs`.
-  E_WAL_LOCKED,
-  /// A WAL segment is damaged somewhere other than its torn tail; `segment` and `offset` say where.
-  E_WAL_CORRUPT,
-  /// The Wal was closed, or stopped after a failed fsync; open it again.
-  E_WAL_CLOSED,
-  /// The operating system refused a read, write, fsync or rename; `osError` names the cause.
-  E_IO,
-  /// An argument has the wrong type or an unacceptable value.
-  E_INVALID_ARGUMENT,
-  /// A record or file is over a documented size limit.
-  E_TOO_LARGE,
-  /// A path is absolute, contains `..`, or resolves outside its root through a symlink.
-  E_PATH_OUTSIDE_ROOT,
-  /// `.loa.config.yaml` holds an invalid value; `key` names it.
-  E_CONFIG_INVALID,
-  /// A state file kept by the library cannot be read (`path` names it). It is never read as empty
-  /// nor overwritten: left untouched, or moved aside to `<name>.corrupt-<timestamp>`.
-  E_STATE_CORRUPT,
-  /// A bug in `@loa/core` (a caught panic). The process keeps running.
-  E_INTERNAL,
-  /// A signature, MAC or chained hash that must verify before going on does not (e.g. the newest
-  /// audit entry under the given `hmacKey`).
-  E_SIGNATURE_INVALID,
-  /// No key with that id in the key ring, or no active signing key.
-  E_KEY_NOT_FOUND,
-  /// `KeyRing.generate` when an active key exists (use `rotate`).
-  E_KEY_EXISTS,
-  /// A private key (file or `LOA_SIGNING_KEY`) is malformed or does not match its public key.
-  E_KEY_INVALID,
-  /// An audit segment is damaged where an append must continue the chain; `segment` and `line`
-  /// say where.
-  E_AUDIT_CORRUPT,
-  /// A symlink, FIFO, device, socket or directory sits where the library keeps a regular file
-  /// of its own (`path` names it, `kind` says what it is). It is never opened, read, truncated or
-  /// written through.
-  E_NOT_REGULAR_FILE,
+macro_rules! js_error_codes {
+  ($($code:ident => $doc:literal,)*) => {
+    /// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
+    #[napi(string_enum)]
+    #[allow(non_camel_case_types)]
+    pub enum LoaErrorCode {
+      $(#[doc = $doc] $code,)*
+    }
+  };
 }
+crate::error::error_code_table!(js_error_codes);
 
 /// The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin).
 #[napi(ts_return_type = "LoaErrorCode[]")]
@@ -156,26 +147,20 @@ pub fn loa_error_codes() -> Vec<&'static str> {
 /// }
 /// ```
 #[napi(ts_args_type = "err: unknown", ts_return_type = "err is LoaError")]
-pub fn is_loa_error(err: Unknown) -> napi::Result<bool> {
-  if err.get_type()? != ValueType::Object || !err.is_error()? {
-    return Ok(false);
-  }
-  let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
-  let code: Unknown = object.get_named_property("code")?;
-  if code.get_type()? != ValueType::String {
-    return Ok(false);
-  }
-  let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
-  Ok(ERROR_CODES.contains(&code.as_str()))
-}
-
-/// For the test suite only: panics inside the library, synchronously (`'sync'`) or on a worker
-/// thread behind a promise (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never
-/// aborts Node.
-#[napi(js_name = "__panicForTesting", ts_args_type = "mode: 'sync' | 'async'", ts_return_type = "Promise<void> | void")]
-pub fn panic_for_testing(env: Env, mode: String) -> napi::Result<Option<AsyncTask<fs::CoreTask<()>>>> {
-  match mode.as_str() {
-    "async" => Ok(Some(AsyncTask::new(fs::CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
-    _ => to_napi(&env, guard(|| -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") })),
-  }
+pub fn is_loa_error(env: Env, err: Unknown) -> bool {
+  // Never throws: a `code` getter that throws, or a Proxy, is simply not one of ours.
+  let answer = (|| -> napi::Result<bool> {
+    if err.get_type()? != ValueType::Object || !err.is_error()? {
+      return Ok(false);
+    }
+    let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
+    let code: Unknown = object.get_named_property("code")?;
+    if code.get_type()? != ValueType::String {
+      return Ok(false);
+    }
+    let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
+    Ok(ERROR_CODES.contains(&code.as_str()))
+  })();
+  clear_pending_exception(env.raw());
+  answer.unwrap_or(false)
 }

@@ -59,20 +59,11 @@ pub struct Redaction {
   pub blocked: bool,
 }
 
-/// A provider token pattern, for comparing engines.
-#[napi(object)]
-pub struct RedactionPattern {
-  pub kind: String,
-  /// Regular expression source, valid in JavaScript and Rust.
-  pub source: String,
-  /// `RegExp` flags: `'g'` or `'gi'`.
-  pub flags: String,
-}
-
 fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions> {
   let mut out = core::RedactOptions::default();
   if let Some(o) = args::optional_object(options, "options")? {
-    out.allowlist = args::optional_string_array(&o, "allowlist")?.unwrap_or_default();
+    // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
+    out.allowlist = args::optional_text_array(&o, "allowlist")?.unwrap_or_default();
     out.key = args::optional_bytes(&o, "key")?;
     if out.key.as_ref().is_some_and(|k| k.is_empty()) {
       return crate::error::invalid("`key` must not be empty");
@@ -308,15 +299,17 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
   let raw = to_napi(
     env,
     guard(|| {
+      if text.get_type().ok() != Some(napi::ValueType::String) {
+        return Err(crate::LoaError::InvalidArgument("`text` must be a string".into()));
+      }
+      // Options first: their getters may call `redact` themselves, which must not find the
+      // buffers borrowed.
+      let options = parse_options(options)?;
       BUFFERS.with(|cell| {
         let mut buffers = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
         let Buffers { input, output } = &mut *buffers;
-        if text.get_type().ok() != Some(napi::ValueType::String) {
-          return Err(crate::LoaError::InvalidArgument("`text` must be a string".into()));
-        }
         // SAFETY: called on the JS thread with its env; `text` is a string.
         let input_text = unsafe { strings::read_whole_into(env.raw(), text.raw(), input, "text")? };
-        let options = parse_options(options)?;
         let r = core::redact_into(input_text, &options, output);
         let packed = pack(r.findings.iter().map(|f| (f.kind, f.method, f.start, f.end, &f.fingerprint[..])))?;
         // An ASCII input gives an ASCII output (placeholders are ASCII).
@@ -356,12 +349,9 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
 
 /// `redact` on the libuv thread pool, for large texts: the event loop keeps running.
 #[napi(ts_args_type = "text: string, options?: RedactOptions", ts_return_type = "Promise<Redaction>")]
-pub fn redact_async(text: Unknown, options: Option<Unknown>) -> napi::Result<AsyncTask<CoreTask<FastRedaction>>> {
-  // Bad arguments reject the promise like any other failure, instead of throwing synchronously.
-  Ok(AsyncTask::new(match guard(|| Ok((args::string(text, "text")?, parse_options(options)?))) {
-    Ok((text, options)) => CoreTask::new(move || Ok(FastRedaction(core::redact(&text, &options)))),
-    Err(e) => CoreTask::new(move || Err(e)),
-  }))
+pub fn redact_async(env: Env, text: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<FastRedaction>> {
+  let args = guard(|| Ok((args::text(text, "text")?, parse_options(options)?)));
+  CoreTask::after(&env, args, |(text, options)| Ok(FastRedaction(core::redact(&text, &options))))
 }
 
 /// `redact` for many texts with the same options, in one call (saves a crossing of the
@@ -371,7 +361,7 @@ pub fn redact_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi:
   to_napi(
     &env,
     guard(|| {
-      let texts = args::string_array(texts, "texts")?;
+      let texts = args::text_array(texts, "texts")?;
       let options = parse_options(options)?;
       Ok(core::redact_batch(&texts, &options).into_iter().map(FastRedaction).collect())
     }),
@@ -382,18 +372,4 @@ pub fn redact_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi:
 #[napi]
 pub fn redaction_kinds() -> Vec<&'static str> {
   core::KINDS.to_vec()
-}
-
-/// For the benchmark: the provider token patterns, to run the same list with JavaScript
-/// `RegExp`.
-#[napi(js_name = "__redactionPatterns")]
-pub fn redaction_patterns() -> Vec<RedactionPattern> {
-  core::token_patterns()
-    .into_iter()
-    .map(|(kind, source, ci)| RedactionPattern {
-      kind: kind.into(),
-      source: source.into(),
-      flags: if ci { "gi" } else { "g" }.into(),
-    })
-    .collect()
 }

@@ -132,6 +132,17 @@ fn parse_policy(options: Option<Unknown>) -> Result<(KeyPolicy, bool)> {
   Ok((policy, use_env))
 }
 
+/// A key id argument. Ids are 32 lower-case hex characters (derived from the public key); any
+/// other string names no key, and is answered `E_KEY_NOT_FOUND` here so that it never reaches a
+/// message (it may be anything the caller holds, a secret included).
+fn key_id_arg(value: Unknown) -> Result<String> {
+  let id = args::string(value, "keyId")?;
+  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
+  }
+  Ok(id)
+}
+
 #[napi]
 impl KeyRing {
   /// Opens the key ring in `dir` (e.g. `.loa/keys`). Creates nothing until a key is generated,
@@ -173,7 +184,7 @@ impl KeyRing {
   /// its private key file is deleted. `E_KEY_NOT_FOUND` for an unknown id.
   #[napi(ts_args_type = "keyId: string, reason: string")]
   pub fn revoke(&self, env: Env, key_id: Unknown, reason: Unknown) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.inner.revoke(&args::string(key_id, "keyId")?, &args::string(reason, "reason")?)))
+    to_napi(&env, guard(|| self.inner.revoke(&key_id_arg(key_id)?, &args::string(reason, "reason")?)))
   }
 
   /// Every key: `LOA_SIGNING_KEY`'s first, then the ring's, newest first.
@@ -193,7 +204,7 @@ impl KeyRing {
   /// private key leaves the library; treat the result as a secret.
   #[napi(ts_args_type = "keyId: string")]
   pub fn export_private_key(&self, env: Env, key_id: Unknown) -> napi::Result<String> {
-    to_napi(&env, guard(|| self.inner.export_private_key(&args::string(key_id, "keyId")?).map(|s| s.to_string())))
+    to_napi(&env, guard(|| self.inner.export_private_key(&key_id_arg(key_id)?).map(|s| s.to_string())))
   }
 }
 
@@ -224,6 +235,22 @@ pub struct CreateManifestOptions {
   /// An exception thrown by it stops hashing and is rethrown.
   #[napi(ts_type = "(progress: ManifestProgress) => void")]
   pub on_progress: Option<serde_json::Value>,
+  /// An audit log directory, relative to `rootDir`, whose head (last seq and hash) the manifest
+  /// records as `auditHead`, so that `verifyManifest` can tell when entries are later cut off
+  /// the end (`truncated`), even together with the log's own checkpoint. Its directory is added
+  /// to `exclude` (the log grows; the anchor covers it). The log must verify.
+  pub audit_dir: Option<String>,
+}
+
+/// The head of an audit log that a manifest anchors (covered by its signature).
+#[napi(object)]
+#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
+pub struct ManifestAuditHead {
+  /// The log's directory, relative to the manifest's root.
+  pub dir: String,
+  pub seq: f64,
+  /// The hash of the entry at `seq`.
+  pub hash: String,
 }
 
 /// One covered file.
@@ -249,6 +276,8 @@ pub struct Manifest {
   pub exclude: Vec<String>,
   /// Sorted by path.
   pub files: Vec<ManifestFile>,
+  /// With `auditDir`: the audit log's head when the manifest was made.
+  pub audit_head: Option<ManifestAuditHead>,
 }
 
 /// Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
@@ -263,7 +292,9 @@ pub struct ManifestSignature {
   pub value: String,
 }
 
-/// A manifest with its signature; every other member is covered by it.
+/// A manifest with its signature; every other member is covered by it. No other member is
+/// accepted anywhere (top level, file entries, `signature`): signing throws
+/// `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
 #[napi(object)]
 #[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
 pub struct SignedManifest {
@@ -273,6 +304,7 @@ pub struct SignedManifest {
   pub include: Vec<String>,
   pub exclude: Vec<String>,
   pub files: Vec<ManifestFile>,
+  pub audit_head: Option<ManifestAuditHead>,
   pub signature: ManifestSignature,
 }
 
@@ -281,10 +313,13 @@ pub struct SignedManifest {
 pub struct ManifestProblem {
   /// The relative path concerned; `''` for problems of the manifest as a whole.
   pub path: String,
-  /// `missing`: listed, not on disk; `modified`: size or sha256 differ; `unexpected`: on disk,
-  /// covered, not listed; `signature`: unsigned, bad signature, key not trusted, malformed
-  /// manifest; `path`: absolute, `..`, or resolving outside the root through a symlink.
-  #[napi(ts_type = "'missing' | 'modified' | 'unexpected' | 'signature' | 'path'")]
+  /// `missing`: listed, not on disk; `modified`: size or sha256 differ, or no longer a regular
+  /// file (for `auditHead.dir`: the entry at the anchored seq is another one); `unexpected`: on
+  /// disk, covered, not listed, or a FIFO, socket or device (or a symlink to one) where files are
+  /// covered; `signature`: unsigned, bad signature, key not trusted, malformed manifest or an
+  /// unknown member; `path`: absolute, `..`, or resolving outside the root through a symlink;
+  /// `truncated`: the audit log ends before the manifest's `auditHead` (`E_AUDIT_TRUNCATED`).
+  #[napi(ts_type = "'missing' | 'modified' | 'unexpected' | 'signature' | 'path' | 'truncated'")]
   pub kind: String,
   /// Why, for humans.
   pub detail: String,
@@ -300,6 +335,11 @@ pub struct ManifestVerification {
   pub files: f64,
   /// Key id of the verified signature.
   pub signed_by: Option<String>,
+  /// Temp files of the library's own atomic writes that a crash left under the root (relative
+  /// paths), present only when there are some. Neither covered nor a problem: the rename that
+  /// would have made one a real file never happened, and the next writer of that directory
+  /// removes it.
+  pub temp_files: Option<Vec<String>>,
 }
 
 fn verification_to_js(v: core::Verification) -> ManifestVerification {
@@ -312,27 +352,12 @@ fn verification_to_js(v: core::Verification) -> ManifestVerification {
       .collect(),
     files: v.files as f64,
     signed_by: v.signed_by,
+    temp_files: (!v.temp_files.is_empty()).then_some(v.temp_files),
   }
 }
 
 fn string_array(object: &Object, key: &str) -> Result<Vec<String>> {
-  let value: Unknown =
-    object.get_named_property(key).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is not readable")))?;
-  match value.get_type().ok() {
-    Some(ValueType::Undefined | ValueType::Null) => return Ok(Vec::new()),
-    Some(ValueType::Object) if value.is_array().unwrap_or(false) => {}
-    _ => return Err(LoaError::InvalidArgument(format!("`{key}` must be an array of strings"))),
-  }
-  let array = unsafe { Object::from_napi_value(value.value().env, value.raw()) }
-    .map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
-  let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an array")))?;
-  (0..len)
-    .map(|i| {
-      let item: Unknown =
-        array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`{key}[{i}]` is not readable")))?;
-      args::string(item, key)
-    })
-    .collect()
+  Ok(args::optional_string_array(object, key)?.unwrap_or_default())
 }
 
 fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, Option<sys::napi_value>)> {
@@ -342,16 +367,14 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
     parsed.include = string_array(&o, "include")?;
     parsed.exclude = string_array(&o, "exclude")?;
     parsed.threads = args::optional_u64(&o, "threads")?.map(|n| n as usize);
+    parsed.audit_dir = args::optional_string(&o, "auditDir")?;
     if parsed.threads == Some(0) {
       return crate::error::invalid("`threads` must be at least 1");
     }
-    let progress: Unknown = o
-      .get_named_property("onProgress")
-      .map_err(|_| LoaError::InvalidArgument("`onProgress` is not readable".into()))?;
-    match progress.get_type().ok() {
-      Some(ValueType::Undefined | ValueType::Null) => {}
-      Some(ValueType::Function) => callback = Some(progress.raw()),
-      _ => return crate::error::invalid("`onProgress` must be a function"),
+    match args::field(&o, "onProgress")? {
+      None => {}
+      Some(progress) if progress.get_type().ok() == Some(ValueType::Function) => callback = Some(progress.raw()),
+      Some(_) => return crate::error::invalid("`onProgress` must be a function"),
     }
   }
   Ok((parsed, callback))
@@ -360,8 +383,10 @@ fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, 
 /// Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
 /// the patterns cover. Symlinks to files inside the root are covered by content; symlinked
 /// directories are not followed; a symlink leading outside the root throws
-/// `E_PATH_OUTSIDE_ROOT`, a special file (FIFO, socket) `E_INVALID_ARGUMENT`. Blocks until done;
-/// see `createManifestAsync`.
+/// `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
+/// `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
+/// interrupted atomic writes are left out. Each file is read at most to the size it had when
+/// opened. Blocks until done; see `createManifestAsync`.
 #[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Manifest")]
 pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) -> napi::Result<JsonOut> {
   let mut thrown: Option<sys::napi_value> = None;
@@ -397,18 +422,14 @@ pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) ->
 /// Same as `createManifest` on the libuv thread pool, without blocking the event loop
 /// (`onProgress` is not called).
 #[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Promise<Manifest>")]
-pub fn create_manifest_async(root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
-  AsyncTask::new(
-    match guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0))) {
-      Ok((root, options)) => {
-        CoreTask::new(move || core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value())))
-      }
-      Err(e) => CoreTask::new(move || Err(e)),
-    },
-  )
+pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
+  let args = guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0)));
+  CoreTask::after(&env, args, |(root, options)| {
+    core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value()))
+  })
 }
 
-fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
+pub(crate) fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
   let not_ring = || LoaError::InvalidArgument(format!("`{name}` must be a KeyRing (from KeyRing.open)"));
   if value.get_type().ok() != Some(ValueType::Object) {
     return Err(not_ring());
@@ -441,27 +462,29 @@ pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Re
 }
 
 /// Trusted keys from `KeyInfo[]` (revoked and expired entries are skipped) or a `KeyRing`.
-fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
+pub(crate) fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
   if let Ok(ring) = ring_arg(env, &value, "keys") {
     return TrustedKey::from_ring(&ring.inner);
   }
   if value.get_type().ok() != Some(ValueType::Object) || !value.is_array().unwrap_or(false) {
     return crate::error::invalid("`keys` must be an array of KeyInfo (keyRing.verificationKeys()) or a KeyRing");
   }
-  let array = unsafe { Object::from_napi_value(env.raw(), value.raw()) }
+  let array = unsafe { Array::from_napi_value(env.raw(), value.raw()) }
     .map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
-  let len = array.get_array_length().map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
   let mut out = Vec::new();
-  for i in 0..len {
-    let item: Unknown =
-      array.get_element(i).map_err(|_| LoaError::InvalidArgument(format!("`keys[{i}]` is not readable")))?;
-    let key = args::optional_object(Some(item), "keys[]")?
-      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}]` must be a KeyInfo")))?;
+  for i in 0..array.len() {
+    let name = format!("keys[{i}]");
+    let item: Unknown = match array.get(i) {
+      Ok(Some(item)) => item,
+      Ok(None) => return Err(args::wrong(&name, "a KeyInfo")),
+      Err(_) => return Err(args::unreadable(env.raw(), &name)),
+    };
+    let key = args::optional_object(Some(item), &name)?.ok_or_else(|| args::wrong(&name, "a KeyInfo"))?;
     if matches!(args::optional_string(&key, "status")?.as_deref(), Some("revoked" | "expired")) {
       continue;
     }
-    let public = args::optional_string(&key, "publicKey")?
-      .ok_or_else(|| LoaError::InvalidArgument(format!("`keys[{i}].publicKey` must be a string")))?;
+    let public =
+      args::optional_string(&key, "publicKey")?.ok_or_else(|| args::wrong(&format!("{name}.publicKey"), "a string"))?;
     out.push(TrustedKey::from_hex(&public)?);
   }
   Ok(out)
@@ -523,11 +546,8 @@ pub fn verify_manifest_async(
       threads,
     ))
   });
-  AsyncTask::new(match parsed {
-    Ok((root, value, keys, threads)) => {
-      CoreTask::new(move || core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js))
-    }
-    Err(e) => CoreTask::new(move || Err(e)),
+  CoreTask::after(&env, parsed, |(root, value, keys, threads)| {
+    core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js)
   })
 }
 
@@ -548,13 +568,15 @@ pub fn verify_manifest_signature(env: Env, signed: Unknown, keys: Unknown) -> na
 
 /// Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
 /// its content (plus a final newline), so any changed byte is caught: otherwise
-/// `E_STATE_CORRUPT` (the file is left untouched).
+/// `E_STATE_CORRUPT` (the file is left untouched). A symlink, FIFO or directory at `path` is
+/// `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
 #[napi(ts_args_type = "path: string", ts_return_type = "SignedManifest")]
 pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<JsonOut> {
   to_napi(&env, guard(|| core::read_manifest(&PathBuf::from(args::string(path, "path")?)))).map(JsonOut)
 }
 
 /// Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
+/// A symlink or other non-regular file at `path` is `E_NOT_REGULAR_FILE`, never written through.
 #[napi(ts_args_type = "path: string, manifest: Manifest | SignedManifest")]
 pub fn write_manifest(env: Env, path: Unknown, manifest: Unknown) -> napi::Result<()> {
   to_napi(

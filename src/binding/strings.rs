@@ -1,11 +1,28 @@
-//! Reading JavaScript strings as UTF-8 without napi-rs's two-call conversion, and reading only a
-//! prefix of a long string.
+//! Reading JavaScript strings as UTF-8: one reader per use (many small strings into a reused
+//! buffer, one large string with one copy, a prefix of a long string, an owned string), each
+//! giving exactly the bytes of `Buffer.from(s, 'utf8')` whatever V8's representation of the
+//! string (one-byte or two-byte, sequential, sliced, concatenated or external).
+//!
+//! A lone UTF-16 surrogate (half of a pair) is not Unicode. V8 writes it as U+FFFD, as
+//! `Buffer.from` does; [`Surrogates`] says whether a reader accepts that (text that is only
+//! analysed: counted, redacted, gated) or refuses the string with `E_INVALID_ARGUMENT` (strings
+//! that are stored, name files, or are hashed or signed: a silent replacement would store
+//! something other than what the caller gave).
 
 use std::ptr;
 
 use napi::sys;
 
 use crate::error::{LoaError, Result};
+
+/// What a lone surrogate in a string does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Surrogates {
+  /// The string is refused (`E_INVALID_ARGUMENT`).
+  Refuse,
+  /// Read as U+FFFD (3 bytes of UTF-8, one UTF-16 unit like the surrogate).
+  Replace,
+}
 
 fn failed(what: &str) -> LoaError {
   LoaError::InvalidArgument(format!("`{what}` could not be read as a string"))
@@ -26,63 +43,119 @@ unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value, what: &str) -> R
   Ok(units)
 }
 
-/// Converts what V8 wrote (valid UTF-8 except, in theory, a cut last character) into a String.
-fn into_string(mut bytes: Vec<u8>) -> String {
-  match String::from_utf8(bytes) {
-    Ok(s) => s,
-    Err(e) => {
-      let valid = e.utf8_error().valid_up_to();
-      bytes = e.into_bytes();
-      bytes.truncate(valid);
-      String::from_utf8(bytes).unwrap_or_default()
-    }
+/// Length of a JS string in UTF-8 bytes (a pass over the string).
+unsafe fn utf8_len(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<usize> {
+  let mut len = 0usize;
+  if sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) != sys::Status::napi_ok {
+    return Err(failed(what));
   }
+  Ok(len)
 }
 
-/// Reads the JS string `value` into `buf` (reused between calls) and returns it. One N-API call
-/// when the buffer is large enough, which it soon is when reading many strings.
+/// Writes the string's UTF-8 into the spare capacity of `buf` (cleared first) and sets its
+/// length. `cap` must not exceed `buf.capacity()`.
+unsafe fn write_utf8(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  buf: &mut Vec<u8>,
+  cap: usize,
+  what: &str,
+) -> Result<()> {
+  debug_assert!(cap <= buf.capacity());
+  buf.clear();
+  let mut written = 0usize;
+  if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
+    return Err(failed(what));
+  }
+  // SAFETY: napi wrote `written` (< cap) initialised bytes at the start of the buffer.
+  buf.set_len(written);
+  Ok(())
+}
+
+/// Whether V8 may have stopped writing early: it writes whole characters only (at most 4 bytes
+/// of UTF-8 each) and keeps one byte of `cap` for a NUL, so a result that ends more than 4 bytes
+/// before the end is complete. One-byte (Latin-1) strings with non-ASCII characters stop 1 byte
+/// short of a 2-byte character, which a `written + 1 == cap` test misses.
+fn maybe_cut(written: usize, cap: usize) -> bool {
+  written + 4 >= cap
+}
+
+/// `utf8` as a `str`, after checking it for lone surrogates when `surrogates` refuses them.
+unsafe fn finish<'b>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  utf8: &'b [u8],
+  surrogates: Surrogates,
+  what: &dyn Fn() -> String,
+) -> Result<&'b str> {
+  let text = std::str::from_utf8(utf8).map_err(|_| LoaError::Internal("V8 wrote invalid UTF-8".into()))?;
+  if surrogates == Surrogates::Refuse && has_lone_surrogate(env, value, utf8, what)? {
+    return Err(LoaError::InvalidArgument(format!(
+      "`{}` holds a lone surrogate (half of a UTF-16 pair), which is not Unicode text",
+      what()
+    )));
+  }
+  Ok(text)
+}
+
+/// Whether the string whose UTF-8 (as V8 wrote it) is `utf8` holds a lone surrogate. Only a
+/// string whose UTF-8 holds U+FFFD can: it is then read again as UTF-16 to tell a real U+FFFD
+/// from a replaced surrogate.
+unsafe fn has_lone_surrogate(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  utf8: &[u8],
+  what: &dyn Fn() -> String,
+) -> Result<bool> {
+  if memchr::memmem::find(utf8, "\u{FFFD}".as_bytes()).is_none() {
+    return Ok(false);
+  }
+  let len = utf16_len(env, value, &what())?;
+  let mut units: Vec<u16> = Vec::with_capacity(len + 1);
+  let mut written = 0usize;
+  if sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) != sys::Status::napi_ok {
+    return Err(failed(&what()));
+  }
+  // SAFETY: napi wrote `written` units.
+  units.set_len(written);
+  Ok(char::decode_utf16(units.iter().copied()).any(|c| c.is_err()))
+}
+
+/// Reads the JS string `value` into `buf` (reused between calls) and returns it: one N-API call
+/// when the buffer is large enough, which it soon is when reading many strings. `what` names the
+/// string in errors (built only on error).
 pub unsafe fn read_into<'b>(
   env: sys::napi_env,
   value: sys::napi_value,
   buf: &'b mut Vec<u8>,
-  what: &str,
+  surrogates: Surrogates,
+  what: &dyn Fn() -> String,
 ) -> Result<&'b str> {
-  if buf.capacity() < 4096 {
-    buf.reserve(4096);
+  const MIN: usize = 4096;
+  if buf.capacity() < MIN {
+    buf.clear();
+    buf.reserve(MIN);
   }
-  let mut written = 0usize;
   let cap = buf.capacity();
-  if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
-    return Err(failed(what));
-  }
-  if written + 1 >= cap {
-    // Possibly cut: ask for the exact length and read again.
-    let mut len = 0usize;
-    if sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) != sys::Status::napi_ok {
-      return Err(failed(what));
-    }
-    buf.reserve(len + 1);
-    let cap = buf.capacity();
-    if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
-      return Err(failed(what));
+  write_utf8(env, value, buf, cap, &what())?;
+  if maybe_cut(buf.len(), cap) {
+    let len = utf8_len(env, value, &what())?;
+    if len > buf.len() {
+      buf.clear();
+      buf.reserve(len + 1);
+      let cap = buf.capacity();
+      write_utf8(env, value, buf, cap, &what())?;
     }
   }
-  buf.set_len(written);
-  match std::str::from_utf8(buf) {
-    Ok(s) => Ok(s),
-    Err(e) => {
-      let valid = e.valid_up_to();
-      Ok(std::str::from_utf8(&buf[..valid]).unwrap_or_default())
-    }
-  }
+  finish(env, value, buf, surrogates, what)
 }
 
 /// Reads the whole JS string `value` into `buf` (reused between calls) with one copy: the UTF-16
 /// length is known to V8 without a pass over the string (the UTF-8 length is not), and UTF-8
 /// needs at most 3 bytes per UTF-16 unit, so no measuring pass is needed. For large strings
-/// (`redact`'s input); [`read_into`] suits many small ones. V8 writes a lone surrogate as
-/// U+FFFD, one UTF-16 unit like the surrogate, so UTF-16 offsets computed on the result match
-/// the JS string's.
+/// (`redact`'s input); [`read_into`] suits many small ones. A lone surrogate is read as U+FFFD,
+/// one UTF-16 unit like the surrogate, so UTF-16 offsets computed on the result match the JS
+/// string's.
 pub unsafe fn read_whole_into<'b>(
   env: sys::napi_env,
   value: sys::napi_value,
@@ -92,17 +165,31 @@ pub unsafe fn read_whole_into<'b>(
   let cap = utf16_len(env, value, what)?.saturating_mul(3) + 1;
   buf.clear();
   buf.reserve(cap);
-  let mut written = 0usize;
-  if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
-    return Err(failed(what));
-  }
-  // SAFETY: napi wrote `written` bytes into the reserved capacity.
-  buf.set_len(written);
-  std::str::from_utf8(buf).map_err(|_| failed(what))
+  write_utf8(env, value, buf, cap, what)?;
+  finish(env, value, buf, Surrogates::Replace, &|| what.to_string())
+}
+
+/// The JS string `value` as an owned `String`.
+pub unsafe fn read_string(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  surrogates: Surrogates,
+  what: &dyn Fn() -> String,
+) -> Result<String> {
+  let units = utf16_len(env, value, &what())?;
+  // Short strings: room for the worst case (3 bytes per unit), no measuring pass. Long ones:
+  // measured first, so that a large ASCII string does not take three times its size.
+  let cap = if units <= 16 * 1024 { units * 3 + 1 } else { utf8_len(env, value, &what())? + 1 };
+  let mut buf = Vec::with_capacity(cap);
+  write_utf8(env, value, &mut buf, cap, &what())?;
+  finish(env, value, &buf, surrogates, what)?;
+  // SAFETY: `finish` checked that the bytes are UTF-8.
+  Ok(String::from_utf8_unchecked(buf))
 }
 
 /// At least the first `max_bytes` UTF-8 bytes of the JS string `value` (cut at a character
-/// boundary), converting no more than about that much of it; and whether that is all of it.
+/// boundary), converting no more than about that much of it; and whether that is all of it. A
+/// lone surrogate is read as U+FFFD.
 pub unsafe fn read_prefix(
   env: sys::napi_env,
   value: sys::napi_value,
@@ -114,12 +201,8 @@ pub unsafe fn read_prefix(
   let whole = units.saturating_mul(3) <= max_bytes;
   let cap = if whole { units * 3 + 1 } else { max_bytes + 1 };
   let mut buf: Vec<u8> = Vec::with_capacity(cap);
-  let mut written = 0usize;
-  if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
-    return Err(failed(what));
-  }
-  buf.set_len(written);
-  let text = into_string(buf);
+  write_utf8(env, value, &mut buf, cap, what)?;
+  let text = String::from(finish(env, value, &buf, Surrogates::Replace, &|| what.to_string())?);
   let complete = whole || text.chars().map(char::len_utf16).sum::<usize>() == units;
   Ok((text, complete))
 }

@@ -49,7 +49,8 @@ pub fn count_tokens(env: Env, text: Unknown, options: Option<Unknown>) -> napi::
   to_napi(
     &env,
     guard(|| {
-      let text = args::string(text, "text")?;
+      // Counted as tiktoken counts it: a lone surrogate is U+FFFD (see the README).
+      let text = args::text(text, "text")?;
       let c = parse_options(options)?;
       Ok(tokens::with_margin(tokens::count_tokens(&text, c.encoding), c.margin) as u32)
     }),
@@ -78,12 +79,13 @@ pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) ->
         let mut item = std::ptr::null_mut();
         let what = || format!("texts[{i}]");
         unsafe {
-          if napi::sys::napi_get_element(raw_env, array, i, &mut item) != napi::sys::Status::napi_ok
-            || !strings::is_string(raw_env, item)
-          {
+          if napi::sys::napi_get_element(raw_env, array, i, &mut item) != napi::sys::Status::napi_ok {
+            return Err(args::unreadable(raw_env, &what()));
+          }
+          if !strings::is_string(raw_env, item) {
             return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
           }
-          let text = strings::read_into(raw_env, item, &mut buf, &what())?;
+          let text = strings::read_into(raw_env, item, &mut buf, strings::Surrogates::Replace, &what)?;
           out.push(tokens::with_margin(encoder.count(text), c.margin) as u32);
         }
       }
@@ -100,5 +102,5 @@ pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) ->
 /// budget must hold.
 #[napi(ts_args_type = "text: string")]
 pub fn estimate_tokens(env: Env, text: Unknown) -> napi::Result<u32> {
-  to_napi(&env, guard(|| Ok(tokens::estimate_tokens(&args::string(text, "text")?) as u32)))
+  to_napi(&env, guard(|| Ok(tokens::estimate_tokens(&args::text(text, "text")?) as u32)))
 }

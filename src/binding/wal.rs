@@ -24,7 +24,8 @@ pub struct WalOpenOptions {
   /// `E_WAL_LOCKED`. Default 5000.
   pub lock_timeout_ms: Option<u32>,
   /// Start a new segment once the current one would exceed this size. Default 10 MiB, minimum
-  /// 4096. A single record larger than this gets a segment of its own.
+  /// 4096, maximum 256 MiB (the largest segment readers accept). A single record larger than
+  /// this gets a segment of its own.
   pub segment_max_bytes: Option<f64>,
   /// Start a new segment once the current one is this old. Default one hour.
   pub segment_max_age_ms: Option<f64>,
@@ -77,17 +78,23 @@ pub struct WalReplayOptions {
   pub limit: Option<u32>,
 }
 
-/// Damage found in a segment.
+/// Damage found in a segment, or something that is not a segment where one belongs.
 #[napi(object)]
 pub struct WalSegmentProblem {
   pub session_id: String,
-  /// Path of the segment file.
+  /// Path of the segment file (or of the session directory, for a session that cannot be read).
   pub segment: String,
   /// Byte offset where the damage starts.
   pub offset: f64,
   /// For torn tails, how many bytes an opening writer cuts off.
   pub bytes: f64,
   pub reason: String,
+  /// What `readWal` and `replay` throw for it: `E_WAL_CORRUPT` for damaged bytes,
+  /// `E_NOT_REGULAR_FILE` for a symlink, FIFO, device, socket or directory named like a segment
+  /// (never opened), `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory,
+  /// `E_TOO_LARGE` for a segment over 256 MiB, `E_IO` for one the OS refused to read.
+  #[napi(ts_type = "LoaErrorCode")]
+  pub code: String,
 }
 
 /// What `Wal.stats` reports.
@@ -154,6 +161,21 @@ pub struct ConsolidateWalOptions {
   pub lock_timeout_ms: Option<u32>,
 }
 
+/// A record `consolidateWal` could not apply because of what it names (its target is a
+/// directory, symlink or FIFO, a parent is a file or a symlink, a name too long for the file
+/// system). The whole record is kept in `<dir>/dead-letter.jsonl`; this report carries no data.
+#[napi(object)]
+pub struct WalDeadLetter {
+  pub path: String,
+  pub session_id: String,
+  pub seq: f64,
+  /// `E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`, `E_INVALID_ARGUMENT` or `E_IO`.
+  #[napi(ts_type = "LoaErrorCode")]
+  pub code: String,
+  /// The error message (it names paths, never record data).
+  pub reason: String,
+}
+
 /// What `consolidateWal` did.
 #[napi(object)]
 pub struct WalConsolidation {
@@ -164,6 +186,9 @@ pub struct WalConsolidation {
   pub conflicts: Vec<WalConflict>,
   /// Segment files removed by retention.
   pub pruned_segments: u32,
+  /// Records that could not be applied, now in `dead-letter.jsonl`; they count as handled and
+  /// are not retried.
+  pub dead_letters: Vec<WalDeadLetter>,
 }
 
 fn record_to_js(record: Record) -> WalRecord {
@@ -186,6 +211,7 @@ fn problem_to_js(p: core::SegmentProblem) -> WalSegmentProblem {
     offset: p.offset as f64,
     bytes: p.bytes as f64,
     reason: p.reason,
+    code: p.code.into(),
   }
 }
 
@@ -268,7 +294,10 @@ impl Wal {
   /// `lockTimeoutMs` for another writer of the same session (`E_WAL_LOCKED`), cuts off a torn
   /// tail left by a crash (see `stats().truncatedTail`) and continues after the highest seq on
   /// disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged anywhere but its tail,
-  /// changing nothing.
+  /// `E_NOT_REGULAR_FILE` if it (or the session's `LOCK`) is a symlink, FIFO, device, socket or
+  /// directory (never opened), `E_TOO_LARGE` if it is over 256 MiB, `E_PATH_OUTSIDE_ROOT` if
+  /// `sessions` or the session directory is a symlink, `E_INVALID_ARGUMENT` for an empty `dir`;
+  /// in each case changing nothing.
   #[napi(factory, ts_args_type = "dir: string, options?: WalOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<Wal> {
     let wal = to_napi(
@@ -284,11 +313,9 @@ impl Wal {
   /// Same as `open`, without blocking the event loop while it waits for the session lock or
   /// reads the newest segment.
   #[napi(ts_args_type = "dir: string, options?: WalOpenOptions", ts_return_type = "Promise<Wal>")]
-  pub fn open_async(dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
-    AsyncTask::new(match guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?))) {
-      Ok((dir, options)) => CoreTask::new(move || core::Wal::open(&dir, options).map(Wal::wrap)),
-      Err(e) => CoreTask::new(move || Err(e)),
-    })
+  pub fn open_async(env: Env, dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
+    let args = guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)));
+    CoreTask::after(&env, args, |(dir, options)| core::Wal::open(&dir, options).map(Wal::wrap))
   }
 
   /// Appends a record; resolves with its seq once it is durable under the `sync` mode. Never
@@ -299,6 +326,17 @@ impl Wal {
   /// that resolved), `E_WAL_CLOSED` after `close()`.
   #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
   pub fn append(&self, env: Env, record: Unknown) -> napi::Result<Unknown<'_>> {
+    // The record is read before any promise exists: a getter or Proxy that throws becomes a
+    // rejection, never a throw beside a pending promise.
+    let request = guard(|| parse_record(&env, record));
+    if self.promises.get().is_some_and(PromiseBatcher::is_released) {
+      // Closed: answer on this thread, the background channel is gone.
+      return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
+    }
+    let request = match request {
+      Ok(request) => request,
+      Err(e) => return self.rejected(&env, e),
+    };
     let promises = match self.promises.get() {
       Some(p) => p,
       None => {
@@ -306,22 +344,14 @@ impl Wal {
         self.promises.get_or_init(|| created)
       }
     };
-    if promises.is_released() {
-      // Closed: answer on this thread, the background channel is gone.
-      return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
-    }
     let (deferred, promise) = promises.create(&env)?;
-    match guard(|| parse_record(&env, record)) {
-      Ok(request) => {
-        let batcher = PromiseBatcher::clone_handle(promises);
-        self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
-      }
-      Err(e) => promises.settle(deferred, Err(e)),
-    }
+    let batcher = PromiseBatcher::clone_handle(promises);
+    self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
     Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
   }
 
   fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
+    super::clear_pending_exception(env.raw());
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
     let status = unsafe { napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
@@ -386,16 +416,22 @@ impl Wal {
   }
 }
 
-/// Every session's records under `dir`, merged in (ts, sessionId, seq) order. Throws
-/// `E_WAL_CORRUPT` on damage other than a torn tail; never modifies the log.
+/// Every session's records under `dir`, merged in (ts, sessionId, seq) order; a missing `dir`
+/// has none. Throws `E_WAL_CORRUPT` on damage other than a torn tail, `E_NOT_REGULAR_FILE` for a
+/// symlink, FIFO, device, socket or directory named like a segment (never opened),
+/// `E_PATH_OUTSIDE_ROOT` for a symlinked `sessions` or session directory, `E_TOO_LARGE` for a
+/// segment over 256 MiB; never modifies the log. A segment removed by a concurrent
+/// consolidation's retention was consolidated and is skipped.
 #[napi(ts_args_type = "dir: string")]
 pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
   let records = to_napi(&env, guard(|| core::read_dir_merged(&PathBuf::from(args::string(dir, "dir")?))))?;
   Ok(records.into_iter().map(record_to_js).collect())
 }
 
-/// Checks every segment of every session under `dir` and reports what it found, without
-/// throwing for damage and without modifying anything.
+/// Checks every segment of every session under `dir` and reports what it found (each problem
+/// with the `code` a reader would throw), without throwing for damage and without modifying or
+/// opening anything but regular files. Throws only when `dir` is not a directory
+/// (`E_INVALID_ARGUMENT`) or cannot be listed (`E_IO`).
 #[napi(ts_args_type = "dir: string")]
 pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
   let v = to_napi(&env, guard(|| core::verify_dir(&PathBuf::from(args::string(dir, "dir")?))))?;
@@ -413,7 +449,10 @@ pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
 /// Applies every session's new records under `dir` to `targetDir`: `write` records become files
 /// (written atomically), `delete` records remove them; per path the last write wins, judged by
 /// (ts, sessionId, seq) across all runs. Cross-session overwrites are returned and appended to
-/// `<dir>/conflicts.jsonl`. Then removes segments whose records are all applied.
+/// `<dir>/conflicts.jsonl`. A record that cannot be applied because of what it names goes to
+/// `<dir>/dead-letter.jsonl` and `deadLetters`, and the rest are applied. Then removes segments
+/// whose records are all applied. Nothing is written through a symlink or created outside
+/// `targetDir`.
 #[napi(ts_args_type = "dir: string, targetDir: string, options?: ConsolidateWalOptions")]
 pub fn consolidate_wal(
   env: Env,
@@ -445,5 +484,16 @@ pub fn consolidate_wal(
       .map(|c| WalConflict { path: c.path, winner: side_to_js(c.winner), overwritten: side_to_js(c.overwritten) })
       .collect(),
     pruned_segments: c.pruned_segments as u32,
+    dead_letters: c
+      .dead_letters
+      .into_iter()
+      .map(|d| WalDeadLetter {
+        path: d.path,
+        session_id: d.session_id,
+        seq: d.seq as f64,
+        code: d.code.into(),
+        reason: d.reason,
+      })
+      .collect(),
   })
 }

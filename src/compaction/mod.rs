@@ -17,19 +17,127 @@
 //!   context editing is disabled), and none when nothing needed clearing.
 //!
 //! Per-skill overrides come from the `context_editing` block of a skill's `SKILL.md` YAML
-//! frontmatter: [`read_skill_context_policy`].
+//! frontmatter: [`read_skill_context_policy`]. The file is read as a regular file only (never
+//! through a symlink, never a FIFO or device) of at most [`MAX_SKILL_FILE_BYTES`] (1 MiB).
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_norway::Value;
 
-pub use crate::config::ALWAYS_PRESERVED;
-use crate::config::{self, ClearTarget, Config, ContextEditingOverride, RuntimeSignalsConfig};
+use crate::attention::AttentionBudgetConfig;
 use crate::error::{invalid, LoaError, Result};
+use crate::settings::{self, drop_repeats, percent, text, text_list, uint, Document};
+
+/// Artifacts seed 003 says must never be cleared; always part of `preserve_artifacts`.
+pub const ALWAYS_PRESERVED: [&str; 5] =
+  ["trajectory_events", "quality_gate_results", "decision_records", "notes_session_continuity", "active_beads"];
+
+/// Kinds of context items context editing may clear.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ClearTarget {
+  /// Old tool outputs no longer needed.
+  StaleToolResults,
+  /// Verbose logs from finished phases.
+  CompletedPhaseDetails,
+  /// File reads superseded by a newer read of the same file.
+  SupersededFileReads,
+  /// Temporary computation results.
+  IntermediateOutputs,
+  /// Debug logs and tracing.
+  VerboseDebug,
+}
+
+impl ClearTarget {
+  /// All targets in seed 003's clearing order.
+  pub const ALL: [ClearTarget; 5] = [
+    ClearTarget::StaleToolResults,
+    ClearTarget::CompletedPhaseDetails,
+    ClearTarget::SupersededFileReads,
+    ClearTarget::IntermediateOutputs,
+    ClearTarget::VerboseDebug,
+  ];
+}
+
+/// Context-editing policy of a workspace (YAML section `context_editing`, seed 003).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct ContextEditingConfig {
+  /// Whether context editing is on. Default true.
+  pub enabled: bool,
+  /// Number of most recent turns never cleared. Default 5.
+  #[serde(deserialize_with = "uint::<_, _, 0, 100_000>")]
+  pub preserve_recent_turns: u64,
+  /// What may be cleared, in clearing order (first cleared first). Default: all five targets in
+  /// seed 003's priority order. The compaction threshold itself is `attentionBudget.compact`.
+  pub clear_targets: Vec<ClearTarget>,
+  /// Workflow phases after which their details are cleared. Default `initialization`,
+  /// `implementation`, `testing`.
+  #[serde(deserialize_with = "text_list")]
+  pub clear_after_phases: Vec<String>,
+  /// Artifacts never cleared. Always contains seed 003's five ([`ALWAYS_PRESERVED`]); the file
+  /// can only add to them.
+  #[serde(deserialize_with = "text_list")]
+  pub preserve_artifacts: Vec<String>,
+}
+
+impl Default for ContextEditingConfig {
+  fn default() -> Self {
+    ContextEditingConfig {
+      enabled: true,
+      preserve_recent_turns: 5,
+      clear_targets: ClearTarget::ALL.to_vec(),
+      clear_after_phases: vec!["initialization".into(), "implementation".into(), "testing".into()],
+      preserve_artifacts: ALWAYS_PRESERVED.iter().map(|s| s.to_string()).collect(),
+    }
+  }
+}
+
+/// Signal names exchanged with the runtime (YAML section `runtime_signals`, seed 003). The
+/// threshold (`signal_threshold_percent`) is read into `attentionBudget.compact`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct RuntimeSignalsConfig {
+  /// Sent by the runtime when usage reaches the compaction threshold. Default `CONTEXT_NEAR_LIMIT`.
+  #[serde(deserialize_with = "text")]
+  pub context_near_limit: String,
+  /// Sent back once clearing is done. Default `COMPACTION_COMPLETE`.
+  #[serde(deserialize_with = "text")]
+  pub compaction_complete: String,
+}
+
+impl Default for RuntimeSignalsConfig {
+  fn default() -> Self {
+    RuntimeSignalsConfig {
+      context_near_limit: "CONTEXT_NEAR_LIMIT".into(),
+      compaction_complete: "COMPACTION_COMPLETE".into(),
+    }
+  }
+}
+
+/// A `context_editing` block that overrides part of the workspace's policy: the frontmatter of a
+/// skill's `SKILL.md` (seed 003, "Per-Skill Configuration"). Only the keys the block sets are
+/// `Some`; values follow the rules of `.loa.config.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ContextEditingOverride {
+  pub enabled: Option<bool>,
+  #[serde(deserialize_with = "uint::<_, _, 0, 100_000>")]
+  pub preserve_recent_turns: Option<u64>,
+  /// Replaces the clearing order.
+  pub clear_targets: Option<Vec<ClearTarget>>,
+  /// Replaces the phases after which details are cleared (a skill's own phases).
+  #[serde(deserialize_with = "text_list")]
+  pub clear_after_phases: Option<Vec<String>>,
+  /// Added to the preserved artifacts ("additional artifacts this skill needs preserved").
+  #[serde(deserialize_with = "text_list")]
+  pub preserve_artifacts: Option<Vec<String>>,
+  /// In (0, 100].
+  #[serde(deserialize_with = "percent")]
+  pub compact_threshold_percent: Option<f64>,
+}
 
 /// A `SKILL.md` larger than this is refused (`E_TOO_LARGE`).
 pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
@@ -51,7 +159,7 @@ pub struct ContextPart {
   pub artifact: Option<String>,
 }
 
-/// What the planner follows. [`CompactionPolicy::from_config`] gives the workspace's.
+/// What the planner follows. [`CompactionPolicy::new`] gives a workspace's from its settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionPolicy {
   /// Whether context editing is on; when off nothing is cleared. Default true.
@@ -78,26 +186,25 @@ pub struct CompactionPolicy {
 
 impl Default for CompactionPolicy {
   fn default() -> Self {
-    CompactionPolicy::from_config(&Config::default())
+    CompactionPolicy::new(&Default::default(), &Default::default(), &Default::default())
   }
 }
 
 impl CompactionPolicy {
-  /// The policy of a workspace configuration: `context_editing`, the `attention_budget`'s window
+  /// The policy of a workspace's settings: `context_editing`, the `attention_budget`'s window
   /// and compaction level, and the `runtime_signals` names.
-  pub fn from_config(config: &Config) -> Self {
-    let e = &config.context_editing;
+  pub fn new(e: &ContextEditingConfig, attention: &AttentionBudgetConfig, signals: &RuntimeSignalsConfig) -> Self {
     CompactionPolicy {
       enabled: e.enabled,
-      context_window_tokens: config.attention_budget.context_window_tokens,
-      compact_threshold_percent: config.attention_budget.compact.fraction * 100.0,
+      context_window_tokens: attention.context_window_tokens,
+      compact_threshold_percent: attention.compact.fraction * 100.0,
       preserve_recent_turns: e.preserve_recent_turns,
       clear_targets: e.clear_targets.clone(),
       preserve_artifacts: e.preserve_artifacts.clone(),
       clear_after_phases: e.clear_after_phases.clone(),
       completed_phases: Vec::new(),
       current_turn: None,
-      runtime_signals: config.runtime_signals.clone(),
+      runtime_signals: signals.clone(),
     }
   }
 
@@ -247,8 +354,7 @@ pub fn plan_compaction(parts: &[ContextPart], policy: &CompactionPolicy) -> Resu
       return invalid(format!("`items[{i}].id` must not be empty"));
     }
     if !ids.insert(p.id.as_str()) {
-      let shown: String = p.id.chars().take(80).collect();
-      return invalid(format!("`items[{i}].id` repeats {shown:?}; ids must be unique"));
+      return invalid(format!("`items[{i}].id` repeats {}; ids must be unique", crate::error::shown(&p.id)));
     }
   }
 
@@ -386,19 +492,14 @@ pub fn frontmatter(text: &str) -> Option<&str> {
 /// Reads the per-skill context-editing override from the frontmatter of the `SKILL.md` at `path`
 /// and applies it to `base`. A file without frontmatter or without a `context_editing` block
 /// gives `base` unchanged. `E_IO` if the file cannot be read, `E_TOO_LARGE` over 1 MiB,
+/// `E_NOT_REGULAR_FILE` for a symlink, FIFO, device or directory,
 /// `E_CONFIG_INVALID` (with the dotted key, e.g. `context_editing.clear_targets[1]`) for invalid
 /// YAML or values.
 pub fn read_skill_context_policy(path: &Path, base: &CompactionPolicy) -> Result<SkillContextPolicy> {
-  let file = File::open(path).map_err(|e| LoaError::io("cannot open", path, e))?;
-  let mut bytes = Vec::new();
-  file.take(MAX_SKILL_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| LoaError::io("cannot read", path, e))?;
-  if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
-    return Err(LoaError::TooLarge {
-      what: path.display().to_string(),
-      size: bytes.len() as u64,
-      limit: MAX_SKILL_FILE_BYTES,
-    });
-  }
+  // Never through a symlink in its last component and only as a regular file (a FIFO would
+  // block the read, `/dev/zero` would never end): `E_NOT_REGULAR_FILE` otherwise.
+  let bytes = crate::fsutil::read_file_bounded(path, MAX_SKILL_FILE_BYTES)?
+    .ok_or_else(|| LoaError::io("cannot open", path, std::io::ErrorKind::NotFound.into()))?;
   let in_file = |e: LoaError| match e {
     LoaError::ConfigInvalid { key, reason } => {
       LoaError::ConfigInvalid { key, reason: format!("{reason} (in {})", path.display()) }
@@ -411,35 +512,36 @@ pub fn read_skill_context_policy(path: &Path, base: &CompactionPolicy) -> Result
   let Some(yaml) = frontmatter(&text) else {
     return Ok(out);
   };
-  let value: Value = serde_norway::from_str(yaml).map_err(|e| {
-    in_file(LoaError::ConfigInvalid {
-      key: "<yaml>".into(),
-      reason: format!("YAML syntax error in the frontmatter: {e}"),
-    })
-  })?;
-  let Value::Mapping(map) = value else {
-    if value.is_null() {
-      return Ok(out);
+  let doc = Document::parse(yaml).map_err(in_file)?;
+  let map = match &doc.root {
+    Value::Mapping(map) => map,
+    Value::Null => return Ok(out),
+    _ => {
+      return Err(in_file(LoaError::ConfigInvalid {
+        key: settings::DOCUMENT_KEY.into(),
+        reason: "the frontmatter must be a mapping of keys".into(),
+      }))
     }
-    return Err(in_file(LoaError::ConfigInvalid {
-      key: "<yaml>".into(),
-      reason: "the frontmatter must be a mapping of keys".into(),
-    }));
   };
   if let Some(Value::String(name)) = map.get("name") {
     out.name = Some(name.clone());
   }
-  match map.get("context_editing") {
-    None | Some(Value::Null) => {}
-    Some(block) => {
-      let (o, warnings) = config::parse_context_editing_override(block.clone()).map_err(in_file)?;
-      out.policy.apply(&o);
-      out.found = true;
-      out.warnings = warnings;
+  if doc.get(BLOCK).is_some() {
+    let mut unknown = Vec::new();
+    let mut o: ContextEditingOverride =
+      doc.deserialize(BLOCK, &mut unknown).map_err(|e| in_file(doc.error(&e.key, e.reason)))?;
+    if let Some(targets) = &mut o.clear_targets {
+      drop_repeats(targets, &format!("{BLOCK}.clear_targets"), "target", &mut out.warnings);
     }
+    out.warnings.extend(unknown);
+    out.policy.apply(&o);
+    out.found = true;
   }
   Ok(out)
 }
+
+/// The frontmatter key of a skill's context-editing override.
+const BLOCK: &str = "context_editing";
 
 #[cfg(test)]
 mod tests;

@@ -151,23 +151,6 @@ fn invalid_parts_and_policies() {
   }
 }
 
-#[test]
-fn the_workspace_configuration_gives_the_policy() {
-  let c = config::parse_config(
-    "attention_budget:\n  context_window_tokens: 100000\ncontext_editing:\n  compact_threshold_percent: 60\n  preserve_recent_turns: 2\n  \
-     clear_targets: [verbose_debug]\n  preserve_artifacts: [test_results]\nruntime_signals:\n  compaction_complete: DONE\n",
-  )
-  .unwrap()
-  .config;
-  let p = CompactionPolicy::from_config(&c);
-  assert_eq!((p.context_window_tokens, p.threshold_tokens(), p.preserve_recent_turns), (100_000, 60_000, 2));
-  assert_eq!(p.clear_targets, [ClearTarget::VerboseDebug]);
-  assert!(p.preserve_artifacts.contains(&"test_results".to_string()) && p.preserve_artifacts.len() == 6);
-  assert_eq!(p.runtime_signals.compaction_complete, "DONE");
-  let d = CompactionPolicy::default();
-  assert_eq!((d.context_window_tokens, d.threshold_tokens(), d.preserve_recent_turns), (200_000, 160_000, 5));
-}
-
 // -- SKILL.md ----------------------------------------------------------------------------------
 
 fn skill(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -264,4 +247,23 @@ fn invalid_skill_files_name_the_key_and_the_file() {
   assert_eq!(missing.code(), "E_IO");
   let (_d, path) = skill(&"x".repeat(MAX_SKILL_FILE_BYTES as usize + 1));
   assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap_err().code(), "E_TOO_LARGE");
+}
+
+#[test]
+fn skill_files_are_read_only_as_regular_files() {
+  let (dir, path) = skill("---\nname: real\n---\n");
+  let outside = dir.path().join("outside.md");
+  std::fs::write(&outside, "---\nname: from-outside\n---\n").unwrap();
+  let link = dir.path().join("LINKED.md");
+  std::os::unix::fs::symlink(&outside, &link).unwrap();
+  assert_eq!(read_skill_context_policy(&link, &CompactionPolicy::default()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  let fifo = dir.path().join("FIFO.md");
+  rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+    .unwrap();
+  assert_eq!(read_skill_context_policy(&fifo, &CompactionPolicy::default()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(
+    read_skill_context_policy(dir.path(), &CompactionPolicy::default()).unwrap_err().code(),
+    "E_NOT_REGULAR_FILE"
+  );
+  assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap().name.as_deref(), Some("real"));
 }

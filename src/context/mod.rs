@@ -46,8 +46,8 @@ use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::config::ContextConfig;
 use crate::error::{invalid, Result};
+use crate::settings::{count, fraction, uint};
 use crate::tokens::{self, Encoder, TokenEncoding};
 
 /// First line of the context text (followed by a blank line).
@@ -76,6 +76,60 @@ pub struct Learning {
   pub importance: Option<f64>,
   /// RFC 3339; more recently used first among equal importance. None sorts as oldest.
   pub last_used: Option<String>,
+}
+
+/// Context injection settings of a workspace (YAML section `context`); the memory view reads
+/// sessions and learnings by them and packs with [`ContextOptions::from_config`].
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct ContextConfig {
+  /// Maximum tokens of memory context prepended to a prompt. Default 2000 (seed 002 FR-8.1).
+  /// 0 injects nothing. Also read from the flat key `context_token_budget`.
+  #[serde(deserialize_with = "count")]
+  pub token_budget: u64,
+  /// Share of the budget reserved for learnings; recent sessions get the rest. 0..1, default 0.3
+  /// (seed 002: sessions stop at 70 %).
+  #[serde(deserialize_with = "fraction")]
+  pub learnings_share: f64,
+  /// Tokenizer used to count tokens: `o200k_base` (default) or `cl100k_base`.
+  pub encoding: TokenEncoding,
+  /// How many recent sessions are considered. Default 5 (seed 002 FR-4.2).
+  #[serde(deserialize_with = "uint::<_, _, 0, 1000>")]
+  pub recent_sessions: u64,
+  /// How many active learnings are considered. Default 3 (seed 002 FR-4.3).
+  #[serde(deserialize_with = "uint::<_, _, 0, 1000>")]
+  pub active_learnings: u64,
+  /// Fraction of the budget kept free, for models whose tokenizer is not public (Claude 3 and
+  /// later): the context holds at most `token_budget * (1 - safety_margin)` exact tokens of
+  /// `encoding`. 0 (default) up to, not including, 1.
+  #[serde(deserialize_with = "margin")]
+  pub safety_margin: f64,
+  /// An item that does not fit whole is cut (with a visible marker) only if at least this many
+  /// of its tokens remain; otherwise it is dropped. Default 32.
+  #[serde(deserialize_with = "count")]
+  pub min_truncated_tokens: u64,
+}
+
+impl Default for ContextConfig {
+  fn default() -> Self {
+    ContextConfig {
+      token_budget: 2000,
+      learnings_share: 0.3,
+      encoding: TokenEncoding::O200kBase,
+      recent_sessions: 5,
+      active_learnings: 3,
+      safety_margin: 0.0,
+      min_truncated_tokens: 32,
+    }
+  }
+}
+
+fn margin<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+  let m: f64 = fraction(d)?;
+  if m >= 1.0 {
+    return Err(serde::de::Error::custom("must be below 1 (1 would leave no budget)"));
+  }
+  Ok(m)
 }
 
 /// Options of [`build_context`].
@@ -289,10 +343,7 @@ pub fn build_context(sessions: &[Session], learnings: &[Learning], options: &Con
 
 /// Parses an RFC 3339 timestamp into nanoseconds since the Unix epoch (UTC).
 pub fn parse_timestamp(s: &str, name: impl FnOnce() -> String) -> Result<i128> {
-  let bad = |name: String| {
-    let shown: String = s.chars().take(MAX_TIMESTAMP_LEN).collect();
-    invalid(format!("`{name}` must be an RFC 3339 timestamp such as 2025-11-21T10:00:00+01:00, got {shown:?}"))
-  };
+  let bad = |name: String| invalid(format!("`{name}` must be an RFC 3339 timestamp such as 2025-11-21T10:00:00+01:00"));
   if s.len() > MAX_TIMESTAMP_LEN {
     return bad(name());
   }

@@ -135,6 +135,9 @@ fn directories_below_the_root_are_never_symlinks_and_nothing_is_created_outside(
   assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing created outside");
   mkfifo(&root.path().join("pipe"));
   assert_eq!(dir.descend(Path::new("pipe/x"), true).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  fs::write(root.path().join("plain"), b"a file where a directory belongs").unwrap();
+  let err = dir.descend(Path::new("plain/x"), true).unwrap_err();
+  assert_eq!((err.code(), err.os_error_name()), ("E_IO", Some("ENOTDIR")));
   let made = dir.descend(Path::new("a/b/c"), true).unwrap().unwrap();
   assert_eq!(made.path(), root.path().join("a/b/c"));
   assert!(dir.descend(Path::new("x/y"), false).unwrap().is_none());

@@ -187,18 +187,54 @@ fn region_text(name: &str, body: &str, nl: &str) -> String {
 
 /// Sets the body of region `name`, rendered by `render(entry_heading_level)`. Returns the new
 /// text (equal to `text` when nothing changed).
+///
+/// The result always holds the region where the next call finds it again, so that applying
+/// the same body twice gives the same bytes, whatever foreign markdown surrounds it: a region
+/// inserted at its usual place is checked by parsing the result, and when that place is inside
+/// a construct the foreign text leaves open (an unclosed code fence, an HTML block that runs to
+/// the end of the document), the region goes to the very start of the document instead, where
+/// nothing is open yet. If even that would not hold (no known input does this), the text is
+/// returned unchanged rather than growing on every run.
 pub fn set_region(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> String {
   let nl = newline_of(text);
   let o = outline(text);
   if let Some(region) = o.regions.iter().find(|r| r.name == name) {
-    // Entries sit one level below the section the region is in: the nearest heading before it
-    // with the section's title, else the nearest heading before it.
-    let title = if name == DECISIONS { DECISION_LOG } else { SESSION_CONTINUITY };
-    let before = || o.headings.iter().rev().filter(|h| h.start < region.range.start);
-    let level = before().find(|h| same_heading(&h.text, title)).or_else(|| before().next()).map_or(2, |h| h.level) + 1;
-    let new = region_text(name, &render(level.min(6)), nl);
-    return format!("{}{}{}", &text[..region.range.start], new, &text[region.range.end..]);
+    return replace_region(text, &o, region, render, nl);
   }
+  let inserted = insert_region(text, &o, name, render, nl);
+  if settled(&inserted, name, render) {
+    return inserted;
+  }
+  // Entry headings of a region before any heading sit at level 3 (see `replace_region`).
+  let at_start = insert(text, 0, &region_text(name, &render(3), nl), nl);
+  if settled(&at_start, name, render) {
+    return at_start;
+  }
+  text.to_string()
+}
+
+/// True when `text` holds region `name` and setting its body again changes nothing.
+fn settled(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> bool {
+  let o = outline(text);
+  o.regions
+    .iter()
+    .find(|r| r.name == name)
+    .is_some_and(|region| replace_region(text, &o, region, render, newline_of(text)) == text)
+}
+
+/// Replaces the body of an existing region in place.
+fn replace_region(text: &str, o: &Outline, region: &Region, render: &dyn Fn(usize) -> String, nl: &str) -> String {
+  // Entries sit one level below the section the region is in: the nearest heading before it
+  // with the section's title, else the nearest heading before it.
+  let title = if region.name == DECISIONS { DECISION_LOG } else { SESSION_CONTINUITY };
+  let before = || o.headings.iter().rev().filter(|h| h.start < region.range.start);
+  let level = before().find(|h| same_heading(&h.text, title)).or_else(|| before().next()).map_or(2, |h| h.level) + 1;
+  let new = region_text(&region.name, &render(level.min(6)), nl);
+  format!("{}{}{}", &text[..region.range.start], new, &text[region.range.end..])
+}
+
+/// Inserts a missing region at its usual place (see the module docs).
+fn insert_region(text: &str, o: &Outline, name: &str, render: &dyn Fn(usize) -> String, nl: &str) -> String {
   let next_heading_after = |index: usize, max_level: Option<usize>| {
     o.headings[index + 1..].iter().find(|h| max_level.is_none_or(|m| h.level <= m)).map_or(text.len(), |h| h.start)
   };
@@ -229,6 +265,13 @@ pub fn set_region(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> S
       insert(text, at, &block, nl)
     }
   }
+}
+
+/// The byte ranges of the regions the pipeline would treat as its own (begin marker line to end
+/// marker line), for tests that check that nothing else changes.
+#[cfg(test)]
+pub(crate) fn region_ranges(text: &str) -> Vec<Range<usize>> {
+  outline(text).regions.into_iter().filter(|r| r.name == SESSIONS || r.name == DECISIONS).map(|r| r.range).collect()
 }
 
 /// The body of region `name`, if the document has one.

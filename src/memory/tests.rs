@@ -1,6 +1,10 @@
 use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::gates;
+use crate::redact::{redact, RedactOptions};
 
 fn open(ws: &Path, session: &str) -> MemoryStore {
   MemoryStore::open(StoreOptions { workspace_dir: ws.to_path_buf(), session_id: session.into(), ..Default::default() })
@@ -8,7 +12,7 @@ fn open(ws: &Path, session: &str) -> MemoryStore {
 }
 
 fn entry(kind: &str, content: &str) -> Entry {
-  Entry { memory_type: kind.into(), content: content.into(), confidence: Some(0.9), ..Default::default() }
+  Entry { confidence: Some(0.9), ..Entry::new(MemoryKind::parse(kind).unwrap(), content) }
 }
 
 fn at(kind: &str, content: &str, ts: &str) -> Entry {
@@ -86,7 +90,7 @@ fn capture_consolidate_read_back() {
   assert_eq!(sessions.len(), 1);
   assert_eq!(sessions[0].memories, 3);
   assert_eq!(sessions[0].latest[0], "Always run cargo fmt before committing");
-  assert_eq!(sessions[0].types.get("decision"), Some(&1));
+  assert_eq!(sessions[0].kinds.get(&MemoryKind::Decision), Some(&1));
   store.close().unwrap();
   assert_eq!(store.capture(entry("learning", "after close it is refused")).unwrap_err().code(), "E_WAL_CLOSED");
 }
@@ -193,7 +197,6 @@ fn errors_never_carry_content() {
   let secret = "hunter2-very-private-value";
   for bad in [
     Entry { confidence: Some(2.0), ..entry("learning", secret) },
-    Entry { memory_type: secret.into(), ..entry("learning", secret) },
     Entry { timestamp: Some(secret.into()), ..entry("learning", secret) },
     Entry { tags: vec![secret.repeat(20)], ..entry("learning", secret) },
   ] {
@@ -201,8 +204,11 @@ fn errors_never_carry_content() {
     assert_eq!(err.code(), "E_INVALID_ARGUMENT");
     assert!(!err.to_string().contains("hunter2"), "{err}");
   }
-  let big = Entry { content: "x".repeat(MAX_CONTENT_BYTES + 1), ..Default::default() };
-  assert_eq!(store.capture(Entry { memory_type: "learning".into(), ..big }).unwrap_err().code(), "E_TOO_LARGE");
+  let err = MemoryKind::parse(secret).unwrap_err();
+  assert_eq!(err.code(), "E_INVALID_ARGUMENT");
+  assert!(!err.to_string().contains("hunter2"), "{err}");
+  let big = Entry::new(MemoryKind::Learning, "x".repeat(MAX_CONTENT_BYTES + 1));
+  assert_eq!(store.capture(big).unwrap_err().code(), "E_TOO_LARGE");
 }
 
 #[test]
@@ -270,5 +276,396 @@ fn redacted_values_never_reach_disk() {
   store.consolidate().unwrap();
   for (path, bytes) in snapshot(ws.path()) {
     assert!(!bytes.windows(email.len()).any(|w| w == email.as_bytes()), "{path} holds the address");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile state files (issue 11, items 4, 5, 9, 10 and the learnings item).
+// ---------------------------------------------------------------------------------------------
+
+fn mkfifo(path: &Path) {
+  rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+    .unwrap();
+}
+
+/// A workspace with one consolidated decision and learning, and a file outside it.
+fn workspace_with_outside() -> (tempfile::TempDir, PathBuf, PathBuf) {
+  let tmp = tempfile::tempdir().unwrap();
+  let ws = tmp.path().join("ws");
+  let outside = tmp.path().join("outside");
+  fs::create_dir_all(&ws).unwrap();
+  fs::create_dir_all(&outside).unwrap();
+  (tmp, ws, outside)
+}
+
+/// Fails when a regular file under `dir` (symlinks not followed) holds `needle`.
+fn no_file_holds(dir: &Path, needle: &str) {
+  let mut stack = vec![dir.to_path_buf()];
+  while let Some(d) = stack.pop() {
+    for e in fs::read_dir(&d).unwrap() {
+      let p = e.unwrap().path();
+      let meta = fs::symlink_metadata(&p).unwrap();
+      if meta.is_dir() {
+        stack.push(p);
+      } else if meta.is_file() {
+        let bytes = fs::read(&p).unwrap();
+        assert!(
+          !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+          "{} holds data from outside",
+          p.display()
+        );
+      }
+    }
+  }
+}
+
+#[test]
+fn symlinked_notes_and_learnings_are_refused_never_read_through() {
+  for name in ["NOTES.md", "learnings.json"] {
+    let (_tmp, ws, outside) = workspace_with_outside();
+    let secret = outside.join("secret.md");
+    // What a reader following the symlink would take into the agent's context.
+    let text = if name == "NOTES.md" {
+      "# Private\n\n<!-- loa:begin sessions -->\n- **`outside-session`** · 2026-01-01T00:00:00.000Z → 2026-01-01T00:00:00.000Z · 1 memory (learning 1) · latest: OUTSIDE-SECRET-TEXT\n<!-- loa:end sessions -->\n".to_string()
+    } else {
+      r#"{"learnings":[{"id":"x","content":"OUTSIDE-SECRET-TEXT","importance":1}]}"#.to_string()
+    };
+    fs::write(&secret, &text).unwrap();
+    fs::create_dir_all(ws.join("grimoires/loa")).unwrap();
+    std::os::unix::fs::symlink(&secret, ws.join("grimoires/loa").join(name)).unwrap();
+    let store = open(&ws, "s");
+    store.capture(entry("decision", "Adopt the hostile filesystem suite for every entry point")).unwrap();
+    store.capture(entry("learning", "Symlinks where state files belong are refused")).unwrap();
+    // Reads never follow it: nothing from outside reaches the context.
+    if name == "learnings.json" {
+      assert_eq!(store.active_learnings(5).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+      assert_eq!(store.build_context(&ContextRequest::default()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    } else {
+      let sessions = store.recent_sessions(5).unwrap();
+      assert!(sessions.iter().all(|s| s.session_id != "outside-session"), "{name}: {sessions:?}");
+      let built = store.build_context(&ContextRequest::default()).unwrap();
+      assert!(!built.text.unwrap_or_default().contains("OUTSIDE-SECRET-TEXT"), "{name}: leaked into the context");
+    }
+    let err = store.consolidate().unwrap_err();
+    assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{name}: {err}");
+    assert_eq!(fs::read_to_string(&secret).unwrap(), text, "{name}: the target is untouched");
+    assert!(fs::symlink_metadata(ws.join("grimoires/loa").join(name)).unwrap().file_type().is_symlink());
+    no_file_holds(&ws, "OUTSIDE-SECRET-TEXT");
+  }
+}
+
+#[test]
+fn fifos_devices_and_directories_where_state_files_belong_never_hang_or_grow_memory() {
+  for (name, kind) in
+    [("NOTES.md", "fifo"), ("learnings.json", "fifo"), ("NOTES.md", "dir"), ("learnings.json", "zero")]
+  {
+    let (_tmp, ws, _outside) = workspace_with_outside();
+    let grimoire = ws.join("grimoires/loa");
+    fs::create_dir_all(&grimoire).unwrap();
+    match kind {
+      "fifo" => mkfifo(&grimoire.join(name)),
+      "dir" => fs::create_dir(grimoire.join(name)).unwrap(),
+      _ => std::os::unix::fs::symlink("/dev/zero", grimoire.join(name)).unwrap(),
+    }
+    let store = open(&ws, "s");
+    store.capture(entry("decision", "State files are regular files or nothing at all")).unwrap();
+    assert_eq!(store.consolidate().unwrap_err().code(), "E_NOT_REGULAR_FILE", "{name} as {kind}");
+    if name == "learnings.json" {
+      assert_eq!(store.active_learnings(5).unwrap_err().code(), "E_NOT_REGULAR_FILE", "{name} as {kind}");
+    }
+    store.build_context(&ContextRequest::default()).ok();
+  }
+}
+
+#[test]
+fn a_symlinked_grimoire_directory_creates_nothing_outside() {
+  for (link, target_inside) in [("grimoires", ""), ("grimoires/loa", ""), (".loa", "")] {
+    let _ = target_inside;
+    let (_tmp, ws, outside) = workspace_with_outside();
+    let link_path = ws.join(link);
+    fs::create_dir_all(link_path.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&outside, &link_path).unwrap();
+    let err =
+      MemoryStore::open(StoreOptions { workspace_dir: ws.clone(), session_id: "s".into(), ..Default::default() })
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT", "{link}: {err}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{link}: nothing created outside");
+    let err = consolidate_workspace(&StoreOptions { workspace_dir: ws.clone(), ..Default::default() }).unwrap_err();
+    assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT", "{link}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{link}: nothing created outside");
+  }
+  // The memory record directory too (it is written by the WAL consolidation).
+  let (_tmp, ws, outside) = workspace_with_outside();
+  let store = open(&ws, "s");
+  store.capture(entry("learning", "Record directories are never followed through a symlink")).unwrap();
+  std::os::unix::fs::symlink(&outside, ws.join("grimoires/loa/memory")).unwrap();
+  assert_eq!(store.consolidate().unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+  assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn notes_ending_in_an_unclosed_fence_gets_one_section_and_stays_byte_identical() {
+  let (_tmp, ws, _outside) = workspace_with_outside();
+  let grimoire = ws.join("grimoires/loa");
+  fs::create_dir_all(&grimoire).unwrap();
+  let human = "# Notes\n\n## Session Continuity\n\nSome text.\n\n```rust\nfn unclosed() {\n";
+  fs::write(grimoire.join("NOTES.md"), human).unwrap();
+  let store = open(&ws, "s");
+  store.capture(entry("decision", "Close every code fence the notes file opens")).unwrap();
+  store.consolidate().unwrap();
+  let first = fs::read(grimoire.join("NOTES.md")).unwrap();
+  let second = store.consolidate().unwrap();
+  assert!(!second.notes_updated);
+  assert_eq!(fs::read(grimoire.join("NOTES.md")).unwrap(), first, "a second run changes nothing");
+  let text = String::from_utf8(first).unwrap();
+  assert_eq!(text.matches("<!-- loa:begin decisions -->").count(), 1, "{text}");
+  assert!(text.contains(human), "foreign text kept");
+}
+
+#[test]
+fn foreign_learnings_values_are_kept_exactly() {
+  let (_tmp, ws, _outside) = workspace_with_outside();
+  let grimoire = ws.join("grimoires/loa");
+  fs::create_dir_all(&grimoire).unwrap();
+  let foreign = r#"{"learnings":[{"id":"foreign-1","content":"kept as it is","big":123456789012345678901234567890,"huge":1e400,"exact":0.1000000000000000055511151231257827,"nested":{"n":18446744073709551617,"list":[1.0,2e-400]},"status":"retired"}],"owner":{"id":99999999999999999999},"version":1}"#;
+  fs::write(grimoire.join("learnings.json"), foreign).unwrap();
+  let store = open(&ws, "s");
+  store.capture(entry("learning", "Foreign numbers survive a consolidation unchanged")).unwrap();
+  let c = store.consolidate().unwrap();
+  assert_eq!(c.learnings_total, 2);
+  let text = fs::read_to_string(grimoire.join("learnings.json")).unwrap();
+  for kept in [
+    "123456789012345678901234567890",
+    "1e400",
+    "0.1000000000000000055511151231257827",
+    "18446744073709551617",
+    "2e-400",
+    "99999999999999999999",
+    "1.0",
+  ] {
+    assert!(text.contains(kept), "{kept} changed: {text}");
+  }
+  let again = store.consolidate().unwrap();
+  assert_eq!(again.learnings, 0);
+  assert_eq!(fs::read_to_string(grimoire.join("learnings.json")).unwrap(), text, "stable");
+  assert!(store.active_learnings(10).unwrap().iter().all(|l| l.id != "foreign-1"), "retired stays retired");
+}
+
+#[test]
+fn duplicate_keys_in_learnings_are_refused_by_path_and_the_file_left_alone() {
+  for (doc, path) in [
+    (r#"{"learnings":[],"owner":"a","owner":"b"}"#, "owner"),
+    (r#"{"learnings":[{"id":"a","status":"retired","status":"active"}]}"#, "learnings[0].status"),
+    (r#"{"learnings":[],"learnings":[{"id":"a"}]}"#, "learnings"),
+  ] {
+    let (_tmp, ws, _outside) = workspace_with_outside();
+    let grimoire = ws.join("grimoires/loa");
+    fs::create_dir_all(&grimoire).unwrap();
+    fs::write(grimoire.join("learnings.json"), doc).unwrap();
+    let store = open(&ws, "s");
+    store.capture(entry("learning", "Duplicate keys are refused with the key's path")).unwrap();
+    let err = store.consolidate().unwrap_err();
+    assert_eq!(err.code(), "E_STATE_CORRUPT", "{doc}");
+    assert!(err.to_string().contains(&format!("`{path}`")), "{err}");
+    assert_eq!(fs::read_to_string(grimoire.join("learnings.json")).unwrap(), doc, "left in place, unchanged");
+    assert_eq!(fs::read_dir(&grimoire).unwrap().count(), 1, "nothing moved aside, nothing applied: {doc}");
+    assert_eq!(store.active_learnings(5).unwrap_err().code(), "E_STATE_CORRUPT");
+  }
+}
+
+#[test]
+fn stale_temps_of_dead_writers_are_cleaned_by_consolidation() {
+  let (_tmp, ws, _outside) = workspace_with_outside();
+  let grimoire = ws.join("grimoires/loa");
+  fs::create_dir_all(grimoire.join("memory")).unwrap();
+  // A pid far above any pid_max is never alive.
+  let stale = [".NOTES.md.tmp-2147483646-0", ".NOTES.md.loa-tmp-2147483646-3", ".learnings.json.loa-tmp-2147483646-1"];
+  for name in stale {
+    fs::write(grimoire.join(name), b"half a file").unwrap();
+  }
+  fs::write(grimoire.join("memory/.aaaa.json.loa-tmp-2147483646-9"), b"half").unwrap();
+  let live = format!(".NOTES.md.loa-tmp-{}-999999", std::process::id());
+  fs::write(grimoire.join(&live), b"in flight").unwrap();
+  let store = open(&ws, "s");
+  store.capture(entry("learning", "Stale temp files are removed under the lock")).unwrap();
+  store.consolidate().unwrap();
+  for name in stale {
+    assert!(!grimoire.join(name).exists(), "{name} removed");
+  }
+  assert!(!grimoire.join("memory/.aaaa.json.loa-tmp-2147483646-9").exists());
+  assert!(grimoire.join(&live).exists(), "a live writer's temp file is kept");
+}
+
+/// xorshift32: deterministic generated inputs.
+struct Rng(u32);
+
+impl Rng {
+  fn below(&mut self, n: usize) -> usize {
+    self.0 ^= self.0 << 13;
+    self.0 ^= self.0 >> 17;
+    self.0 ^= self.0 << 5;
+    self.0 as usize % n
+  }
+}
+
+fn record(kind: MemoryKind, session: &str, content: &str, ts: &str) -> MemoryRecord {
+  MemoryRecord {
+    version: 1,
+    id: gates::content_hash(content),
+    kind,
+    content: content.into(),
+    session_id: session.into(),
+    agent_id: None,
+    timestamp: ts.into(),
+    confidence: Some(0.8),
+    score: 0.8,
+    tags: Vec::new(),
+    metadata: None,
+    redactions: Vec::new(),
+  }
+}
+
+/// True when every byte of `small` appears in `big`, in order.
+fn is_subsequence(small: &[u8], big: &[u8]) -> bool {
+  let mut it = big.iter();
+  small.iter().all(|b| it.any(|c| c == b))
+}
+
+#[test]
+fn notes_rendering_is_idempotent_over_random_foreign_markdown() {
+  // Fragments of hostile markdown: unclosed fences of both kinds, headings inside fences, our
+  // section titles and markers inside foreign text, setext headings, every HTML block kind
+  // (some run to the end of the document when unclosed), containers, CRLF, no final newline.
+  const FRAGMENTS: &[&str] = &[
+    "# Agent Working Memory\n",
+    "## Session Continuity\n",
+    "### Decision Log\n",
+    "## Decision Log ##\n",
+    "Session Continuity\n==================\n",
+    "Decision Log\n---\n",
+    "### Active Context\n",
+    "### Pending Questions\n",
+    "```\n",
+    "```rust\n",
+    "~~~\n",
+    "````md\n",
+    "  ```\n",
+    "    indented code line\n",
+    "<div>\n",
+    "</div>\n",
+    "<!-- a comment that goes on\n",
+    "-->\n",
+    "<!-- loa:begin sessions -->\n",
+    "<!-- loa:end sessions -->\n",
+    "<!-- loa:begin decisions -->\n",
+    "<!-- loa:end decisions -->\n",
+    "<script>\n",
+    "</script>\n",
+    "<pre>\n",
+    "<?php\n",
+    "<![CDATA[\n",
+    "<!DOCTYPE x\n",
+    "> quoted\n",
+    "> ## Decision Log\n",
+    "- item\n",
+    "- ## Session Continuity\n",
+    "  continued\n",
+    "1. first\n",
+    "\n",
+    "\n",
+    "plain text with `code` and <b>inline html</b>\n",
+    "| a | b |\n|---|---|\n",
+    "[ref]: http://example.com\n",
+    "***\n",
+    "#### 2024-01-15T14:30:00Z - Human entry\n**Decision**: keep\n",
+    "- **`agent-9`** · 2026-01-01T00:00:00.000Z → 2026-01-01T00:00:00.000Z · 1 memory (learning 1) · latest: x\n",
+    "no final newline",
+  ];
+  let records = [
+    record(MemoryKind::Decision, "a", "Use the fallback region when the fence stays open", "2026-01-02T10:00:00.000Z"),
+    record(MemoryKind::Learning, "b", "Foreign markdown is never rewritten", "2026-01-02T11:00:00.000Z"),
+    record(MemoryKind::Decision, "b", "Keep ```fences``` and <!-- markers --> inert", "2026-01-02T12:00:00.000Z"),
+  ];
+  let mut rng = Rng(0x9e37_79b9);
+  for case in 0..4000 {
+    let n = rng.below(14);
+    let mut text = String::new();
+    for _ in 0..n {
+      text.push_str(FRAGMENTS[rng.below(FRAGMENTS.len())]);
+    }
+    match rng.below(4) {
+      0 => text = text.replace('\n', "\r\n"),
+      1 => text = text.replacen('\n', "\r\n", 1),
+      _ => {}
+    }
+    let with = if rng.below(5) == 0 { &records[..0] } else { &records[..] };
+    let Some(once) = super::consolidate::render_notes(Some(&text), with) else { panic!("case {case}: no text") };
+    let twice = super::consolidate::render_notes(Some(&once), with).unwrap();
+    assert_eq!(twice, once, "case {case}: a second run changed the notes; input {text:?}");
+    // Every byte outside the regions the input already had (which are ours to replace) is kept.
+    let owned = notes::region_ranges(&text);
+    let foreign: Vec<u8> =
+      text.bytes().enumerate().filter(|(i, _)| !owned.iter().any(|r| r.contains(i))).map(|(_, b)| b).collect();
+    assert!(is_subsequence(&foreign, once.as_bytes()), "case {case}: foreign bytes lost; input {text:?}");
+    if !with.is_empty() {
+      for name in [notes::SESSIONS, notes::DECISIONS] {
+        assert!(notes::region_body(&once, name).is_some(), "case {case}: no {name} region; input {text:?}\n{once}");
+      }
+    }
+  }
+}
+
+#[test]
+fn injected_faults_on_notes_and_learnings_writes_lose_nothing() {
+  use crate::fsutil::faults::{inject, Op};
+  let (_tmp, ws, _outside) = workspace_with_outside();
+  // NOTES.md and learnings.json in directories of their own, so that faults hit only them.
+  fs::write(
+    ws.join(".loa.config.yaml"),
+    "memory:\n  notes_path: notes/NOTES.md\n  learnings_path: learn/learnings.json\n",
+  )
+  .unwrap();
+  let store = open(&ws, "s");
+  store.capture(entry("decision", "The first decision is acknowledged and stays")).unwrap();
+  store.capture(entry("learning", "The first learning is acknowledged and stays")).unwrap();
+  store.consolidate().unwrap();
+  let notes_path = ws.join("notes/NOTES.md");
+  let learnings_path = ws.join("learn/learnings.json");
+  let mut round = 0;
+  for (dir, op) in [
+    ("learn", Op::Write),
+    ("learn", Op::Sync),
+    ("learn", Op::Rename),
+    ("notes", Op::Write),
+    ("notes", Op::Sync),
+    ("notes", Op::Rename),
+  ] {
+    for errno in [libc::EIO, libc::ENOSPC] {
+      round += 1;
+      let notes_before = fs::read(&notes_path).unwrap();
+      let learnings_before = fs::read(&learnings_path).unwrap();
+      store.capture(entry("decision", &format!("Decision number {round} arrives while the disk fails"))).unwrap();
+      store.capture(entry("learning", &format!("Learning number {round} arrives while the disk fails"))).unwrap();
+      {
+        let _guard = inject(&ws.join(dir), op, errno, 0, 1);
+        let err = store.consolidate().unwrap_err();
+        assert_eq!(err.code(), "E_IO", "{dir} {op:?}");
+      }
+      // The failed file is as it was, whole; no temp file is visible; nothing acknowledged lost.
+      let (failed, before) =
+        if dir == "learn" { (&learnings_path, &learnings_before) } else { (&notes_path, &notes_before) };
+      assert_eq!(&fs::read(failed).unwrap(), before, "{dir} {op:?}: the old file, whole");
+      for d in ["notes", "learn"] {
+        let names: Vec<String> =
+          fs::read_dir(ws.join(d)).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert!(names.iter().all(|n| !n.contains("loa-tmp")), "{dir} {op:?}: {names:?}");
+      }
+      let c = store.consolidate().unwrap();
+      assert_eq!(c.learnings_total, round + 1, "{dir} {op:?}");
+      let notes_text = fs::read_to_string(&notes_path).unwrap();
+      assert!(notes_text.contains(&format!("Decision number {round} arrives")), "{dir} {op:?}");
+      assert!(notes_text.contains("The first decision is acknowledged and stays"));
+    }
   }
 }

@@ -7,7 +7,13 @@
 //!   is deleted when it is retired or revoked: only the active key ever signs, and retired keys
 //!   only need their public half to verify;
 //! - `.lock`: `flock`ed around every change, so that two processes rotating at once cannot lose
-//!   a key.
+//!   a key. Under it, temp files of a change that a crash interrupted are removed.
+//!
+//! The directory itself is the caller's choice (a symlink in its path is followed); the files
+//! in it are opened without following symlinks and only as regular files: a symlink, FIFO or
+//! directory named like one is `E_NOT_REGULAR_FILE` and is never read, written or locked
+//! through. Reads are bounded: `keyring.json` at [`MAX_REGISTRY_BYTES`], a `.key` file at
+//! [`MAX_KEY_FILE_BYTES`] (`E_TOO_LARGE` beyond).
 //!
 //! A key can also come from the environment: `LOA_SIGNING_KEY` holds a 32-byte seed in hex and
 //! its public key is derived (the originals required the public key separately, and verification
@@ -18,7 +24,7 @@
 //! explicit [`KeyRing::export_private_key`]. Seeds in memory are zeroized on drop.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,8 +33,8 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::{LoaError, Result};
-use crate::fsutil::{create_dir_durable, sync_dir, write_file_atomic};
-use crate::lock::lock_exclusive;
+use crate::fsutil::{create_dir_durable, sync_dir, OpenMode, StateDir, StateFile};
+use crate::lock::lock_file;
 use crate::timestamp::{format_ms, now_ms, parse_ms};
 
 /// The environment variable holding a signing seed (64 hex characters).
@@ -38,6 +44,10 @@ const LOCK: &str = ".lock";
 const DAY_MS: i64 = 86_400_000;
 /// Longest a change waits for another process's change to the same ring.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest `keyring.json` read (about 4,000 revoked keys with long reasons).
+pub const MAX_REGISTRY_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest private key file read (64 hex characters and a newline; some slack for whitespace).
+pub const MAX_KEY_FILE_BYTES: u64 = 1024;
 
 /// Rotation policy; defaults are those of `signing` in `.loa.config.yaml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +180,10 @@ struct Cache {
 /// What identifies one version of a file.
 type Stamp = (u64, u64, Option<std::time::SystemTime>, std::time::SystemTime);
 
+fn stamp_of(file: &StateFile) -> Result<Stamp> {
+  file.file().metadata().map(|m| stamp(&m)).map_err(|e| LoaError::io("stat", file.path(), e))
+}
+
 fn stamp(meta: &fs::Metadata) -> Stamp {
   use std::os::unix::fs::MetadataExt;
   (
@@ -258,28 +272,41 @@ impl KeyRing {
     self.policy
   }
 
+  /// The ring's directory, or `None` when it does not exist yet.
+  fn open_dir(&self) -> Result<Option<StateDir>> {
+    match StateDir::open_root(&self.dir) {
+      Ok(dir) => Ok(Some(dir)),
+      Err(e) if e.is_not_found() => Ok(None),
+      Err(e) => Err(e),
+    }
+  }
+
   fn read_registry(&self) -> Result<Registry> {
-    let path = self.dir.join(REGISTRY);
-    let current = fs::metadata(&path).ok().map(|m| stamp(&m));
+    match self.open_dir()? {
+      Some(dir) => self.read_registry_in(&dir),
+      None => Ok(Registry { version: 1, keys: Vec::new() }),
+    }
+  }
+
+  fn read_registry_in(&self, dir: &StateDir) -> Result<Registry> {
+    let Some(file) = dir.open_file_if_exists(REGISTRY, OpenMode::READ)? else {
+      return Ok(Registry { version: 1, keys: Vec::new() });
+    };
+    let current = stamp_of(&file)?;
     let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-    if let (Some(now), Some((seen, registry))) = (current, &cache.registry) {
-      if &now == seen {
+    if let Some((seen, registry)) = &cache.registry {
+      if &current == seen {
         return Ok(registry.clone());
       }
     }
-    let registry = self.read_registry_file(&path)?;
-    cache.registry = current.map(|st| (st, registry.clone()));
+    let registry = self.parse_registry(&file.read_to_end_bounded(MAX_REGISTRY_BYTES)?, file.path())?;
+    cache.registry = Some((current, registry.clone()));
     Ok(registry)
   }
 
-  fn read_registry_file(&self, path: &Path) -> Result<Registry> {
-    let bytes = match fs::read(path) {
-      Ok(b) => b,
-      Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry { version: 1, keys: Vec::new() }),
-      Err(e) => return Err(LoaError::io("read", path, e)),
-    };
+  fn parse_registry(&self, bytes: &[u8], path: &Path) -> Result<Registry> {
     let corrupt = |reason: String| LoaError::StateCorrupt { path: path.display().to_string(), reason };
-    let registry: Registry = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let registry: Registry = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     if registry.version != 1 {
       return Err(corrupt(format!("unsupported version {}", registry.version)));
     }
@@ -344,7 +371,7 @@ impl KeyRing {
   ///
   /// [`rotate`]: KeyRing::rotate
   pub fn generate(&self) -> Result<KeyInfo> {
-    self.change(|ring, registry, now| {
+    self.change(|ring, dir, registry, now| {
       if let Some(active) = registry.keys.iter().find(|k| k.state == StoredState::Active) {
         return Err(LoaError::KeyExists(format!(
           "key ring {} already has an active key ({}); rotate it instead",
@@ -352,21 +379,21 @@ impl KeyRing {
           active.key_id
         )));
       }
-      ring.add_active(registry, now)
+      ring.add_active(dir, registry, now)
     })
   }
 
   /// Makes a new active key; the previous one is retired and verifies for `overlap_days` more.
   /// Works on a ring without an active key too (then it is `generate`).
   pub fn rotate(&self) -> Result<KeyInfo> {
-    self.change(|ring, registry, now| {
+    self.change(|ring, dir, registry, now| {
       let overlap = now + i64::from(ring.policy.overlap_days) * DAY_MS;
       for key in registry.keys.iter_mut().filter(|k| k.state == StoredState::Active) {
         key.state = StoredState::Retired;
         key.retired_at = Some(format_ms(now));
         key.expires_at = Some(format_ms(overlap));
       }
-      ring.add_active(registry, now)
+      ring.add_active(dir, registry, now)
     })
   }
 
@@ -376,7 +403,7 @@ impl KeyRing {
     if reason.trim().is_empty() || reason.len() > 1024 {
       return crate::error::invalid("`reason` must be a non-empty string of at most 1024 bytes");
     }
-    self.change(|ring, registry, now| {
+    self.change(|ring, _, registry, now| {
       let stamp = Some(format_ms(now));
       if let Some(key) = registry.keys.iter_mut().find(|k| k.key_id == key_id) {
         if key.state != StoredState::Revoked {
@@ -442,17 +469,17 @@ impl KeyRing {
     Ok(Zeroizing::new(hex::encode(signing.to_bytes())))
   }
 
-  fn key_path(&self, key_id: &str) -> PathBuf {
-    self.dir.join(format!("{key_id}.key"))
+  fn key_name(key_id: &str) -> String {
+    format!("{key_id}.key")
   }
 
   fn read_private(&self, info: &KeyInfo) -> Result<SigningKey> {
-    let path = self.key_path(&info.key_id);
-    let meta = fs::metadata(&path).map_err(|e| match e.kind() {
-      std::io::ErrorKind::NotFound => LoaError::KeyNotFound(format!("private key file of {} is missing", info.key_id)),
-      _ => LoaError::io("stat", &path, e),
-    })?;
-    let mode = meta.permissions().mode() & 0o777;
+    let missing = || LoaError::KeyNotFound(format!("private key file of {} is missing", info.key_id));
+    let dir = self.open_dir()?.ok_or_else(missing)?;
+    let file = dir.open_file_if_exists(Self::key_name(&info.key_id), OpenMode::READ)?.ok_or_else(missing)?;
+    let path = file.path().to_path_buf();
+    let meta = file.file().metadata().map_err(|e| LoaError::io("stat", &path, e))?;
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777;
     if mode & 0o077 != 0 {
       return Err(LoaError::KeyInvalid(format!(
         "{} is accessible by others (mode {mode:o}); chmod 600 it",
@@ -465,8 +492,10 @@ impl KeyRing {
         return Ok(key.clone());
       }
     }
-    let text = Zeroizing::new(fs::read_to_string(&path).map_err(|e| LoaError::io("read", &path, e))?);
-    let key = parse_seed(&text, &format!("private key file {}", path.display()))?;
+    let bytes = Zeroizing::new(file.read_to_end_bounded(MAX_KEY_FILE_BYTES)?);
+    let text = std::str::from_utf8(&bytes)
+      .map_err(|_| LoaError::KeyInvalid(format!("private key file {} is not hexadecimal", path.display())))?;
+    let key = parse_seed(text, &format!("private key file {}", path.display()))?;
     if hex::encode(key.verifying_key().to_bytes()) != info.public_key {
       return Err(LoaError::KeyInvalid(format!(
         "private key file {} does not match the registered public key",
@@ -477,7 +506,9 @@ impl KeyRing {
     Ok(key)
   }
 
-  fn ensure_dir(&self) -> Result<()> {
+  /// Creates the ring's directory (mode 0700) when missing and makes sure nobody else can
+  /// read it; returns it opened.
+  fn ensure_dir(&self) -> Result<StateDir> {
     if !self.dir.is_dir() {
       if let Some(parent) = self.dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_dir_durable(parent)?;
@@ -488,23 +519,26 @@ impl KeyRing {
         Err(e) => return Err(LoaError::io("create directory", &self.dir, e)),
       }
     }
-    let mode = fs::metadata(&self.dir).map_err(|e| LoaError::io("stat", &self.dir, e))?.permissions().mode();
+    let dir = StateDir::open_root(&self.dir)?;
+    let mode = rustix::fs::fstat(dir.fd()).map_err(|e| LoaError::io("stat", &self.dir, e.into()))?.st_mode;
     if mode & 0o077 != 0 {
-      fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
-        .map_err(|e| LoaError::io("chmod 700", &self.dir, e))?;
+      rustix::fs::fchmod(dir.fd(), rustix::fs::Mode::from_raw_mode(0o700))
+        .map_err(|e| LoaError::io("chmod 700", &self.dir, e.into()))?;
     }
-    Ok(())
+    Ok(dir)
   }
 
   /// Runs a change under the ring's lock: read, change, write the registry atomically, then
   /// delete private keys that no longer sign (after the registry that says so is durable).
-  fn change<T>(&self, f: impl FnOnce(&KeyRing, &mut Registry, i64) -> Result<T>) -> Result<T> {
-    self.ensure_dir()?;
-    let _lock = lock_exclusive(&self.dir.join(LOCK), LOCK_TIMEOUT, "key ring")?;
-    let mut registry = self.read_registry()?;
+  fn change<T>(&self, f: impl FnOnce(&KeyRing, &StateDir, &mut Registry, i64) -> Result<T>) -> Result<T> {
+    let dir = self.ensure_dir()?;
+    let lock = dir.open_file(LOCK, OpenMode::CREATE.with_mode(0o600))?;
+    lock_file(lock.file(), LOCK_TIMEOUT, "key ring")?;
+    dir.clean_stale_temps()?;
+    let mut registry = self.read_registry_in(&dir)?;
     registry.version = 1;
     let now = now_ms();
-    let result = f(self, &mut registry, now)?;
+    let result = f(self, &dir, &mut registry, now)?;
     // Keep at most `max_retired_keys` retired keys (the newest); revoked keys stay listed so
     // that a manifest signed by one is reported as such.
     let mut retired: Vec<(i64, String)> = registry
@@ -519,29 +553,27 @@ impl KeyRing {
     registry.keys.retain(|k| !dropped.contains(&k.key_id));
     let mut text = serde_json::to_vec_pretty(&registry).map_err(|e| LoaError::Internal(e.to_string()))?;
     text.push(b'\n');
-    write_file_atomic(&self.dir.join(REGISTRY), &text, Some(0o600))?;
-    // Private halves of anything not active (and orphans of an interrupted change) go.
+    dir.write_atomic(REGISTRY, &text, Some(0o600))?;
+    // Private halves of anything not active (and orphans of an interrupted change) go; a
+    // symlink or FIFO named like one is removed itself, never followed.
     let active: Option<String> =
-      registry.keys.iter().find(|k| k.state == StoredState::Active).map(|k| k.key_id.clone());
+      registry.keys.iter().find(|k| k.state == StoredState::Active).map(|k| Self::key_name(&k.key_id));
     let mut removed = false;
-    for entry in fs::read_dir(&self.dir).map_err(|e| LoaError::io("list", &self.dir, e))? {
-      let entry = entry.map_err(|e| LoaError::io("list", &self.dir, e))?;
-      let name = entry.file_name().to_string_lossy().into_owned();
-      if let Some(id) = name.strip_suffix(".key") {
-        if Some(id) != active.as_deref() {
-          fs::remove_file(entry.path()).map_err(|e| LoaError::io("remove", &entry.path(), e))?;
-          removed = true;
-        }
+    for entry in dir.entries()? {
+      let Some(name) = entry.name_str() else { continue };
+      if name.ends_with(".key") && !entry.is_dir() && Some(name) != active.as_deref() {
+        removed |= dir.remove_file(&entry.name)?;
       }
     }
     if removed {
-      sync_dir(&self.dir)?;
+      dir.sync()?;
     }
+    drop(lock);
     Ok(result)
   }
 
   /// Creates a key: the private file first (0600, atomic), then the registry names it.
-  fn add_active(&self, registry: &mut Registry, now: i64) -> Result<KeyInfo> {
+  fn add_active(&self, dir: &StateDir, registry: &mut Registry, now: i64) -> Result<KeyInfo> {
     let mut seed = Zeroizing::new([0u8; 32]);
     getrandom::fill(seed.as_mut_slice()).map_err(|e| LoaError::Internal(format!("no randomness from the OS: {e}")))?;
     let key = SigningKey::from_bytes(&seed);
@@ -549,7 +581,7 @@ impl KeyRing {
     let id = super::key_id(&public);
     let mut text = Zeroizing::new(hex::encode(seed.as_slice()));
     text.push('\n');
-    write_file_atomic(&self.key_path(&id), text.as_bytes(), Some(0o600))?;
+    dir.write_atomic(Self::key_name(&id), text.as_bytes(), Some(0o600))?;
     let stored = StoredKey {
       key_id: id,
       public_key: hex::encode(public),
@@ -570,6 +602,7 @@ impl KeyRing {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use std::os::unix::fs::PermissionsExt;
 
   fn ring(dir: &Path) -> KeyRing {
     KeyRing::with_seed(dir, KeyPolicy::default(), None).unwrap()
@@ -697,5 +730,87 @@ mod tests {
     fs::write(tmp.path().join(REGISTRY), serde_json::to_vec(&reg).unwrap()).unwrap();
     assert_eq!(r.list().unwrap().iter().find(|x| x.key_id == k.key_id).unwrap().status, KeyStatus::Expired);
     assert_eq!(r.verification_keys().unwrap().len(), 1);
+  }
+  #[test]
+  fn symlinks_and_fifos_in_the_key_directory_are_refused_and_nothing_outside_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("keys");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    // A lock that leads outside: never created or opened through.
+    fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(outside.join("lock"), dir.join(LOCK)).unwrap();
+    let r = ring(&dir);
+    assert_eq!(r.generate().unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    assert!(!outside.join("lock").exists(), "nothing created outside");
+    fs::remove_file(dir.join(LOCK)).unwrap();
+    // A registry that leads outside: never read.
+    let other = ring(&outside);
+    let k = other.generate().unwrap();
+    std::os::unix::fs::symlink(outside.join(REGISTRY), dir.join(REGISTRY)).unwrap();
+    assert_eq!(r.list().unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    assert_eq!(r.generate().unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    fs::remove_file(dir.join(REGISTRY)).unwrap();
+    // A private key file that leads outside: never read, never deleted through.
+    let mine = r.generate().unwrap();
+    fs::remove_file(dir.join(format!("{}.key", mine.key_id))).unwrap();
+    std::os::unix::fs::symlink(outside.join(format!("{}.key", k.key_id)), dir.join(format!("{}.key", mine.key_id)))
+      .unwrap();
+    assert_eq!(r.signing_key(false).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    fs::remove_file(dir.join(format!("{}.key", mine.key_id))).unwrap();
+    let fifo = dir.join(format!("{}.key", mine.key_id));
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+      .unwrap();
+    assert_eq!(r.signing_key(false).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    assert!(other.signing_key(false).is_ok(), "the outside ring is intact");
+  }
+
+  #[test]
+  fn stale_temps_are_cleaned_on_the_next_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = ring(tmp.path());
+    r.generate().unwrap();
+    for name in [".keyring.json.loa-tmp-2147483646-0", ".abcd.key.tmp-2147483646-1"] {
+      fs::write(tmp.path().join(name), b"half").unwrap();
+    }
+    r.rotate().unwrap();
+    let names: Vec<String> =
+      fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(names.iter().all(|n| !n.contains("tmp-")), "{names:?}");
+  }
+
+  #[test]
+  fn injected_faults_on_key_and_registry_writes_lose_nothing() {
+    use crate::fsutil::faults::{inject, Op};
+    let tmp = tempfile::tempdir().unwrap();
+    let r = ring(tmp.path());
+    let first = r.generate().unwrap();
+    let registry_before = fs::read(tmp.path().join(REGISTRY)).unwrap();
+    // Every write of a rotation fails in turn: the new key file (skip 0), the registry (skip 1);
+    // each fsync and rename too.
+    for (op, skip) in [(Op::Write, 0), (Op::Write, 1), (Op::Sync, 0), (Op::Sync, 1), (Op::Rename, 0), (Op::Rename, 1)] {
+      for errno in [libc::EIO, libc::ENOSPC] {
+        {
+          let _guard = inject(tmp.path(), op, errno, skip, 1);
+          let err = r.rotate().unwrap_err();
+          assert_eq!(err.code(), "E_IO", "{op:?} {skip}");
+        }
+        assert_eq!(fs::read(tmp.path().join(REGISTRY)).unwrap(), registry_before, "{op:?} {skip}: registry unchanged");
+        let (info, _) = r.signing_key(false).unwrap();
+        assert_eq!(info.key_id, first.key_id, "{op:?} {skip}: the acknowledged key still signs");
+        let names: Vec<String> =
+          fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert!(names.iter().all(|n| !n.contains(".loa-tmp-")), "{op:?} {skip}: no temp file visible: {names:?}");
+      }
+    }
+    // The next change works and clears any orphan private key of the interrupted ones.
+    let second = r.rotate().unwrap();
+    let keys: Vec<String> = fs::read_dir(tmp.path())
+      .unwrap()
+      .map(|e| e.unwrap().file_name().into_string().unwrap())
+      .filter(|n| n.ends_with(".key"))
+      .collect();
+    assert_eq!(keys, vec![format!("{}.key", second.key_id)]);
+    assert_eq!(r.list().unwrap().len(), 2);
   }
 }

@@ -10,23 +10,49 @@
 //! ```json
 //! { "version": 1, "createdAt": "2026-11-22T08:15:00.123Z", "include": ["**"], "exclude": [],
 //!   "files": [{ "path": "NOTES.md", "size": 812, "sha256": "…" }],
+//!   "auditHead": { "dir": "audit", "seq": 41, "hash": "…" },
 //!   "signature": { "algorithm": "ed25519", "keyId": "…", "value": "…128 hex…" } }
 //! ```
 //!
+//! **No unknown members.** A manifest holds exactly these members (`auditHead` optional), each
+//! entry exactly `path`, `size`, `sha256`, and the signature exactly `algorithm`, `keyId`,
+//! `value`. Anything else is refused when signing (`E_INVALID_ARGUMENT`) and is a `signature`
+//! problem when verifying: members inside `signature` are not covered by it, and a member a
+//! verifier does not understand would be signed but never checked, so neither is accepted.
+//!
 //! Paths are `/`-separated, relative, without `.`/`..` components; a path that is absolute,
 //! climbs out with `..` or resolves outside the root through a symlink is refused on creation
-//! (`E_PATH_OUTSIDE_ROOT`) and reported (kind `path`) on verification. Symlinks to files inside
-//! the root are covered by their content; symlinked directories are not followed (their files
-//! are covered under their real path), which also rules out cycles.
+//! (`E_PATH_OUTSIDE_ROOT`) and reported (kind `path`) on verification. Symlinks to regular files
+//! inside the root are covered by their content; symlinked directories are not followed (their
+//! files are covered under their real path), which also rules out cycles. Anything covered that
+//! is not a regular file (a FIFO, socket or device, or a symlink to one) is never opened: it is
+//! `E_NOT_REGULAR_FILE` on creation (exclude it) and an `unexpected` problem on verification.
+//! Files are opened through [`StateDir`] (never through a symlink in a directory below the root,
+//! never blocking on a FIFO) and read at most to the size they had when opened, so a file that
+//! grows while it is hashed cannot keep creation or verification running.
+//!
+//! Temp files of the library's own atomic writes (named by [`crate::fsutil::is_temp_name`]) are
+//! neither covered nor reported as unexpected: a crash in the middle of a write leaves one
+//! behind, the rename that would have replaced the real file never happened, and the next
+//! writer under that directory's lock removes it. Verification lists them in `temp_files`, so
+//! they are visible without failing it.
+//!
+//! **The audit log's head.** A hash chain cannot show that its tail was cut off. With
+//! `audit_dir` (relative to the root), creation records the audit log's current head as
+//! `auditHead`, covered by the signature, and excludes the log's directory from `files` (it
+//! grows; the anchor covers it). Verification then checks that the log still holds that seq with
+//! that hash: a log that ends before it is a `truncated` problem (`E_AUDIT_TRUNCATED`), another
+//! entry there is `modified`. The anchor lives in the manifest, away from the log, so deleting
+//! entries together with the log's own checkpoint is still detected.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io::{self, Read};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use rustix::fs::FileType;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -34,8 +60,9 @@ use sha2::{Digest, Sha256};
 use super::glob;
 use super::keys::{KeyRing, KeyStatus};
 use super::{key_id, sign_with_domain, verify_with_domain, MANIFEST_DOMAIN};
-use crate::error::{LoaError, Result};
-use crate::fsutil::write_file_atomic;
+use crate::audit::{self, Head};
+use crate::error::{scrub_quoted, LoaError, Result};
+use crate::fsutil::{is_temp_name, kind_name, open_parent, OpenMode, StateDir, StateFile};
 use crate::jcs;
 
 /// The manifest format version this code writes and reads.
@@ -43,25 +70,38 @@ pub const VERSION: u32 = 1;
 /// Size of each read while hashing.
 const CHUNK: usize = 256 * 1024;
 /// A manifest file larger than this is refused (1,000,000 entries is about 150 MB).
-const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
 
 /// One covered file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FileEntry {
   pub path: String,
   pub size: u64,
   pub sha256: String,
 }
 
+/// The head of an audit log, as a manifest anchors it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditAnchor {
+  /// The log's directory, relative to the manifest's root.
+  pub dir: String,
+  pub seq: u64,
+  pub hash: String,
+}
+
 /// An unsigned manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
   pub version: u32,
   pub created_at: String,
   pub include: Vec<String>,
   pub exclude: Vec<String>,
   pub files: Vec<FileEntry>,
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub audit_head: Option<AuditAnchor>,
 }
 
 /// Options of [`create_manifest`] and [`verify_manifest`].
@@ -73,6 +113,9 @@ pub struct ManifestOptions {
   pub exclude: Vec<String>,
   /// Hashing threads; `None` = one per core, at most 8.
   pub threads: Option<usize>,
+  /// An audit log directory (relative to the root) whose head the manifest anchors (see the
+  /// module docs).
+  pub audit_dir: Option<String>,
 }
 
 /// Progress of hashing, reported every 100 ms or so from the calling thread.
@@ -91,14 +134,17 @@ pub struct Progress {
 pub enum ProblemKind {
   /// Listed, not on disk.
   Missing,
-  /// Listed, but its size or sha256 differs (or it is no longer a readable regular file).
+  /// Listed, but its size or sha256 differs (or it is no longer a readable regular file); for
+  /// the audit log: the entry at the anchored seq is another one.
   Modified,
-  /// On disk and covered by the patterns, but not listed.
+  /// On disk and covered by the patterns, but not listed (or not a regular file).
   Unexpected,
   /// Missing, malformed or invalid signature, unknown/revoked/expired key, malformed manifest.
   Signature,
   /// A path that is absolute, contains `..`, or resolves outside the root.
   Path,
+  /// The audit log ends before the head the manifest anchors (`E_AUDIT_TRUNCATED`).
+  Truncated,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,37 +194,118 @@ pub struct Verification {
   pub files: u64,
   /// Id of the key whose signature verified.
   pub signed_by: Option<String>,
+  /// Temp files of interrupted atomic writes found under the root (relative paths): neither
+  /// covered nor a problem (see the module docs).
+  pub temp_files: Vec<String>,
 }
 
 fn problem(path: &str, kind: ProblemKind, detail: impl Into<String>) -> Problem {
   Problem { path: path.to_string(), kind, detail: detail.into() }
 }
 
+/// The root of a manifest: opened, and its canonical path (to tell where symlinks lead).
+struct Root {
+  dir: StateDir,
+  real: PathBuf,
+}
+
+impl Root {
+  fn open(root: &Path) -> Result<Root> {
+    let real = std::fs::canonicalize(root).map_err(|e| LoaError::io("resolve", root, e))?;
+    if !real.is_dir() {
+      return Err(LoaError::InvalidArgument(format!("{} is not a directory", root.display())));
+    }
+    Ok(Root { dir: StateDir::open_root(&real)?, real })
+  }
+
+  /// The directory holding `rel` (relative, `/`-separated) and its last component, reached
+  /// without following a symlink. `None` when a directory on the way is missing.
+  fn parent_of<'a>(&self, rel: &'a str) -> Result<Option<(StateDir, &'a str)>> {
+    match rel.rsplit_once('/') {
+      Some((parent, name)) => Ok(self.dir.descend(Path::new(parent), false)?.map(|d| (d, name))),
+      None => Ok(Some((self.dir.try_clone()?, rel))),
+    }
+  }
+
+  /// Where the content of `rel` is: `rel` itself, or for a symlink the relative path of the
+  /// regular file it resolves to inside the root. Errors: missing (`E_IO` ENOENT), outside the
+  /// root (`E_PATH_OUTSIDE_ROOT`), a symlink to something that is not a regular file
+  /// (`E_NOT_REGULAR_FILE`).
+  fn content_of(&self, rel: &str) -> Result<String> {
+    let not_found = || LoaError::io("open", &self.real.join(rel), std::io::ErrorKind::NotFound.into());
+    let (dir, name) = self.parent_of(rel)?.ok_or_else(not_found)?;
+    match dir.kind_of(name)? {
+      None => Err(not_found()),
+      Some(FileType::Symlink) => self.symlink_target(rel).map(|(target, _)| target),
+      Some(_) => Ok(rel.to_string()),
+    }
+  }
+
+  /// The regular file a symlink at `rel` leads to, relative to the root, and its size.
+  fn symlink_target(&self, rel: &str) -> Result<(String, u64)> {
+    let abs = self.real.join(rel);
+    let target = std::fs::canonicalize(&abs).map_err(|e| LoaError::io("resolve symlink", &abs, e))?;
+    let inside = target
+      .strip_prefix(&self.real)
+      .map_err(|_| LoaError::PathOutsideRoot(format!("{rel} is a symlink to {}", target.display())))?;
+    let meta = std::fs::symlink_metadata(&target).map_err(|e| LoaError::io("stat", &target, e))?;
+    let kind = FileType::from_raw_mode(std::os::unix::fs::MetadataExt::mode(&meta));
+    if kind != FileType::RegularFile {
+      return Err(LoaError::NotRegularFile { path: format!("{rel} (a symlink)"), kind: kind_name(kind) });
+    }
+    let inside = inside
+      .to_str()
+      .ok_or_else(|| LoaError::InvalidArgument(format!("the target of {rel} is not valid UTF-8")))?
+      .to_string();
+    Ok((inside, meta.len()))
+  }
+
+  /// Opens the regular file at `rel` (already resolved by [`content_of`](Self::content_of)).
+  fn open_file(&self, rel: &str) -> Result<StateFile> {
+    let not_found = || LoaError::io("open", &self.real.join(rel), std::io::ErrorKind::NotFound.into());
+    let (dir, name) = self.parent_of(rel)?.ok_or_else(not_found)?;
+    dir.open_file(name, OpenMode::READ)
+  }
+}
+
 /// A file found by the walk.
 struct Found {
+  /// Its path in the manifest.
   rel: String,
-  abs: PathBuf,
+  /// Where its content is read from (differs for a symlink).
+  content: String,
   size: u64,
 }
 
-/// Lists the covered files under `root` (already canonical). In `strict` mode (creation) the
-/// first path problem is an error; otherwise problems are collected.
+/// What the walk finds besides files.
+#[derive(Default)]
+struct Walked {
+  found: Vec<Found>,
+  temp_files: Vec<String>,
+}
+
+/// Lists the covered files under the root. In `strict` mode (creation) the first path problem
+/// is an error; otherwise problems are collected.
 fn walk(
-  root: &Path,
+  root: &Root,
   include: &[String],
   exclude: &[String],
   strict: bool,
   problems: &mut Vec<Problem>,
-) -> Result<Vec<Found>> {
-  let mut found = Vec::new();
-  let mut stack: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+) -> Result<Walked> {
+  let mut out = Walked::default();
+  let mut stack: Vec<(StateDir, String)> = vec![(root.dir.try_clone()?, String::new())];
+  let fail = |e: LoaError, rel: &str, kind: ProblemKind, problems: &mut Vec<Problem>| -> Result<()> {
+    if strict {
+      return Err(e);
+    }
+    problems.push(problem(rel, kind, e.to_string()));
+    Ok(())
+  };
   while let Some((dir, prefix)) = stack.pop() {
-    let entries = fs::read_dir(&dir).map_err(|e| LoaError::io("list", &dir, e))?;
-    for entry in entries {
-      let entry = entry.map_err(|e| LoaError::io("list", &dir, e))?;
-      let abs = entry.path();
-      let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-        let shown = format!("{prefix}{}", entry.file_name().to_string_lossy());
+    for entry in dir.entries()? {
+      let Some(name) = entry.name_str().map(str::to_owned) else {
+        let shown = format!("{prefix}{}", entry.name.to_string_lossy());
         if strict {
           return Err(LoaError::InvalidArgument(format!("file name {shown:?} is not valid UTF-8")));
         }
@@ -186,73 +313,70 @@ fn walk(
         continue;
       };
       let rel = format!("{prefix}{name}");
-      let file_type = entry.file_type().map_err(|e| LoaError::io("stat", &abs, e))?;
-      if file_type.is_dir() {
-        if !exclude.iter().any(|p| glob::matches(p, &rel)) {
-          stack.push((abs, format!("{rel}/")));
+      match entry.file_type {
+        FileType::Directory => {
+          if !exclude.iter().any(|p| glob::matches(p, &rel)) {
+            match dir.subdir(&entry.name) {
+              Ok(Some(sub)) => stack.push((sub, format!("{rel}/"))),
+              Ok(None) => {} // removed since listing
+              Err(e) => fail(e, &rel, ProblemKind::Path, problems)?,
+            }
+          }
+          continue;
         }
-        continue;
+        FileType::RegularFile if is_temp_name(&entry.name) => {
+          out.temp_files.push(rel);
+          continue;
+        }
+        _ => {}
       }
       if !glob::covered(include, exclude, &rel) {
         continue;
       }
-      if file_type.is_symlink() {
-        let target = match fs::canonicalize(&abs) {
-          Ok(t) => t,
-          Err(e) => {
-            if strict {
-              return Err(LoaError::io("resolve symlink", &abs, e));
-            }
-            problems.push(problem(&rel, ProblemKind::Path, format!("symlink does not resolve: {e}")));
-            continue;
-          }
-        };
-        if !target.starts_with(root) {
-          if strict {
-            return Err(LoaError::PathOutsideRoot(format!("{rel} is a symlink to {}", target.display())));
-          }
-          problems.push(problem(&rel, ProblemKind::Path, "symlink resolves outside the root"));
-          continue;
+      match entry.file_type {
+        FileType::RegularFile => {
+          let size = rustix::fs::statat(dir.fd(), &entry.name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .map(|s| s.st_size as u64)
+            .unwrap_or(0);
+          out.found.push(Found { content: rel.clone(), rel, size });
         }
-        let meta = fs::metadata(&target).map_err(|e| LoaError::io("stat", &target, e))?;
-        if meta.is_file() {
-          found.push(Found { rel, abs, size: meta.len() });
+        FileType::Symlink => match root.symlink_target(&rel) {
+          Ok((content, size)) => out.found.push(Found { rel, content, size }),
+          // Symlinked directories are not followed (see the module docs).
+          Err(LoaError::NotRegularFile { kind: "directory", .. }) => {}
+          Err(e @ LoaError::NotRegularFile { .. }) => fail(e, &rel, ProblemKind::Unexpected, problems)?,
+          Err(e) => fail(e, &rel, ProblemKind::Path, problems)?,
+        },
+        other => {
+          let e = LoaError::NotRegularFile { path: format!("{rel} (exclude it)"), kind: kind_name(other) };
+          fail(e, &rel, ProblemKind::Unexpected, problems)?;
         }
-        // Symlinked directories are not followed (see the module docs).
-        continue;
-      }
-      if file_type.is_file() {
-        let size = entry.metadata().map_err(|e| LoaError::io("stat", &abs, e))?.len();
-        found.push(Found { rel, abs, size });
-      } else if strict {
-        return Err(LoaError::InvalidArgument(format!("{rel} is not a regular file (exclude it)")));
-      } else {
-        problems.push(problem(&rel, ProblemKind::Unexpected, "not a regular file"));
       }
     }
   }
-  found.sort_by(|a, b| a.rel.cmp(&b.rel));
-  Ok(found)
+  out.found.sort_by(|a, b| a.rel.cmp(&b.rel));
+  out.temp_files.sort();
+  Ok(out)
 }
 
 /// The bytes read and the SHA-256 of one file.
-pub type FileHash = io::Result<(u64, [u8; 32])>;
+type FileHash = Result<(u64, [u8; 32])>;
+/// Hashes the file of an index with a buffer, counting bytes and watching for cancellation.
+type HashOne<'a> = dyn Fn(usize, &mut [u8], &AtomicU64, &AtomicBool) -> FileHash + Sync + 'a;
 
-/// Streams one file through SHA-256; returns the bytes read and the digest.
-fn hash_file(path: &Path, buffer: &mut [u8], done: &AtomicU64, cancel: &AtomicBool) -> io::Result<(u64, [u8; 32])> {
-  let mut file = File::open(path)?;
+/// Streams `file` through SHA-256, reading at most `limit` bytes.
+fn hash_file(file: &StateFile, limit: u64, buffer: &mut [u8], done: &AtomicU64, cancel: &AtomicBool) -> FileHash {
   let mut hasher = Sha256::new();
   let mut total = 0u64;
-  loop {
+  while total < limit {
     if cancel.load(Ordering::Relaxed) {
-      return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+      return Err(LoaError::Internal("cancelled".into()));
     }
-    let n = match file.read(buffer) {
-      Ok(0) => break,
-      Ok(n) => n,
-      Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-      Err(e) => return Err(e),
-    };
+    let want = (limit - total).min(buffer.len() as u64) as usize;
+    let n = file.read_at(&mut buffer[..want], total)?;
+    if n == 0 {
+      break;
+    }
     hasher.update(&buffer[..n]);
     total += n as u64;
     done.fetch_add(n as u64, Ordering::Relaxed);
@@ -266,13 +390,15 @@ fn thread_count(requested: Option<usize>, files: usize) -> usize {
   requested.unwrap_or(cores.min(8)).clamp(1, 64).min(files.max(1))
 }
 
-/// Hashes `paths` on `threads` threads, each taking the next file from a shared counter;
-/// `progress` is called on this thread about every 100 ms (and once at the end). If it fails,
-/// hashing stops and its error is returned.
-pub fn hash_files(
-  paths: &[PathBuf],
+/// Hashes `count` files on `threads` threads, each taking the next index from a shared counter
+/// and calling `hash_one(index, buffer, bytes_done, cancel)`; `progress` is called on this
+/// thread about every 100 ms (and once at the end). If it fails, hashing stops and its error is
+/// returned.
+fn hash_files(
+  count: usize,
   bytes_total: u64,
   threads: usize,
+  hash_one: &HashOne,
   progress: &mut dyn FnMut(Progress) -> Result<()>,
 ) -> Result<Vec<FileHash>> {
   let next = AtomicUsize::new(0);
@@ -281,7 +407,7 @@ pub fn hash_files(
   let cancel = AtomicBool::new(false);
   let snapshot = || Progress {
     files_done: files_done.load(Ordering::Relaxed),
-    files_total: paths.len() as u64,
+    files_total: count as u64,
     bytes_done: bytes_done.load(Ordering::Relaxed),
     bytes_total,
   };
@@ -290,15 +416,15 @@ pub fn hash_files(
     let mut results = Vec::new();
     loop {
       let i = next.fetch_add(1, Ordering::Relaxed);
-      if i >= paths.len() || cancel.load(Ordering::Relaxed) {
+      if i >= count || cancel.load(Ordering::Relaxed) {
         break;
       }
-      results.push((i, hash_file(&paths[i], &mut buffer, &bytes_done, &cancel)));
+      results.push((i, hash_one(i, &mut buffer, &bytes_done, &cancel)));
       files_done.fetch_add(1, Ordering::Relaxed);
     }
     let _ = tx.send(results);
   };
-  let mut out: Vec<Option<FileHash>> = (0..paths.len()).map(|_| None).collect();
+  let mut out: Vec<Option<FileHash>> = (0..count).map(|_| None).collect();
   let mut failure = None;
   std::thread::scope(|scope| {
     let (tx, rx) = mpsc::channel();
@@ -340,37 +466,62 @@ pub fn hash_files(
 
 fn normalized_patterns(options: &ManifestOptions) -> Result<(Vec<String>, Vec<String>)> {
   let include = if options.include.is_empty() { vec!["**".to_string()] } else { options.include.clone() };
-  for p in include.iter().chain(&options.exclude) {
+  let mut exclude = options.exclude.clone();
+  if let Some(dir) = &options.audit_dir {
+    check_entry_path(dir)?;
+    let pattern = format!("./{dir}/**");
+    if !exclude.contains(&pattern) {
+      exclude.push(pattern);
+    }
+  }
+  for p in include.iter().chain(&exclude) {
     glob::validate(p)?;
   }
-  Ok((include, options.exclude.clone()))
+  Ok((include, exclude))
 }
 
-fn canonical_root(root: &Path) -> Result<PathBuf> {
-  let real = fs::canonicalize(root).map_err(|e| LoaError::io("resolve", root, e))?;
-  if !real.is_dir() {
-    return Err(LoaError::InvalidArgument(format!("{} is not a directory", root.display())));
+/// The head of the audit log in `dir` below the root, for anchoring. The log must verify (an
+/// HMAC-keyed log's entries are checked for their links only).
+fn audit_anchor(root: &Root, dir: &str) -> Result<AuditAnchor> {
+  let log = root
+    .dir
+    .descend(Path::new(dir), false)?
+    .ok_or_else(|| LoaError::io("open audit log", &root.real.join(dir), std::io::ErrorKind::NotFound.into()))?;
+  let v = audit::verify_in(&log, &audit::VerifyOptions::default())?;
+  if let Some(p) = v.problems.iter().find(|p| p.kind != "key") {
+    return Err(LoaError::AuditCorrupt {
+      segment: p.segment.clone(),
+      line: p.line,
+      reason: format!("the audit log does not verify ({}: {}); run `loa audit verify`", p.kind, p.detail),
+    });
   }
-  Ok(real)
+  let head = v.head.unwrap_or(Head { seq: 0, hash: audit::GENESIS.into() });
+  Ok(AuditAnchor { dir: dir.to_string(), seq: head.seq, hash: head.hash })
 }
 
-/// Lists and hashes every covered file under `root`.
+/// Lists and hashes every covered file under `root` (and anchors the audit log's head when
+/// `options.audit_dir` is given).
 pub fn create_manifest(
   root: &Path,
   options: &ManifestOptions,
   progress: &mut dyn FnMut(Progress) -> Result<()>,
 ) -> Result<Manifest> {
   let (include, exclude) = normalized_patterns(options)?;
-  let real = canonical_root(root)?;
-  let found = walk(&real, &include, &exclude, true, &mut Vec::new())?;
-  let paths: Vec<PathBuf> = found.iter().map(|f| f.abs.clone()).collect();
+  let root = Root::open(root)?;
+  let audit_head = options.audit_dir.as_deref().map(|dir| audit_anchor(&root, dir)).transpose()?;
+  let found = walk(&root, &include, &exclude, true, &mut Vec::new())?.found;
   let total = found.iter().map(|f| f.size).sum();
-  let hashes = hash_files(&paths, total, thread_count(options.threads, paths.len()), progress)?;
+  // Each file is read at most to the size it had when opened.
+  let hash_one = |i: usize, buffer: &mut [u8], done: &AtomicU64, cancel: &AtomicBool| -> FileHash {
+    let file = root.open_file(&found[i].content)?;
+    hash_file(&file, file.len()?, buffer, done, cancel)
+  };
+  let hashes = hash_files(found.len(), total, thread_count(options.threads, found.len()), &hash_one, progress)?;
   let files = found
     .into_iter()
     .zip(hashes)
     .map(|(f, h)| {
-      let (size, digest) = h.map_err(|e| LoaError::io("hash", &f.abs, e))?;
+      let (size, digest) = h?;
       Ok(FileEntry { path: f.rel, size, sha256: hex::encode(digest) })
     })
     .collect::<Result<Vec<_>>>()?;
@@ -380,6 +531,7 @@ pub fn create_manifest(
     include,
     exclude,
     files,
+    audit_head,
   })
 }
 
@@ -389,9 +541,10 @@ impl Manifest {
   }
 }
 
-/// A manifest borrowed from a JSON value, for validation without copying.
+/// A manifest borrowed from a JSON value, for validation without copying. Unknown members are
+/// refused at every level (see the module docs).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ManifestRef<'a> {
   version: u32,
   #[serde(borrow)]
@@ -402,9 +555,12 @@ struct ManifestRef<'a> {
   exclude: Vec<&'a str>,
   #[serde(borrow)]
   files: Vec<FileEntryRef<'a>>,
+  #[serde(default, borrow)]
+  audit_head: Option<AuditAnchorRef<'a>>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FileEntryRef<'a> {
   #[serde(borrow)]
   path: &'a str,
@@ -414,12 +570,33 @@ struct FileEntryRef<'a> {
   sha256: &'a str,
 }
 
-/// Checks that `value` is a well-formed manifest (a `signature` member, if any, is ignored):
-/// version, timestamp, patterns, entry paths (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes,
-/// digests, no duplicates. Returns the number of entries.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditAnchorRef<'a> {
+  #[serde(borrow)]
+  dir: &'a str,
+  #[allow(dead_code)] // its type (a non-negative integer) is what is checked
+  seq: u64,
+  #[serde(borrow)]
+  hash: &'a str,
+}
+
+fn is_hex(text: &str, len: usize) -> bool {
+  text.len() == len && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Checks that `value` is a well-formed manifest: version, timestamp, patterns, entry paths
+/// (`E_PATH_OUTSIDE_ROOT` for escaping ones), sizes, digests, no duplicates, the audit anchor,
+/// no unknown member. Its `signature`, if any, is checked by the signature check. Returns the
+/// number of entries.
 pub fn validate_manifest(value: &Value) -> Result<usize> {
-  let manifest =
-    ManifestRef::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))?;
+  let object = as_object(value).map_err(LoaError::InvalidArgument)?;
+  // The signature's members are checked by the signature check.
+  let mut without_signature = object.clone();
+  without_signature.remove("signature");
+  let value = Value::Object(without_signature);
+  let manifest = ManifestRef::deserialize(&value)
+    .map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {}", scrub_quoted(&e.to_string()))))?;
   if manifest.version != VERSION {
     return Err(LoaError::InvalidArgument(format!("unsupported manifest version {}", manifest.version)));
   }
@@ -432,11 +609,17 @@ pub fn validate_manifest(value: &Value) -> Result<usize> {
   let mut seen = std::collections::HashSet::with_capacity(manifest.files.len());
   for f in &manifest.files {
     check_entry_path(f.path)?;
-    if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if !is_hex(f.sha256, 64) {
       return Err(LoaError::InvalidArgument(format!("`sha256` of {:?} is not 64 lower-case hex characters", f.path)));
     }
     if !seen.insert(f.path) {
       return Err(LoaError::InvalidArgument(format!("{:?} is listed twice", f.path)));
+    }
+  }
+  if let Some(anchor) = &manifest.audit_head {
+    check_entry_path(anchor.dir)?;
+    if !is_hex(anchor.hash, 64) {
+      return Err(LoaError::InvalidArgument("`auditHead.hash` is not 64 lower-case hex characters".into()));
     }
   }
   Ok(manifest.files.len())
@@ -445,7 +628,10 @@ pub fn validate_manifest(value: &Value) -> Result<usize> {
 /// [`validate_manifest`], then the manifest as an owned value.
 pub fn parse_manifest(value: &Value) -> Result<Manifest> {
   validate_manifest(value)?;
-  Manifest::deserialize(value).map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {e}")))
+  let mut object = as_object(value).map_err(LoaError::InvalidArgument)?.clone();
+  object.remove("signature");
+  Manifest::deserialize(Value::Object(object))
+    .map_err(|e| LoaError::InvalidArgument(format!("not a manifest: {}", scrub_quoted(&e.to_string()))))
 }
 
 /// A manifest path must be in the form the walk produces: relative, `/`-separated, no empty,
@@ -496,13 +682,11 @@ fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey], owned: bool) -
     Ok(id) => v.signed_by = Some(id),
     Err(detail) => v.problems.push(problem("", ProblemKind::Signature, detail)),
   }
-  let parsed = as_object(value).map_err(LoaError::InvalidArgument).and_then(|_| {
-    if owned {
-      parse_manifest(value).map(|m| (m.files.len(), Some(m)))
-    } else {
-      validate_manifest(value).map(|n| (n, None))
-    }
-  });
+  let parsed = if owned {
+    parse_manifest(value).map(|m| (m.files.len(), Some(m)))
+  } else {
+    validate_manifest(value).map(|n| (n, None))
+  };
   let manifest = match parsed {
     Ok((files, m)) => {
       v.files = files as u64;
@@ -520,10 +704,15 @@ fn verify_signature_and_parse(value: &Value, keys: &[TrustedKey], owned: bool) -
 fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<String, String> {
   let object = as_object(value)?;
   let signature = object.get("signature").ok_or("the manifest is not signed")?;
+  let members = signature.as_object().ok_or("`signature` is not an object")?;
+  if let Some(extra) = members.keys().find(|k| !matches!(k.as_str(), "algorithm" | "keyId" | "value")) {
+    // Nothing inside `signature` is signed, so nothing unknown may ride along in it.
+    return Err(format!("`signature` has an unknown member {:?}, which no signature covers", shown_member(extra)));
+  }
   let field =
     |name: &str| signature.get(name).and_then(Value::as_str).ok_or(format!("signature has no string `{name}`"));
   if field("algorithm")? != "ed25519" {
-    return Err(format!("unsupported signature algorithm {:?}", field("algorithm")?));
+    return Err(format!("unsupported signature algorithm {}", crate::error::shown(field("algorithm")?)));
   }
   let id = field("keyId")?;
   let value = field("value")?;
@@ -543,6 +732,64 @@ fn check_signature(value: &Value, keys: &[TrustedKey]) -> std::result::Result<St
   Ok(id.to_string())
 }
 
+/// A member name as shown in a message: at most 64 characters, control characters replaced.
+fn shown_member(name: &str) -> String {
+  name.chars().take(64).map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+/// Checks the anchored audit head against the log under the root.
+fn check_audit_anchor(root: &Root, anchor: &AuditAnchor, problems: &mut Vec<Problem>) {
+  let truncated = |last: u64| {
+    problem(
+      &anchor.dir,
+      ProblemKind::Truncated,
+      format!(
+        "E_AUDIT_TRUNCATED: the audit log ends at seq {last}, before seq {} that the manifest anchors: entries were cut off",
+        anchor.seq
+      ),
+    )
+  };
+  let log = match check_entry_path(&anchor.dir).and_then(|()| root.dir.descend(Path::new(&anchor.dir), false)) {
+    Ok(Some(log)) => log,
+    Ok(None) if anchor.seq == 0 => return,
+    Ok(None) => return problems.push(truncated(0)),
+    Err(e) => return problems.push(problem(&anchor.dir, ProblemKind::Path, e.to_string())),
+  };
+  let expected = Head { seq: anchor.seq, hash: anchor.hash.clone() };
+  let options = audit::VerifyOptions { expected_head: Some(expected), ..Default::default() };
+  let v = match audit::verify_in(&log, &options) {
+    Ok(v) => v,
+    Err(e) => return problems.push(problem(&anchor.dir, ProblemKind::Modified, format!("unreadable: {e}"))),
+  };
+  let last = v.head.as_ref().map_or(0, |h| h.seq);
+  if last < anchor.seq {
+    return problems.push(truncated(last));
+  }
+  if v.problems.iter().any(|p| p.kind == "head") {
+    problems.push(problem(
+      &anchor.dir,
+      ProblemKind::Modified,
+      format!("the audit entry at seq {} is not the one the manifest anchors: the log was rewritten", anchor.seq),
+    ));
+  }
+  // The log's own damage, other than what needs its HMAC key or its checkpoint's keys.
+  let damage: Vec<&audit::AuditProblem> =
+    v.problems.iter().filter(|p| !matches!(p.kind.as_str(), "key" | "head")).collect();
+  if let Some(first) = damage.first() {
+    problems.push(problem(
+      &anchor.dir,
+      ProblemKind::Modified,
+      format!(
+        "the audit log does not verify: {} problem(s), first {} at {}:{} (run `loa audit verify`)",
+        damage.len(),
+        first.kind,
+        first.segment,
+        first.line
+      ),
+    ));
+  }
+}
+
 /// Verifies a signed manifest against `keys` and the files under `root`. Never throws for damage
 /// (everything wrong is a problem) and never writes; only bad arguments and an unreadable root
 /// are errors.
@@ -553,14 +800,13 @@ pub fn verify_manifest(
   threads: Option<usize>,
 ) -> Result<Verification> {
   let (mut v, parsed) = verify_signature_and_parse(value, keys, true);
-  let manifest = match parsed.ok_or(()) {
-    Ok(m) => m,
-    Err(_) => {
+  let manifest = match parsed {
+    Some(m) => m,
+    None => {
       // The malformed-manifest problem is already reported; entries may still be checkable.
       let Some(files) = value.get("files").and_then(Value::as_array) else {
         return Ok(v);
       };
-      let include = vec!["**".to_string()];
       let entries = files
         .iter()
         .filter_map(|f| {
@@ -571,14 +817,21 @@ pub fn verify_manifest(
           })
         })
         .collect();
-      Manifest { version: VERSION, created_at: String::new(), include, exclude: Vec::new(), files: entries }
+      Manifest {
+        version: VERSION,
+        created_at: String::new(),
+        include: vec!["**".to_string()],
+        exclude: Vec::new(),
+        files: entries,
+        audit_head: None,
+      }
     }
   };
-  let real = canonical_root(root)?;
+  let root = Root::open(root)?;
   let mut problems = Vec::new();
-  let found = walk(&real, &manifest.include, &manifest.exclude, false, &mut problems)?;
+  let walked = walk(&root, &manifest.include, &manifest.exclude, false, &mut problems)?;
 
-  let mut to_hash: Vec<(&FileEntry, PathBuf)> = Vec::new();
+  let mut to_hash: Vec<(&FileEntry, String)> = Vec::new();
   let mut listed = BTreeSet::new();
   for entry in &manifest.files {
     listed.insert(entry.path.as_str());
@@ -586,61 +839,77 @@ pub fn verify_manifest(
       problems.push(problem(&entry.path, ProblemKind::Path, e.to_string()));
       continue;
     }
-    let abs = real.join(&entry.path);
-    match fs::canonicalize(&abs) {
-      Err(e) if e.kind() == io::ErrorKind::NotFound => {
-        problems.push(problem(&entry.path, ProblemKind::Missing, "not on disk"))
-      }
-      Err(e) => problems.push(problem(&entry.path, ProblemKind::Modified, format!("unreadable: {e}"))),
-      Ok(target) if !target.starts_with(&real) => {
-        problems.push(problem(&entry.path, ProblemKind::Path, "resolves outside the root through a symlink"))
-      }
-      Ok(target) if !target.is_file() => {
-        problems.push(problem(&entry.path, ProblemKind::Modified, "no longer a regular file"))
-      }
-      Ok(_) => to_hash.push((entry, abs)),
+    match root.content_of(&entry.path) {
+      Ok(content) => to_hash.push((entry, content)),
+      Err(e) => problems.push(entry_problem(&entry.path, &e)),
     }
   }
-  for f in &found {
+  // A listed file that is now a FIFO or other special file is reported once, as modified.
+  problems.retain(|p| p.kind != ProblemKind::Unexpected || !listed.contains(p.path.as_str()));
+  for f in &walked.found {
     if !listed.contains(f.rel.as_str()) {
       problems.push(problem(&f.rel, ProblemKind::Unexpected, "on disk but not in the manifest"));
     }
   }
 
-  let paths: Vec<PathBuf> = to_hash.iter().map(|(_, p)| p.clone()).collect();
+  // Each file is read at most one byte past the size the manifest gives it.
   let total = to_hash.iter().map(|(e, _)| e.size).sum();
-  let hashes = hash_files(&paths, total, thread_count(threads, paths.len()), &mut |_| Ok(()))?;
+  let hash_one = |i: usize, buffer: &mut [u8], done: &AtomicU64, cancel: &AtomicBool| -> FileHash {
+    let (entry, content) = &to_hash[i];
+    hash_file(&root.open_file(content)?, entry.size.saturating_add(1), buffer, done, cancel)
+  };
+  let hashes = hash_files(to_hash.len(), total, thread_count(threads, to_hash.len()), &hash_one, &mut |_| Ok(()))?;
   for ((entry, _), result) in to_hash.iter().zip(hashes) {
     match result {
       Ok((size, digest)) if size == entry.size && hex::encode(digest) == entry.sha256 => {}
+      Ok((size, _)) if size > entry.size => problems.push(problem(
+        &entry.path,
+        ProblemKind::Modified,
+        format!("larger than the {} bytes the manifest says", entry.size),
+      )),
       Ok((size, _)) if size != entry.size => {
         problems.push(problem(&entry.path, ProblemKind::Modified, format!("size {size}, manifest says {}", entry.size)))
       }
       Ok(_) => problems.push(problem(&entry.path, ProblemKind::Modified, "sha256 differs")),
-      Err(e) if e.kind() == io::ErrorKind::NotFound => {
-        problems.push(problem(&entry.path, ProblemKind::Missing, "not on disk"))
-      }
-      Err(e) => problems.push(problem(&entry.path, ProblemKind::Modified, format!("unreadable: {e}"))),
+      Err(e) => problems.push(entry_problem(&entry.path, &e)),
     }
+  }
+  if let Some(anchor) = &manifest.audit_head {
+    check_audit_anchor(&root, anchor, &mut problems);
   }
   problems.sort_by(|a, b| (a.path.as_str(), a.kind).cmp(&(b.path.as_str(), b.kind)));
   problems.dedup_by(|a, b| a.path == b.path && a.kind == b.kind);
   v.problems.extend(problems);
   v.files = manifest.files.len() as u64;
+  v.temp_files = walked.temp_files;
   v.ok = v.problems.is_empty();
   Ok(v)
 }
 
-/// Reads a manifest file. It must hold exactly the canonical JSON of its value (plus an optional
+/// The problem of a listed entry that cannot be hashed.
+fn entry_problem(path: &str, e: &LoaError) -> Problem {
+  match e {
+    e if e.is_not_found() => problem(path, ProblemKind::Missing, "not on disk"),
+    LoaError::PathOutsideRoot(_) => {
+      problem(path, ProblemKind::Path, "resolves outside the root, or a directory on its path is a symlink")
+    }
+    LoaError::NotRegularFile { kind, .. } => {
+      problem(path, ProblemKind::Modified, format!("no longer a regular file (a {kind})"))
+    }
+    e => problem(path, ProblemKind::Modified, format!("unreadable: {e}")),
+  }
+}
+
+/// Reads a manifest file, never through a symlink and only as a regular file of at most
+/// [`MAX_MANIFEST_BYTES`]. It must hold exactly the canonical JSON of its value (plus an optional
 /// final newline), as [`write_manifest`] writes it, so that any changed byte is detectable
 /// even where JSON would not care (whitespace). Otherwise `E_STATE_CORRUPT`.
 pub fn read_manifest(path: &Path) -> Result<Value> {
   let corrupt = |reason: String| LoaError::StateCorrupt { path: path.display().to_string(), reason };
-  let size = fs::metadata(path).map_err(|e| LoaError::io("stat", path, e))?.len();
-  if size > MAX_MANIFEST_BYTES {
-    return Err(LoaError::TooLarge { what: path.display().to_string(), size, limit: MAX_MANIFEST_BYTES });
-  }
-  let bytes = fs::read(path).map_err(|e| LoaError::io("read", path, e))?;
+  let (dir, name) = open_parent(path)?;
+  let bytes = dir
+    .read(OsStr::new(&name), MAX_MANIFEST_BYTES)?
+    .ok_or_else(|| LoaError::io("read", path, std::io::ErrorKind::NotFound.into()))?;
   let text = std::str::from_utf8(&bytes).map_err(|_| corrupt("not UTF-8".into()))?;
   let value = jcs::parse_strict(text).map_err(|e| corrupt(e.to_string()))?;
   let canonical = jcs::to_vec(&value).map_err(|e| corrupt(e.to_string()))?;
@@ -651,11 +920,12 @@ pub fn read_manifest(path: &Path) -> Result<Value> {
   Ok(value)
 }
 
-/// Writes a manifest (signed or not) atomically as canonical JSON and a newline.
+/// Writes a manifest (signed or not) atomically as canonical JSON and a newline; an existing
+/// symlink or other non-regular file at `path` is refused, never written through.
 pub fn write_manifest(path: &Path, value: &Value) -> Result<()> {
   let mut bytes = jcs::to_vec(value)?;
   bytes.push(b'\n');
-  write_file_atomic(path, &bytes, None)
+  crate::fsutil::write_file_atomic(path, &bytes, None)
 }
 
 #[cfg(test)]

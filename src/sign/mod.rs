@@ -20,6 +20,9 @@ use sha2::{Digest, Sha256};
 /// JSON text contains.
 pub const MANIFEST_DOMAIN: &[u8] = b"loa-core/manifest/v1\0";
 
+/// Prefix of every audit checkpoint signature (see [`crate::audit::Checkpoint`]).
+pub const AUDIT_CHECKPOINT_DOMAIN: &[u8] = b"loa-core/audit-checkpoint/v1\0";
+
 /// A key id: the first 16 bytes of SHA-256 of the 32-byte public key, in hex. Derived, so it
 /// can never disagree with the key it names.
 pub fn key_id(public_key: &[u8; 32]) -> String {

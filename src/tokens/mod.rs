@@ -1,14 +1,14 @@
 //! Token counting: exact BPE counts with OpenAI's public encodings, and a fast estimate.
 //!
-//! The vocabularies (`o200k_base`, `cl100k_base`) are compiled into the library by the
-//! `bpe-openai` crate (GitHub's linear-time BPE, output identical to `tiktoken`), so counting
-//! never downloads anything. Each encoder is loaded on first use (about 40 ms for `o200k_base`)
-//! and then shared by every thread.
+//! The vocabularies (`o200k_base`, `cl100k_base`) are compiled into the library as compressed
+//! tables (`tables.rs`, 6.6 MB for both) and counted with the `bpe` crate (GitHub's linear-time
+//! BPE, output identical to `tiktoken`), so counting never downloads anything. Each encoding is
+//! expanded on its first use (tens of milliseconds) and then shared by every thread.
 //!
-//! Text is split into pieces by the encoding's pre-tokenization regex and each piece is encoded
-//! on its own (as tiktoken does), so the count of a text is the sum of the counts of its pieces.
-//! Short pieces repeat a lot (words, punctuation, indentation), so their counts are memoized in a
-//! small per-thread cache; the cache only saves work, it never changes a result.
+//! Text is split into pieces by the encoding's pre-tokenization regex (`split.rs`) and each piece
+//! is encoded on its own (as tiktoken does), so the count of a text is the sum of the counts of
+//! its pieces. Short pieces repeat a lot (words, punctuation, indentation), so their counts are
+//! memoized in a small per-thread cache; the cache only saves work, it never changes a result.
 //!
 //! Special-token text such as `<|endoftext|>` is counted as ordinary text (tiktoken's
 //! `encode_ordinary`): memory content is data, never control tokens.
@@ -19,11 +19,26 @@
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use bpe_openai::Tokenizer;
 use rustc_hash::FxHashMap;
 
-pub use crate::config::TokenEncoding;
 use crate::error::{invalid, Result};
+
+mod split;
+mod tables;
+
+use split::Splitter;
+use tables::Vocabulary;
+
+/// BPE encoding used to count tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum TokenEncoding {
+  /// `o200k_base` (GPT-4o family and later).
+  #[serde(rename = "o200k_base")]
+  O200kBase,
+  /// `cl100k_base` (GPT-4 / GPT-3.5 family).
+  #[serde(rename = "cl100k_base")]
+  Cl100kBase,
+}
 
 /// Pieces up to this many bytes have their counts memoized.
 const MAX_CACHED_PIECE: usize = 32;
@@ -50,10 +65,7 @@ impl TokenEncoding {
     match name {
       "o200k_base" => Ok(TokenEncoding::O200kBase),
       "cl100k_base" => Ok(TokenEncoding::Cl100kBase),
-      other => {
-        let shown: String = other.chars().take(40).collect();
-        invalid(format!("`encoding` must be 'o200k_base' or 'cl100k_base', got {shown:?}"))
-      }
+      other => invalid(format!("`encoding` must be 'o200k_base' or 'cl100k_base', got {}", crate::error::shown(other))),
     }
   }
 
@@ -67,7 +79,8 @@ impl TokenEncoding {
 
 /// One loaded encoding.
 pub struct Encoder {
-  tokenizer: &'static Tokenizer,
+  vocabulary: Vocabulary,
+  splitter: Splitter,
   encoding: TokenEncoding,
   /// Length in bytes of the longest token of the vocabulary (128 for both encodings): a text of
   /// `n` bytes has at least `n / max_token_bytes` tokens.
@@ -78,15 +91,16 @@ pub struct Encoder {
 pub fn encoder(encoding: TokenEncoding) -> &'static Encoder {
   static O200K: OnceLock<Encoder> = OnceLock::new();
   static CL100K: OnceLock<Encoder> = OnceLock::new();
-  let (cell, load): (&OnceLock<Encoder>, fn() -> &'static Tokenizer) = match encoding {
-    TokenEncoding::O200kBase => (&O200K, bpe_openai::o200k_base),
-    TokenEncoding::Cl100kBase => (&CL100K, bpe_openai::cl100k_base),
+  let cell = match encoding {
+    TokenEncoding::O200kBase => &O200K,
+    TokenEncoding::Cl100kBase => &CL100K,
   };
   cell.get_or_init(|| {
-    let tokenizer = load();
-    let bpe = &tokenizer.bpe;
-    let max_token_bytes = (0..bpe.num_tokens() as u32).map(|t| bpe.token_len(t)).max().unwrap_or(1);
-    Encoder { tokenizer, encoding, max_token_bytes }
+    // The table is part of the library: if it is damaged, so is the installation.
+    let vocabulary = tables::load(tables::stored(encoding))
+      .unwrap_or_else(|e| panic!("the built-in {} table is damaged ({e}); reinstall @loa/core", encoding.as_str()));
+    let max_token_bytes = (0..vocabulary.num_tokens() as u32).map(|t| vocabulary.token_len(t)).max().unwrap_or(1);
+    Encoder { vocabulary, splitter: Splitter::new(encoding), encoding, max_token_bytes }
   })
 }
 
@@ -114,12 +128,12 @@ impl Encoder {
       return piece.len(); // every single byte is a token of both vocabularies
     }
     if piece.len() > MAX_CACHED_PIECE {
-      return self.tokenizer.bpe.count(piece);
+      return self.vocabulary.count(piece);
     }
     if let Some(&n) = cache.get(piece) {
       return n as usize;
     }
-    let n = self.tokenizer.bpe.count(piece);
+    let n = self.vocabulary.count(piece);
     if cache.len() >= CACHE_CAPACITY {
       cache.clear();
     }
@@ -132,7 +146,7 @@ impl Encoder {
     if text.is_empty() {
       return 0;
     }
-    self.with_cache(|cache| self.tokenizer.split(text).map(|piece| self.piece_count(piece.as_bytes(), cache)).sum())
+    self.with_cache(|cache| self.splitter.split(text).map(|piece| self.piece_count(piece.as_bytes(), cache)).sum())
   }
 
   /// The exact number of tokens of `text` if it is at most `limit`, else `None`. Costs time in
@@ -144,7 +158,7 @@ impl Encoder {
     }
     self.with_cache(|cache| {
       let mut total = 0usize;
-      for piece in self.tokenizer.split(text) {
+      for piece in self.splitter.split(text) {
         total += self.piece_count(piece.as_bytes(), cache);
         if total > limit {
           return None;
@@ -163,7 +177,7 @@ impl Encoder {
     self.with_cache(|cache| {
       let mut used = 0usize;
       let mut end = 0usize;
-      for piece in self.tokenizer.split(text) {
+      for piece in self.splitter.split(text) {
         let start = piece.as_ptr() as usize - base;
         let n = self.piece_count(piece.as_bytes(), cache);
         if used + n <= max_tokens {
@@ -176,12 +190,12 @@ impl Encoder {
         }
         // Part of this piece: its first tokens, backing off to a character boundary.
         let room = max_tokens - used;
-        let bpe = &self.tokenizer.bpe;
-        let tokens = bpe.encode_via_backtracking(piece.as_bytes());
+        let vocabulary = &self.vocabulary;
+        let tokens = vocabulary.encode(piece.as_bytes());
         let mut offsets = Vec::with_capacity(room);
         let mut at = 0usize;
         for &t in tokens.iter().take(room) {
-          at += bpe.token_len(t);
+          at += vocabulary.token_len(t);
           offsets.push(at);
         }
         if let Some(&cut) = offsets.iter().rev().find(|&&cut| piece.is_char_boundary(cut)) {

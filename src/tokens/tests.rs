@@ -78,9 +78,86 @@ fn the_piece_cache_never_changes_a_count() {
     let cold = count_tokens_batch(&texts, enc);
     assert_eq!(first, again);
     assert_eq!(first, cold);
-    // Without the cache at all: the tokenizer's own count.
-    let plain: Vec<usize> = texts.iter().map(|t| encoder(enc).tokenizer.count(t.as_str())).collect();
+    // Without the cache at all: the pieces counted one by one.
+    let e = encoder(enc);
+    let plain: Vec<usize> =
+      texts.iter().map(|t| e.splitter.split(t).map(|p| e.vocabulary.count(p.as_bytes())).sum()).collect();
     assert_eq!(first, plain);
+  }
+}
+
+#[test]
+fn pieces_are_never_empty_and_make_up_the_text() {
+  let mut texts: Vec<String> = samples().into_iter().map(|(_, t)| t).collect();
+  texts
+    .extend(["a   b", "a \n\n  b", "   ", "x  \t\u{3000}y", "\u{3000}\u{3000}", "1 2  3", "'s'S'll"].map(String::from));
+  for enc in BOTH {
+    let splitter = &encoder(enc).splitter;
+    for text in &texts {
+      let pieces: Vec<&str> = splitter.split(text).collect();
+      assert!(pieces.iter().all(|p| !p.is_empty()), "{enc:?} {text:?}");
+      assert_eq!(pieces.concat(), *text, "{enc:?}");
+    }
+  }
+  // Whitespace before a word leaves its last character to the word (tiktoken's `\s+(?!\S)`).
+  let o200k = &encoder(TokenEncoding::O200kBase).splitter;
+  assert_eq!(o200k.split("a   b").collect::<Vec<_>>(), ["a", "  ", " b"]);
+  assert_eq!(o200k.split("a   ").collect::<Vec<_>>(), ["a", "   "]);
+  assert_eq!(o200k.split("a \u{3000}b").collect::<Vec<_>>(), ["a", " ", "\u{3000}b"]);
+}
+
+#[test]
+fn the_tables_hold_tiktokens_vocabularies() {
+  use base64::prelude::*;
+  use sha2::{Digest, Sha256};
+  // The SHA-256 tiktoken checks its downloaded rank files against (`base64-token rank` lines), of
+  // the rank file rebuilt from the expanded table: the same tokens with the same ids.
+  let published = [
+    (TokenEncoding::O200kBase, 199_998, "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    (TokenEncoding::Cl100kBase, 100_256, "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
+  ];
+  for (enc, tokens, digest) in published {
+    let vocabulary = &encoder(enc).vocabulary;
+    assert_eq!(vocabulary.num_tokens(), tokens, "{enc:?}");
+    let mut rank_file = Sha256::new();
+    for id in 0..tokens as u32 {
+      rank_file.update(format!("{} {id}\n", BASE64_STANDARD.encode(vocabulary.token_bytes(id))));
+    }
+    assert_eq!(hex::encode(rank_file.finalize()), digest, "{enc:?}: the tokens are not tiktoken's");
+  }
+}
+
+#[test]
+fn every_token_encodes_to_itself() {
+  // Exercises every part of a table (tokens, automaton, merge and prefix tables): a token's own
+  // bytes are that one token in BPE.
+  for enc in BOTH {
+    let vocabulary = &encoder(enc).vocabulary;
+    for id in 0..vocabulary.num_tokens() as u32 {
+      assert_eq!(vocabulary.encode(vocabulary.token_bytes(id)), [id], "{enc:?} token {id}");
+    }
+  }
+}
+
+#[test]
+fn a_damaged_table_is_refused() {
+  for enc in BOTH {
+    let stored = tables::stored(enc);
+    assert!(tables::load(stored).is_ok());
+    let with = |at: usize, f: fn(u8) -> u8| {
+      let mut copy = stored.to_vec();
+      copy[at] = f(copy[at]);
+      tables::load(&copy).err()
+    };
+    // Header, declared size, checksum, compressed bytes (early, middle and last).
+    for at in [0, 9, 13, stored.len() / 2, stored.len() - 1, 40] {
+      let error = with(at, |b| b ^ 0x20).unwrap_or_else(|| panic!("{enc:?}: byte {at} changed, table accepted"));
+      assert!(!error.is_empty());
+    }
+    assert!(with(11, |_| 0xff).is_some_and(|e| e.contains("more than a table holds")));
+    for len in [0, 8, 16, stored.len() - 1] {
+      assert!(tables::load(&stored[..len]).is_err(), "{enc:?}: cut at {len}, table accepted");
+    }
   }
 }
 

@@ -8,29 +8,53 @@
 //! (session, seq, ts, sha256 of the data) go to `conflicts.jsonl`. Successive writes within one
 //! session are ordinary updates, not conflicts.
 //!
-//! Crash safety: files are written atomically first, then the conflict log, then the state file
-//! (atomically). A crash in between makes the next run apply the same records again, which
-//! yields the same files. Segments are removed (retention) only after the state that records
-//! them as applied is durable, and never the newest segment of a session.
+//! A record that cannot be applied because of what it names (its target is a directory,
+//! symlink or FIFO, a parent is a file or a symlink, a name the file system refuses as too long,
+//! a path that is not a plain relative path) goes to `dead-letter.jsonl` (the whole record, its
+//! data hex-encoded, with the error code and reason) and is reported in
+//! [`Consolidation::dead_letters`] (path, session, seq and code, never data); the run goes on with
+//! the rest and the record counts as handled, so it is not retried for ever. Failures of the disk
+//! itself (`ENOSPC`, `EIO`, permissions) fail the run instead, with nothing recorded as applied,
+//! so the next run retries.
+//!
+//! Every file is reached through [`StateDir`]: the target directory's subdirectories are created
+//! and opened without following a symlink (so nothing is ever created outside the target),
+//! target files are written atomically and never through a symlink, and `consolidation.json`
+//! (read at most [`MAX_STATE_BYTES`]), `conflicts.jsonl`, `dead-letter.jsonl` and
+//! `consolidate.lock` must be regular files (`E_NOT_REGULAR_FILE`, checked before anything is
+//! changed). Under the lock, stale temp files of crashed atomic writes are removed from the WAL
+//! directory and from every target directory written.
+//!
+//! Crash safety: files are written atomically first, then the conflict and dead-letter logs, then
+//! the state file (atomically). A crash in between makes the next run apply the same records
+//! again, which yields the same files (the two logs may repeat lines). Segments are removed
+//! (retention) only after the state that records them as applied is durable, and never the
+//! newest segment of a session.
 
-use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rustix::fs::FileType;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::format::Record;
-use super::reader::{list_segments, list_sessions, merge_key, replay_session, session_dir};
-use crate::error::{LoaError, Result};
-use crate::fsutil::{create_dir_durable, ensure_inside, join_relative, sync_dir, write_file_atomic};
-use crate::lock::lock_exclusive;
+use super::reader::{
+  merge_key, open_existing_dir, read_session_in, records_after, segments_in, session_ids, SESSIONS_DIR,
+};
+use crate::error::{invalid, LoaError, Result};
+use crate::fsutil::{kind_name, relative_components, OpenMode, StateDir};
+use crate::lock::lock_in;
 
 pub const STATE_FILE: &str = "consolidation.json";
 pub const CONFLICT_LOG: &str = "conflicts.jsonl";
+pub const DEAD_LETTER_LOG: &str = "dead-letter.jsonl";
 const LOCK_FILE: &str = "consolidate.lock";
+/// The largest `consolidation.json` read or written (256 MiB, roughly 800,000 paths):
+/// `E_TOO_LARGE` beyond, and then the run changes nothing.
+pub const MAX_STATE_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ConsolidateOptions {
@@ -67,6 +91,19 @@ pub struct Conflict {
   pub overwritten: ConflictSide,
 }
 
+/// A record that could not be applied and went to `dead-letter.jsonl`. Carries no record data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+  pub path: String,
+  pub session_id: String,
+  pub seq: u64,
+  /// The error code that stopped it (`E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`,
+  /// `E_INVALID_ARGUMENT`, `E_IO` for a name the file system refuses).
+  pub code: &'static str,
+  /// The error message (names paths, never data).
+  pub reason: String,
+}
+
 /// What a consolidation did.
 #[derive(Debug, Clone, Default)]
 pub struct Consolidation {
@@ -77,6 +114,8 @@ pub struct Consolidation {
   pub conflicts: Vec<Conflict>,
   /// Segment files removed by retention.
   pub pruned_segments: usize,
+  /// Records that could not be applied (see the module docs), in the order they were met.
+  pub dead_letters: Vec<DeadLetter>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -87,6 +126,26 @@ struct State {
   sessions: BTreeMap<String, u64>,
   /// Current winner of every path ever applied.
   paths: BTreeMap<String, ConflictSide>,
+}
+
+/// A line of `dead-letter.jsonl`: the whole record, so that nothing is lost when retention
+/// removes its segment.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeadLetterLine<'a> {
+  path: &'a str,
+  session_id: &'a str,
+  seq: u64,
+  ts: i64,
+  op: &'a str,
+  code: &'a str,
+  reason: &'a str,
+  /// The record's `meta` as the JSON text it was stored as.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  meta_json: Option<&'a str>,
+  /// The record's data, hex-encoded.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  data_hex: Option<String>,
 }
 
 fn side_of(record: &Record) -> ConflictSide {
@@ -104,34 +163,54 @@ fn side_key(side: &ConflictSide) -> (i64, &str, u64) {
   (side.ts, side.session_id.as_str(), side.seq)
 }
 
-fn load_state(path: &Path) -> Result<State> {
-  match fs::read(path) {
-    Ok(bytes) => serde_json::from_slice(&bytes)
-      .map_err(|e| LoaError::StateCorrupt { path: path.display().to_string(), reason: e.to_string() }),
-    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State { version: 1, ..Default::default() }),
-    Err(e) => Err(LoaError::io("read", path, e)),
+fn load_state(root: &StateDir) -> Result<State> {
+  match root.read(STATE_FILE, MAX_STATE_BYTES)? {
+    Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| LoaError::StateCorrupt {
+      path: root.child_path(STATE_FILE).display().to_string(),
+      reason: e.to_string(),
+    }),
+    None => Ok(State { version: 1, ..Default::default() }),
+  }
+}
+
+/// Fails with `E_NOT_REGULAR_FILE` when `name` exists in `dir` as anything but a regular file.
+fn ensure_regular_or_absent(dir: &StateDir, name: &str) -> Result<()> {
+  match dir.kind_of(name)? {
+    Some(kind) if kind != FileType::RegularFile => {
+      Err(LoaError::NotRegularFile { path: dir.child_path(name).display().to_string(), kind: kind_name(kind) })
+    }
+    _ => Ok(()),
   }
 }
 
 /// Applies all sessions' new records under `wal_dir` to `target_dir`.
 pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptions) -> Result<Consolidation> {
-  if !wal_dir.is_dir() {
-    return crate::error::invalid(format!("{} is not a directory", wal_dir.display()));
+  if target_dir.as_os_str().is_empty() {
+    return invalid("the target directory path must not be empty");
   }
-  let _lock = lock_exclusive(&wal_dir.join(LOCK_FILE), options.lock_timeout, "WAL consolidation")?;
-  let state_path = wal_dir.join(STATE_FILE);
-  let mut state = load_state(&state_path)?;
+  let root = open_existing_dir(wal_dir)?;
+  let _lock = lock_in(&root, LOCK_FILE, options.lock_timeout, "WAL consolidation")?;
+  // Everything that must be a regular file is checked before anything is changed.
+  for name in [STATE_FILE, CONFLICT_LOG, DEAD_LETTER_LOG] {
+    ensure_regular_or_absent(&root, name)?;
+  }
+  let mut state = load_state(&root)?;
+  // Temp files of an interrupted state write; housekeeping, so a failure to list is no failure.
+  let _ = root.clean_stale_temps();
 
   // Read everything first: a corrupt session aborts before anything is changed.
   let mut records = Vec::new();
   let mut watermarks = state.sessions.clone();
-  for session in list_sessions(wal_dir)? {
-    let since = state.sessions.get(&session).copied().unwrap_or(0);
-    let new = replay_session(wal_dir, &session, since, None)?;
-    if let Some(last) = new.last() {
-      watermarks.insert(session.clone(), last.seq);
+  let sessions = root.subdir(SESSIONS_DIR)?;
+  if let Some(sessions) = &sessions {
+    for session in session_ids(sessions)? {
+      let since = state.sessions.get(&session).copied().unwrap_or(0);
+      let new = records_after(read_session_in(sessions, &session)?, since, None)?;
+      if let Some(last) = new.last() {
+        watermarks.insert(session.clone(), last.seq);
+      }
+      records.extend(new);
     }
-    records.extend(new);
   }
   records.sort_by(|a, b| merge_key(a).cmp(&merge_key(b)));
 
@@ -156,84 +235,162 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     }
   }
 
-  create_dir_durable(target_dir)?;
+  let target = StateDir::create_root(target_dir)?;
+  let mut cleaned = HashSet::new();
+  let mut dead_lines = Vec::new();
   for (path, record) in &changed {
-    apply(target_dir, path, record)?;
-    outcome.applied += 1;
+    match apply(&target, path, record, &mut cleaned) {
+      Ok(()) => outcome.applied += 1,
+      // The dead-lettered record stays the path's winner: it is the newest word on that path,
+      // and the next record for it is judged against it like against any other.
+      Err(e) if cannot_apply(&e) => {
+        let letter = DeadLetter {
+          path: path.to_string(),
+          session_id: record.session_id.clone(),
+          seq: record.seq,
+          code: e.code(),
+          reason: e.to_string(),
+        };
+        dead_lines.extend(dead_letter_line(record, &letter)?);
+        outcome.dead_letters.push(letter);
+      }
+      Err(e) => return Err(e),
+    }
   }
   if !outcome.conflicts.is_empty() {
-    append_conflicts(&wal_dir.join(CONFLICT_LOG), &outcome.conflicts)?;
+    let mut text = Vec::new();
+    for conflict in &outcome.conflicts {
+      serde_json::to_writer(&mut text, conflict).map_err(|e| LoaError::Internal(e.to_string()))?;
+      text.push(b'\n');
+    }
+    append_lines(&root, CONFLICT_LOG, &text)?;
+  }
+  if !dead_lines.is_empty() {
+    append_lines(&root, DEAD_LETTER_LOG, &dead_lines)?;
   }
   state.version = 1;
   state.sessions = watermarks;
   let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
-  write_file_atomic(&state_path, &json, None)?;
+  if json.len() as u64 > MAX_STATE_BYTES {
+    // Written, it could never be read back: fail now, with nothing recorded as applied.
+    return Err(LoaError::TooLarge {
+      what: root.child_path(STATE_FILE).display().to_string(),
+      size: json.len() as u64,
+      limit: MAX_STATE_BYTES,
+    });
+  }
+  root.write_atomic(STATE_FILE, &json, None)?;
 
   if options.prune {
-    outcome.pruned_segments = prune(wal_dir, &state.sessions)?;
+    if let Some(sessions) = &sessions {
+      outcome.pruned_segments = prune(sessions, &state.sessions)?;
+    }
   }
   Ok(outcome)
 }
 
-fn apply(target_dir: &Path, path: &str, record: &Record) -> Result<()> {
-  let full = join_relative(target_dir, path)?;
-  let parent = full.parent().unwrap_or(target_dir);
-  if record.op == "delete" {
-    if parent.exists() {
-      ensure_inside(target_dir, parent)?;
+/// Errors that come from what a record names rather than from the disk: retrying cannot help.
+fn cannot_apply(error: &LoaError) -> bool {
+  match error {
+    LoaError::NotRegularFile { .. } | LoaError::PathOutsideRoot(_) | LoaError::InvalidArgument(_) => true,
+    LoaError::Io { source, .. } => {
+      matches!(source.raw_os_error(), Some(libc::ENAMETOOLONG | libc::ENOTDIR | libc::EISDIR | libc::ELOOP))
     }
-    return match fs::remove_file(&full) {
-      Ok(()) => sync_dir(parent),
-      Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-      Err(e) => Err(LoaError::io("delete", &full, e)),
-    };
+    _ => false,
   }
-  create_dir_durable(parent)?;
-  // The parent may be (or pass through) a symlink planted in the target: resolve and check.
-  ensure_inside(target_dir, parent)?;
-  if fs::symlink_metadata(&full).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
-    return Err(LoaError::PathOutsideRoot(path.to_string()));
-  }
-  write_file_atomic(&full, record.data.as_deref().unwrap_or_default(), None)
 }
 
-fn append_conflicts(path: &Path, conflicts: &[Conflict]) -> Result<()> {
-  let mut text = Vec::new();
-  for conflict in conflicts {
-    serde_json::to_writer(&mut text, conflict).map_err(|e| LoaError::Internal(e.to_string()))?;
-    text.push(b'\n');
+fn dead_letter_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
+  let line = DeadLetterLine {
+    path: &letter.path,
+    session_id: &letter.session_id,
+    seq: letter.seq,
+    ts: record.ts_ms,
+    op: &record.op,
+    code: letter.code,
+    reason: &letter.reason,
+    meta_json: record.meta.as_deref(),
+    data_hex: record.data.as_deref().map(hex::encode),
+  };
+  let mut out = serde_json::to_vec(&line).map_err(|e| LoaError::Internal(e.to_string()))?;
+  out.push(b'\n');
+  Ok(out)
+}
+
+/// Writes or deletes `path` below `target`, never through a symlink. Before the first write into
+/// a directory, stale temp files of crashed atomic writes are removed from it.
+fn apply(target: &StateDir, path: &str, record: &Record, cleaned: &mut HashSet<PathBuf>) -> Result<()> {
+  let mut parts = relative_components(Path::new(path))?;
+  let name: OsString = parts.pop().ok_or_else(|| LoaError::Internal("empty path components".into()))?;
+  let parent: PathBuf = parts.iter().collect();
+  let create = record.op != "delete";
+  let dir = if parts.is_empty() { Some(target.try_clone()?) } else { target.descend(&parent, create)? };
+  let Some(dir) = dir else { return Ok(()) }; // deleting below a directory that does not exist
+  if record.op == "delete" {
+    return match dir.kind_of(&name)? {
+      None => Ok(()),
+      Some(FileType::RegularFile) => {
+        dir.remove_file(&name)?;
+        dir.sync()
+      }
+      Some(kind) => {
+        Err(LoaError::NotRegularFile { path: dir.child_path(&name).display().to_string(), kind: kind_name(kind) })
+      }
+    };
   }
-  let created = !path.exists();
-  let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| LoaError::io("open", path, e))?;
-  file.write_all(&text).map_err(|e| LoaError::io("append to", path, e))?;
-  file.sync_data().map_err(|e| LoaError::io("fsync", path, e))?;
+  if cleaned.insert(parent) {
+    let _ = dir.clean_stale_temps(); // housekeeping: a failure here is not the record's
+  }
+  dir.write_atomic(&name, record.data.as_deref().unwrap_or_default(), None)
+}
+
+/// Appends whole lines to the append-only log `name`: durable before returning, and on failure
+/// cut back so no partial line stays (a partial line left by a crash is ended first).
+fn append_lines(root: &StateDir, name: &str, lines: &[u8]) -> Result<()> {
+  let created = root.kind_of(name)?.is_none();
+  let mut file = root.open_file(name, OpenMode::APPEND)?;
+  let before = file.len()?;
+  let mut text = Vec::with_capacity(lines.len() + 1);
+  if before > 0 {
+    let mut last = [0u8];
+    file.read_at(&mut last, before - 1)?;
+    if last[0] != b'\n' {
+      text.push(b'\n');
+    }
+  }
+  text.extend_from_slice(lines);
+  if let Err(e) = file.write_all(&text).and_then(|_| file.sync_data()) {
+    let _ = file.set_len(before);
+    return Err(e);
+  }
   if created {
-    sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+    root.sync()?;
   }
   Ok(())
 }
 
 /// Removes sealed segments whose records are all applied. A segment is sealed once a newer one
 /// exists, and its records are exactly the seqs below the next segment's first seq.
-fn prune(wal_dir: &Path, applied: &BTreeMap<String, u64>) -> Result<usize> {
+fn prune(sessions: &StateDir, applied: &BTreeMap<String, u64>) -> Result<usize> {
   let mut removed = 0;
   for (session, &watermark) in applied {
-    let sdir = session_dir(wal_dir, session);
-    let segments = list_segments(&sdir)?;
+    let Some(sdir) = sessions.subdir(session)? else { continue };
+    let segments = segments_in(&sdir)?;
     let mut removed_here = 0;
     for pair in segments.windows(2) {
       let (sealed, next) = (&pair[0], &pair[1]);
       if next.first_seq.saturating_sub(1) > watermark {
         break;
       }
-      match fs::remove_file(&sealed.path) {
-        Ok(()) => removed_here += 1,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(LoaError::io("remove applied segment", &sealed.path, e)),
+      if !sealed.is_regular() {
+        continue; // not ours to remove
+      }
+      if sdir.remove_file(&sealed.name)? {
+        removed_here += 1;
       }
     }
     if removed_here > 0 {
-      sync_dir(&sdir)?;
+      sdir.sync()?;
       removed += removed_here;
     }
   }
@@ -249,7 +406,7 @@ pub(crate) mod tests_support {
   /// everything else, then consolidates.
   pub fn late_record_loses(wal_dir: &Path, target: &Path) -> Consolidation {
     let sdir = reader::session_dir(wal_dir, "c");
-    crate::fsutil::create_dir_durable(&sdir).unwrap();
+    std::fs::create_dir_all(&sdir).unwrap();
     let mut bytes = format::encode_header(&format::SegmentHeader { created_ms: 1, first_seq: 1 }).to_vec();
     let record = Record {
       seq: 1,
@@ -261,7 +418,7 @@ pub(crate) mod tests_support {
       data: Some(b"from c (ancient)".to_vec()),
     };
     format::encode_record(&record, &mut bytes);
-    fs::write(sdir.join(reader::segment_file_name(1)), bytes).unwrap();
+    std::fs::write(sdir.join(reader::segment_file_name(1)), bytes).unwrap();
     consolidate(wal_dir, target, &ConsolidateOptions::default()).unwrap()
   }
 }

@@ -6,13 +6,22 @@
 //! queue order, so the order callers appended in is the order of seqs. Callers are answered
 //! through a callback once their record is durable under the chosen [`SyncMode`]; the Node
 //! binding resolves a promise from it, so appends never block the JavaScript thread.
+//!
+//! Every file of the log is reached through [`StateDir`]: `sessions/<id>` is created and opened
+//! without following a symlink (`E_PATH_OUTSIDE_ROOT`, and nothing is created outside), `LOCK`
+//! and segments are opened with `O_NOFOLLOW | O_NONBLOCK`, and a symlink, FIFO, device, socket or
+//! directory where one belongs is `E_NOT_REGULAR_FILE`: never opened, read, truncated or written
+//! through. The newest segment is read at most [`MAX_SEGMENT_BYTES`] before its torn tail is cut,
+//! through the very handle that is then written, so what is repaired is what was read.
+//!
+//! Failures keep the log exact: a failed write is cut back so the segment holds exactly the
+//! records that were acknowledged, and a failed fsync stops the log (`E_WAL_CLOSED` for later
+//! appends) because the kernel may have dropped the pages it could not write.
 
 pub mod consolidate;
 pub mod format;
 pub mod reader;
 
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -20,17 +29,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use format::{Record, SegmentHeader, Tail, SEGMENT_HEADER_LEN};
-use reader::{list_segments, segment_file_name, session_dir, validate_session_id};
+use reader::{read_session_dir, records_after, segment_file_name, segments_in, validate_session_id, SESSIONS_DIR};
 
 use crate::error::{invalid, LoaError, Result};
-use crate::fsutil::{create_dir_durable, sync_dir};
-use crate::lock::{lock_exclusive, lock_file, LockGuard};
+use crate::fsutil::{OpenMode, StateDir, StateFile};
+use crate::lock::{lock_file, lock_in, LockGuard};
 
-pub use consolidate::{consolidate, Conflict, ConflictSide, ConsolidateOptions, Consolidation};
-pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification};
+pub use consolidate::{consolidate, Conflict, ConflictSide, ConsolidateOptions, Consolidation, DeadLetter};
+pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification, MAX_SEGMENT_BYTES};
 
 /// When an append counts as done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SyncMode {
   /// After `fdatasync`: the record survives power loss. Concurrent appends share one fsync.
   Always,
@@ -69,6 +79,9 @@ pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 pub const PREALLOCATE_CHUNK: u64 = 512 * 1024;
 /// Smallest accepted `segmentMaxBytes`: a header plus one small record.
 pub const MIN_SEGMENT_BYTES: u64 = 4096;
+/// Largest accepted `segmentMaxBytes`: readers refuse segments over [`MAX_SEGMENT_BYTES`], so no
+/// writer makes one (a single record, at most 8 MiB, always fits below it).
+pub const MAX_SEGMENT_MAX_BYTES: u64 = MAX_SEGMENT_BYTES;
 const LOCK_FILE: &str = "LOCK";
 
 /// Options of [`Wal::open`].
@@ -151,7 +164,8 @@ struct Progress {
 /// One session's write-ahead log, open for appending. Holds the session's exclusive lock until
 /// closed or dropped.
 pub struct Wal {
-  dir: PathBuf,
+  /// `sessions/<id>`, opened without following symlinks.
+  session: StateDir,
   options: WalOptions,
   shared: Arc<Shared>,
   writer: Mutex<Option<JoinHandle<()>>>,
@@ -162,19 +176,23 @@ impl Wal {
   /// Opens (creating if needed) the log of `options.session_id` under `dir`: takes the session
   /// lock (waiting up to `lock_timeout`), cuts a torn tail off the newest segment and continues
   /// after the highest seq on disk. Fails with `E_WAL_CORRUPT` if the newest segment is damaged
-  /// anywhere but its tail, and then changes nothing on disk.
+  /// anywhere but its tail, `E_NOT_REGULAR_FILE` if it (or `LOCK`) is not a regular file,
+  /// `E_TOO_LARGE` if it is over [`MAX_SEGMENT_BYTES`], `E_PATH_OUTSIDE_ROOT` if `sessions` or
+  /// the session directory is a symlink, and then changes nothing on disk.
   pub fn open(dir: &Path, options: WalOptions) -> Result<Wal> {
     validate_session_id(&options.session_id)?;
     if options.segment_max_bytes < MIN_SEGMENT_BYTES {
       return invalid(format!("segmentMaxBytes must be at least {MIN_SEGMENT_BYTES}"));
     }
+    if options.segment_max_bytes > MAX_SEGMENT_MAX_BYTES {
+      return invalid(format!("segmentMaxBytes must be at most {MAX_SEGMENT_MAX_BYTES}"));
+    }
     if options.segment_max_age.is_zero() {
       return invalid("segmentMaxAgeMs must be positive");
     }
-    let sdir = session_dir(dir, &options.session_id);
-    create_dir_durable(&sdir)?;
-    let lock =
-      lock_exclusive(&sdir.join(LOCK_FILE), options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
+    let root = StateDir::create_root(dir)?;
+    let sdir = root.create_subdir(SESSIONS_DIR)?.create_subdir(&options.session_id)?;
+    let lock = lock_in(&sdir, LOCK_FILE, options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
 
     let (active, next_seq, last_ts, truncated_tail) = open_newest_segment(&sdir, &options)?;
     let shared = Arc::new(Shared {
@@ -183,18 +201,26 @@ impl Wal {
       progress: Mutex::new(Progress {
         last_seq: next_seq - 1,
         appended: 0,
-        active_segment: active.path.clone(),
+        active_segment: active.path().to_path_buf(),
         active_len: active.len,
       }),
     });
-    let writer =
-      Writer { session_dir: sdir, options: options.clone(), active, next_seq, last_ts, dirty: false, _lock: lock };
+    let writer = Writer {
+      session_dir: sdir.try_clone()?,
+      options: options.clone(),
+      active,
+      next_seq,
+      last_ts,
+      dirty: false,
+      stopped: None,
+      _lock: lock,
+    };
     let thread_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
       .name(format!("loa-wal-{}", options.session_id))
       .spawn(move || writer.run(&thread_shared))
       .map_err(|e| LoaError::Io { context: "start WAL writer thread".into(), source: e })?;
-    Ok(Wal { dir: dir.to_path_buf(), options, shared, writer: Mutex::new(Some(handle)), truncated_tail })
+    Ok(Wal { session: sdir, options, shared, writer: Mutex::new(Some(handle)), truncated_tail })
   }
 
   /// Queues a record; `reply` runs on the writer thread once it is durable (or failed). Invalid
@@ -234,23 +260,24 @@ impl Wal {
 
   /// This session's records in seq order after `since_seq`, at most `limit`.
   pub fn replay(&self, since_seq: u64, limit: Option<usize>) -> Result<Vec<Record>> {
-    replay_session(&self.dir, &self.options.session_id, since_seq, limit)
+    records_after(read_session_dir(&self.session, &self.options.session_id)?, since_seq, limit)
   }
 
   pub fn stats(&self) -> Result<WalStats> {
     let progress = self.shared.progress.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let segments = list_segments(&session_dir(&self.dir, &self.options.session_id))?;
+    let segments = segments_in(&self.session)?;
     // Space written ahead in the active segment is not counted: `bytes` is what records use.
-    let bytes = segments
-      .iter()
-      .map(|s| {
-        if s.path == progress.active_segment {
-          progress.active_len
-        } else {
-          fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0)
+    let mut bytes = 0;
+    for s in segments.iter().filter(|s| s.is_regular()) {
+      bytes += if s.path == progress.active_segment {
+        progress.active_len
+      } else {
+        match self.session.open_file_if_exists(&s.name, OpenMode::READ) {
+          Ok(Some(file)) => file.len().unwrap_or(0),
+          _ => 0, // removed by retention meanwhile
         }
-      })
-      .sum();
+      };
+    }
     Ok(WalStats {
       session_id: self.options.session_id.clone(),
       segments: segments.len(),
@@ -294,8 +321,7 @@ impl Drop for Wal {
 }
 
 struct ActiveSegment {
-  path: PathBuf,
-  file: File,
+  file: StateFile,
   header: SegmentHeader,
   /// End of the last record: where the next one goes.
   len: u64,
@@ -307,18 +333,30 @@ impl ActiveSegment {
   fn has_records(&self) -> bool {
     self.len > SEGMENT_HEADER_LEN as u64
   }
+
+  fn path(&self) -> &Path {
+    self.file.path()
+  }
 }
 
 use crate::timestamp::now_ms;
 
 /// Finds where the session continues: repairs a torn tail of the newest segment, or creates the
 /// first segment. Returns the active segment, the next seq, the last timestamp and what was cut.
-fn open_newest_segment(sdir: &Path, options: &WalOptions) -> Result<(ActiveSegment, u64, i64, Option<SegmentProblem>)> {
-  let segments = list_segments(sdir)?;
+fn open_newest_segment(
+  sdir: &StateDir,
+  options: &WalOptions,
+) -> Result<(ActiveSegment, u64, i64, Option<SegmentProblem>)> {
+  let segments = segments_in(sdir)?;
   let Some(newest) = segments.last() else {
     return Ok((create_segment(sdir, 1)?, 1, 0, None));
   };
-  let bytes = fs::read(&newest.path).map_err(|e| LoaError::io("read", &newest.path, e))?;
+  if !newest.is_regular() {
+    return Err(newest.not_regular());
+  }
+  // One handle for reading, repairing and appending: what is cut is exactly what was read.
+  let file = sdir.open_file(&newest.name, OpenMode::READ_WRITE)?;
+  let bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES)?;
   let scan = format::scan_segment(&bytes);
   let corrupt =
     |offset: u64, reason: String| LoaError::WalCorrupt { segment: newest.path.display().to_string(), offset, reason };
@@ -332,82 +370,70 @@ fn open_newest_segment(sdir: &Path, options: &WalOptions) -> Result<(ActiveSegme
     Tail::Clean => {}
     Tail::Corrupt { offset, reason } => return Err(corrupt(offset, reason)),
     Tail::Torn { offset, bytes } => {
-      truncated = Some(SegmentProblem {
-        session_id: options.session_id.clone(),
-        segment: newest.path.clone(),
-        offset,
-        bytes,
-        reason: "torn tail (unfinished write) truncated on open".into(),
-      });
+      let reason = "torn tail (unfinished write) truncated on open".into();
+      truncated = Some(SegmentProblem::damage(&options.session_id, &newest.path, offset, bytes, reason));
     }
   }
-  let file = open_segment_for_append(&newest.path)?;
+  lock_file(file.file(), Duration::ZERO, "active WAL segment")?;
   let header = match scan.header {
     Some(header) => {
       if truncated.is_some() {
-        file.set_len(scan.valid_len).map_err(|e| LoaError::io("truncate torn tail of", &newest.path, e))?;
-        file.sync_data().map_err(|e| LoaError::io("fsync", &newest.path, e))?;
+        file.set_len(scan.valid_len)?;
+        file.sync_data()?;
       }
       header
     }
     None => {
       // The crash interrupted the creation of this segment: nothing was ever acknowledged in it.
       let header = SegmentHeader { created_ms: now_ms(), first_seq: newest.first_seq };
-      file.set_len(0).map_err(|e| LoaError::io("truncate", &newest.path, e))?;
-      write_header(&file, &newest.path, &header)?;
+      file.set_len(0)?;
+      write_header(&file, &header)?;
       header
     }
   };
-  lock_file(&file, Duration::ZERO, "active WAL segment")?;
   let last = scan.records.last();
   let next_seq = last.map_or(newest.first_seq, |r| r.seq + 1).max(newest.first_seq);
   let last_ts = last.map_or(0, |r| r.ts_ms);
   let len = if scan.header.is_some() { scan.valid_len } else { SEGMENT_HEADER_LEN as u64 };
-  let allocated = file.metadata().map_err(|e| LoaError::io("stat", &newest.path, e))?.len();
-  Ok((ActiveSegment { path: newest.path.clone(), file, header, len, allocated }, next_seq, last_ts, truncated))
+  let allocated = file.len()?;
+  Ok((ActiveSegment { file, header, len, allocated }, next_seq, last_ts, truncated))
 }
 
-fn open_segment_for_append(path: &Path) -> Result<File> {
-  OpenOptions::new().read(true).write(true).open(path).map_err(|e| LoaError::io("open segment", path, e))
-}
-
-fn write_header(file: &File, path: &Path, header: &SegmentHeader) -> Result<()> {
-  file.write_all_at(&format::encode_header(header), 0).map_err(|e| LoaError::io("write segment header to", path, e))?;
-  file.sync_all().map_err(|e| LoaError::io("fsync", path, e))
+fn write_header(file: &StateFile, header: &SegmentHeader) -> Result<()> {
+  file.write_all_at(&format::encode_header(header), 0)?;
+  file.sync_all()
 }
 
 /// Creates a new segment whose first record will have `first_seq`: header written and fsynced,
 /// then the directory fsynced so the file itself survives a crash.
-fn create_segment(sdir: &Path, first_seq: u64) -> Result<ActiveSegment> {
-  let path = sdir.join(segment_file_name(first_seq));
-  let file = OpenOptions::new()
-    .read(true)
-    .write(true)
-    .create_new(true)
-    .open(&path)
-    .map_err(|e| LoaError::io("create segment", &path, e))?;
+fn create_segment(sdir: &StateDir, first_seq: u64) -> Result<ActiveSegment> {
+  let name = segment_file_name(first_seq);
+  let file = sdir.open_file(&name, OpenMode::CREATE_NEW)?;
   let header = SegmentHeader { created_ms: now_ms(), first_seq };
-  let result = write_header(&file, &path, &header).and_then(|_| sync_dir(sdir));
+  let result = write_header(&file, &header).and_then(|_| sdir.sync());
   if let Err(e) = result {
     // A half-created segment would only be repaired on the next open; remove it now so this
     // writer can retry cleanly.
-    let _ = fs::remove_file(&path);
+    drop(file);
+    let _ = sdir.remove_file(&name);
     return Err(e);
   }
-  lock_file(&file, Duration::ZERO, "new WAL segment")?;
+  lock_file(file.file(), Duration::ZERO, "new WAL segment")?;
   let len = SEGMENT_HEADER_LEN as u64;
-  Ok(ActiveSegment { path, file, header, len, allocated: len })
+  Ok(ActiveSegment { file, header, len, allocated: len })
 }
 
 /// State owned by the writer thread.
 struct Writer {
-  session_dir: PathBuf,
+  session_dir: StateDir,
   options: WalOptions,
   active: ActiveSegment,
   next_seq: u64,
   last_ts: i64,
   /// Written but not yet fsynced (batch and none modes).
   dirty: bool,
+  /// Set when a failed fsync made the segment untrustworthy: the log takes no more appends.
+  stopped: Option<String>,
   _lock: LockGuard,
 }
 
@@ -452,23 +478,16 @@ impl Writer {
           requests.iter().map(|_| Err(LoaError::Internal(reason.clone()))).collect()
         }
       };
-      let mut poisoned = None;
       {
         let mut progress = shared.progress.lock().unwrap_or_else(|p| p.into_inner());
-        for result in &results {
-          match result {
-            Ok(seq) => {
-              progress.last_seq = progress.last_seq.max(*seq);
-              progress.appended += 1;
-            }
-            Err(LoaError::WalClosed(reason)) => poisoned = Some(reason.clone()),
-            Err(_) => {}
-          }
+        for seq in results.iter().flatten() {
+          progress.last_seq = progress.last_seq.max(*seq);
+          progress.appended += 1;
         }
-        progress.active_segment = self.active.path.clone();
+        progress.active_segment = self.active.path().to_path_buf();
         progress.active_len = self.active.len;
       }
-      if let Some(reason) = poisoned {
+      if let Some(reason) = self.stopped.take() {
         let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.closed = Some(reason.clone());
         for pending in std::mem::take(&mut queue.pending) {
@@ -488,7 +507,7 @@ impl Writer {
   /// at its last record, and makes everything durable.
   fn finish(&mut self) -> Result<()> {
     if self.active.allocated > self.active.len {
-      self.active.file.set_len(self.active.len).map_err(|e| LoaError::io("trim", &self.active.path, e))?;
+      self.active.file.set_len(self.active.len)?;
       self.active.allocated = self.active.len;
       self.dirty = true;
     }
@@ -499,7 +518,7 @@ impl Writer {
   }
 
   fn sync(&mut self) -> Result<()> {
-    self.active.file.sync_data().map_err(|e| LoaError::io("fsync", &self.active.path, e))?;
+    self.active.file.sync_data()?;
     self.dirty = false;
     Ok(())
   }
@@ -571,7 +590,7 @@ impl Writer {
     if let Err(e) = self.active.file.write_all_at(buffer, before) {
       self.cut_back(before);
       self.next_seq = first_seq;
-      return Err(LoaError::io("append to", &self.active.path, e));
+      return Err(e);
     }
     self.active.len = end;
     self.active.allocated = self.active.allocated.max(end);
@@ -579,13 +598,12 @@ impl Writer {
     if self.options.sync == SyncMode::Always {
       if let Err(e) = self.sync() {
         // After a failed fsync the kernel may have dropped the dirty pages: nothing about this
-        // file can be trusted any more, so the Wal stops taking appends until reopened.
+        // file can be trusted any more, so the Wal stops taking appends until reopened. These
+        // records get the fsync's own error (with its `osError`), later ones `E_WAL_CLOSED`.
         self.cut_back(before);
         self.next_seq = first_seq;
-        return Err(LoaError::WalClosed(format!(
-          "fsync of {} failed ({e}); reopen the log",
-          self.active.path.display()
-        )));
+        self.stopped = Some(format!("an fsync failed ({e}); reopen the log"));
+        return Err(e);
       }
     }
     results.extend((0..count as u64).map(|i| Ok(first_seq + i)));

@@ -1,5 +1,8 @@
 use super::*;
+use std::fs;
 use std::time::Instant;
+
+use reader::session_dir;
 
 fn options(session: &str) -> WalOptions {
   WalOptions { session_id: session.into(), ..Default::default() }
@@ -9,8 +12,19 @@ fn write(path: &str, data: &[u8]) -> AppendRequest {
   AppendRequest { op: "write".into(), path: Some(path.into()), meta: None, data: Some(data.to_vec()) }
 }
 
+/// Segment files of a session, oldest first, listed the plain way (tests look, they do not trust).
+fn segment_paths(dir: &Path, session: &str) -> Vec<PathBuf> {
+  let mut paths: Vec<PathBuf> = fs::read_dir(session_dir(dir, session))
+    .unwrap()
+    .map(|e| e.unwrap().path())
+    .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+    .collect();
+  paths.sort();
+  paths
+}
+
 fn newest_segment(dir: &Path, session: &str) -> PathBuf {
-  list_segments(&session_dir(dir, session)).unwrap().last().unwrap().path.clone()
+  segment_paths(dir, session).pop().unwrap()
 }
 
 #[test]
@@ -150,9 +164,8 @@ fn rotation_by_size_and_age_keeps_seq_order() {
   let stats = wal.stats().unwrap();
   assert!(stats.segments >= 5, "{} segments", stats.segments);
   assert_eq!(stats.last_seq, 20);
-  let segments = list_segments(&session_dir(dir.path(), "s1")).unwrap();
-  for s in &segments {
-    assert!(fs::metadata(&s.path).unwrap().len() <= 4096);
+  for s in &segment_paths(dir.path(), "s1") {
+    assert!(fs::metadata(s).unwrap().len() <= 4096);
   }
   assert_eq!(wal.replay(0, None).unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(), (1..=20).collect::<Vec<_>>());
   drop(wal);
@@ -261,16 +274,22 @@ fn consolidation_last_write_wins_logs_conflicts_and_prunes_applied_segments() {
 }
 
 #[test]
-fn consolidation_refuses_symlink_escape_and_corrupt_state() {
+fn consolidation_never_writes_through_a_symlink_and_refuses_corrupt_state() {
   let dir = tempfile::tempdir().unwrap();
   let target = tempfile::tempdir().unwrap();
   let elsewhere = tempfile::tempdir().unwrap();
   std::os::unix::fs::symlink(elsewhere.path(), target.path().join("link")).unwrap();
   let wal = Wal::open(dir.path(), options("s")).unwrap();
   wal.append(write("link/evil.md", b"x")).unwrap();
-  let err = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap_err();
-  assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT");
-  assert!(!elsewhere.path().join("evil.md").exists());
+  wal.append(write("link/sub/deeper.md", b"x")).unwrap();
+  wal.append(write("fine.md", b"ok")).unwrap();
+  // The records that lead through the symlink are dead letters; the rest is applied.
+  let result = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+  let codes: Vec<_> = result.dead_letters.iter().map(|d| (d.path.as_str(), d.code)).collect();
+  assert_eq!(codes, [("link/evil.md", "E_PATH_OUTSIDE_ROOT"), ("link/sub/deeper.md", "E_PATH_OUTSIDE_ROOT")]);
+  assert_eq!(result.applied, 1);
+  assert_eq!(fs::read(target.path().join("fine.md")).unwrap(), b"ok");
+  assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0, "nothing created outside the target");
 
   fs::write(dir.path().join(consolidate::STATE_FILE), b"{not json").unwrap();
   let err = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap_err();
@@ -328,3 +347,620 @@ fn batch_and_none_sync_modes_store_the_same_records() {
     assert!(verify_dir(dir.path()).unwrap().ok());
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile file systems: what sits where a state file belongs is never followed or written.
+
+fn mkfifo(path: &Path) {
+  rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+    .unwrap();
+}
+
+/// A file outside every root a test uses, whose bytes must never change.
+struct Victim {
+  _dir: tempfile::TempDir,
+  path: PathBuf,
+  bytes: Vec<u8>,
+}
+
+impl Victim {
+  fn new(bytes: &[u8]) -> Victim {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("victim");
+    fs::write(&path, bytes).unwrap();
+    Victim { _dir: dir, path, bytes: bytes.to_vec() }
+  }
+
+  fn dir(&self) -> &Path {
+    self.path.parent().unwrap()
+  }
+
+  fn assert_untouched(&self) {
+    assert_eq!(fs::read(&self.path).unwrap(), self.bytes, "the file outside was modified");
+    let names: Vec<_> = fs::read_dir(self.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, [std::ffi::OsString::from("victim")], "something was created outside");
+  }
+}
+
+/// Bytes that look like a segment with a torn tail: what the old `Wal::open` "repaired" by
+/// truncating whatever file a symlink named like a newer segment pointed to.
+fn torn_segment_bytes(first_seq: u64) -> Vec<u8> {
+  let mut bytes = format::encode_header(&SegmentHeader { created_ms: 1, first_seq }).to_vec();
+  let record = Record {
+    seq: first_seq,
+    ts_ms: 1,
+    session_id: "s1".into(),
+    op: "write".into(),
+    path: Some("a".into()),
+    meta: None,
+    data: Some(b"outside".to_vec()),
+  };
+  format::encode_record(&record, &mut bytes);
+  bytes.extend_from_slice(&format::RECORD_MAGIC.to_le_bytes());
+  bytes.extend_from_slice(b"\x40\0\0\0torn");
+  bytes
+}
+
+/// Runs `f` on another thread and fails the test if it has not returned within `limit` (a FIFO
+/// opened for reading blocks until a writer comes: `unblock` plays that writer afterwards so a
+/// hung thread does not outlive the test).
+fn within<T: Send + 'static>(limit: Duration, unblock: &Path, f: impl FnOnce() -> T + Send + 'static) -> T {
+  let (tx, rx) = mpsc::channel();
+  std::thread::spawn(move || {
+    let _ = tx.send(f());
+  });
+  match rx.recv_timeout(limit) {
+    Ok(value) => value,
+    Err(_) => {
+      use std::os::unix::fs::OpenOptionsExt;
+      let _ = fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(unblock);
+      panic!("hung for {limit:?} (blocked in open(2) of a FIFO?)");
+    }
+  }
+}
+
+#[test]
+fn a_symlink_named_like_a_newer_segment_is_never_followed_nor_truncated() {
+  let dir = tempfile::tempdir().unwrap();
+  {
+    let wal = Wal::open(dir.path(), options("s1")).unwrap();
+    wal.append(write("a", b"kept")).unwrap();
+  }
+  let victim = Victim::new(&torn_segment_bytes(99));
+  let planted = session_dir(dir.path(), "s1").join(reader::segment_file_name(99));
+  std::os::unix::fs::symlink(&victim.path, &planted).unwrap();
+
+  let err = Wal::open(dir.path(), options("s1")).err().unwrap();
+  assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{err}");
+  assert!(err.to_string().contains("symlink"), "{err}");
+  assert_eq!(read_dir_merged(dir.path()).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(replay_session(dir.path(), "s1", 0, None).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  let v = verify_dir(dir.path()).unwrap();
+  assert!(!v.ok());
+  assert_eq!(v.records, 1, "the real segment is still read");
+  assert_eq!(
+    v.corrupt.iter().map(|p| (p.code, p.segment.clone())).collect::<Vec<_>>(),
+    [("E_NOT_REGULAR_FILE", planted)]
+  );
+  let target = tempfile::tempdir().unwrap();
+  assert_eq!(
+    consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap_err().code(),
+    "E_NOT_REGULAR_FILE"
+  );
+  victim.assert_untouched();
+}
+
+#[test]
+fn anything_but_a_regular_file_named_like_a_segment_is_refused_without_opening_it() {
+  let victim = Victim::new(&torn_segment_bytes(7));
+  type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+  let plant: [Plant; 5] = [
+    ("symlink to a directory", &|p| std::os::unix::fs::symlink(victim.dir(), p).unwrap()),
+    ("dangling symlink", &|p| std::os::unix::fs::symlink(victim.dir().join("missing"), p).unwrap()),
+    ("symlink loop", &|p| std::os::unix::fs::symlink(p, p).unwrap()),
+    ("directory", &|p| fs::create_dir(p).unwrap()),
+    ("fifo", &|p| mkfifo(p)),
+  ];
+  for (what, make) in plant {
+    let dir = tempfile::tempdir().unwrap();
+    {
+      let wal = Wal::open(dir.path(), options("s1")).unwrap();
+      wal.append(write("a", b"kept")).unwrap();
+    }
+    let planted = session_dir(dir.path(), "s1").join(reader::segment_file_name(7));
+    make(&planted);
+    let root = dir.path().to_path_buf();
+    let v = within(Duration::from_secs(10), &planted, move || verify_dir(&root).map(|v| (v.ok(), v.corrupt)));
+    let (ok, corrupt) = v.unwrap();
+    assert!(!ok, "{what}");
+    assert_eq!(corrupt[0].code, "E_NOT_REGULAR_FILE", "{what}");
+    let root = dir.path().to_path_buf();
+    let opened = within(Duration::from_secs(10), &planted, move || Wal::open(&root, options("s1")).err());
+    assert_eq!(opened.unwrap().code(), "E_NOT_REGULAR_FILE", "{what}");
+    let root = dir.path().to_path_buf();
+    let read = within(Duration::from_secs(10), &planted, move || read_dir_merged(&root).map(|r| r.len()));
+    assert_eq!(read.unwrap_err().code(), "E_NOT_REGULAR_FILE", "{what}");
+    // Another session of the same directory is unaffected.
+    Wal::open(dir.path(), options("s2")).unwrap().append(write("b", b"x")).unwrap();
+  }
+  victim.assert_untouched();
+}
+
+#[test]
+fn symlinked_sessions_or_session_directory_is_refused_and_nothing_is_created_outside() {
+  let outside = tempfile::tempdir().unwrap();
+  // `sessions` itself a symlink.
+  let dir = tempfile::tempdir().unwrap();
+  std::os::unix::fs::symlink(outside.path(), dir.path().join(reader::SESSIONS_DIR)).unwrap();
+  assert_eq!(Wal::open(dir.path(), options("s1")).err().unwrap().code(), "E_PATH_OUTSIDE_ROOT");
+  assert_eq!(read_dir_merged(dir.path()).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+  let v = verify_dir(dir.path()).unwrap();
+  assert_eq!(v.corrupt.iter().map(|p| p.code).collect::<Vec<_>>(), ["E_PATH_OUTSIDE_ROOT"]);
+  let target = tempfile::tempdir().unwrap();
+  assert_eq!(
+    consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap_err().code(),
+    "E_PATH_OUTSIDE_ROOT"
+  );
+  // `sessions/<id>` a symlink (to a directory holding a real session of another log).
+  let dir = tempfile::tempdir().unwrap();
+  Wal::open(outside.path(), options("s1")).unwrap().append(write("a", b"elsewhere")).unwrap();
+  let before: Vec<_> = segment_paths(outside.path(), "s1").iter().map(|p| fs::read(p).unwrap()).collect();
+  fs::create_dir(dir.path().join(reader::SESSIONS_DIR)).unwrap();
+  std::os::unix::fs::symlink(session_dir(outside.path(), "s1"), session_dir(dir.path(), "s1")).unwrap();
+  assert_eq!(Wal::open(dir.path(), options("s1")).err().unwrap().code(), "E_PATH_OUTSIDE_ROOT");
+  assert_eq!(read_dir_merged(dir.path()).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+  assert_eq!(verify_dir(dir.path()).unwrap().corrupt[0].code, "E_PATH_OUTSIDE_ROOT");
+  let after: Vec<_> = segment_paths(outside.path(), "s1").iter().map(|p| fs::read(p).unwrap()).collect();
+  assert_eq!(before, after);
+  assert_eq!(fs::read_dir(session_dir(outside.path(), "s1")).unwrap().count(), 2, "a segment and LOCK, nothing new");
+}
+
+#[test]
+fn a_lock_file_that_is_not_a_regular_file_is_refused() {
+  let victim = Victim::new(b"not a lock");
+  for what in ["symlink", "fifo", "directory"] {
+    let dir = tempfile::tempdir().unwrap();
+    let sdir = session_dir(dir.path(), "s1");
+    fs::create_dir_all(&sdir).unwrap();
+    let lock = sdir.join(LOCK_FILE);
+    match what {
+      "symlink" => std::os::unix::fs::symlink(&victim.path, &lock).unwrap(),
+      "fifo" => mkfifo(&lock),
+      _ => fs::create_dir(&lock).unwrap(),
+    }
+    let root = dir.path().to_path_buf();
+    let err = within(Duration::from_secs(10), &lock, move || Wal::open(&root, options("s1")).err()).unwrap();
+    assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{what}: {err}");
+    assert_eq!(segment_paths(dir.path(), "s1").len(), 0, "{what}: nothing written without the lock");
+  }
+  victim.assert_untouched();
+}
+
+#[test]
+fn an_empty_path_is_an_invalid_argument_everywhere() {
+  let cwd_before: Vec<_> = fs::read_dir(".").unwrap().map(|e| e.unwrap().file_name()).collect();
+  let dir = tempfile::tempdir().unwrap();
+  assert_eq!(Wal::open(Path::new(""), options("s1")).err().unwrap().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(read_dir_merged(Path::new("")).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(verify_dir(Path::new("")).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  let opts = ConsolidateOptions::default();
+  assert_eq!(consolidate(Path::new(""), dir.path(), &opts).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(consolidate(dir.path(), Path::new(""), &opts).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  let cwd_after: Vec<_> = fs::read_dir(".").unwrap().map(|e| e.unwrap().file_name()).collect();
+  assert_eq!(cwd_before, cwd_after, "nothing was written into the current directory");
+  assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn segments_are_read_at_most_max_segment_bytes() {
+  let dir = tempfile::tempdir().unwrap();
+  {
+    let wal = Wal::open(dir.path(), options("s1")).unwrap();
+    wal.append(write("a", b"kept")).unwrap();
+  }
+  // A sparse file: no disk space, but over the limit.
+  let segment = newest_segment(dir.path(), "s1");
+  fs::OpenOptions::new().write(true).open(&segment).unwrap().set_len(MAX_SEGMENT_BYTES + 1).unwrap();
+  assert_eq!(Wal::open(dir.path(), options("s1")).err().unwrap().code(), "E_TOO_LARGE");
+  assert_eq!(read_dir_merged(dir.path()).unwrap_err().code(), "E_TOO_LARGE");
+  assert_eq!(verify_dir(dir.path()).unwrap().corrupt[0].code, "E_TOO_LARGE");
+  assert_eq!(fs::metadata(&segment).unwrap().len(), MAX_SEGMENT_BYTES + 1, "nothing was cut");
+  // And no writer makes one that large.
+  let too_big = WalOptions { segment_max_bytes: MAX_SEGMENT_BYTES + 1, ..options("s2") };
+  assert_eq!(Wal::open(dir.path(), too_big).err().unwrap().code(), "E_INVALID_ARGUMENT");
+  Wal::open(dir.path(), WalOptions { segment_max_bytes: MAX_SEGMENT_BYTES, ..options("s3") }).unwrap();
+}
+
+/// Issue 11 item 11: a segment removed by pruning between a reader's listing and its open was
+/// consolidated, and is skipped, never an `E_IO` ENOENT. Real threads, real unlinks.
+#[test]
+fn readers_racing_with_consolidation_and_pruning_never_fail() {
+  let dir = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+  let readers: Vec<_> = (0..2)
+    .map(|i| {
+      let (dir, stop) = (dir.path().to_path_buf(), Arc::clone(&stop));
+      std::thread::spawn(move || {
+        let mut reads = 0u32;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+          if i == 0 {
+            read_dir_merged(&dir).unwrap_or_else(|e| panic!("readWal after {reads} reads: {e}"));
+          } else {
+            let v = verify_dir(&dir).unwrap_or_else(|e| panic!("verifyWal after {reads} reads: {e}"));
+            assert!(v.ok(), "{:?}", v.corrupt);
+          }
+          reads += 1;
+        }
+        reads
+      })
+    })
+    .collect();
+  let wal =
+    Wal::open(dir.path(), WalOptions { segment_max_bytes: 4096, sync: SyncMode::None, ..options("s") }).unwrap();
+  let mut pruned = 0;
+  for round in 0..25 {
+    for i in 0..600 {
+      wal.append(write(&format!("f{}", i % 7), format!("round {round} record {i}").as_bytes())).unwrap();
+    }
+    pruned += consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap().pruned_segments;
+  }
+  stop.store(true, std::sync::atomic::Ordering::Relaxed);
+  let reads: Vec<u32> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+  assert!(pruned >= 100, "{pruned} segments pruned");
+  assert!(reads.iter().all(|&n| n > 0), "{reads:?}");
+}
+
+/// One 300-byte path component (appended by an older version, before paths were checked on
+/// append), a target that is a directory, a parent that is a file, a FIFO where a file goes: each
+/// record goes to the dead-letter file, the rest is applied, and the next run does not retry.
+#[test]
+fn records_that_cannot_be_applied_become_dead_letters_and_consolidation_goes_on() {
+  let dir = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  let long = "x".repeat(300);
+  // Appending such a path is refused now...
+  let wal = Wal::open(dir.path(), options("s")).unwrap();
+  let err = wal.append(write(&format!("notes/{long}"), b"x")).unwrap_err();
+  assert_eq!(err.code(), "E_INVALID_ARGUMENT");
+  wal.append(write("first.md", b"1")).unwrap();
+  wal.close().unwrap();
+  // ... but an older log may hold one.
+  let sdir = session_dir(dir.path(), "old");
+  fs::create_dir_all(&sdir).unwrap();
+  let mut bytes = format::encode_header(&SegmentHeader { created_ms: 1, first_seq: 1 }).to_vec();
+  let old = |seq: u64, path: &str, data: &[u8]| Record {
+    seq,
+    ts_ms: now_ms(),
+    session_id: "old".into(),
+    op: "write".into(),
+    path: Some(path.into()),
+    meta: Some(r#"{"k":"v"}"#.into()),
+    data: Some(data.to_vec()),
+  };
+  fs::create_dir_all(target.path().join("is-a-dir/child")).unwrap();
+  fs::write(target.path().join("a-file"), b"plain").unwrap();
+  mkfifo(&target.path().join("a-fifo"));
+  for (seq, path) in
+    [(1, format!("notes/{long}")), (2, "is-a-dir".into()), (3, "a-file/below.md".into()), (4, "a-fifo".into())]
+  {
+    format::encode_record(&old(seq, &path, b"dead data"), &mut bytes);
+  }
+  format::encode_record(&old(5, "second.md", b"2"), &mut bytes);
+  fs::write(sdir.join(reader::segment_file_name(1)), bytes).unwrap();
+
+  let root = dir.path().to_path_buf();
+  let into = target.path().to_path_buf();
+  let result = within(Duration::from_secs(10), &target.path().join("a-fifo"), move || {
+    consolidate(&root, &into, &ConsolidateOptions::default())
+  })
+  .unwrap();
+  assert_eq!(result.applied, 2);
+  assert_eq!(fs::read(target.path().join("first.md")).unwrap(), b"1");
+  assert_eq!(fs::read(target.path().join("second.md")).unwrap(), b"2");
+  let letters: Vec<_> = result.dead_letters.iter().map(|d| (d.session_id.as_str(), d.seq, d.code)).collect();
+  assert_eq!(
+    letters,
+    [
+      ("old", 4, "E_NOT_REGULAR_FILE"),
+      // A file where a directory belongs: ENOTDIR.
+      ("old", 3, "E_IO"),
+      ("old", 2, "E_NOT_REGULAR_FILE"),
+      ("old", 1, "E_INVALID_ARGUMENT")
+    ]
+  );
+  for letter in &result.dead_letters {
+    assert!(!letter.reason.contains("dead data") && !letter.reason.contains("\"k\""), "{}", letter.reason);
+  }
+  assert_eq!(fs::read(target.path().join("a-file")).unwrap(), b"plain");
+  assert!(fs::metadata(target.path().join("is-a-dir/child")).unwrap().is_dir());
+  // The dead-letter file holds the whole record, so nothing is lost once its segment is pruned.
+  let text = fs::read_to_string(dir.path().join(consolidate::DEAD_LETTER_LOG)).unwrap();
+  let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+  assert_eq!(lines.len(), 4);
+  assert_eq!(lines[3]["path"], format!("notes/{long}"));
+  assert_eq!(lines[3]["dataHex"], hex::encode(b"dead data"));
+  assert_eq!(lines[3]["metaJson"], r#"{"k":"v"}"#);
+  assert_eq!(lines[3]["code"], "E_INVALID_ARGUMENT");
+
+  // Handled: the next runs neither retry nor fail.
+  let again = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+  assert_eq!((again.records, again.dead_letters.len()), (0, 0));
+  let wal = Wal::open(dir.path(), options("s")).unwrap();
+  wal.append(write("third.md", b"3")).unwrap();
+  let third = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+  assert_eq!((third.applied, third.dead_letters.len()), (1, 0));
+  assert_eq!(fs::read_to_string(dir.path().join(consolidate::DEAD_LETTER_LOG)).unwrap(), text);
+}
+
+#[test]
+fn consolidation_state_files_that_are_not_regular_files_stop_it_before_any_change() {
+  let victim = Victim::new(br#"{"version":1,"sessions":{},"paths":{}}"#);
+  for name in [consolidate::STATE_FILE, consolidate::CONFLICT_LOG, consolidate::DEAD_LETTER_LOG, "consolidate.lock"] {
+    for what in ["symlink", "fifo", "directory"] {
+      let dir = tempfile::tempdir().unwrap();
+      let target = tempfile::tempdir().unwrap();
+      let wal = Wal::open(dir.path(), options("s")).unwrap();
+      wal.append(write("a.md", b"a")).unwrap();
+      let planted = dir.path().join(name);
+      match what {
+        "symlink" => std::os::unix::fs::symlink(&victim.path, &planted).unwrap(),
+        "fifo" => mkfifo(&planted),
+        _ => fs::create_dir(&planted).unwrap(),
+      }
+      let (root, into) = (dir.path().to_path_buf(), target.path().to_path_buf());
+      let err = within(Duration::from_secs(10), &planted, move || {
+        consolidate(&root, &into, &ConsolidateOptions::default()).err()
+      })
+      .unwrap();
+      assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{name} as {what}: {err}");
+      assert_eq!(fs::read_dir(target.path()).unwrap().count(), 0, "{name} as {what}: nothing applied");
+    }
+  }
+  victim.assert_untouched();
+  // consolidation.json is read at most MAX_STATE_BYTES.
+  let dir = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  let state = fs::File::create(dir.path().join(consolidate::STATE_FILE)).unwrap();
+  state.set_len(consolidate::MAX_STATE_BYTES + 1).unwrap();
+  let err = consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap_err();
+  assert_eq!(err.code(), "E_TOO_LARGE");
+}
+
+#[test]
+fn consolidation_removes_stale_temp_files_of_dead_processes_from_what_it_writes() {
+  let dir = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  // A process id that cannot be alive (above the kernel's pid_max limit of 2^22).
+  let dead = ".NOTES.md.loa-tmp-4999999-0";
+  let live = format!(".NOTES.md.loa-tmp-{}-999999", std::process::id());
+  fs::create_dir_all(target.path().join("notes")).unwrap();
+  for place in [target.path(), &target.path().join("notes"), dir.path(), &target.path().join("untouched")] {
+    fs::create_dir_all(place).unwrap();
+    fs::write(place.join(dead), b"half").unwrap();
+    fs::write(place.join(&live), b"in progress").unwrap();
+  }
+  let wal = Wal::open(dir.path(), options("s")).unwrap();
+  wal.append(write("top.md", b"t")).unwrap();
+  wal.append(write("notes/a.md", b"a")).unwrap();
+  consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+  for place in [target.path(), &target.path().join("notes"), dir.path()] {
+    assert!(!place.join(dead).exists(), "{}", place.display());
+    assert!(place.join(&live).exists(), "a temp file of a live process is left alone");
+  }
+  assert!(target.path().join("untouched").join(dead).exists(), "only directories written are cleaned");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault injection: the disk refuses (EIO, ENOSPC) on every write path.
+
+use crate::fsutil::faults::{self, Op};
+
+fn fault_name(errno: i32) -> &'static str {
+  if errno == libc::EIO {
+    "EIO"
+  } else {
+    "ENOSPC"
+  }
+}
+
+/// Checks that an error from a faulty disk is coded: the fault itself as `E_IO` with its
+/// `osError`, or `E_WAL_CLOSED` once a failed fsync stopped the log.
+fn assert_coded(err: &LoaError, errno: i32, context: &str) {
+  assert!(crate::error::ERROR_CODES.contains(&err.code()), "{context}: {err}");
+  match err.code() {
+    "E_IO" => assert_eq!(err.os_error_name(), Some(fault_name(errno)), "{context}: {err}"),
+    "E_WAL_CLOSED" => {}
+    other => panic!("{context}: unexpected {other}: {err}"),
+  }
+}
+
+/// Appends while `op` fails `times` times after `skip` successes, then reopens: every
+/// acknowledged record is there with its bytes, every record there is one that was appended
+/// whole, and the log verifies and takes appends again.
+fn appends_survive(ops: &[Op], errno: i32, skip: u32, times: u32, sync: SyncMode) -> usize {
+  let context = format!("{ops:?} {} skip {skip} x{times} {sync:?}", fault_name(errno));
+  let dir = tempfile::tempdir().unwrap();
+  let opts = WalOptions { segment_max_bytes: 4096, sync, ..options("f") };
+  let wal = Wal::open(dir.path(), opts.clone()).unwrap();
+  let mut acked = BTreeMap::new();
+  let mut tried = std::collections::HashSet::new();
+  let mut failures = 0;
+  {
+    let _guards: Vec<_> = ops.iter().map(|&op| faults::inject(dir.path(), op, errno, skip, times)).collect();
+    for i in 0..60usize {
+      let data = format!("record {i};").repeat(1 + (i * 7) % 50).into_bytes();
+      tried.insert(data.clone());
+      match wal.append(write("p", &data)) {
+        Ok(seq) => assert!(acked.insert(seq, data).is_none(), "{context}: seq {seq} twice"),
+        Err(e) => {
+          assert_coded(&e, errno, &context);
+          failures += 1;
+        }
+      }
+    }
+    let _ = wal.close();
+  }
+  drop(wal);
+  let reopened = Wal::open(dir.path(), opts).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+  let records = reopened.replay(0, None).unwrap_or_else(|e| panic!("{context}: replay: {e}"));
+  let found: BTreeMap<u64, Vec<u8>> = records.iter().map(|r| (r.seq, r.data.clone().unwrap())).collect();
+  for (seq, data) in &acked {
+    assert_eq!(found.get(seq), Some(data), "{context}: acknowledged seq {seq} lost");
+  }
+  for (seq, data) in &found {
+    assert!(tried.contains(data), "{context}: seq {seq} holds bytes never appended");
+  }
+  assert!(verify_dir(dir.path()).unwrap().ok(), "{context}");
+  let next = reopened.append(write("p", b"after")).unwrap();
+  assert!(next > found.keys().copied().max().unwrap_or(0), "{context}: seq reused");
+  failures
+}
+
+#[test]
+fn faults_on_every_append_path_lose_nothing_acknowledged() {
+  for errno in [libc::EIO, libc::ENOSPC] {
+    for ops in [
+      &[Op::Write][..],
+      &[Op::Sync],
+      &[Op::Truncate],
+      &[Op::SyncDir],
+      &[Op::Write, Op::Truncate],
+      &[Op::Sync, Op::Truncate],
+    ] {
+      let mut failures = 0;
+      for skip in [0, 1, 2, 3, 5, 8, 13, 21] {
+        for sync in [SyncMode::Always, SyncMode::Batch] {
+          failures += appends_survive(ops, errno, skip, 2, sync);
+        }
+      }
+      failures += appends_survive(ops, errno, 4, u32::MAX, SyncMode::Always);
+      assert!(failures > 0, "{ops:?}: no fault was ever hit");
+    }
+  }
+}
+
+#[test]
+fn faults_while_repairing_on_open_change_nothing_acknowledged() {
+  for errno in [libc::EIO, libc::ENOSPC] {
+    for op in [Op::Truncate, Op::Sync, Op::Write] {
+      let dir = tempfile::tempdir().unwrap();
+      {
+        let wal = Wal::open(dir.path(), options("s")).unwrap();
+        wal.append(write("a", b"one")).unwrap();
+        wal.append(write("a", b"two")).unwrap();
+      }
+      let segment = newest_segment(dir.path(), "s");
+      let mut bytes = fs::read(&segment).unwrap();
+      bytes.extend_from_slice(&format::RECORD_MAGIC.to_le_bytes());
+      bytes.extend_from_slice(b"\x20\0\0\0half");
+      fs::write(&segment, &bytes).unwrap();
+      // A segment whose creation was cut short (header missing) needs a header write on open.
+      let second = session_dir(dir.path(), "t");
+      fs::create_dir_all(&second).unwrap();
+      fs::write(second.join(reader::segment_file_name(1)), b"LOAW").unwrap();
+      {
+        let _guard = faults::inject(dir.path(), op, errno, 0, u32::MAX);
+        for session in ["s", "t"] {
+          match Wal::open(dir.path(), options(session)) {
+            Ok(wal) => drop(wal),
+            Err(e) => assert_coded(&e, errno, &format!("{op:?} open {session}")),
+          }
+        }
+      }
+      let wal = Wal::open(dir.path(), options("s")).unwrap();
+      let data: Vec<_> = wal.replay(0, None).unwrap().into_iter().map(|r| r.data.unwrap()).collect();
+      assert_eq!(data, [b"one".to_vec(), b"two".to_vec()], "{op:?}");
+      assert_eq!(wal.append(write("a", b"three")).unwrap(), 3);
+      assert_eq!(Wal::open(dir.path(), options("t")).unwrap().append(write("b", b"x")).unwrap(), 1);
+    }
+  }
+}
+
+/// Consolidation under faults: every error is coded, no target file is ever partial, nothing
+/// unapplied is pruned, and the next run without faults reaches exactly the fault-free result.
+#[test]
+fn faults_during_consolidation_leave_no_partial_file_and_lose_nothing() {
+  let build = |dir: &Path| {
+    let a = Wal::open(dir, WalOptions { segment_max_bytes: 4096, ..options("a") }).unwrap();
+    let b = Wal::open(dir, options("b")).unwrap();
+    a.append(write("shared.md", b"from a")).unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    b.append(write("shared.md", b"from b")).unwrap();
+    for i in 0..12u8 {
+      a.append(write(&format!("dir/sub/{i}.bin"), &[i; 900])).unwrap();
+    }
+    b.append(write("deleted.md", b"gone")).unwrap();
+    b.append(AppendRequest { op: "delete".into(), path: Some("deleted.md".into()), ..Default::default() }).unwrap();
+    b.append(write("is-a-dir", b"dead letter")).unwrap();
+  };
+  let snapshot = |target: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![target.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+      for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+          stack.push(path.clone());
+          out.insert(path.strip_prefix(target).unwrap().to_path_buf(), b"<dir>".to_vec());
+        } else {
+          out.insert(path.strip_prefix(target).unwrap().to_path_buf(), fs::read(&path).unwrap());
+        }
+      }
+    }
+    out
+  };
+  let expected = {
+    let (dir, target) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    build(dir.path());
+    fs::create_dir(target.path().join("is-a-dir")).unwrap();
+    consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+    snapshot(target.path())
+  };
+  for errno in [libc::EIO, libc::ENOSPC] {
+    // (Truncate only ever runs after a failed append here, and then only as a best effort.)
+    for op in [Op::Write, Op::Sync, Op::Rename, Op::SyncDir] {
+      let mut failed_runs = 0;
+      for skip in [0, 1, 2, 4, 7, 11, 16] {
+        let context = format!("{op:?} {} skip {skip}", fault_name(errno));
+        let (dir, target) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        build(dir.path());
+        fs::create_dir(target.path().join("is-a-dir")).unwrap();
+        let records_before = read_dir_merged(dir.path()).unwrap().len();
+        let failed = {
+          let _g1 = faults::inject(dir.path(), op, errno, skip, 1);
+          let _g2 = faults::inject(target.path(), op, errno, skip, 1);
+          consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).err()
+        };
+        if let Some(e) = &failed {
+          assert_coded(e, errno, &context);
+          failed_runs += 1;
+        }
+        for (path, bytes) in snapshot(target.path()) {
+          assert_eq!(expected.get(&path), Some(&bytes), "{context}: {} is partial or unexpected", path.display());
+        }
+        if failed.is_some() {
+          // Whatever was not recorded as applied is still in the log.
+          let state = fs::read(dir.path().join(consolidate::STATE_FILE)).ok();
+          if state.is_none() {
+            assert_eq!(read_dir_merged(dir.path()).unwrap().len(), records_before, "{context}");
+          }
+        }
+        consolidate(dir.path(), target.path(), &ConsolidateOptions::default())
+          .unwrap_or_else(|e| panic!("{context}: retry: {e}"));
+        assert_eq!(snapshot(target.path()), expected, "{context}");
+        let conflicts = fs::read_to_string(dir.path().join(consolidate::CONFLICT_LOG)).unwrap();
+        assert!(conflicts.lines().all(|l| serde_json::from_str::<Conflict>(l).is_ok()), "{context}: {conflicts}");
+        let letters = fs::read_to_string(dir.path().join(consolidate::DEAD_LETTER_LOG)).unwrap();
+        assert!(
+          !letters.is_empty() && letters.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+          "{context}"
+        );
+      }
+      assert!(failed_runs >= 3, "{op:?}: only {failed_runs} runs met the fault");
+    }
+  }
+}
+
+use crate::error::LoaError;
+use std::collections::BTreeMap;

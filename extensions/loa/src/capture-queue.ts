@@ -1,14 +1,14 @@
 // Fail-open capture with retries: a capture that fails is tried again with exponential backoff;
-// one that exhausts its attempts is written, already redacted, to a dead-letter file with its
-// error. Nothing is dropped silently. `enqueue` resolves after the first attempt; `drain()` runs
+// one that exhausts its attempts goes to the workspace's dead-letter queue (@loa/core redacts it
+// there and replays it later). Nothing is dropped silently. `enqueue` resolves after the first attempt; `drain()` runs
 // every pending retry now (no more waiting) and resolves when each has succeeded or been
 // dead-lettered.
 
 export interface CaptureJob {
   /** Performs the capture; throws to ask for a retry. */
   run(): Promise<void>
-  /** What goes to the dead-letter file if every attempt fails: must already be redacted. */
-  deadLetter(): Promise<Record<string, unknown>>
+  /** Puts the capture in the dead-letter queue, durably, after every attempt failed. */
+  deadLetter(failure: { attempts: number; error: { code: string; message: string } }): Promise<void>
   /** For log lines: never content. */
   label: string
 }
@@ -16,8 +16,6 @@ export interface CaptureJob {
 export interface QueueOptions {
   attempts: number
   baseDelayMs: number
-  /** Appends one dead-letter entry durably. */
-  writeDeadLetter(entry: Record<string, unknown>): Promise<void>
   warn(message: string): void
 }
 
@@ -90,8 +88,7 @@ export class CaptureQueue {
       entry.attempted()
       if (entry.attempt < attempts) await this.backoff(entry, baseDelayMs * 2 ** (entry.attempt - 1))
     }
-    const record = { ...(await entry.job.deadLetter()), attempts, error: describeError(lastError), at: new Date().toISOString() }
-    await this.options.writeDeadLetter(record)
+    await entry.job.deadLetter({ attempts, error: describeError(lastError) })
     this.options.warn(`capture ${entry.job.label} dead-lettered after ${attempts} attempts`)
   }
 

@@ -1,10 +1,21 @@
 // Where the hooks meet @loa/core: one MemoryStore per (state root, session), a retry queue for
-// captures, consolidation when a session ends or its context is compacted.
+// captures, the dead-letter queue for captures that still fail (replayed when the plugin starts
+// on a state root and when a session starts), consolidation when a session ends or its context
+// is compacted.
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, open, readFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 
-import { MemoryStore, isLoaError, redact, writeFileAtomic, type MemoryEntry, type MemoryStoreOptions } from '@loa/core'
+import {
+  MemoryStore,
+  appendDeadLetter,
+  isLoaError,
+  replayDeadLetters,
+  writeFileAtomic,
+  type MemoryEntry,
+  type MemoryRedactionOptions,
+  type MemoryStoreOptions,
+} from '@loa/core'
 
 import type { AgentContext, AgentEndEvent, PluginLogger, PromptBuildResult, SessionContext } from './adapter.ts'
 import { CaptureQueue, describeError } from './capture-queue.ts'
@@ -30,6 +41,8 @@ export class LoaMemory {
   private readonly roots = new Map<string, string>()
   private readonly queue: CaptureQueue
   private readonly keys = new Map<string, Promise<Buffer>>()
+  /** The replay of each state root's dead letters when the plugin first meets it (its start). */
+  private readonly firstReplays = new Map<string, Promise<void>>()
 
   constructor(
     private readonly config: LoaPluginConfig,
@@ -38,7 +51,6 @@ export class LoaMemory {
     this.queue = new CaptureQueue({
       attempts: config.retry.attempts,
       baseDelayMs: config.retry.baseDelayMs,
-      writeDeadLetter: (entry) => this.writeDeadLetter(String(entry.root), entry),
       warn: (message) => this.logger.warn(`[loa] ${message}`),
     })
   }
@@ -103,13 +115,41 @@ export class LoaMemory {
     }
   }
 
+  /**
+   * Plugin start: replays the dead letters of the state root the configuration names (an
+   * absolute `grimoiresDir`). Roots that come from OpenClaw's workspaces are replayed when the
+   * plugin first meets them, before their first store opens.
+   */
+  start(): void {
+    const root = this.configuredRoot()
+    if (root) void this.firstReplay(root)
+  }
+
+  /**
+   * `session_start`: replays the dead letters of every state root this plugin knows, so that a
+   * capture stranded by a disk that has since recovered is stored without waiting for a
+   * restart. Sessions whose store this process holds open are left for later (their letters
+   * stay queued).
+   */
+  async sessionStarted(): Promise<void> {
+    const roots = new Set([...this.roots.values(), ...[this.configuredRoot()].filter((r): r is string => r !== undefined)])
+    await Promise.all([...roots].map(async (root) => {
+      await this.firstReplay(root)
+      await this.replay(root, 'session start', 0)
+    }))
+  }
+
   get pendingCaptures(): number {
     return this.queue.size
   }
 
+  private configuredRoot(): string | undefined {
+    return this.config.grimoiresDir && isAbsolute(this.config.grimoiresDir) ? this.config.grimoiresDir : undefined
+  }
+
   private session(ctx: AgentContext | SessionContext): Session {
     const key = ctx.sessionKey ?? ctx.sessionId ?? ctx.agentId ?? 'default'
-    const fromConfig = this.config.grimoiresDir && isAbsolute(this.config.grimoiresDir) ? this.config.grimoiresDir : undefined
+    const fromConfig = this.configuredRoot()
     const fromContext = 'workspaceDir' in ctx && typeof ctx.workspaceDir === 'string' ? ctx.workspaceDir : undefined
     const root = fromConfig ?? fromContext ?? this.roots.get(key)
     if (!root) {
@@ -131,7 +171,8 @@ export class LoaMemory {
     const key = storeKey(session)
     let pending = this.stores.get(key)
     if (!pending) {
-      pending = this.openStore(session)
+      // The root's stranded captures go in first, and in their own sessions.
+      pending = this.firstReplay(session.root).then(() => this.openStore(session))
       this.stores.set(key, pending)
       // A failed open is not cached: the next hook tries again.
       pending.catch(() => this.stores.get(key) === pending && this.stores.delete(key))
@@ -140,14 +181,59 @@ export class LoaMemory {
   }
 
   private async openStore(session: Session): Promise<MemoryStore> {
-    const { allowlist, pseudonymize } = this.config.redaction
     return MemoryStore.openAsync({
       workspaceDir: session.root,
       sessionId: session.id,
       ...this.layout(),
       gates: this.config.gates,
-      redaction: { allowlist, pseudonymize, ...(pseudonymize ? { key: await this.redactionKey(session.root) } : {}) },
+      redaction: await this.redaction(session.root),
     })
+  }
+
+  /** How captures are redacted in `root`: by the stores, and by the dead-letter queue. */
+  private async redaction(root: string): Promise<MemoryRedactionOptions> {
+    const { allowlist, pseudonymize } = this.config.redaction
+    return { allowlist, pseudonymize, ...(pseudonymize ? { key: await this.redactionKey(root) } : {}) }
+  }
+
+  /** The first replay of `root`'s dead letters in this process; never rejects. */
+  private firstReplay(root: string): Promise<void> {
+    let replay = this.firstReplays.get(root)
+    if (!replay) {
+      replay = this.replay(root, 'start')
+      this.firstReplays.set(root, replay)
+    }
+    return replay
+  }
+
+  /**
+   * Replays `root`'s dead letters when there are any, logging counts (never content). Fail-open:
+   * a replay that cannot run is logged and the letters stay for the next one. `lockTimeoutMs`
+   * 0 skips sessions another store holds instead of waiting for them.
+   */
+  private async replay(root: string, when: string, lockTimeoutMs?: number): Promise<void> {
+    try {
+      // On a worker thread, and answered at once when there is no queue: nothing here reads the
+      // queue on the event loop.
+      const r = await replayDeadLetters({
+        workspaceDir: root,
+        ...this.layout(),
+        gates: this.config.gates,
+        redaction: await this.redaction(root),
+        ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
+      })
+      if (r.results.length === 0 && r.unreadable.length === 0) return
+      const counts =
+        `${r.stored} stored, ${r.duplicates} already stored, ${r.rejected} rejected by the gates, ${r.blocked} blocked, ` +
+        `${r.failed} still failing (${r.remaining} left)`
+      const codes = [...new Set(r.results.flatMap((x) => (x.error ? [x.error.code] : [])))]
+      const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable line(s) kept (loa dead-letter list)` : ''
+      if (r.failed > 0 || unreadable) this.logger.warn(`[loa] dead letters in ${root} replayed at ${when}: ${counts}; ${codes.join(', ')}${unreadable}`)
+      else this.logger.info(`[loa] dead letters in ${root} replayed at ${when}: ${counts}`)
+    } catch (err) {
+      const { code, message } = describeError(err)
+      this.logger.warn(`[loa] dead letters in ${root} could not be replayed at ${when}: ${code}: ${message}`)
+    }
   }
 
   /** The workspace's pseudonymization key: random, created once, readable by its owner only. */
@@ -174,32 +260,13 @@ export class LoaMemory {
         const store = await this.store(session)
         await store.capture(entry)
       },
-      // Only redacted text may reach the dead-letter file; a blocked entry leaves only its kinds.
-      deadLetter: async () => {
-        const { allowlist, pseudonymize } = this.config.redaction
-        const options = { allowlist, pseudonymize, ...(pseudonymize ? { key: await this.redactionKey(session.root) } : {}) }
-        const redacted = redact(entry.content, options)
-        return {
-          root: session.root,
-          sessionId: session.id,
-          entry: { ...entry, content: redacted.blocked ? null : redacted.text },
-          findings: redacted.findings.map((f) => ({ kind: f.kind, fingerprint: f.fingerprint })),
-          blocked: redacted.blocked,
-        }
+      // The queue redacts the entry (as the store would) before anything reaches the disk.
+      deadLetter: async ({ attempts, error }: { attempts: number; error: { code: string; message: string } }) => {
+        await appendDeadLetter(
+          { workspaceDir: session.root, redaction: await this.redaction(session.root) },
+          { sessionId: session.id, entry, attempts, error },
+        )
       },
-    }
-  }
-
-  private async writeDeadLetter(root: string, record: Record<string, unknown>): Promise<void> {
-    const { root: _root, ...line } = record
-    void _root
-    await mkdir(join(root, '.loa'), { recursive: true })
-    const file = await open(join(root, '.loa', 'dead-letter.jsonl'), 'a', 0o600)
-    try {
-      await file.appendFile(JSON.stringify(line) + '\n')
-      await file.datasync()
-    } finally {
-      await file.close()
     }
   }
 }

@@ -3,15 +3,17 @@
 // fired through OpenClaw's global hook runner, state on real disk.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { cpSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { spawnSync } from 'node:child_process'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const sourceDir = resolve(here, '..')
+const repo = resolve(sourceDir, '..', '..')
 const require = createRequire(import.meta.url)
 const core = require('@loa/core')
 
@@ -22,25 +24,25 @@ process.env.OPENCLAW_STATE_DIR = join(scratch, 'state')
 mkdirSync(process.env.HOME, { recursive: true })
 test.after(() => rmSync(scratch, { recursive: true, force: true }))
 
-// Installed the way a user installs it: the plugin directory copied into an OpenClaw setup, and
-// @loa/core as npm would install it there (its published files plus the native addon). Linking
-// the repository instead would make OpenClaw capture the whole checkout as a dependency.
+// Installed from the checkout as the plugin's README says: `loa plugin install <extensions dir>`
+// (the plugin, with @loa/core and its addon inside it as npm would install them), then the
+// README's configuration with `plugins.load.paths` naming the installed copy. Loading the
+// checkout's extensions/loa in place is what OpenClaw refuses (see bin/commands/plugin.js). The
+// published package, installed by OpenClaw's own installer, is package.test.mjs's.
 const setup = join(scratch, 'openclaw-setup')
-const pluginDir = join(setup, 'extensions', 'loa')
-cpSync(sourceDir, pluginDir, { recursive: true, filter: (src) => !src.startsWith(join(sourceDir, 'test')) })
-const coreRoot = dirname(require.resolve('@loa/core/package.json'))
-const installedCore = join(setup, 'node_modules', '@loa', 'core')
-const published = JSON.parse(readFileSync(join(coreRoot, 'package.json'), 'utf8')).files
-for (const file of ['package.json', ...published, ...readdirSync(coreRoot).filter((f) => f.endsWith('.node'))]) {
-  cpSync(join(coreRoot, file), join(installedCore, file), { recursive: true })
-}
+const extensionsDir = join(setup, 'extensions')
+mkdirSync(extensionsDir, { recursive: true })
+const loaCli = (args) => spawnSync(process.execPath, [join(repo, 'bin', 'loa'), ...args], { encoding: 'utf8', timeout: 120_000 })
+const installed = loaCli(['plugin', 'install', extensionsDir])
+assert.equal(installed.status, 0, installed.stderr)
+const pluginDir = join(extensionsDir, 'loa')
 
 // The loader and hook runner are not in openclaw's exports map: import them by path.
 const openclawRoot = resolve(dirname(require.resolve('openclaw')), '..')
 const { loadOpenClawPlugins } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/loader.js')).href)
 const { getGlobalHookRunner } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/hook-runner-global.js')).href)
 
-const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end']
+const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end', 'session_start']
 
 function workspace() {
   const dir = join(scratch, `ws-${randomBytes(4).toString('hex')}`)
@@ -149,7 +151,7 @@ test('a failing capture is retried, then dead-lettered redacted, and the agent c
 test('a missing conversation permission is reported as such', () => {
   const { registry, logs } = load({ access: false })
   const hooks = registry.typedHooks.filter((h) => h.pluginId === 'loa').map((h) => h.hookName).sort()
-  assert.deepEqual(hooks, ['before_compaction', 'session_end'])
+  assert.deepEqual(hooks, ['before_compaction', 'session_end', 'session_start'])
   assert.ok(registry.diagnostics.some((d) => /before_prompt_build.*allowConversationAccess/.test(d.message)))
   const ours = logs.filter((l) => l.level === 'error' && l.msg.startsWith('[loa]'))
   assert.equal(ours.length, 1, JSON.stringify(logs))
@@ -182,4 +184,131 @@ test('stopping the plugin runs pending retries at once and stores what they hold
   const notes = readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8')
   assert.match(notes, /staging certificates on Mondays/, 'stop consolidated the retried capture')
   assert.ok(!notes.includes(email), 'NOTES.md is redacted')
+})
+
+/** The WAL session id the plugin uses for an OpenClaw session key (as src/memory.ts derives it). */
+function walSessionId(key) {
+  const safe = key.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.-]+/, '').slice(0, 100)
+  return safe === key ? key : `${safe || 'session'}-${createHash('sha256').update(key).digest('hex').slice(0, 10)}`
+}
+
+/** WAL records that carry a memory, per memory path, across every session of a workspace. */
+function memoryWrites(workspaceDir) {
+  const counts = new Map()
+  for (const r of core.readWal(join(workspaceDir, '.loa', 'wal'))) {
+    if (r.op === 'write' && r.path?.startsWith('memory/')) counts.set(r.path, (counts.get(r.path) ?? 0) + 1)
+  }
+  return counts
+}
+
+const until = async (predicate, what, ms = 60_000) => {
+  const started = Date.now()
+  while (!predicate()) {
+    if (Date.now() - started > ms) assert.fail(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+test('the README is what this test does: loa plugin install, then plugins.load.paths at the installed copy', () => {
+  const readme = readFileSync(join(sourceDir, 'README.md'), 'utf8')
+  assert.match(readme, /loa plugin install ~\/\.openclaw\/extensions/)
+  assert.match(readme, /load: \{ paths: \["~\/\.openclaw\/extensions\/loa"\] \}/)
+  assert.match(installed.stdout, /^installed the loa plugin in .*openclaw-setup\/extensions\/loa \(@loa\/core /)
+  for (const file of ['index.ts', 'openclaw.plugin.json', 'package.json', 'src/memory.ts', 'node_modules/@loa/core/index.js', 'node_modules/@loa/core/package.json']) {
+    assert.ok(existsSync(join(pluginDir, file)), `${file} was not installed`)
+  }
+  assert.ok(readdirSync(join(pluginDir, 'node_modules/@loa/core')).some((f) => f.endsWith('.node')), 'no native addon installed')
+  assert.ok(!existsSync(join(pluginDir, 'test')), 'the tests were installed')
+
+  // Installing again replaces the earlier install (and only an install of this plugin).
+  writeFileSync(join(pluginDir, 'stale-file'), 'from the earlier install')
+  const again = loaCli(['plugin', 'install', extensionsDir, '--json'])
+  assert.equal(again.status, 0, again.stderr)
+  assert.equal(JSON.parse(again.stdout).replaced, true)
+  assert.ok(!existsSync(join(pluginDir, 'stale-file')))
+  const foreign = join(scratch, 'foreign-extensions')
+  mkdirSync(join(foreign, 'loa'), { recursive: true })
+  writeFileSync(join(foreign, 'loa', 'mine.txt'), 'not a plugin')
+  const refused = loaCli(['plugin', 'install', foreign])
+  assert.equal(refused.status, 2)
+  assert.match(refused.stderr, /^loa: E_IO: .*EEXIST.*\n$/)
+  assert.equal(readFileSync(join(foreign, 'loa', 'mine.txt'), 'utf8'), 'not a plugin')
+  // The checkout's own extensions directory is the one place it must never install into.
+  const self = loaCli(['plugin', 'install', join(repo, 'extensions')])
+  assert.equal(self.status, 2)
+  assert.match(self.stderr, /^loa: E_USAGE: /)
+  assert.ok(existsSync(join(sourceDir, 'index.ts')))
+
+  // And the installed copy loads.
+  const { registry } = load()
+  assert.equal(registry.plugins.find((p) => p.id === 'loa')?.status, 'loaded')
+})
+
+test('a capture the disk refused is dead-lettered, and stored exactly once at the next plugin start', async () => {
+  const workspaceDir = workspace()
+  const first = load({ workspaceDir, pluginConfig: { retry: { attempts: 2, baseDelayMs: 5 } } })
+  // A real refusal: a file where the write-ahead log's directory belongs.
+  mkdirSync(join(workspaceDir, '.loa'), { recursive: true })
+  writeFileSync(join(workspaceDir, '.loa', 'wal'), 'not a directory')
+  const messages = [{ role: 'assistant', content: `We always rotate the staging certificates on Mondays; questions go to ${email}.` }]
+  await first.runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'lost'))
+  await until(() => first.logs.some((l) => /dead-lettered/.test(l.msg)), 'the dead letter')
+  const queued = core.listDeadLetters({ workspaceDir })
+  assert.equal(queued.letters.length, 1)
+  assert.equal(queued.letters[0].sessionId, walSessionId('agent:main:lost'))
+  assert.equal(queued.letters[0].attempts, 2)
+  assert.ok(!readFileSync(queued.path, 'utf8').includes(email), 'the dead letter is redacted')
+
+  // The disk recovers. The plugin starts again: before its first store opens, the letter is
+  // stored, in the session it came from, and the next prompt already remembers it.
+  rmSync(join(workspaceDir, '.loa', 'wal'))
+  const second = load({ workspaceDir })
+  const recalled = await second.runner.runBeforePromptBuild({ prompt: 'When do certificates rotate?', messages: [] }, agentCtx(workspaceDir, 'next'))
+  assert.match(recalled?.prependContext ?? '', /staging certificates on Mondays/, JSON.stringify(second.logs))
+  assert.ok(second.logs.some((l) => /dead letters in .* replayed at start: 1 stored, 0 already stored/.test(l.msg)), JSON.stringify(second.logs))
+  assert.deepEqual(core.listDeadLetters({ workspaceDir }).letters, [])
+  assert.deepEqual([...memoryWrites(workspaceDir).values()], [1])
+  for (const l of second.logs) assert.ok(!l.msg.includes('certificates') && !l.msg.includes(email), `content in a log line: ${l.msg}`)
+
+  // Starting once more, and replaying by hand, store nothing more.
+  const third = load({ workspaceDir })
+  await third.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(workspaceDir, 'third'))
+  assert.ok(!third.logs.some((l) => /replayed/.test(l.msg)), JSON.stringify(third.logs))
+  assert.equal(core.replayDeadLettersSync({ workspaceDir }).results.length, 0)
+  assert.deepEqual([...memoryWrites(workspaceDir).values()], [1])
+  for (const { runner, session } of [
+    { runner: second.runner, session: 'next' },
+    { runner: third.runner, session: 'third' },
+  ]) {
+    await runner.runSessionEnd({ sessionId: session, sessionKey: `agent:main:${session}`, messageCount: 0 }, sessionCtx(session))
+  }
+})
+
+test('a session start replays what the disk refused earlier in the same run', async () => {
+  const workspaceDir = workspace()
+  const { runner, logs } = load({ workspaceDir, pluginConfig: { retry: { attempts: 1, baseDelayMs: 1 } } })
+  assert.equal(typeof runner.runSessionStart, 'function', 'OpenClaw has no session_start runner')
+  // The plugin meets the workspace while all is well.
+  await runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(workspaceDir, 'a'))
+  // Then one session's log directory is refused: a file where it belongs.
+  const blocked = join(workspaceDir, '.loa', 'wal', 'sessions', walSessionId('agent:main:b'))
+  mkdirSync(dirname(blocked), { recursive: true })
+  writeFileSync(blocked, 'not a directory')
+  const messages = [{ role: 'user', content: 'Remember that the on-call rotation changes every Thursday at noon.' }]
+  await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'b'))
+  await until(() => logs.some((l) => /dead-lettered/.test(l.msg)), 'the dead letter')
+  assert.equal(core.listDeadLetters({ workspaceDir }).letters.length, 1)
+
+  // A session start while the cause is still there: the letter stays, its attempts counted.
+  await runner.runSessionStart({ sessionId: 'c', sessionKey: 'agent:main:c' }, sessionCtx('c'))
+  assert.ok(logs.some((l) => l.level === 'warn' && /replayed at session start: 0 stored.*1 still failing/.test(l.msg)), JSON.stringify(logs))
+  assert.equal(core.listDeadLetters({ workspaceDir }).letters[0].attempts, 2)
+
+  rmSync(blocked)
+  await runner.runSessionStart({ sessionId: 'd', sessionKey: 'agent:main:d' }, sessionCtx('d'))
+  assert.ok(logs.some((l) => /replayed at session start: 1 stored/.test(l.msg)), JSON.stringify(logs))
+  assert.deepEqual(core.listDeadLetters({ workspaceDir }).letters, [])
+  assert.equal(memoryWrites(workspaceDir).size, 1)
+  await runner.runSessionEnd({ sessionId: 'a', sessionKey: 'agent:main:a', messageCount: 0 }, sessionCtx('a'))
+  assert.match(readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8'), /on-call rotation changes every Thursday/)
 })

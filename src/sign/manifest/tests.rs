@@ -1,6 +1,7 @@
 //! Tamper detection of signed manifests: every single-byte change of a covered file, of the
 //! manifest file and of the signature; renames, additions, deletions; escaping paths.
 
+use std::fs;
 use std::os::unix::fs::symlink;
 
 use super::*;
@@ -209,8 +210,12 @@ fn escaping_paths_are_refused_on_creation_and_reported_on_verification() {
 fn patterns_are_kept_and_reapplied() {
   let f = fixture();
   fs::write(f.root.join("scratch.tmp"), "x").unwrap();
-  let options =
-    ManifestOptions { include: vec![], exclude: vec!["*.tmp".into(), "./manifest.json".into()], threads: Some(2) };
+  let options = ManifestOptions {
+    include: vec![],
+    exclude: vec!["*.tmp".into(), "./manifest.json".into()],
+    threads: Some(2),
+    ..Default::default()
+  };
   let m = create_manifest(&f.root, &options, &mut |_| Ok(())).unwrap();
   assert!(m.files.iter().all(|e| !e.path.ends_with(".tmp")));
   let signed = sign_manifest(&m.to_value(), &f.ring).unwrap();
@@ -253,4 +258,144 @@ fn env_key_alone_signs_and_verifies() {
   let signed = sign_manifest(&m.to_value(), &ring).unwrap();
   assert!(verify_manifest(&f.root, &signed, &TrustedKey::from_ring(&ring).unwrap(), None).unwrap().ok);
   assert!(!f.root.parent().unwrap().join("no-such-dir").exists());
+}
+
+fn mkfifo(path: &Path) {
+  rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+    .unwrap();
+}
+
+#[test]
+fn unknown_members_anywhere_are_refused() {
+  let f = fixture();
+  // Inside the signature object: not covered by the signature, so never accepted.
+  let mut forged = f.signed.clone();
+  forged["signature"]["note"] = Value::String("added later".into());
+  let v = verify_manifest(&f.root, &forged, &f.keys, None).unwrap();
+  assert!(!v.ok && v.problems.iter().any(|p| p.kind == ProblemKind::Signature), "{:?}", v.problems);
+  assert!(!verify_signature(&forged, &f.keys).ok);
+  // Top level and entries: refused when signing and when verifying.
+  let m = create_manifest(&f.root, &ManifestOptions::default(), &mut |_| Ok(())).unwrap();
+  for pointer in ["", "/files/0"] {
+    let mut value = m.to_value();
+    value.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("extra".into(), Value::from(1));
+    assert_eq!(sign_manifest(&value, &f.ring).unwrap_err().code(), "E_INVALID_ARGUMENT", "{pointer}");
+    let mut forged = f.signed.clone();
+    forged.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("extra".into(), Value::from(1));
+    assert!(!verify_signature(&forged, &f.keys).ok, "{pointer}");
+  }
+}
+
+#[test]
+fn fifos_and_symlinks_to_them_are_reported_never_skipped_and_never_hang() {
+  let f = fixture();
+  mkfifo(&f.root.join("learnings/pipe"));
+  symlink(f.root.join("learnings/pipe"), f.root.join("pipe-link")).unwrap();
+  let err = create_manifest(&f.root, &ManifestOptions::default(), &mut |_| Ok(())).unwrap_err();
+  assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{err}");
+  let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
+  assert_eq!(
+    kinds(&v),
+    [("learnings/pipe".into(), ProblemKind::Unexpected), ("pipe-link".into(), ProblemKind::Unexpected)]
+  );
+  // Only the symlink (the FIFO itself excluded): still reported.
+  let options = ManifestOptions { exclude: vec!["pipe".into()], ..Default::default() };
+  let err = create_manifest(&f.root, &options, &mut |_| Ok(())).unwrap_err();
+  assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{err}");
+  // A listed file replaced by a FIFO is modified, and verifying does not block on it.
+  fs::remove_file(f.root.join("pipe-link")).unwrap();
+  fs::remove_file(f.root.join("learnings/pipe")).unwrap();
+  fs::remove_file(f.root.join("NOTES.md")).unwrap();
+  mkfifo(&f.root.join("NOTES.md"));
+  let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
+  assert_eq!(kinds(&v), [("NOTES.md".into(), ProblemKind::Modified)]);
+  fs::remove_file(f.root.join("NOTES.md")).unwrap();
+  symlink(f.root.join("learnings/pipe"), f.root.join("NOTES.md")).unwrap();
+  mkfifo(&f.root.join("learnings/pipe"));
+  let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
+  assert!(v.problems.iter().any(|p| p.path == "NOTES.md" && p.kind == ProblemKind::Modified), "{:?}", v.problems);
+}
+
+#[test]
+fn our_own_temp_files_are_neither_covered_nor_tampering() {
+  let f = fixture();
+  fs::write(f.root.join(".NOTES.md.tmp-2147483646-0"), "half").unwrap();
+  fs::write(f.root.join("learnings/.a.json.loa-tmp-2147483646-4"), "half").unwrap();
+  let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
+  assert!(v.ok, "{:?}", v.problems);
+  let m = create_manifest(&f.root, &ManifestOptions::default(), &mut |_| Ok(())).unwrap();
+  assert_eq!(m.files.len(), 4, "temp files are not covered");
+  // A name that merely looks similar is a file like any other.
+  fs::write(f.root.join(".NOTES.md.tmp-x-0"), "not ours").unwrap();
+  let v = verify_manifest(&f.root, &f.signed, &f.keys, None).unwrap();
+  assert_eq!(kinds(&v), [(".NOTES.md.tmp-x-0".into(), ProblemKind::Unexpected)]);
+}
+
+#[test]
+fn manifest_files_are_read_and_written_only_as_regular_files() {
+  let f = fixture();
+  let dir = f.root.parent().unwrap();
+  let file = dir.join("manifest.json");
+  write_manifest(&file, &f.signed).unwrap();
+  symlink(&file, dir.join("link.json")).unwrap();
+  assert_eq!(read_manifest(&dir.join("link.json")).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(write_manifest(&dir.join("link.json"), &f.signed).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(read_manifest(dir).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(read_manifest(&file).unwrap(), f.signed);
+}
+
+#[test]
+fn the_signed_manifest_anchors_the_audit_log_head() {
+  use crate::audit::{Actor, AuditEvent, AuditLog, AuditOptions, CHECKPOINT_FILE};
+  let f = fixture();
+  let audit_dir = f.root.join("audit");
+  let log = AuditLog::open(&audit_dir, AuditOptions::default()).unwrap();
+  let event = |i: u64| AuditEvent { action: format!("test.{i}"), actor: Actor::System, details: None };
+  for i in 1..=5 {
+    log.append(&event(i)).unwrap();
+  }
+  log.checkpoint(&f.ring).unwrap();
+  let options = ManifestOptions { audit_dir: Some("audit".into()), ..Default::default() };
+  let m = create_manifest(&f.root, &options, &mut |_| Ok(())).unwrap();
+  let anchor = m.audit_head.clone().unwrap();
+  assert_eq!((anchor.dir.as_str(), anchor.seq), ("audit", 5));
+  assert_eq!(anchor.hash, log.head().unwrap().hash);
+  assert!(m.exclude.contains(&"./audit/**".to_string()), "the growing log is left to the anchor");
+  assert!(m.files.iter().all(|e| !e.path.starts_with("audit/")));
+  let signed = sign_manifest(&m.to_value(), &f.ring).unwrap();
+  // The anchor is covered by the signature.
+  let mut forged = signed.clone();
+  forged["auditHead"]["seq"] = Value::from(2);
+  assert!(!verify_signature(&forged, &f.keys).ok);
+  // The log grows: still fine.
+  log.append(&event(6)).unwrap();
+  assert!(verify_manifest(&f.root, &signed, &f.keys, None).unwrap().ok);
+
+  // Cut entries off the end and delete the checkpoint with them: the manifest still knows.
+  let segment = crate::audit::list_segments(&audit_dir).unwrap().pop().unwrap().1;
+  let text = fs::read_to_string(&segment).unwrap();
+  let kept: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+  fs::write(&segment, kept).unwrap();
+  fs::remove_file(audit_dir.join(CHECKPOINT_FILE)).unwrap();
+  assert!(crate::audit::verify(&audit_dir, None, None).unwrap().ok, "the chain alone cannot tell");
+  let v = verify_manifest(&f.root, &signed, &f.keys, None).unwrap();
+  assert_eq!(kinds(&v), [("audit".into(), ProblemKind::Truncated)], "{:?}", v.problems);
+  assert!(v.problems[0].detail.contains("E_AUDIT_TRUNCATED"));
+  // The whole log deleted: truncated as well.
+  fs::remove_dir_all(&audit_dir).unwrap();
+  let v = verify_manifest(&f.root, &signed, &f.keys, None).unwrap();
+  assert_eq!(kinds(&v), [("audit".into(), ProblemKind::Truncated)]);
+  // A log rewritten from the start (same length, other entries): modified.
+  let log = AuditLog::open(&audit_dir, AuditOptions::default()).unwrap();
+  for i in 11..=16 {
+    log.append(&event(i)).unwrap();
+  }
+  let v = verify_manifest(&f.root, &signed, &f.keys, None).unwrap();
+  assert_eq!(kinds(&v), [("audit".into(), ProblemKind::Modified)], "{:?}", v.problems);
+  // Anchoring a log that does not verify, or one behind a symlink, is refused.
+  let escaped = ManifestOptions { audit_dir: Some("../audit".into()), ..Default::default() };
+  assert_eq!(create_manifest(&f.root, &escaped, &mut |_| Ok(())).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+  symlink(&audit_dir, f.root.join("audit-link")).unwrap();
+  let linked = ManifestOptions { audit_dir: Some("audit-link".into()), ..Default::default() };
+  assert_eq!(create_manifest(&f.root, &linked, &mut |_| Ok(())).unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
 }

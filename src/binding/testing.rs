@@ -1,0 +1,154 @@
+//! Hooks for the test suite and the benchmark, kept out of the public API.
+//!
+//! They are ordinary exports of the addon with no TypeScript declaration (`skip_typescript`),
+//! moved at load time off the module object onto one non-enumerable property keyed by
+//! `Symbol.for('@loa/core/test-hooks')`: not in `index.d.ts`, not in `Object.keys`, not a named
+//! ESM export, and not something a user finds by accident. Tests reach them with
+//!
+//! ```js
+//! const hooks = require('@loa/core')[Symbol.for('@loa/core/test-hooks')]
+//! hooks.panic('sync')
+//! ```
+//!
+//! A separate test build of the addon would keep them out of the shipped binary too, at the
+//! price of a second multi-minute build for every test run; none of them can do harm (a panic
+//! is caught like any other), so the one build serves both.
+
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::{sys, Env, JsValue, Unknown};
+use napi_derive::napi;
+use serde_json::{json, Value};
+
+use super::strings::{self, Surrogates};
+use super::{args, fs, guard, to_napi};
+
+/// The property key of the hooks object, as `Symbol.for` takes it.
+const HOOKS_KEY: &str = "@loa/core/test-hooks";
+
+/// Exported name -> name on the hooks object.
+const HOOKS: &[(&str, &str)] =
+  &[("__panicForTesting", "panic"), ("__redactionPatterns", "redactionPatterns"), ("__readStrings", "readStrings")];
+
+/// Moves the hooks off the module object (see the module docs).
+#[napi(module_exports)]
+pub fn hide_test_hooks(mut exports: Object, env: Env) -> napi::Result<()> {
+  let mut hooks = Object::new(&env)?;
+  for (exported, name) in HOOKS {
+    let hook: Unknown = exports.get_named_property(exported)?;
+    hooks.set_named_property(name, hook)?;
+    exports.delete_named_property(exported)?;
+  }
+  let raw = env.raw();
+  let check = |status: sys::napi_status, what: &str| {
+    if status == sys::Status::napi_ok {
+      Ok(())
+    } else {
+      Err(napi::Error::from_reason(format!("test hooks: {what} failed (status {status})")))
+    }
+  };
+  // SAFETY: on the JS thread at module load; every value is created here or is the exports object.
+  unsafe {
+    let mut global = ptr::null_mut();
+    check(sys::napi_get_global(raw, &mut global), "global")?;
+    let mut symbol = ptr::null_mut();
+    check(sys::napi_get_named_property(raw, global, c"Symbol".as_ptr(), &mut symbol), "Symbol")?;
+    let mut symbol_for = ptr::null_mut();
+    check(sys::napi_get_named_property(raw, symbol, c"for".as_ptr(), &mut symbol_for), "Symbol.for")?;
+    let mut name = ptr::null_mut();
+    check(sys::napi_create_string_utf8(raw, HOOKS_KEY.as_ptr().cast(), HOOKS_KEY.len() as isize, &mut name), "name")?;
+    let mut key = ptr::null_mut();
+    check(sys::napi_call_function(raw, symbol, symbol_for, 1, &name, &mut key), "Symbol.for()")?;
+    let property = sys::napi_property_descriptor {
+      utf8name: ptr::null(),
+      name: key,
+      method: None,
+      getter: None,
+      setter: None,
+      value: hooks.raw(),
+      // Not enumerable, not writable, not configurable.
+      attributes: sys::PropertyAttributes::default,
+      data: ptr::null_mut(),
+    };
+    check(sys::napi_define_properties(raw, exports.raw(), 1, &property), "define")?;
+  }
+  Ok(())
+}
+
+/// Panics inside the library, synchronously (`'sync'`) or on a worker thread behind a promise
+/// (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never aborts Node.
+#[napi(js_name = "__panicForTesting", skip_typescript)]
+pub fn panic_for_testing(env: Env, mode: Unknown) -> napi::Result<Option<AsyncTask<fs::CoreTask<()>>>> {
+  let mode = to_napi(&env, guard(|| args::string(mode, "mode")))?;
+  match mode.as_str() {
+    "async" => Ok(Some(AsyncTask::new(fs::CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
+    _ => to_napi(&env, guard(|| -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") })),
+  }
+}
+
+/// Runs one of the binding's string readers over every string of `strings` (one reused buffer
+/// per call where the reader reuses one) and returns what it read, hex-encoded:
+/// `{ bytes: string[], complete?: boolean[] }`. Modes: `into`, `intoStrict`, `whole`, `string`,
+/// `text`, `prefix` (with `maxBytes`), `json` (the JSON reader's strings). For the property
+/// tests that compare each reader with `Buffer.from(s, 'utf8')`.
+#[napi(js_name = "__readStrings", skip_typescript)]
+pub fn read_strings(env: Env, mode: Unknown, strings: Unknown, max_bytes: Option<Unknown>) -> napi::Result<Value> {
+  to_napi(
+    &env,
+    guard(|| {
+      let mode = args::string(mode, "mode")?;
+      let max_bytes = max_bytes.map(|m| args::u64_value(m, "maxBytes")).transpose()?.unwrap_or(u64::MAX) as usize;
+      if !strings.is_array().unwrap_or(false) {
+        return Err(args::wrong("strings", "an array of strings"));
+      }
+      let raw = env.raw();
+      let mut len = 0u32;
+      // SAFETY: on the JS thread with its env; `strings` is an array.
+      unsafe { sys::napi_get_array_length(raw, strings.raw(), &mut len) };
+      let mut buf = Vec::new();
+      let (mut out, mut complete) = (Vec::new(), Vec::new());
+      for i in 0..len {
+        let what = || format!("strings[{i}]");
+        let mut item = ptr::null_mut();
+        // SAFETY: as above; `item` is checked to be a string before any reader sees it.
+        unsafe {
+          if sys::napi_get_element(raw, strings.raw(), i, &mut item) != sys::Status::napi_ok
+            || !strings::is_string(raw, item)
+          {
+            return Err(args::wrong(&what(), "a string"));
+          }
+          let bytes: Vec<u8> = match mode.as_str() {
+            "into" => strings::read_into(raw, item, &mut buf, Surrogates::Replace, &what)?.into(),
+            "intoStrict" => strings::read_into(raw, item, &mut buf, Surrogates::Refuse, &what)?.into(),
+            "whole" => strings::read_whole_into(raw, item, &mut buf, "strings[]")?.into(),
+            "string" => strings::read_string(raw, item, Surrogates::Refuse, &what)?.into(),
+            "text" => strings::read_string(raw, item, Surrogates::Replace, &what)?.into(),
+            "prefix" => {
+              let (text, whole) = strings::read_prefix(raw, item, max_bytes, "strings[]")?;
+              complete.push(whole);
+              text.into()
+            }
+            "json" => match super::json::from_js(&env, Unknown::from_raw_unchecked(raw, item), "strings[]")? {
+              Value::String(s) => s.into(),
+              _ => return Err(crate::LoaError::Internal("the JSON reader changed a string's type".into())),
+            },
+            _ => return Err(args::wrong("mode", "a reader's name")),
+          };
+          out.push(hex::encode(bytes));
+        }
+      }
+      Ok(if mode == "prefix" { json!({ "bytes": out, "complete": complete }) } else { json!({ "bytes": out }) })
+    }),
+  )
+}
+
+/// For the benchmark: the provider token patterns, to run the same list with JavaScript
+/// `RegExp`: `{ kind, source, flags }[]`, `flags` being `'g'` or `'gi'`.
+#[napi(js_name = "__redactionPatterns", skip_typescript)]
+pub fn redaction_patterns() -> Value {
+  crate::redact::token_patterns()
+    .into_iter()
+    .map(|(kind, source, ci)| json!({ "kind": kind, "source": source, "flags": if ci { "gi" } else { "g" } }))
+    .collect()
+}

@@ -1,0 +1,119 @@
+//! Where a workspace keeps its memory, and how each place is reached.
+//!
+//! Every directory below the workspace is reached through [`StateDir::descend`], one component
+//! at a time without following a symlink, and created (when the store needs it) with `mkdirat`
+//! below a handle already known to be inside the workspace. A symlinked directory on the way is
+//! `E_PATH_OUTSIDE_ROOT` before anything is created below it. Directories are re-resolved for
+//! each operation, so a store never keeps writing into a directory that was moved away.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::{load_config, Config};
+use crate::error::{invalid, Result};
+use crate::fsutil::{relative_components, StateDir};
+
+use super::types::{StoreOptions, MEMORY_DIR};
+
+/// A state file: the directory it lives in (relative to the workspace; empty for the
+/// workspace itself) and its name.
+#[derive(Debug, Clone)]
+pub(crate) struct FileSpot {
+  pub dir: PathBuf,
+  pub name: OsString,
+}
+
+/// The resolved places of a workspace's memory.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+  /// The workspace, as the caller named it (symlinks in it are the caller's choice).
+  pub workspace: PathBuf,
+  /// Relative to the workspace, checked: no `..`, not absolute.
+  pub grimoire: PathBuf,
+  pub wal: PathBuf,
+  pub notes: FileSpot,
+  pub learnings: FileSpot,
+  pub config: Config,
+  pub lock_timeout: Duration,
+}
+
+/// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
+/// for absolute paths and `..`).
+fn checked(relative: &str) -> Result<PathBuf> {
+  Ok(relative_components(Path::new(relative))?.into_iter().collect())
+}
+
+fn file_spot(relative: &str) -> Result<FileSpot> {
+  let mut parts = relative_components(Path::new(relative))?;
+  let name = parts.pop().expect("relative_components is never empty");
+  Ok(FileSpot { dir: parts.into_iter().collect(), name })
+}
+
+impl Layout {
+  /// Reads `.loa.config.yaml` and resolves the places named by it and by `options`. Touches
+  /// nothing else; see [`create`](Self::create).
+  pub fn resolve(options: &StoreOptions) -> Result<Layout> {
+    let workspace = &options.workspace_dir;
+    if workspace.as_os_str().is_empty() {
+      return invalid("workspaceDir must not be empty");
+    }
+    if !workspace.is_dir() {
+      return invalid(format!("workspaceDir {} is not a directory", workspace.display()));
+    }
+    let config = load_config(workspace)?.config;
+    let grimoire = checked(options.grimoires_dir.as_deref().unwrap_or(&config.grimoires_dir))?;
+    let wal = checked(options.wal_dir.as_deref().unwrap_or(&config.wal.dir))?;
+    let (notes, learnings) = match &options.grimoires_dir {
+      Some(dir) => (file_spot(&format!("{dir}/NOTES.md"))?, file_spot(&format!("{dir}/learnings.json"))?),
+      None => (file_spot(&config.memory.notes_path)?, file_spot(&config.memory.learnings_path)?),
+    };
+    let lock_timeout = Duration::from_millis(options.lock_timeout_ms.unwrap_or(config.wal.lock_timeout_ms));
+    Ok(Layout { workspace: workspace.clone(), grimoire, wal, notes, learnings, config, lock_timeout })
+  }
+
+  /// Creates the grimoire, the WAL directory and the directories of NOTES.md and
+  /// learnings.json, never through a symlink.
+  pub fn create(&self) -> Result<()> {
+    let root = self.root()?;
+    for dir in [&self.grimoire, &self.wal, &self.notes.dir, &self.learnings.dir] {
+      self.dir_in(&root, dir, true)?;
+    }
+    Ok(())
+  }
+
+  pub fn root(&self) -> Result<StateDir> {
+    StateDir::open_root(&self.workspace)
+  }
+
+  /// The directory `relative` below `root` (`root` itself when empty); `None` when missing
+  /// and not `create`.
+  pub fn dir_in(&self, root: &StateDir, relative: &Path, create: bool) -> Result<Option<StateDir>> {
+    if relative.as_os_str().is_empty() {
+      return root.try_clone().map(Some);
+    }
+    root.descend(relative, create)
+  }
+
+  pub fn dir(&self, relative: &Path, create: bool) -> Result<Option<StateDir>> {
+    self.dir_in(&self.root()?, relative, create)
+  }
+
+  /// The grimoire's `memory/` directory, if it exists (a symlink is `E_PATH_OUTSIDE_ROOT`).
+  pub fn memory_dir(&self) -> Result<Option<StateDir>> {
+    match self.dir(&self.grimoire, false)? {
+      Some(grimoire) => grimoire.subdir(MEMORY_DIR),
+      None => Ok(None),
+    }
+  }
+
+  /// Paths for the WAL functions (which reach their own files through `fsutil` themselves)
+  /// and for messages.
+  pub fn grimoire_path(&self) -> PathBuf {
+    self.workspace.join(&self.grimoire)
+  }
+
+  pub fn wal_path(&self) -> PathBuf {
+    self.workspace.join(&self.wal)
+  }
+}

@@ -1,0 +1,377 @@
+//! The memory pipeline's data: what `capture` is given and answers, what a stored memory is,
+//! and what the reads report. No I/O here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{invalid, LoaError, Result};
+use crate::gates::{GateConfig, GateResult};
+use crate::redact::RedactOptions;
+use crate::timestamp::parse_rfc3339_ms;
+
+/// Directory of memory records inside the grimoire.
+pub const MEMORY_DIR: &str = "memory";
+/// Largest `content` accepted by `capture`, in bytes.
+pub const MAX_CONTENT_BYTES: usize = 1024 * 1024;
+/// Largest `metadata` (as JSON) accepted by `capture`, in bytes.
+pub const MAX_METADATA_BYTES: usize = 64 * 1024;
+pub const MAX_TAGS: usize = 64;
+pub const MAX_TAG_BYTES: usize = 256;
+/// Sessions listed in NOTES.md (the most recent); older ones stay in the memory records.
+pub const NOTES_MAX_SESSIONS: usize = 10;
+/// Decisions listed in NOTES.md (the most recent); older ones stay in the memory records.
+pub const NOTES_MAX_DECISIONS: usize = 50;
+/// Largest NOTES.md read (`E_TOO_LARGE` beyond; the file is left alone). The pipeline's own
+/// regions hold at most 50 decisions of at most 1 MiB each.
+pub const MAX_NOTES_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest learnings.json read (`E_TOO_LARGE` beyond; the file is left alone).
+pub const MAX_LEARNINGS_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest memory record file (`memory/<id>.json`) read: 1 MiB of content and 64 KiB of
+/// metadata, even with every character escaped, fit well below it.
+pub const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The five kinds of memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryKind {
+  Interaction,
+  Decision,
+  Learning,
+  Error,
+  Milestone,
+}
+
+impl MemoryKind {
+  pub const ALL: [MemoryKind; 5] =
+    [MemoryKind::Interaction, MemoryKind::Decision, MemoryKind::Learning, MemoryKind::Error, MemoryKind::Milestone];
+
+  pub fn as_str(self) -> &'static str {
+    match self {
+      MemoryKind::Interaction => "interaction",
+      MemoryKind::Decision => "decision",
+      MemoryKind::Learning => "learning",
+      MemoryKind::Error => "error",
+      MemoryKind::Milestone => "milestone",
+    }
+  }
+
+  /// The kind named `text`; anything else is `E_INVALID_ARGUMENT` (the message never repeats
+  /// the text, which is caller data).
+  pub fn parse(text: &str) -> Result<MemoryKind> {
+    MemoryKind::ALL
+      .into_iter()
+      .find(|k| k.as_str() == text)
+      .map_or_else(|| invalid("`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'"), Ok)
+  }
+}
+
+impl fmt::Display for MemoryKind {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str(self.as_str())
+  }
+}
+
+/// Threshold overrides of the quality gates; `None` keeps the configured value.
+#[derive(Debug, Clone, Default)]
+pub struct GateOverrides {
+  pub min_confidence: Option<f64>,
+  pub speculation_min_confidence: Option<f64>,
+  pub min_content_length: Option<u64>,
+  pub repetition_min_unique_ratio: Option<f64>,
+  pub repetition_min_words: Option<u64>,
+  pub max_age_ms: Option<u64>,
+  pub instruction_boost: Option<f64>,
+}
+
+impl GateOverrides {
+  pub fn apply(&self, mut base: GateConfig) -> GateConfig {
+    base.min_confidence = self.min_confidence.unwrap_or(base.min_confidence);
+    base.speculation_min_confidence = self.speculation_min_confidence.unwrap_or(base.speculation_min_confidence);
+    base.min_content_length = self.min_content_length.unwrap_or(base.min_content_length);
+    base.repetition_min_unique_ratio = self.repetition_min_unique_ratio.unwrap_or(base.repetition_min_unique_ratio);
+    base.repetition_min_words = self.repetition_min_words.unwrap_or(base.repetition_min_words);
+    base.max_age_ms = self.max_age_ms.or(base.max_age_ms);
+    base.instruction_boost = self.instruction_boost.unwrap_or(base.instruction_boost);
+    base
+  }
+}
+
+/// Options of [`MemoryStore::open`](super::MemoryStore::open).
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+  pub workspace_dir: PathBuf,
+  /// Relative to the workspace; default `grimoiresDir` of `.loa.config.yaml` (`grimoires/loa`).
+  /// When given, NOTES.md and learnings.json live directly in it.
+  pub grimoires_dir: Option<String>,
+  /// Relative to the workspace; default `wal.dir` of the configuration (`.loa/wal`).
+  pub wal_dir: Option<String>,
+  pub session_id: String,
+  pub gates: GateOverrides,
+  pub redaction: RedactOptions,
+  /// How long to wait for another writer of the same session; default `wal.lockTimeoutMs`.
+  pub lock_timeout_ms: Option<u64>,
+}
+
+/// What `capture` is given.
+#[derive(Debug, Clone)]
+pub struct Entry {
+  pub kind: MemoryKind,
+  pub content: String,
+  pub agent_id: Option<String>,
+  pub confidence: Option<f64>,
+  pub tags: Vec<String>,
+  /// RFC 3339, any offset; default: now.
+  pub timestamp: Option<String>,
+  /// A JSON object.
+  pub metadata: Option<Value>,
+}
+
+impl Entry {
+  pub fn new(kind: MemoryKind, content: impl Into<String>) -> Entry {
+    Entry {
+      kind,
+      content: content.into(),
+      agent_id: None,
+      confidence: None,
+      tags: Vec::new(),
+      timestamp: None,
+      metadata: None,
+    }
+  }
+
+  /// Checks sizes and ranges. Messages name the field, never its value: the value is
+  /// unredacted.
+  pub fn validate(&self) -> Result<()> {
+    if self.content.len() > MAX_CONTENT_BYTES {
+      return Err(LoaError::TooLarge {
+        what: "memory content".into(),
+        size: self.content.len() as u64,
+        limit: MAX_CONTENT_BYTES as u64,
+      });
+    }
+    if let Some(c) = self.confidence {
+      if !(0.0..=1.0).contains(&c) {
+        return invalid("`confidence` must be a number between 0 and 1");
+      }
+    }
+    if self.tags.len() > MAX_TAGS || self.tags.iter().any(|t| t.is_empty() || t.len() > MAX_TAG_BYTES) {
+      return invalid(format!("`tags` must be at most {MAX_TAGS} non-empty strings of at most {MAX_TAG_BYTES} bytes"));
+    }
+    if self.agent_id.as_ref().is_some_and(|a| a.len() > MAX_TAG_BYTES) {
+      return invalid(format!("`agentId` must be at most {MAX_TAG_BYTES} bytes"));
+    }
+    if let Some(meta) = &self.metadata {
+      if !meta.is_object() {
+        return invalid("`metadata` must be a plain object");
+      }
+      let size = meta.to_string().len();
+      if size > MAX_METADATA_BYTES {
+        return Err(LoaError::TooLarge {
+          what: "memory metadata".into(),
+          size: size as u64,
+          limit: MAX_METADATA_BYTES as u64,
+        });
+      }
+    }
+    Ok(())
+  }
+}
+
+/// A redaction finding of one field of the entry (offsets into that field, UTF-16).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureFinding {
+  /// `content`, `agentId`, `tags[2]`, `metadata.customer.email`, ...
+  pub field: String,
+  pub kind: String,
+  pub start: usize,
+  pub end: usize,
+  pub method: String,
+  pub fingerprint: String,
+}
+
+/// Kind and fingerprint of a redacted value, as kept in a memory record and in audit records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedactionNote {
+  pub field: String,
+  pub kind: String,
+  pub method: String,
+  pub fingerprint: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureOutcome {
+  pub accepted: bool,
+  pub id: Option<String>,
+  pub seq: Option<u64>,
+  /// Empty when the entry was blocked (the gates never saw it).
+  pub gates: Vec<GateResult>,
+  pub findings: Vec<CaptureFinding>,
+  pub blocked: bool,
+  pub score: f64,
+  pub tags: Vec<String>,
+}
+
+/// A stored memory: the JSON of `memory/<id>.json` and of the WAL record that carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryRecord {
+  pub version: u32,
+  /// Full sha256 (hex) of the normalised (redacted) content.
+  pub id: String,
+  #[serde(rename = "type")]
+  pub kind: MemoryKind,
+  /// Redacted.
+  pub content: String,
+  pub session_id: String,
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub agent_id: Option<String>,
+  /// Canonical UTC, `2026-01-02T10:00:00.000Z`.
+  pub timestamp: String,
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub confidence: Option<f64>,
+  /// Importance from the gates (0..1).
+  pub score: f64,
+  pub tags: Vec<String>,
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub metadata: Option<Value>,
+  #[serde(default)]
+  pub redactions: Vec<RedactionNote>,
+}
+
+impl MemoryRecord {
+  pub(super) fn ts_ms(&self) -> i64 {
+    parse_rfc3339_ms(&self.timestamp, "timestamp").unwrap_or(0)
+  }
+
+  pub(super) fn is_learning(&self) -> bool {
+    self.kind == MemoryKind::Learning || self.tags.iter().any(|t| t == "instruction")
+  }
+
+  /// The fields of learnings.json the pipeline owns, for this memory.
+  pub(super) fn learning_entry(&self) -> Map<String, Value> {
+    let mut e = Map::new();
+    e.insert("id".into(), self.id.clone().into());
+    e.insert("type".into(), self.kind.as_str().into());
+    e.insert("content".into(), self.content.clone().into());
+    e.insert("importance".into(), self.score.into());
+    if let Some(c) = self.confidence {
+      e.insert("confidence".into(), c.into());
+    }
+    e.insert("tags".into(), self.tags.clone().into());
+    e.insert("sessionId".into(), self.session_id.clone().into());
+    if let Some(a) = &self.agent_id {
+      e.insert("agentId".into(), a.clone().into());
+    }
+    e.insert("createdAt".into(), self.timestamp.clone().into());
+    e
+  }
+
+  pub(super) fn as_learning(&self) -> Learning {
+    Learning {
+      id: self.id.clone(),
+      kind: self.kind,
+      content: self.content.clone(),
+      importance: self.score,
+      confidence: self.confidence,
+      tags: self.tags.clone(),
+      session_id: self.session_id.clone(),
+      agent_id: self.agent_id.clone(),
+      created_at: self.timestamp.clone(),
+      status: "active".into(),
+    }
+  }
+}
+
+/// `id` when `name` is a record file name `<64 hex>.json`.
+pub(super) fn record_name_hash(name: &str) -> Option<&str> {
+  let hash = name.strip_suffix(".json")?;
+  (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))).then_some(hash)
+}
+
+/// The grimoire-relative path of a record.
+pub(super) fn record_path(id: &str) -> String {
+  format!("{MEMORY_DIR}/{id}.json")
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConsolidateOutcome {
+  /// Files the WAL consolidation wrote or deleted in the grimoire (memory records, and anything
+  /// else written through the same WAL).
+  pub applied: usize,
+  pub notes_updated: bool,
+  /// Learnings added to or changed in the store by this run.
+  pub learnings: usize,
+  /// Cross-session overwrites of the same path (also in the WAL's `conflicts.jsonl`).
+  pub conflicts: usize,
+  /// Memory records in the grimoire after this run.
+  pub memories: usize,
+  /// Entries in the learnings store after this run.
+  pub learnings_total: usize,
+}
+
+/// Where a session entry comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSource {
+  /// Memory records, consolidated or still in the WAL.
+  Memory,
+  /// Only NOTES.md still lists it.
+  Notes,
+}
+
+impl SessionSource {
+  pub fn as_str(self) -> &'static str {
+    match self {
+      SessionSource::Memory => "memory",
+      SessionSource::Notes => "notes",
+    }
+  }
+}
+
+/// One session, as `recentSessions` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEntry {
+  pub session_id: String,
+  pub started_at: String,
+  pub last_active_at: String,
+  pub memories: u64,
+  /// Memories per kind.
+  pub kinds: BTreeMap<MemoryKind, u64>,
+  /// Contents of the session's newest memories (at most 3), newest first.
+  pub latest: Vec<String>,
+  pub source: SessionSource,
+}
+
+/// One learning, as `activeLearnings` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Learning {
+  pub id: String,
+  /// An entry of learnings.json whose `type` is missing or not a memory kind counts as a
+  /// learning (it is in the learnings store); the file itself is never changed for it.
+  pub kind: MemoryKind,
+  pub content: String,
+  pub importance: f64,
+  pub confidence: Option<f64>,
+  pub tags: Vec<String>,
+  pub session_id: String,
+  pub agent_id: Option<String>,
+  pub created_at: String,
+  pub status: String,
+}
+
+/// Overrides of the workspace's `context` settings for `build_context`.
+#[derive(Debug, Clone, Default)]
+pub struct ContextRequest {
+  pub budget: Option<u64>,
+  pub session_share: Option<f64>,
+  pub encoding: Option<crate::tokens::TokenEncoding>,
+  pub safety_margin: Option<f64>,
+  /// How many recent sessions to consider (default `context.recentSessions`).
+  pub sessions: Option<u64>,
+  /// How many active learnings to consider (default `context.activeLearnings`).
+  pub learnings: Option<u64>,
+}

@@ -1,0 +1,293 @@
+//! Reading a workspace's memory without opening a session: no lock taken, nothing written,
+//! nothing created. Records still only in the WAL are read too, so a capture is visible before
+//! it is consolidated.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::error::{LoaError, Result};
+use crate::fsutil::{OpenMode, StateDir};
+use crate::timestamp::{format_ms, parse_rfc3339_ms};
+use crate::wal;
+use crate::wal::reader::{list_sessions, read_session};
+
+use super::layout::Layout;
+use super::learnings;
+use super::notes;
+use super::types::{
+  record_name_hash, ContextRequest, Learning, MemoryKind, MemoryRecord, SessionEntry, SessionSource, StoreOptions,
+  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR,
+};
+
+/// Read access to a workspace's memory: what `MemoryStore` reads through, and what tools such
+/// as `loa context` use directly.
+#[derive(Debug, Clone)]
+pub struct MemoryView {
+  layout: Layout,
+}
+
+impl MemoryView {
+  /// Resolves the workspace's memory layout from `.loa.config.yaml` and `options` (the session
+  /// id is not used). Creates nothing.
+  pub fn open(options: &StoreOptions) -> Result<MemoryView> {
+    Ok(MemoryView { layout: Layout::resolve(options)? })
+  }
+
+  pub(super) fn from_layout(layout: Layout) -> MemoryView {
+    MemoryView { layout }
+  }
+
+  /// Memory records of all sessions: consolidated ones, plus those still only in the WAL.
+  /// Unreadable record files are skipped here (consolidation reports them).
+  fn all_records(&self) -> Result<Vec<MemoryRecord>> {
+    let mut records = match self.layout.memory_dir()? {
+      Some(dir) => read_records(&dir, false)?,
+      None => Vec::new(),
+    };
+    let mut ids: HashSet<String> = records.iter().map(|r| r.id.clone()).collect();
+    // The WAL directory must be inside the workspace too (checked, never created here).
+    if self.layout.dir(&self.layout.wal, false)?.is_some() {
+      for record in pending_records(&self.layout.wal_path())? {
+        if ids.insert(record.id.clone()) {
+          records.push(record);
+        }
+      }
+    }
+    Ok(records)
+  }
+
+  /// NOTES.md, if it exists and can be read as a regular UTF-8 file of at most
+  /// [`MAX_NOTES_BYTES`]; anything else is no notes here (consolidation reports it).
+  fn notes_text(&self) -> Option<String> {
+    let dir = self.layout.dir(&self.layout.notes.dir, false).ok()??;
+    let bytes = dir.read(&self.layout.notes.name, MAX_NOTES_BYTES).ok()??;
+    String::from_utf8(bytes).ok()
+  }
+
+  /// Sessions newest first (by their newest memory), from the memory records (consolidated or
+  /// not) and, for sessions only it still lists, from NOTES.md.
+  pub fn recent_sessions(&self, limit: usize) -> Result<Vec<SessionEntry>> {
+    let records = self.all_records()?;
+    let mut sessions: Vec<(i64, SessionEntry)> = aggregate_sessions(&records)
+      .into_iter()
+      .map(|s| {
+        let last = s.last;
+        (last, s.into_entry())
+      })
+      .collect();
+    if let Some(text) = self.notes_text() {
+      if let Some(body) = notes::region_body(&text, notes::SESSIONS) {
+        for line in notes::parse_session_lines(&body) {
+          if sessions.iter().any(|(_, s)| s.session_id == line.session_id) {
+            continue;
+          }
+          let last = parse_rfc3339_ms(&line.last_active_at, "lastActiveAt").unwrap_or(0);
+          sessions.push((
+            last,
+            SessionEntry {
+              session_id: line.session_id,
+              started_at: line.started_at,
+              last_active_at: line.last_active_at,
+              memories: line.memories,
+              kinds: BTreeMap::new(),
+              latest: if line.latest.is_empty() { Vec::new() } else { vec![line.latest] },
+              source: SessionSource::Notes,
+            },
+          ));
+        }
+      }
+    }
+    sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.session_id.cmp(&b.1.session_id)));
+    Ok(sessions.into_iter().take(limit).map(|(_, s)| s).collect())
+  }
+
+  /// Active learnings (no `status`, or `"active"`), by importance, then recency, then id: from
+  /// learnings.json plus learnings still only in the WAL. A corrupt learnings.json fails with
+  /// `E_STATE_CORRUPT` and is left in place (consolidation moves it aside); one that is not a
+  /// regular file fails with `E_NOT_REGULAR_FILE`.
+  pub fn active_learnings(&self, limit: usize) -> Result<Vec<Learning>> {
+    let store = match self.layout.dir(&self.layout.learnings.dir, false)? {
+      Some(dir) => learnings::load(&dir, &self.layout.learnings.name, false)?.unwrap_or_default(),
+      None => learnings::Store::default(),
+    };
+    let mut out: Vec<(i64, Learning)> = Vec::new();
+    let mut ids = HashSet::new();
+    for entry in store.entries() {
+      let learning = entry.learning();
+      ids.insert(learning.id.clone());
+      if learning.status == "active" {
+        out.push((parse_rfc3339_ms(&learning.created_at, "createdAt").unwrap_or(0), learning));
+      }
+    }
+    for record in self.all_records()? {
+      if record.is_learning() && ids.insert(record.id.clone()) {
+        out.push((record.ts_ms(), record.as_learning()));
+      }
+    }
+    out.sort_by(|a, b| {
+      b.1.importance.total_cmp(&a.1.importance).then_with(|| b.0.cmp(&a.0)).then_with(|| a.1.id.cmp(&b.1.id))
+    });
+    Ok(out.into_iter().take(limit).map(|(_, l)| l).collect())
+  }
+
+  /// The context for the next prompt: the `context.recentSessions` newest sessions and the
+  /// `context.activeLearnings` top learnings, packed by [`crate::context::build_context`] within
+  /// the configured budget (`options` overrides what it sets; its defaults are the workspace's).
+  pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    let settings = &self.layout.config.context;
+    let mut packing = crate::context::ContextOptions::from_config(settings);
+    if let Some(budget) = options.budget {
+      packing.budget = budget;
+    }
+    if let Some(share) = options.session_share {
+      packing.session_share = share;
+    }
+    if let Some(encoding) = options.encoding {
+      packing.encoding = encoding;
+    }
+    if let Some(margin) = options.safety_margin {
+      packing.safety_margin = margin;
+    }
+    let sessions_limit = options.sessions.unwrap_or(settings.recent_sessions) as usize;
+    let learnings_limit = options.learnings.unwrap_or(settings.active_learnings) as usize;
+    let active = self.active_learnings(learnings_limit)?;
+    // A memory shown as a learning is not repeated in its session's summary.
+    let shown: HashSet<&str> = active.iter().map(|l| l.content.as_str()).collect();
+    let sessions: Vec<crate::context::Session> = self
+      .recent_sessions(sessions_limit)?
+      .into_iter()
+      .filter_map(|s| {
+        let latest: Vec<&str> = s.latest.iter().map(String::as_str).filter(|c| !shown.contains(c)).collect();
+        (!latest.is_empty()).then(|| crate::context::Session {
+          timestamp: s.last_active_at.clone(),
+          summary: latest.join("\n"),
+          importance: None,
+        })
+      })
+      .collect();
+    let learnings: Vec<crate::context::Learning> = active
+      .into_iter()
+      .map(|l| crate::context::Learning {
+        trigger: learning_trigger(&l),
+        solution: l.content,
+        importance: Some(l.importance),
+        last_used: Some(l.created_at),
+      })
+      .collect();
+    crate::context::build_context(&sessions, &learnings, &packing)
+  }
+}
+
+/// What a learning is about, for the `trigger: solution` line: its tags, else its kind.
+fn learning_trigger(learning: &Learning) -> String {
+  if learning.tags.is_empty() {
+    learning.kind.as_str().to_string()
+  } else {
+    learning.tags.join(", ")
+  }
+}
+
+/// The record hash a WAL record writes, if it writes a memory record.
+pub(super) fn record_hash_of(record: &wal::format::Record) -> Option<&str> {
+  if record.op != "write" {
+    return None;
+  }
+  record.path.as_deref()?.strip_prefix(MEMORY_DIR)?.strip_prefix('/').and_then(record_name_hash)
+}
+
+/// Memory records still in the WAL (any session, consolidated or not), read without locking or
+/// changing anything; damaged parts of a log are skipped (`loa wal verify` reports them).
+fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
+  let mut out = Vec::new();
+  for session in list_sessions(wal_dir)? {
+    for record in read_session(wal_dir, &session)?.records {
+      if let (Some(hash), Some(data)) = (record_hash_of(&record), record.data.as_deref()) {
+        if let Ok(parsed) = serde_json::from_slice::<MemoryRecord>(data) {
+          if parsed.id == hash {
+            out.push(parsed);
+          }
+        }
+      }
+    }
+  }
+  Ok(out)
+}
+
+/// Every record file `memory/<id>.json`, sorted by (timestamp, id). Each is read as a regular
+/// file of at most [`MAX_RECORD_BYTES`]. With `strict` (consolidation), a file that does not
+/// parse, whose id is not its name or that is too large is corrupt: it is moved aside and the
+/// call fails with `E_STATE_CORRUPT`; a non-regular file named like a record fails with
+/// `E_NOT_REGULAR_FILE`. Without `strict` (reads), all of those are skipped.
+pub(super) fn read_records(dir: &StateDir, strict: bool) -> Result<Vec<MemoryRecord>> {
+  let mut records = Vec::new();
+  for entry in dir.entries()? {
+    let Some(hash) = entry.name_str().and_then(record_name_hash) else { continue };
+    let opened = dir.open_file_if_exists(&entry.name, OpenMode::READ);
+    let file = match opened {
+      Ok(Some(file)) => file,
+      Ok(None) => continue, // removed since listing
+      Err(e) if strict => return Err(e),
+      Err(_) => continue,
+    };
+    let parsed = match file.read_to_end_bounded(MAX_RECORD_BYTES) {
+      Ok(bytes) => serde_json::from_slice::<MemoryRecord>(&bytes).map_err(|e| e.to_string()),
+      Err(LoaError::TooLarge { size, limit, .. }) => Err(format!("{size} bytes, over the limit of {limit}")),
+      Err(e) if strict => return Err(e),
+      Err(_) => continue,
+    };
+    let parsed = parsed.and_then(|r| if r.id == hash { Ok(r) } else { Err("its id is not its file name".into()) });
+    match parsed {
+      Ok(record) => records.push(record),
+      Err(reason) if strict => return Err(learnings::corrupt(dir, &entry.name, reason, true)),
+      Err(_) => {}
+    }
+  }
+  records.sort_by(|a, b| a.ts_ms().cmp(&b.ts_ms()).then_with(|| a.id.cmp(&b.id)));
+  Ok(records)
+}
+
+pub(super) struct SessionAgg<'a> {
+  pub id: String,
+  pub first: i64,
+  pub last: i64,
+  pub kinds: BTreeMap<MemoryKind, u64>,
+  /// Newest first.
+  pub records: Vec<&'a MemoryRecord>,
+}
+
+impl SessionAgg<'_> {
+  fn into_entry(self) -> SessionEntry {
+    SessionEntry {
+      session_id: self.id,
+      started_at: format_ms(self.first),
+      last_active_at: format_ms(self.last),
+      memories: self.records.len() as u64,
+      kinds: self.kinds,
+      latest: self.records.iter().take(3).map(|r| r.content.clone()).collect(),
+      source: SessionSource::Memory,
+    }
+  }
+}
+
+/// Sessions of `records`, newest first (ties by session id).
+pub(super) fn aggregate_sessions(records: &[MemoryRecord]) -> Vec<SessionAgg<'_>> {
+  let mut by_id: BTreeMap<&str, SessionAgg> = BTreeMap::new();
+  let mut sorted: Vec<&MemoryRecord> = records.iter().collect();
+  sorted.sort_by(|a, b| b.ts_ms().cmp(&a.ts_ms()).then_with(|| a.id.cmp(&b.id)));
+  for r in sorted {
+    let ts = r.ts_ms();
+    let agg = by_id.entry(&r.session_id).or_insert_with(|| SessionAgg {
+      id: r.session_id.clone(),
+      first: ts,
+      last: ts,
+      kinds: BTreeMap::new(),
+      records: Vec::new(),
+    });
+    agg.first = agg.first.min(ts);
+    agg.last = agg.last.max(ts);
+    *agg.kinds.entry(r.kind).or_default() += 1;
+    agg.records.push(r);
+  }
+  let mut sessions: Vec<SessionAgg> = by_id.into_values().collect();
+  sessions.sort_by(|a, b| b.last.cmp(&a.last).then_with(|| a.id.cmp(&b.id)));
+  sessions
+}
