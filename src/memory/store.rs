@@ -19,7 +19,7 @@ use super::consolidate;
 use super::layout::Layout;
 use super::types::{
   record_name_hash, record_path, CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, Learning,
-  MemoryRecord, RedactionNote, SessionEntry, StoreOptions,
+  MemoryRecord, RedactionNote, SessionEntry, StoreOptions, RECORD_VERSION,
 };
 use super::view::{record_hash_of, MemoryView};
 
@@ -228,7 +228,7 @@ impl MemoryStore {
       });
     }
     let record = MemoryRecord {
-      version: 1,
+      version: RECORD_VERSION,
       id: id.clone(),
       kind: entry.kind,
       content,

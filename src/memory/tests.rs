@@ -169,6 +169,23 @@ fn corrupt_memory_record_is_quarantined() {
 }
 
 #[test]
+fn a_memory_record_of_another_version_is_refused_in_place_never_read_as_this_one() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  let id = store.capture(entry("learning", "Logs are shipped to the central collector")).unwrap().id.unwrap();
+  store.consolidate().unwrap();
+  let path = ws.path().join(format!("grimoires/loa/memory/{id}.json"));
+  let text = fs::read_to_string(&path).unwrap();
+  let newer = text.replacen("\"version\": 1,", "\"version\": 99,", 1);
+  assert_ne!(newer, text, "{text}");
+  fs::write(&path, &newer).unwrap();
+  let err = store.consolidate().unwrap_err();
+  assert_eq!(err.code(), "E_STATE_CORRUPT");
+  assert!(err.to_string().contains("version 99"), "{err}");
+  assert_eq!(fs::read_to_string(&path).unwrap(), newer, "left in place, not moved aside");
+}
+
+#[test]
 fn notes_foreign_text_is_kept_byte_for_byte() {
   let ws = tempfile::tempdir().unwrap();
   let human = "# My notes\n\nFree text.\n\n## Session Continuity\n\n### Decision Log\n\n#### 2024-01-15T14:30:00Z - Human entry\n**Decision**: keep\n\n## Blockers\n- none\n";

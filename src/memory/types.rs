@@ -216,6 +216,10 @@ pub struct CaptureOutcome {
   pub tags: Vec<String>,
 }
 
+/// The version of a stored memory's JSON that this library writes and reads. A record of
+/// another version is never read as if it were this one (see `view::read_records`).
+pub const RECORD_VERSION: u32 = 1;
+
 /// A stored memory: the JSON of `memory/<id>.json` and of the WAL record that carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

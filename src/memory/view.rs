@@ -15,7 +15,7 @@ use super::learnings;
 use super::notes;
 use super::types::{
   record_name_hash, ContextRequest, Learning, MemoryKind, MemoryRecord, SessionEntry, SessionSource, StoreOptions,
-  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR,
+  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR, RECORD_VERSION,
 };
 
 /// Read access to a workspace's memory: what `MemoryStore` reads through, and what tools such
@@ -202,7 +202,7 @@ fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
     for record in read_session(wal_dir, &session)?.records {
       if let (Some(hash), Some(data)) = (record_hash_of(&record), record.data.as_deref()) {
         if let Ok(parsed) = serde_json::from_slice::<MemoryRecord>(data) {
-          if parsed.id == hash {
+          if parsed.id == hash && parsed.version == RECORD_VERSION {
             out.push(parsed);
           }
         }
@@ -216,7 +216,8 @@ fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
 /// file of at most [`MAX_RECORD_BYTES`]. With `strict` (consolidation), a file that does not
 /// parse, whose id is not its name or that is too large is corrupt: it is moved aside and the
 /// call fails with `E_STATE_CORRUPT`; a non-regular file named like a record fails with
-/// `E_NOT_REGULAR_FILE`. Without `strict` (reads), all of those are skipped.
+/// `E_NOT_REGULAR_FILE`, and a record of another version fails with `E_STATE_CORRUPT`, left in
+/// place. Without `strict` (reads), all of those are skipped.
 pub(super) fn read_records(dir: &StateDir, strict: bool) -> Result<Vec<MemoryRecord>> {
   let mut records = Vec::new();
   for entry in dir.entries()? {
@@ -235,6 +236,22 @@ pub(super) fn read_records(dir: &StateDir, strict: bool) -> Result<Vec<MemoryRec
       Err(_) => continue,
     };
     let parsed = parsed.and_then(|r| if r.id == hash { Ok(r) } else { Err("its id is not its file name".into()) });
+    if let Ok(record) = &parsed {
+      if record.version != RECORD_VERSION {
+        // Written by another version of the library: left where it is (not moved aside as
+        // damage), and consolidation stops rather than derive state from what it cannot read.
+        if strict {
+          return Err(LoaError::StateCorrupt {
+            path: dir.child_path(&entry.name).display().to_string(),
+            reason: format!(
+              "record version {} is not version {RECORD_VERSION}, the one this library reads",
+              record.version
+            ),
+          });
+        }
+        continue;
+      }
+    }
     match parsed {
       Ok(record) => records.push(record),
       Err(reason) if strict => return Err(learnings::corrupt(dir, &entry.name, reason, true)),

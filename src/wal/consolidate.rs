@@ -118,6 +118,9 @@ pub struct Consolidation {
   pub dead_letters: Vec<DeadLetter>,
 }
 
+/// The version of `consolidation.json` this library writes and reads.
+const STATE_VERSION: u32 = 1;
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct State {
@@ -165,11 +168,20 @@ fn side_key(side: &ConflictSide) -> (i64, &str, u64) {
 
 fn load_state(root: &StateDir) -> Result<State> {
   match root.read(STATE_FILE, MAX_STATE_BYTES)? {
-    Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| LoaError::StateCorrupt {
-      path: root.child_path(STATE_FILE).display().to_string(),
-      reason: e.to_string(),
-    }),
-    None => Ok(State { version: 1, ..Default::default() }),
+    Some(bytes) => {
+      let corrupt =
+        |reason: String| LoaError::StateCorrupt { path: root.child_path(STATE_FILE).display().to_string(), reason };
+      let state: State = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+      // Another version's state may mean something else: refused, left untouched, never rewritten.
+      if state.version != STATE_VERSION {
+        return Err(corrupt(format!(
+          "version {} is not version {STATE_VERSION}, the one this library reads",
+          state.version
+        )));
+      }
+      Ok(state)
+    }
+    None => Ok(State { version: STATE_VERSION, ..Default::default() }),
   }
 }
 
@@ -268,7 +280,7 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   if !dead_lines.is_empty() {
     append_lines(&root, DEAD_LETTER_LOG, &dead_lines)?;
   }
-  state.version = 1;
+  state.version = STATE_VERSION;
   state.sessions = watermarks;
   let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
   if json.len() as u64 > MAX_STATE_BYTES {

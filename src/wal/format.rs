@@ -19,6 +19,10 @@
 use crate::error::{invalid, LoaError, Result};
 
 pub const SEGMENT_MAGIC: [u8; 8] = *b"LOAWAL\0\x01";
+/// The segment format version this library writes and reads: the last byte of the magic. A
+/// segment of another version is refused as corrupt and never repaired: its records may be framed
+/// in a way this version cannot tell from a torn tail, and truncating it would destroy them.
+pub const SEGMENT_VERSION: u8 = SEGMENT_MAGIC[7];
 pub const SEGMENT_HEADER_LEN: usize = 32;
 pub const RECORD_MAGIC: u32 = 0x5241_4f4c; // "LOAR" little-endian
 pub const FRAME_HEADER_LEN: usize = 12;
@@ -259,6 +263,11 @@ pub struct SegmentScan {
 
 /// Parses a whole segment. Never fails: damage is described in `tail`.
 pub fn scan_segment(bytes: &[u8]) -> SegmentScan {
+  if bytes.len() >= SEGMENT_MAGIC.len() && bytes[..7] == SEGMENT_MAGIC[..7] && bytes[7] != SEGMENT_VERSION {
+    let reason =
+      format!("segment format version {} is not version {SEGMENT_VERSION}, the one this library reads", bytes[7]);
+    return SegmentScan { header: None, records: Vec::new(), tail: Tail::Corrupt { offset: 0, reason }, valid_len: 0 };
+  }
   let Some(header) = decode_header(bytes) else {
     // A header is written and fsynced before any record, so a short or invalid header with no
     // records behind it is a segment whose creation was interrupted.

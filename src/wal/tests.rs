@@ -964,3 +964,42 @@ fn faults_during_consolidation_leave_no_partial_file_and_lose_nothing() {
 
 use crate::error::LoaError;
 use std::collections::BTreeMap;
+
+#[test]
+fn a_segment_or_state_of_another_format_version_is_refused_and_never_repaired() {
+  let dir = tempfile::tempdir().unwrap();
+  {
+    let wal = Wal::open(dir.path(), options("s1")).unwrap();
+    wal.append(write("a", b"kept")).unwrap();
+  }
+  let segment = newest_segment(dir.path(), "s1");
+  // A future writer's segment: same magic, version byte 2, records framed in a way this
+  // version cannot parse (here: garbage after the header), which used to look like a torn tail.
+  for tail in [&b""[..], &[0xAB; 57][..]] {
+    let mut bytes = fs::read(&segment).unwrap()[..format::SEGMENT_HEADER_LEN].to_vec();
+    bytes[7] = 2;
+    bytes.extend_from_slice(tail);
+    fs::write(&segment, &bytes).unwrap();
+    assert_eq!(Wal::open(dir.path(), options("s1")).err().unwrap().code(), "E_WAL_CORRUPT");
+    assert_eq!(replay_session(dir.path(), "s1", 0, None).unwrap_err().code(), "E_WAL_CORRUPT");
+    assert!(!verify_dir(dir.path()).unwrap().ok());
+    assert_eq!(fs::read(&segment).unwrap(), bytes, "the segment is left exactly as it was");
+  }
+
+  let other = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  {
+    let wal = Wal::open(other.path(), options("s")).unwrap();
+    wal.append(write("x.md", b"x")).unwrap();
+  }
+  consolidate(other.path(), target.path(), &ConsolidateOptions::default()).unwrap();
+  let state_path = other.path().join(consolidate::STATE_FILE);
+  let state = fs::read_to_string(&state_path).unwrap();
+  assert!(state.contains("\"version\": 1,"), "{state}");
+  let newer = state.replace("\"version\": 1,", "\"version\": 99,");
+  fs::write(&state_path, &newer).unwrap();
+  let err = consolidate(other.path(), target.path(), &ConsolidateOptions::default()).unwrap_err();
+  assert_eq!(err.code(), "E_STATE_CORRUPT");
+  assert!(err.to_string().contains("version 99"), "{err}");
+  assert_eq!(fs::read_to_string(&state_path).unwrap(), newer, "left untouched");
+}
