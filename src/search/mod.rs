@@ -44,4 +44,6 @@ pub use query::{
 pub use rank::{Explain, ImportanceWeights, MatchedTerm, RankConfig, Recency, DAY_MS};
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod tests;

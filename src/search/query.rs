@@ -231,39 +231,46 @@ impl MemoryIndex {
       kind_ok[kind_index(*k)] = true;
     }
     let since = options.since_ms.unwrap_or(i64::MIN);
-    let mut acc = vec![0f64; self.slots.len()];
-    let mut mask = vec![0u64; self.slots.len()];
-    let mut touched: Vec<u32> = Vec::new();
-    for (i, t) in terms.iter().enumerate() {
+    let mut scratch = Scratch::take(self.slots.len());
+    for t in &terms {
       let (Some(ord), true) = (t.ord, t.df > 0) else { continue };
       let list = &self.postings[ord as usize];
-      let bit = 1u64 << i;
       for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
         let s = &self.slots[d as usize];
         if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
           continue;
         }
-        let d = d as usize;
-        if mask[d] == 0 {
-          touched.push(d as u32);
-        }
-        mask[d] |= bit;
-        acc[d] += t.idf * rank.tf_weight(tf, s.len, avg_len);
+        scratch.add(d, t.idf * rank.tf_weight(tf, s.len, avg_len));
       }
     }
 
-    let mut candidates: Vec<(f64, u32)> = Vec::with_capacity(touched.len());
-    for &d in &touched {
+    // Recency and importance only lower a score (both are in (0, 1]), and never below
+    // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
+    // BM25 cannot make the list, so its factors are never computed.
+    let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
+    let mut cutoff = options.min_score * bm25_max;
+    if scratch.touched.len() > options.limit {
+      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| scratch.acc[d as usize]).collect();
+      let at = best.len() - options.limit;
+      let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
+      cutoff = cutoff.max(*kth * lowest);
+    }
+    let mut candidates: Vec<(f64, f64, u32)> = Vec::new();
+    for &d in &scratch.touched {
+      let bm25 = scratch.acc[d as usize];
+      if bm25 < cutoff {
+        continue;
+      }
       let s = &self.slots[d as usize];
-      let score = acc[d as usize] / bm25_max
-        * rank.recency(s.timestamp_ms, options.now_ms)
-        * rank.importance(s.kind, s.instruction);
+      let score =
+        bm25 / bm25_max * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
       if score >= options.min_score {
-        candidates.push((score, d));
+        candidates.push((score, bm25, d));
       }
     }
-    let order = |a: &(f64, u32), b: &(f64, u32)| {
-      let (sa, sb) = (&self.slots[a.1 as usize], &self.slots[b.1 as usize]);
+    drop(scratch);
+    let order = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
+      let (sa, sb) = (&self.slots[a.2 as usize], &self.slots[b.2 as usize]);
       b.0
         .total_cmp(&a.0)
         .then_with(|| sb.timestamp_ms.cmp(&sa.timestamp_ms))
@@ -277,25 +284,23 @@ impl MemoryIndex {
 
     let hits = candidates
       .into_iter()
-      .map(|(score, d)| {
+      .map(|(score, bm25, d)| {
         let s = &self.slots[d as usize];
         let matched: Vec<MatchedTerm> = terms
           .iter()
-          .enumerate()
-          .filter(|(i, _)| mask[d as usize] & (1u64 << i) != 0)
-          .map(|(_, t)| {
-            let tf = t.ord.map_or(0, |o| self.postings[o as usize].tf_of(d));
-            MatchedTerm {
+          .filter(|t| t.df > 0)
+          .filter_map(|t| {
+            let tf = self.postings[t.ord? as usize].tf_of(d);
+            (tf > 0).then(|| MatchedTerm {
               term: t.term.clone(),
               query_word: t.query_word.clone(),
               tf,
               df: t.df,
               idf: t.idf,
               bm25: t.idf * rank.tf_weight(tf, s.len, avg_len),
-            }
+            })
           })
           .collect();
-        let bm25 = acc[d as usize];
         SearchHit {
           id: s.id.to_string(),
           score,
@@ -315,6 +320,47 @@ impl MemoryIndex {
       })
       .collect();
     Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
+  }
+}
+
+thread_local! {
+  /// Per-thread score accumulators, one slot per memory, kept between queries so that a query
+  /// does not allocate and zero a buffer the size of the index: only the slots it touched are
+  /// zeroed again, when its [`Scratch`] is dropped (also on unwinding).
+  static ACCUMULATORS: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One query's accumulators: BM25 so far per memory, and which memories were touched.
+struct Scratch {
+  acc: Vec<f64>,
+  touched: Vec<u32>,
+}
+
+impl Scratch {
+  fn take(slots: usize) -> Scratch {
+    let mut acc = ACCUMULATORS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if acc.len() < slots {
+      acc.resize(slots, 0.0);
+    }
+    Scratch { acc, touched: Vec::new() }
+  }
+
+  fn add(&mut self, doc: u32, weight: f64) {
+    let slot = &mut self.acc[doc as usize];
+    if *slot == 0.0 {
+      self.touched.push(doc);
+    }
+    *slot += weight;
+  }
+}
+
+impl Drop for Scratch {
+  fn drop(&mut self) {
+    for &d in &self.touched {
+      self.acc[d as usize] = 0.0;
+    }
+    let acc = std::mem::take(&mut self.acc);
+    ACCUMULATORS.with(|a| *a.borrow_mut() = acc);
   }
 }
 
