@@ -107,7 +107,14 @@ impl Analyzer {
       for (i, c) in word.char_indices() {
         let bigram = written_without_spaces(c);
         if piece_bigram.is_some_and(|b| b != bigram) {
-          self.piece(&word[piece_start..i], start + piece_start, piece_bigram == Some(true), &mut run, &mut term, &mut emit);
+          self.piece(
+            &word[piece_start..i],
+            start + piece_start,
+            piece_bigram == Some(true),
+            &mut run,
+            &mut term,
+            &mut emit,
+          );
           piece_start = i;
         }
         piece_bigram = Some(bigram);
@@ -256,7 +263,8 @@ fn written_without_spaces(c: char) -> bool {
 pub fn is_stop_word(word: &str) -> bool {
   matches!(
     word,
-    "a" | "an"
+    "a"
+      | "an"
       | "and"
       | "are"
       | "as"

@@ -128,7 +128,11 @@ fn recall_report() {
   for days in [30u64, 90, 365] {
     for floor in [0.5, 0.7, 0.8, 0.9] {
       let recency = Some(Recency { half_life_ms: days * DAY_MS, floor });
-      grid.push((format!("recency half-life {days} d, floor {floor}"), &stemmed, RankConfig { recency, ..full.clone() }));
+      grid.push((
+        format!("recency half-life {days} d, floor {floor}"),
+        &stemmed,
+        RankConfig { recency, ..full.clone() },
+      ));
     }
   }
   println!("\n{} memories, {} queries (bench/recall)\n", docs.len(), queries.len());
@@ -139,10 +143,7 @@ fn recall_report() {
     }
     let categories: Vec<String> = table[0].1.keys().filter(|k| *k != "all").cloned().collect();
     println!("{title}:\n");
-    println!(
-      "| ranking | recall@5 | MRR@10 |{}",
-      categories.iter().map(|c| format!(" {c} |")).collect::<String>()
-    );
+    println!("| ranking | recall@5 | MRR@10 |{}", categories.iter().map(|c| format!(" {c} |")).collect::<String>());
     println!("|---|---|---|{}", "---|".repeat(categories.len()));
     for (name, scores) in table {
       let (r, m) = scores["all"];
@@ -292,8 +293,9 @@ fn speed_report() {
     .output()
     .unwrap();
   let out = String::from_utf8_lossy(&child.stdout);
-  for line in out.lines().filter(|l| l.starts_with("MEMORY")) {
-    println!("reopen in a fresh process: {}", &line[7..]);
+  match out.lines().find_map(|l| l.find("MEMORY ").map(|at| &l[at + 7..])) {
+    Some(line) => println!("reopen in a fresh process: {line}"),
+    None => println!("the memory child failed: {out}\n{}", String::from_utf8_lossy(&child.stderr)),
   }
 
   let started = Instant::now();
@@ -305,7 +307,8 @@ fn speed_report() {
   drop(index);
 
   // One more memory at 1k, 10k and all: the cost must not grow with the index.
-  let extra: Vec<Document> = docs.iter().take(300).map(|d| Document { id: format!("extra-{}", d.id), ..d.clone() }).collect();
+  let extra: Vec<Document> =
+    docs.iter().take(300).map(|d| Document { id: format!("extra-{}", d.id), ..d.clone() }).collect();
   for size in [1_000, 10_000, n] {
     for sync in [true, false] {
       let dir = tmp.path().join(format!("add-{size}-{sync}"));

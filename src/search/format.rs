@@ -186,13 +186,15 @@ pub fn encode_base(index: &MemoryIndex, analyzer_id: u32, generation: u64) -> Ve
         len: s.len,
       })
       .collect(),
-    terms: terms
-      .iter()
-      .zip(postings)
-      .map(|(t, p)| TermOut { term: t, docs: Gaps(&p.docs), tfs: &p.tfs })
-      .collect(),
+    terms: terms.iter().zip(postings).map(|(t, p)| TermOut { term: t, docs: Gaps(&p.docs), tfs: &p.tfs }).collect(),
   };
   let body = postcard::to_allocvec(&body).expect("serialising to memory cannot fail");
+  wrap_base_body(&body, analyzer_id, generation)
+}
+
+/// A base file around `body` (header and checksums): what [`encode_base`] writes, and what tests
+/// and fuzzers use to reach the body's decoder past the checksums.
+pub fn wrap_base_body(body: &[u8], analyzer_id: u32, generation: u64) -> Vec<u8> {
   let mut out = Vec::with_capacity(BASE_HEADER_BYTES + body.len());
   out.extend_from_slice(BASE_MAGIC);
   out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -202,8 +204,13 @@ pub fn encode_base(index: &MemoryIndex, analyzer_id: u32, generation: u64) -> Ve
   out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
   let header_crc = crc32c::crc32c(&out);
   out.extend_from_slice(&header_crc.to_le_bytes());
-  out.extend_from_slice(&body);
+  out.extend_from_slice(body);
   out
+}
+
+/// The body of a base file (what follows the header), for tests and fuzzers.
+pub fn base_body(bytes: &[u8]) -> &[u8] {
+  &bytes[BASE_HEADER_BYTES.min(bytes.len())..]
 }
 
 /// The header of a base file.
@@ -396,12 +403,17 @@ pub fn encode_add(doc: &AnalyzedDoc) -> Vec<u8> {
     terms: &doc.terms,
   });
   let payload = postcard::to_allocvec(&op).expect("serialising to memory cannot fail");
+  frame(&payload)
+}
+
+/// One log record around `payload` (length and checksum).
+pub fn frame(payload: &[u8]) -> Vec<u8> {
   let len = (payload.len() as u32).to_le_bytes();
-  let crc = crc32c::crc32c_append(crc32c::crc32c(&len), &payload);
+  let crc = crc32c::crc32c_append(crc32c::crc32c(&len), payload);
   let mut out = Vec::with_capacity(8 + payload.len());
   out.extend_from_slice(&len);
   out.extend_from_slice(&crc.to_le_bytes());
-  out.extend_from_slice(&payload);
+  out.extend_from_slice(payload);
   out
 }
 

@@ -13,7 +13,7 @@
 //! - [`query`]: the query API ([`SearchOptions`]: limit, minimum score, kinds, the agents whose
 //!   memories are visible, since), and the bounds that make hostile queries cheap.
 //! - [`index`]: the inverted index in memory ([`MemoryIndex`]), usable alone.
-//! - `format` and `persist`: the index on disk ([`SearchIndex`]), a checksummed base file and an
+//! - [`format`] and `persist`: the index on disk ([`SearchIndex`]), a checksummed base file and an
 //!   append-only log, updated at each add without rewriting the rest, read again by other
 //!   processes when it changes, rewritten synchronously when a memory is removed so that no
 //!   file holds its words, and rebuilt from the memories themselves when missing or damaged.
@@ -25,7 +25,7 @@
 //! memory that no other memory holds. `docs/search.md` describes the formula and the format.
 
 pub mod analyze;
-mod format;
+pub mod format;
 pub mod index;
 mod persist;
 pub mod query;

@@ -280,13 +280,8 @@ impl SearchIndex {
       }
       let pos = st.log.expect("write() leaves a usable log");
       let file = index.dir.open_file(LOG_FILE, OpenMode::READ_WRITE)?;
-      let written = file.write_all_at(&record, pos.end).and_then(|()| {
-        if index.options.sync {
-          file.sync_data()
-        } else {
-          Ok(())
-        }
-      });
+      let written =
+        file.write_all_at(&record, pos.end).and_then(|()| if index.options.sync { file.sync_data() } else { Ok(()) });
       if let Err(e) = written {
         // Nothing half-written may stay for a reader to stumble on; if even this fails, the
         // torn bytes are cut by the next writer.
@@ -523,14 +518,8 @@ fn load(dir: &StateDir, options: &IndexOptions) -> Result<Option<State>> {
     let probe = probe_file(&file)?;
     let mut head = [0u8; LOG_HEADER_BYTES];
     let n = file.read_at(&mut head, 0)?;
-    let stale = LogPos {
-      dev: probe.dev,
-      ino: probe.ino,
-      generation: probe.generation,
-      end: 0,
-      seen: probe.size,
-      stale: true,
-    };
+    let stale =
+      LogPos { dev: probe.dev, ino: probe.ino, generation: probe.generation, end: 0, seen: probe.size, stale: true };
     let Some(log_header) = decode_log_header(&head[..n]).map_err(|e| corrupt(dir, LOG_FILE, e))? else {
       // Cut short while being created: it holds nothing.
       st.log = Some(stale);

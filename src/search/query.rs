@@ -191,12 +191,8 @@ impl MemoryIndex {
         }
       }
     }
-    let (n, total_len) = self
-      .stats
-      .iter()
-      .zip(&visible)
-      .filter(|(_, v)| **v)
-      .fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
+    let (n, total_len) =
+      self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
     let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
     let everything = options.agents.is_none() && self.dead == 0;
     let mut bm25_max = 0.0;
@@ -220,8 +216,12 @@ impl MemoryIndex {
         bm25_max += rank.term_max(t.idf);
       }
     }
-    let terms_out =
-      |terms: &[Term]| terms.iter().map(|t| QueryTerm { term: t.term.clone(), query_word: t.query_word.clone(), df: t.df, idf: t.idf }).collect();
+    let terms_out = |terms: &[Term]| {
+      terms
+        .iter()
+        .map(|t| QueryTerm { term: t.term.clone(), query_word: t.query_word.clone(), df: t.df, idf: t.idf })
+        .collect()
+    };
     if bm25_max <= 0.0 {
       return Ok(SearchResults { hits: Vec::new(), terms: terms_out(&terms), dropped_terms: dropped });
     }
@@ -271,10 +271,7 @@ impl MemoryIndex {
     drop(scratch);
     let order = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
       let (sa, sb) = (&self.slots[a.2 as usize], &self.slots[b.2 as usize]);
-      b.0
-        .total_cmp(&a.0)
-        .then_with(|| sb.timestamp_ms.cmp(&sa.timestamp_ms))
-        .then_with(|| sa.id.cmp(&sb.id))
+      b.0.total_cmp(&a.0).then_with(|| sb.timestamp_ms.cmp(&sa.timestamp_ms)).then_with(|| sa.id.cmp(&sb.id))
     };
     if candidates.len() > options.limit {
       candidates.select_nth_unstable_by(options.limit - 1, order);

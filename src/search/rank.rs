@@ -167,14 +167,7 @@ pub struct ImportanceWeights {
 
 impl Default for ImportanceWeights {
   fn default() -> Self {
-    ImportanceWeights {
-      interaction: 0.8,
-      decision: 1.0,
-      learning: 0.9,
-      error: 0.85,
-      milestone: 0.9,
-      instruction: 1.0,
-    }
+    ImportanceWeights { interaction: 0.8, decision: 1.0, learning: 0.9, error: 0.85, milestone: 0.9, instruction: 1.0 }
   }
 }
 
