@@ -171,7 +171,7 @@ struct TermIn {
 
 /// The base file of `index` (which must be compacted: no dead slots).
 pub fn encode_base(index: &MemoryIndex, analyzer_id: u32, generation: u64) -> Vec<u8> {
-  let (agents, slots, terms, postings) = index.parts();
+  let super::index::Parts { agents, slots, terms, postings } = index.parts();
   debug_assert!(slots.iter().all(|s| s.live), "encode_base needs a compacted index");
   let body = BaseOut {
     agents: agents.iter().map(|a| &**a).collect(),
@@ -201,7 +201,7 @@ pub fn wrap_base_body(body: &[u8], analyzer_id: u32, generation: u64) -> Vec<u8>
   out.extend_from_slice(&analyzer_id.to_le_bytes());
   out.extend_from_slice(&generation.to_le_bytes());
   out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-  out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+  out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
   let header_crc = crc32c::crc32c(&out);
   out.extend_from_slice(&header_crc.to_le_bytes());
   out.extend_from_slice(body);

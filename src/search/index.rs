@@ -117,6 +117,14 @@ impl AnalyzedDoc {
   }
 }
 
+/// The tables of a [`MemoryIndex`], borrowed for writing it out.
+pub(super) struct Parts<'a> {
+  pub agents: &'a [Arc<str>],
+  pub slots: &'a [Slot],
+  pub terms: &'a [Arc<str>],
+  pub postings: &'a [Postings],
+}
+
 /// What [`MemoryIndex::add`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddOutcome {
@@ -389,10 +397,10 @@ impl MemoryIndex {
     self.dead = 0;
   }
 
-  /// The analysed form of every live memory, for writing the index out: agents, slots and
-  /// posting lists (with ordinals as they are after [`compact`](Self::compact)).
-  pub(super) fn parts(&self) -> (&[Arc<str>], &[Slot], &[Arc<str>], &[Postings]) {
-    (&self.agents, &self.slots, &self.terms, &self.postings)
+  /// The analysed form of every memory, for writing the index out (ordinals as they are
+  /// after [`compact`](Self::compact)).
+  pub(super) fn parts(&self) -> Parts<'_> {
+    Parts { agents: &self.agents, slots: &self.slots, terms: &self.terms, postings: &self.postings }
   }
 
   /// Builds an index from parts read back from disk (already checked for consistency).

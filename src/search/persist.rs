@@ -557,15 +557,11 @@ fn read_records(dir: &StateDir, file: &StateFile, from: u64, size: u64, index: &
   bytes.truncate(n);
   let mut at = 0usize;
   let mut records = 0u64;
-  loop {
-    match next_record(&bytes[at..]).map_err(|e| corrupt(dir, LOG_FILE, e))? {
-      Next::Record { doc, size } => {
-        index.insert(&doc)?;
-        at += size;
-        records += 1;
-      }
-      Next::End | Next::Torn => break,
-    }
+  // A torn tail (or the end) stops the reading; damage is an error.
+  while let Next::Record { doc, size } = next_record(&bytes[at..]).map_err(|e| corrupt(dir, LOG_FILE, e))? {
+    index.insert(&doc)?;
+    at += size;
+    records += 1;
   }
   Ok((from + at as u64, records))
 }

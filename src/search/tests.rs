@@ -668,7 +668,8 @@ fn damaged_bytes_never_panic_the_decoders() {
   let rewrap_base = |b: &[u8]| check_base(&format::wrap_base_body(b, id, 7));
   let first = format::encode_add(&AnalyzedDoc::new(&analyzer, &corpus()[0]).unwrap())[8..].to_vec();
   let rewrap_log = |b: &[u8]| check_log(&format::frame(b));
-  let cases: [(&Vec<u8>, &dyn Fn(&[u8])); 4] =
+  type Check<'a> = &'a dyn Fn(&[u8]);
+  let cases: [(&Vec<u8>, Check); 4] =
     [(&base, &check_base), (&log, &check_log), (&body, &rewrap_base), (&first, &rewrap_log)];
   for (bytes, check) in cases {
     for at in 0..bytes.len() {
