@@ -37,18 +37,23 @@ mod consolidate;
 mod layout;
 pub mod learnings;
 pub mod notes;
+mod search;
 mod store;
 pub mod types;
 mod view;
 
+pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
-  CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, GateOverrides, Learning, MemoryKind,
-  MemoryRecord, RedactionNote, SessionEntry, SessionSource, StoreOptions, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES,
-  MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS,
-  NOTES_MAX_SESSIONS,
+  CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
+  ForgetOutcome, ForgetSelector, GateOverrides, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults,
+  RedactionNote, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, MAX_CONTENT_BYTES,
+  MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR,
+  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_search;

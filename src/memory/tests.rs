@@ -469,7 +469,10 @@ fn duplicate_keys_in_learnings_are_refused_by_path_and_the_file_left_alone() {
     assert_eq!(err.code(), "E_STATE_CORRUPT", "{doc}");
     assert!(err.to_string().contains(&format!("`{path}`")), "{err}");
     assert_eq!(fs::read_to_string(grimoire.join("learnings.json")).unwrap(), doc, "left in place, unchanged");
-    assert_eq!(fs::read_dir(&grimoire).unwrap().count(), 1, "nothing moved aside, nothing applied: {doc}");
+    let names: Vec<_> = fs::read_dir(&grimoire).unwrap().map(|e| e.unwrap().file_name()).collect();
+    // The search index (derived state) is the only other entry.
+    assert_eq!(names.len(), 2, "nothing moved aside, nothing applied: {doc}: {names:?}");
+    assert!(names.iter().any(|n| n == INDEX_DIR));
     assert_eq!(store.active_learnings(5).unwrap_err().code(), "E_STATE_CORRUPT");
   }
 }
@@ -523,6 +526,7 @@ fn record(kind: MemoryKind, session: &str, content: &str, ts: &str) -> MemoryRec
     tags: Vec::new(),
     metadata: None,
     redactions: Vec::new(),
+    expires_at: None,
   }
 }
 
