@@ -34,14 +34,18 @@
 //! consolidation removes those of dead processes under its lock.
 
 mod consolidate;
+mod forget;
+pub mod import;
 mod layout;
 pub mod learnings;
 pub mod notes;
 mod search;
 mod store;
+mod tombstone;
 pub mod types;
 mod view;
 
+pub use import::{ImportOptions, ImportReport};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
@@ -55,5 +59,7 @@ pub use view::MemoryView;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_forget;
 #[cfg(test)]
 mod tests_search;

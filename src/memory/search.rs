@@ -68,7 +68,11 @@ pub(super) fn all_records(layout: &Layout) -> Result<Vec<MemoryRecord>> {
 /// `known`, the ids of every memory.
 pub(super) fn open_index(layout: &Layout, known: &HashSet<String>) -> Result<SearchIndex> {
   let grimoire = layout.dir(&layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
-  let dir = grimoire.create_subdir(INDEX_DIR)?;
+  open_index_in(layout, grimoire.create_subdir(INDEX_DIR)?, known)
+}
+
+/// [`open_index`] for the index directory `dir`.
+pub(super) fn open_index_in(layout: &Layout, dir: StateDir, known: &HashSet<String>) -> Result<SearchIndex> {
   let (index, _) = SearchIndex::open_or_rebuild(dir, index_options(layout), || all_documents(layout))?;
   reconcile(layout, &index, known)?;
   Ok(index)

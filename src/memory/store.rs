@@ -18,11 +18,14 @@ use crate::wal::reader::{list_sessions, read_session};
 use crate::wal::{self, AppendRequest, Wal, WalOptions};
 
 use super::consolidate;
+use super::forget;
+use super::import::{ImportOptions, ImportReport};
 use super::layout::Layout;
 use super::search::{self as msearch, Searcher};
 use super::types::{
   record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest,
-  Entry, Learning, MemoryRecord, MemorySearchResults, RedactionNote, SearchOptions, SessionEntry, StoreOptions,
+  Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord, MemorySearchResults,
+  RedactionNote, SearchOptions, SessionEntry, StoreOptions,
 };
 use super::view::{record_hash_of, MemoryView};
 
@@ -44,7 +47,8 @@ pub struct MemoryStore {
   index_stale: AtomicBool,
   /// Captures hold it shared; forgetting holds it exclusively while it rewrites this
   /// session's log (see `forget`).
-  pub(super) gate: RwLock<()>,
+  gate: RwLock<()>,
+  wal_options: WalOptions,
 }
 
 /// [`MemoryStore::consolidate`] without opening a session: for tools (`loa consolidate`) that
@@ -52,7 +56,7 @@ pub struct MemoryStore {
 pub fn consolidate_workspace(options: &StoreOptions) -> Result<ConsolidateOutcome> {
   let layout = Layout::resolve(options)?;
   layout.create()?;
-  consolidate::run(&layout)
+  consolidate::run(&layout, None, None).map(|o| o.outcome)
 }
 
 impl MemoryStore {
@@ -75,7 +79,7 @@ impl MemoryStore {
       segment_max_age: Duration::from_millis(config.wal.segment_max_age_ms),
       sync: config.wal.sync,
     };
-    let wal = Wal::open(&layout.wal_path(), wal_options)?;
+    let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
     let known = known_hashes(&layout)?;
     let index = msearch::open_index(&layout, &known)?;
     Ok(MemoryStore {
@@ -90,6 +94,7 @@ impl MemoryStore {
       index,
       index_stale: AtomicBool::new(false),
       gate: RwLock::new(()),
+      wal_options,
       layout,
     })
   }
@@ -324,9 +329,102 @@ impl MemoryStore {
   }
 
   /// Applies the WAL of every session into the grimoire and updates learnings.json and
-  /// NOTES.md. See [`super::consolidate`].
+  /// NOTES.md, then forgets the memories whose `expiresAt` has passed. See
+  /// [`super::consolidate`].
   pub fn consolidate(&self) -> Result<ConsolidateOutcome> {
-    consolidate::run(&self.layout)
+    let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+    let own = forget::Own { wal: &self.wal, options: &self.wal_options };
+    let outcome = consolidate::run(&self.layout, Some(own), Some(&self.index))?;
+    self.after_forget(&outcome.forgotten);
+    Ok(outcome.outcome)
+  }
+
+  /// Forgets memories: by id, or those a search finds (with `confirm`; without it nothing is
+  /// changed and the memories that would be forgotten are returned). Removes them from the WAL
+  /// itself (this session's log and every other session's that holds them; a session another
+  /// process has open fails the call with `E_WAL_LOCKED` before anything is changed), from
+  /// every derived file and from the search index, records a tombstone whose id is keyed (no
+  /// content) and appends a `memory.forget` event to the audit log. See `docs/search.md` for
+  /// what it guarantees and what it cannot reach.
+  pub fn forget(&self, selector: &ForgetSelector, options: &ForgetOptions) -> Result<ForgetOutcome> {
+    let (ids, matched) = match selector {
+      ForgetSelector::Id(id) => (vec![id.clone()], Vec::new()),
+      ForgetSelector::Query { query, options: search, confirm } => {
+        let hits = self.search(query, search)?.hits;
+        if !confirm {
+          return Ok(ForgetOutcome { applied: false, matched: hits, ..Default::default() });
+        }
+        (hits.iter().map(|h| h.id.clone()).collect(), hits)
+      }
+    };
+    let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+    let own = forget::Own { wal: &self.wal, options: &self.wal_options };
+    let known = known_hashes(&self.layout)?;
+    let ids: Vec<String> = ids.into_iter().filter(|id| known.contains(id)).collect();
+    let mut outcome = forget::run(
+      &self.layout,
+      Some(own),
+      Some(&self.index),
+      &ids,
+      forget::Reason::Forget,
+      options.audit_hmac_key.as_ref(),
+    )?;
+    self.after_forget(&ids);
+    outcome.matched = matched;
+    Ok(outcome)
+  }
+
+  /// Imports the Markdown memory of `dir` (`MEMORY.md` and `memory/*.md`) as memories,
+  /// redacted and gated like every capture, idempotently (see [`super::import`]). Memories
+  /// that were forgotten are not imported again.
+  pub fn import_markdown(&self, dir: &std::path::Path, options: &ImportOptions) -> Result<ImportReport> {
+    if !(options.confidence.is_finite() && (0.0..=1.0).contains(&options.confidence)) {
+      return crate::error::invalid("`confidence` must be a number between 0 and 1");
+    }
+    let mut report = ImportReport::default();
+    let sources = super::import::sources(dir, &mut report)?;
+    let grimoire =
+      self.layout.dir(&self.layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
+    let tombstones = super::tombstone::all(&grimoire)?;
+    let key = if tombstones.is_empty() { None } else { super::tombstone::key(&self.layout, false)? };
+    for source in sources {
+      for block in super::import::blocks(&source.text) {
+        report.blocks += 1;
+        if let Some(key) = &key {
+          let id = gates::content_hash(&redact(&block, &self.redaction).text);
+          if tombstones.contains(&super::tombstone::tombstone_id(key, &id)) {
+            report.forgotten += 1;
+            continue;
+          }
+        }
+        let kind = if source.learning { MemoryKind::Learning } else { MemoryKind::Interaction };
+        let entry = Entry {
+          confidence: Some(options.confidence),
+          agent_id: options.agent_id.clone(),
+          timestamp: source.date.clone(),
+          metadata: Some(serde_json::json!({ "importedFrom": source.name })),
+          ..Entry::new(kind, block)
+        };
+        let outcome = self.capture(entry)?;
+        if outcome.accepted {
+          report.imported += 1;
+        } else if outcome.blocked {
+          report.blocked += 1;
+        } else if outcome.gates.iter().any(|g| g.name == "duplicate" && !g.pass) {
+          report.duplicates += 1;
+        } else {
+          report.rejected += 1;
+        }
+      }
+    }
+    Ok(report)
+  }
+
+  fn after_forget(&self, ids: &[String]) {
+    let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+      known.remove(id);
+    }
   }
 
   /// See [`MemoryView::recent_sessions`] (captures not yet consolidated included).

@@ -162,6 +162,10 @@ fn corrupt_memory_record_is_quarantined() {
   store.consolidate().unwrap();
   let path = ws.path().join(format!("grimoires/loa/memory/{id}.json"));
   fs::write(&path, b"{\"truncated").unwrap();
+  // Consolidation is incremental: it reads the records of its run only. A record damaged
+  // later is found when the summary is rebuilt from every record (here: it is gone).
+  assert_eq!(store.consolidate().unwrap().memories, 1, "not read: nothing new");
+  fs::remove_file(ws.path().join("grimoires/loa").join(consolidate::SUMMARY_FILE)).unwrap();
   assert_eq!(store.consolidate().unwrap_err().code(), "E_STATE_CORRUPT");
   assert!(!path.exists());
   // The learning derived from it earlier is still in the store.
