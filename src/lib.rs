@@ -16,6 +16,7 @@ pub mod jcs;
 pub mod lock;
 pub mod memory;
 pub mod redact;
+pub mod search;
 pub mod settings;
 pub mod sign;
 pub mod timestamp;

@@ -146,6 +146,8 @@ pub struct ContextOptions {
   /// An item that does not fit whole is cut only if at least this many tokens of it remain.
   /// Default 32.
   pub min_truncated_tokens: u64,
+  /// The text's first lines; `None`: [`HEADER`]. Counted in the budget like everything else.
+  pub header: Option<String>,
 }
 
 impl Default for ContextOptions {
@@ -156,6 +158,7 @@ impl Default for ContextOptions {
       encoding: TokenEncoding::O200kBase,
       safety_margin: 0.0,
       min_truncated_tokens: 32,
+      header: None,
     }
   }
 }
@@ -169,6 +172,7 @@ impl ContextOptions {
       encoding: config.encoding,
       safety_margin: config.safety_margin,
       min_truncated_tokens: config.min_truncated_tokens,
+      header: None,
     }
   }
 
@@ -742,7 +746,8 @@ pub fn build_context_from(
   let mut s_lane = Lane::new(ItemKind::Session, session_priorities);
   let mut l_lane = Lane::new(ItemKind::Learning, learning_priorities);
 
-  let header_tokens = encoder.count(HEADER) as u64;
+  let header = options.header.as_deref().unwrap_or(HEADER);
+  let header_tokens = encoder.count(header) as u64;
   if limit <= header_tokens {
     let dropped = (0..sessions.len())
       .map(|index| DroppedItem { kind: ItemKind::Session, index, reason: DropReason::NoBudget })
@@ -776,9 +781,9 @@ pub fn build_context_from(
     if s.entries.is_empty() && l.entries.is_empty() {
       return None;
     }
-    let len = HEADER.len() + s.entries.iter().chain(&l.entries).map(|e| e.line.len()).sum::<usize>();
+    let len = header.len() + s.entries.iter().chain(&l.entries).map(|e| e.line.len()).sum::<usize>();
     let mut text = String::with_capacity(len);
-    text.push_str(HEADER);
+    text.push_str(header);
     for e in s.entries.iter().chain(&l.entries) {
       text.push_str(&e.line);
     }

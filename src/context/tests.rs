@@ -475,6 +475,7 @@ fn no_input_can_exceed_the_budget() {
       encoding: if rng.below(2) == 0 { TokenEncoding::O200kBase } else { TokenEncoding::Cl100kBase },
       safety_margin: [0.0, 0.0, 0.1, 0.25, 0.5, 0.9][rng.below(6) as usize],
       min_truncated_tokens: [0, 1, 8, 32, 200][rng.below(5) as usize],
+      header: None,
     };
     let r = build_context(&sessions, &learnings, &options).unwrap_or_else(|e| panic!("round {round}: {e}"));
     check(&r, sessions.len(), learnings.len(), &options);

@@ -1,6 +1,22 @@
 //! Consolidation: the WAL of every session applied into the grimoire, then the two derived
-//! files (learnings.json, then NOTES.md) brought up to date. One run at a time per WAL
-//! directory (`memory-consolidate.lock`, `flock`ed).
+//! files (learnings.json, then NOTES.md) brought up to date, then memories past their
+//! `expiresAt` forgotten. One run at a time per WAL directory (`memory-consolidate.lock`,
+//! `flock`ed).
+//!
+//! **Incremental.** A run's cost grows with the records that arrived since the last run, not
+//! with every memory ever kept: the WAL consolidation reports the paths it applied, and only
+//! those memory records are read. What NOTES.md and expiry need of all the others is kept in
+//! `memory-summary.json` in the grimoire (see [`Summary`]): per session its first and last
+//! time, count, kinds and newest memory; the 50 newest decisions; the memories that expire.
+//! NOTES.md is rendered from it, reading only the records it shows (at most 60). The summary is
+//! derived state: when it is missing, damaged, of another version, or does not reflect the
+//! previous run (its WAL watermarks are not those the WAL consolidation started from: a run
+//! was cut short between the two), or when a run overwrote or deleted a memory, it is rebuilt
+//! from every record (and the run reports `rebuilt`). learnings.json is merged with the new
+//! learnings only, and rebuilt from every record when it is missing.
+//!
+//! **Versions.** `memory-summary.json` carries `"version": 1`; a summary of any other version
+//! (or none) is rebuilt, never read.
 //!
 //! Under that lock, and before anything is applied: temp files that a writer killed in the
 //! middle of an atomic write left behind are removed (only those of processes that no longer
@@ -8,23 +24,125 @@
 //! real directory inside the workspace, and learnings.json is read and checked, so a state file
 //! that cannot be used stops the run before it changes anything.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
 use crate::lock::lock_file;
-use crate::timestamp::format_ms;
+use crate::search::SearchIndex;
+use crate::timestamp::{format_ms, now_ms};
 use crate::wal::{self, ConsolidateOptions};
 
+use super::forget::{self, Own, Reason};
 use super::layout::Layout;
 use super::learnings;
 use super::notes;
 use super::types::{
-  ConsolidateOutcome, MemoryKind, MemoryRecord, MAX_NOTES_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  record_name_hash, ConsolidateOutcome, MemoryKind, MemoryRecord, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR,
+  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 use super::view::{aggregate_sessions, read_records};
+
+/// The summary of every consolidated memory, in the grimoire.
+pub const SUMMARY_FILE: &str = "memory-summary.json";
+/// Version of `memory-summary.json` written and read.
+pub const SUMMARY_VERSION: u32 = 1;
+const MAX_SUMMARY_BYTES: u64 = 256 * 1024 * 1024;
+
+/// What NOTES.md and expiry need of every consolidated memory (see the module docs). Ids are
+/// memory ids; `(ms, id)` pairs order by time, then id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+  pub version: u32,
+  /// The WAL consolidation watermarks (highest seq applied per session) this summary reflects.
+  pub watermarks: BTreeMap<String, u64>,
+  pub memories: u64,
+  /// Memories that belong in learnings.json.
+  #[serde(default)]
+  pub learnings: u64,
+  pub sessions: BTreeMap<String, SessionSummary>,
+  /// The newest [`NOTES_MAX_DECISIONS`] decisions, oldest first.
+  pub decisions: Vec<(i64, String)>,
+  /// Every memory with an expiry: (expiry ms, id).
+  pub expiring: Vec<(i64, String)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+  pub first: i64,
+  pub last: i64,
+  pub count: u64,
+  pub kinds: BTreeMap<MemoryKind, u64>,
+  /// The newest memory (ties: the smallest id).
+  pub latest: (i64, String),
+}
+
+impl Summary {
+  fn add(&mut self, r: &MemoryRecord) {
+    let ts = r.ts_ms();
+    self.memories += 1;
+    self.learnings += u64::from(r.is_learning());
+    let s = self.sessions.entry(r.session_id.clone()).or_insert_with(|| SessionSummary {
+      first: ts,
+      last: ts,
+      latest: (ts, r.id.clone()),
+      ..Default::default()
+    });
+    s.first = s.first.min(ts);
+    s.last = s.last.max(ts);
+    s.count += 1;
+    *s.kinds.entry(r.kind).or_default() += 1;
+    if ts > s.latest.0 || (ts == s.latest.0 && r.id < s.latest.1) {
+      s.latest = (ts, r.id.clone());
+    }
+    if r.kind == MemoryKind::Decision {
+      let key = (ts, r.id.clone());
+      let at = self.decisions.partition_point(|d| *d < key);
+      self.decisions.insert(at, key);
+      let skip = self.decisions.len().saturating_sub(NOTES_MAX_DECISIONS);
+      self.decisions.drain(..skip);
+    }
+    if let Some(at) = r.expires_ms() {
+      self.expiring.push((at, r.id.clone()));
+    }
+  }
+
+  fn of(records: &[MemoryRecord]) -> Summary {
+    let mut s = Summary { version: SUMMARY_VERSION, ..Default::default() };
+    for r in records {
+      s.add(r);
+    }
+    s
+  }
+}
+
+fn load_summary(grimoire: &StateDir) -> Option<Summary> {
+  let bytes = grimoire.read(SUMMARY_FILE, MAX_SUMMARY_BYTES).ok()??;
+  serde_json::from_slice::<Summary>(&bytes).ok().filter(|s| s.version == SUMMARY_VERSION)
+}
+
+fn write_summary(grimoire: &StateDir, summary: &Summary) -> Result<()> {
+  let mut bytes = serde_json::to_vec(summary).map_err(|e| LoaError::Internal(e.to_string()))?;
+  bytes.push(b'\n');
+  grimoire.write_atomic(SUMMARY_FILE, &bytes, None)
+}
+
+/// One record file by id (`None` when missing or unreadable).
+fn read_one(dir: &StateDir, id: &str) -> Option<MemoryRecord> {
+  let name = format!("{id}.json");
+  record_name_hash(&name)?;
+  let bytes = dir.read(&name, MAX_RECORD_BYTES).ok()??;
+  serde_json::from_slice::<MemoryRecord>(&bytes).ok().filter(|r| r.id == id)
+}
+
+/// What [`run`] did, with the memories it forgot (expired).
+pub(crate) struct RunOutcome {
+  pub outcome: ConsolidateOutcome,
+  pub forgotten: Vec<String>,
+}
 
 const LOCK_FILE: &str = "memory-consolidate.lock";
 
@@ -36,8 +154,9 @@ fn lock(wal: &StateDir, layout: &Layout) -> Result<StateFile> {
   Ok(file)
 }
 
-/// Runs one consolidation (see the module docs).
-pub(crate) fn run(layout: &Layout) -> Result<ConsolidateOutcome> {
+/// Runs one consolidation (see the module docs). `own`: the calling store's session (its log
+/// is suspended if an expired memory must be forgotten from it); `index`: its open index.
+pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>) -> Result<RunOutcome> {
   let root = layout.root()?;
   let dir = |relative, create| -> Result<StateDir> {
     layout.dir_in(&root, relative, create)?.ok_or_else(|| LoaError::Internal("directory vanished".into()))
@@ -68,19 +187,46 @@ pub(crate) fn run(layout: &Layout) -> Result<ConsolidateOutcome> {
     &layout.grimoire_path(),
     &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout },
   )?;
-  let records = match grimoire.subdir(MEMORY_DIR)? {
-    Some(memory_dir) => read_records(&memory_dir, true)?,
-    None => Vec::new(),
-  };
+  let memory_dir = grimoire.subdir(MEMORY_DIR)?;
+  let mut outcome =
+    ConsolidateOutcome { applied: applied.applied, conflicts: applied.conflicts.len(), ..Default::default() };
 
-  let mut outcome = ConsolidateOutcome {
-    applied: applied.applied,
-    conflicts: applied.conflicts.len(),
-    memories: records.len(),
-    ..Default::default()
+  // The summary, updated with this run's records, or rebuilt from every record.
+  let previous = load_summary(&grimoire).filter(|s| s.watermarks == applied.watermarks_before);
+  let full = previous.is_none()
+    || applied.applied_paths.iter().any(|p| p.replaced || p.op != "write")
+    || (store.is_none() && previous.as_ref().is_some_and(|s| s.learnings > 0));
+  let (mut summary, new_records) = match (previous, full) {
+    (Some(mut summary), false) => {
+      let mut new = Vec::new();
+      if let Some(dir) = &memory_dir {
+        for p in &applied.applied_paths {
+          let Some(id) = p.path.strip_prefix(MEMORY_DIR).and_then(|r| r.strip_prefix('/')).and_then(record_name_hash)
+          else {
+            continue;
+          };
+          if let Some(record) = read_one(dir, id) {
+            summary.add(&record);
+            new.push(record);
+          }
+        }
+      }
+      (summary, new)
+    }
+    _ => {
+      outcome.rebuilt = true;
+      let records = match &memory_dir {
+        Some(dir) => read_records(dir, true)?,
+        None => Vec::new(),
+      };
+      (Summary::of(&records), records)
+    }
   };
+  summary.watermarks = applied.watermarks_after.clone();
+  outcome.memories = summary.memories as usize;
+
   let generated: Vec<Map<String, Value>> =
-    records.iter().filter(|r| r.is_learning()).map(MemoryRecord::learning_entry).collect();
+    new_records.iter().filter(|r| r.is_learning()).map(MemoryRecord::learning_entry).collect();
   let existed = store.is_some();
   let mut store = store.unwrap_or_default();
   let before = store.to_bytes();
@@ -93,13 +239,97 @@ pub(crate) fn run(layout: &Layout) -> Result<ConsolidateOutcome> {
 
   // Read after the WAL is applied: a record may have written NOTES.md itself.
   let existing_notes = read_notes(&notes_dir, layout)?;
-  if let Some(updated) = render_notes(existing_notes.as_deref(), &records) {
-    if existing_notes.as_deref() != Some(updated.as_str()) {
-      notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
-      outcome.notes_updated = true;
+  if outcome.applied > 0 || outcome.rebuilt || existing_notes.is_none() {
+    if let Some(updated) = notes_of_summary(existing_notes.as_deref(), &summary, memory_dir.as_ref()) {
+      if existing_notes.as_deref() != Some(updated.as_str()) {
+        notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
+        outcome.notes_updated = true;
+      }
     }
   }
-  Ok(outcome)
+  write_summary(&grimoire, &summary)?;
+
+  // Expiry: memories whose `expiresAt` has passed are forgotten like `forget` does.
+  let now = now_ms();
+  let expired: Vec<String> = summary.expiring.iter().filter(|(at, _)| *at <= now).map(|(_, id)| id.clone()).collect();
+  let mut forgotten = Vec::new();
+  if !expired.is_empty() {
+    forget::run_locked(layout, own, index, &expired, Reason::Expired, None)?;
+    outcome.expired = expired.len();
+    let after = load_summary(&grimoire).unwrap_or_default();
+    outcome.memories = after.memories as usize;
+    forgotten = expired;
+  }
+  Ok(RunOutcome { outcome, forgotten })
+}
+
+/// After memories were forgotten: the summary and NOTES.md's regions rendered again from every
+/// remaining record. Returns whether NOTES.md changed.
+pub(super) fn rederive(layout: &Layout, root: &StateDir, grimoire: &StateDir) -> Result<bool> {
+  let records = match grimoire.subdir(MEMORY_DIR)? {
+    Some(dir) => read_records(&dir, false)?,
+    None => Vec::new(),
+  };
+  let mut summary = Summary::of(&records);
+  summary.watermarks = load_summary(grimoire).map(|s| s.watermarks).unwrap_or_default();
+  write_summary(grimoire, &summary)?;
+  let Some(notes_dir) = layout.dir_in(root, &layout.notes.dir, false)? else { return Ok(false) };
+  let existing = read_notes(&notes_dir, layout)?;
+  if existing.is_none() {
+    return Ok(false);
+  }
+  match render_notes(existing.as_deref(), &records) {
+    Some(updated) if existing.as_deref() != Some(updated.as_str()) => {
+      notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
+      Ok(true)
+    }
+    _ => Ok(false),
+  }
+}
+
+/// NOTES.md rendered from the summary: the same text [`render_notes`] gives for every record,
+/// reading only the records it shows.
+fn notes_of_summary(existing: Option<&str>, summary: &Summary, dir: Option<&StateDir>) -> Option<String> {
+  let mut shown: Vec<MemoryRecord> = Vec::new();
+  let mut seen = HashSet::new();
+  let mut sessions: Vec<(&String, &SessionSummary)> = summary.sessions.iter().collect();
+  sessions.sort_by(|a, b| b.1.last.cmp(&a.1.last).then_with(|| a.0.cmp(b.0)));
+  let wanted =
+    sessions.iter().take(NOTES_MAX_SESSIONS).map(|(_, s)| &s.latest.1).chain(summary.decisions.iter().map(|d| &d.1));
+  for id in wanted {
+    if seen.insert(id.clone()) {
+      if let Some(r) = dir.and_then(|d| read_one(d, id)) {
+        shown.push(r);
+      }
+    }
+  }
+  render_notes_with(existing, summary.memories == 0, &sessions_lines(&sessions, &shown), &shown)
+}
+
+/// The session lines of NOTES.md from summaries (newest first) and the records they show.
+fn sessions_lines(
+  sessions: &[(&String, &SessionSummary)],
+  shown: &[MemoryRecord],
+) -> Vec<(notes::SessionLine, String)> {
+  sessions
+    .iter()
+    .take(NOTES_MAX_SESSIONS)
+    .map(|(id, s)| {
+      let latest = shown.iter().find(|r| r.id == s.latest.1);
+      let kinds: BTreeMap<&str, u64> = s.kinds.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+      let kinds = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+      let line = notes::SessionLine {
+        session_id: (*id).clone(),
+        started_at: format_ms(s.first),
+        last_active_at: format_ms(s.last),
+        memories: s.count,
+        latest: latest
+          .map(|r| format!("{}: {}", r.kind, notes::excerpt(&notes::one_line(&r.content), 120)))
+          .unwrap_or_default(),
+      };
+      (line, kinds)
+    })
+    .collect()
 }
 
 /// NOTES.md as text; `None` when there is none. Not UTF-8 is `E_STATE_CORRUPT` and the file is
@@ -115,10 +345,39 @@ fn read_notes(dir: &StateDir, layout: &Layout) -> Result<Option<String>> {
 
 /// The new NOTES.md, or `None` when there is nothing to write and no file yet.
 pub(super) fn render_notes(existing: Option<&str>, records: &[MemoryRecord]) -> Option<String> {
-  if records.is_empty() && existing.is_none() {
+  let sessions = aggregate_sessions(records);
+  let lines: Vec<(notes::SessionLine, String)> = sessions
+    .iter()
+    .take(NOTES_MAX_SESSIONS)
+    .map(|s| {
+      let latest =
+        s.records.first().map(|r| format!("{}: {}", r.kind, notes::excerpt(&notes::one_line(&r.content), 120)));
+      let kinds: BTreeMap<&str, u64> = s.kinds.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+      let kinds = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+      let line = notes::SessionLine {
+        session_id: s.id.clone(),
+        started_at: format_ms(s.first),
+        last_active_at: format_ms(s.last),
+        memories: s.records.len() as u64,
+        latest: latest.unwrap_or_default(),
+      };
+      (line, kinds)
+    })
+    .collect();
+  render_notes_with(existing, records.is_empty(), &lines, records)
+}
+
+/// NOTES.md with its two regions: `lines` (sessions, newest first) and the newest decisions of
+/// `records`.
+fn render_notes_with(
+  existing: Option<&str>,
+  no_records: bool,
+  lines: &[(notes::SessionLine, String)],
+  records: &[MemoryRecord],
+) -> Option<String> {
+  if no_records && existing.is_none() {
     return None;
   }
-  let sessions = aggregate_sessions(records);
   let mut decisions: Vec<&MemoryRecord> = records.iter().filter(|r| r.kind == MemoryKind::Decision).collect();
   decisions.sort_by(|a, b| a.ts_ms().cmp(&b.ts_ms()).then_with(|| a.id.cmp(&b.id)));
   let skip = decisions.len().saturating_sub(NOTES_MAX_DECISIONS);
@@ -126,25 +385,8 @@ pub(super) fn render_notes(existing: Option<&str>, records: &[MemoryRecord]) -> 
 
   let mut text = existing.unwrap_or(notes::TEMPLATE).to_string();
   let has_region = |text: &str, name| notes::region_body(text, name).is_some();
-  if !sessions.is_empty() || has_region(&text, notes::SESSIONS) {
-    let body: String = sessions
-      .iter()
-      .take(NOTES_MAX_SESSIONS)
-      .map(|s| {
-        let latest =
-          s.records.first().map(|r| format!("{}: {}", r.kind, notes::excerpt(&notes::one_line(&r.content), 120)));
-        let kinds: BTreeMap<&str, u64> = s.kinds.iter().map(|(k, n)| (k.as_str(), *n)).collect();
-        let kinds = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
-        let line = notes::SessionLine {
-          session_id: s.id.clone(),
-          started_at: format_ms(s.first),
-          last_active_at: format_ms(s.last),
-          memories: s.records.len() as u64,
-          latest: latest.unwrap_or_default(),
-        };
-        notes::render_session_line(&line, &kinds)
-      })
-      .collect();
+  if !lines.is_empty() || has_region(&text, notes::SESSIONS) {
+    let body: String = lines.iter().map(|(l, kinds)| notes::render_session_line(l, kinds)).collect();
     text = notes::set_region(&text, notes::SESSIONS, &|_| body.clone());
   }
   if !decisions.is_empty() || has_region(&text, notes::DECISIONS) {

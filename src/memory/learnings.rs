@@ -333,6 +333,13 @@ impl Store {
     changed
   }
 
+  /// Removes the entries with these ids (forgetting); returns how many there were.
+  pub fn remove(&mut self, ids: &std::collections::HashSet<&str>) -> usize {
+    let before = self.entries.len();
+    self.entries.retain(|e| !ids.contains(e.id.as_str()));
+    before - self.entries.len()
+  }
+
   /// Pretty JSON with sorted keys and a final newline; values as read are written as their
   /// exact text.
   pub fn to_bytes(&self) -> Vec<u8> {

@@ -17,10 +17,34 @@
 //! nothing. Because memories are content-addressed, the same normalised content is stored once
 //! even when two sessions capture it at the same time.
 //!
+//! [`MemoryStore::search`] ranks memories for a query (see `search` and [`crate::search`]);
+//! [`MemoryStore::forget`] removes one from every file, the WAL included (see `forget`);
+//! [`MemoryStore::import_markdown`] brings in a workspace's `MEMORY.md` and `memory/*.md`
+//! ([`import`]). `docs/search.md` describes all three.
+//!
 //! Files: [`types`] (what is captured, stored and reported), `store` ([`MemoryStore`]: capture,
 //! and the session's handle on everything else), `view` ([`MemoryView`]: reads, no lock, nothing
-//! written), `consolidate` (the consolidation run), `layout` (where each state file lives and how
-//! it is reached), [`learnings`] and [`notes`] (the two derived files).
+//! written), `consolidate` (the consolidation run, incremental), `search`, `forget`,
+//! `tombstone`, [`import`], `layout` (where each state file lives and how it is reached),
+//! [`learnings`] and [`notes`] (the two derived files).
+//!
+//! Layout of a workspace's memory (defaults), each format with its version rule:
+//!
+//! ```text
+//! .loa/wal/sessions/<session>/*.wal   WAL segments (format in crate::wal::format; header magic+version)
+//! .loa/wal/consolidation.json         WAL consolidation state ("version": 1)
+//! .loa/wal/memory-consolidate.lock    one memory consolidation (or forget) at a time
+//! grimoires/loa/memory/<id>.json      memory records ("version": 1; id = sha256 of content)
+//! grimoires/loa/learnings.json        learnings store ("version"; see learnings)
+//! grimoires/loa/NOTES.md              two regions owned by the pipeline (see notes)
+//! grimoires/loa/memory-summary.json   consolidation summary ("version": 1; other versions rebuilt)
+//! grimoires/loa/search/               search index (base + log, format 1; other versions rebuilt)
+//! grimoires/loa/tombstones.jsonl      keyed tombstones ("v": 1 per line; other versions kept, ignored)
+//! .loa/keys/tombstone.key             the tombstones' HMAC key (0600)
+//! ```
+//!
+//! Everything under `grimoires/loa/search/` and `memory-summary.json` is derived state: rebuilt
+//! from the records and the WAL when missing, damaged or of another version.
 //!
 //! State files (NOTES.md, learnings.json, the memory records, the consolidation lock) are
 //! reached through [`crate::fsutil::StateDir`]: never through a symlink, only as regular files
@@ -34,21 +58,32 @@
 //! consolidation removes those of dead processes under its lock.
 
 mod consolidate;
+mod forget;
+pub mod import;
 mod layout;
 pub mod learnings;
 pub mod notes;
+mod search;
 mod store;
+mod tombstone;
 pub mod types;
 mod view;
 
+pub use import::{ImportOptions, ImportReport};
+pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
-  CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, GateOverrides, Learning, MemoryKind,
-  MemoryRecord, RedactionNote, SessionEntry, SessionSource, StoreOptions, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES,
-  MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS,
-  NOTES_MAX_SESSIONS,
+  CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
+  ForgetOutcome, ForgetSelector, GateOverrides, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults,
+  RedactionNote, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, MAX_CONTENT_BYTES,
+  MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR,
+  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_forget;
+#[cfg(test)]
+mod tests_search;

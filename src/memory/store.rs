@@ -2,7 +2,8 @@
 //! the calls that read or consolidate through the same workspace.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -11,15 +12,20 @@ use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::gates::{self, Candidate, GateConfig};
 use crate::redact::{redact, RedactOptions};
+use crate::search::{Document, SearchIndex};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 use crate::wal::reader::{list_sessions, read_session};
 use crate::wal::{self, AppendRequest, Wal, WalOptions};
 
 use super::consolidate;
+use super::forget;
+use super::import::{ImportOptions, ImportReport};
 use super::layout::Layout;
+use super::search::{self as msearch, Searcher};
 use super::types::{
-  record_name_hash, record_path, CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, Learning,
-  MemoryRecord, RedactionNote, SessionEntry, StoreOptions, RECORD_VERSION,
+  record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest,
+  Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord, MemorySearchResults,
+  RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
 };
 use super::view::{record_hash_of, MemoryView};
 
@@ -35,6 +41,14 @@ pub struct MemoryStore {
   /// Content hashes of every stored or captured memory (the duplicate gate's set).
   known: Mutex<HashSet<String>>,
   view: MemoryView,
+  /// The workspace's search index (shared with every other store of the workspace).
+  pub(super) index: SearchIndex,
+  /// Set when an index update failed after a capture: the next search reconciles first.
+  index_stale: AtomicBool,
+  /// Captures hold it shared; forgetting holds it exclusively while it rewrites this
+  /// session's log (see `forget`).
+  gate: RwLock<()>,
+  wal_options: WalOptions,
 }
 
 /// [`MemoryStore::consolidate`] without opening a session: for tools (`loa consolidate`) that
@@ -42,7 +56,7 @@ pub struct MemoryStore {
 pub fn consolidate_workspace(options: &StoreOptions) -> Result<ConsolidateOutcome> {
   let layout = Layout::resolve(options)?;
   layout.create()?;
-  consolidate::run(&layout)
+  consolidate::run(&layout, None, None).map(|o| o.outcome)
 }
 
 impl MemoryStore {
@@ -65,8 +79,9 @@ impl MemoryStore {
       segment_max_age: Duration::from_millis(config.wal.segment_max_age_ms),
       sync: config.wal.sync,
     };
-    let wal = Wal::open(&layout.wal_path(), wal_options)?;
+    let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
     let known = known_hashes(&layout)?;
+    let index = msearch::open_index(&layout, &known)?;
     Ok(MemoryStore {
       session_id: options.session_id,
       gates,
@@ -76,6 +91,10 @@ impl MemoryStore {
       wal: Mutex::new(Some(Arc::new(wal))),
       known: Mutex::new(known),
       view: MemoryView::from_layout(layout.clone()),
+      index,
+      index_stale: AtomicBool::new(false),
+      gate: RwLock::new(()),
+      wal_options,
       layout,
     })
   }
@@ -152,8 +171,20 @@ impl MemoryStore {
   /// (redaction policy) are answers, not errors; errors are bad arguments, a closed store and
   /// the disk refusing (after `memory.retry.maxAttempts` tries for `E_IO`).
   pub fn capture(&self, entry: Entry) -> Result<CaptureOutcome> {
+    self.capture_with(entry, &CaptureOptions::default())
+  }
+
+  /// [`capture`](Self::capture) with an expiry: once past it, the memory is no longer
+  /// returned by searches or contexts, and the next consolidation forgets it as
+  /// [`forget`](Self::forget) does.
+  pub fn capture_with(&self, entry: Entry, options: &CaptureOptions) -> Result<CaptureOutcome> {
     entry.validate()?;
     let timestamp_ms = entry.timestamp.as_deref().map(|t| parse_rfc3339_ms(t, "timestamp")).transpose()?;
+    let explicit_expiry = options.expires_at.as_deref().map(|t| parse_rfc3339_ms(t, "expiresAt")).transpose()?;
+    if options.ttl_ms == Some(0) {
+      return crate::error::invalid("`ttlMs` must be positive");
+    }
+    let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
     let wal = self.wal()?;
 
     let mut findings = Vec::new();
@@ -227,6 +258,12 @@ impl MemoryStore {
         tags: evaluation.tags,
       });
     }
+    let at = timestamp_ms.unwrap_or(now);
+    let ttl_expiry = options.ttl_ms.map(|ttl| at.saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)));
+    let expires = match (explicit_expiry, ttl_expiry) {
+      (Some(a), Some(b)) => Some(a.min(b)),
+      (a, b) => a.or(b),
+    };
     let record = MemoryRecord {
       version: RECORD_VERSION,
       id: id.clone(),
@@ -234,12 +271,13 @@ impl MemoryStore {
       content,
       session_id: self.session_id.clone(),
       agent_id,
-      timestamp: format_ms(timestamp_ms.unwrap_or(now)),
+      timestamp: format_ms(at),
       confidence: entry.confidence,
       score: evaluation.score,
       tags: evaluation.tags.clone(),
       metadata,
       redactions: notes,
+      expires_at: expires.map(format_ms),
     };
     let mut data = serde_json::to_vec_pretty(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
     data.push(b'\n');
@@ -250,16 +288,23 @@ impl MemoryStore {
       data: Some(data),
     };
     match self.append_with_retry(&wal, request) {
-      Ok(seq) => Ok(CaptureOutcome {
-        accepted: true,
-        id: Some(id),
-        seq: Some(seq),
-        gates: evaluation.gates,
-        findings,
-        blocked: false,
-        score: evaluation.score,
-        tags: evaluation.tags,
-      }),
+      Ok(seq) => {
+        // The memory is durable; the index is derived from it. A failed index update is
+        // repaired before the next search, never a failed capture.
+        if self.index.add(&Document::from_record(&record)).is_err() {
+          self.index_stale.store(true, Ordering::SeqCst);
+        }
+        Ok(CaptureOutcome {
+          accepted: true,
+          id: Some(id),
+          seq: Some(seq),
+          gates: evaluation.gates,
+          findings,
+          blocked: false,
+          score: evaluation.score,
+          tags: evaluation.tags,
+        })
+      }
       Err(e) => {
         self.known.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         Err(e)
@@ -284,9 +329,102 @@ impl MemoryStore {
   }
 
   /// Applies the WAL of every session into the grimoire and updates learnings.json and
-  /// NOTES.md. See [`super::consolidate`].
+  /// NOTES.md, then forgets the memories whose `expiresAt` has passed. See
+  /// [`super::consolidate`].
   pub fn consolidate(&self) -> Result<ConsolidateOutcome> {
-    consolidate::run(&self.layout)
+    let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+    let own = forget::Own { wal: &self.wal, options: &self.wal_options };
+    let outcome = consolidate::run(&self.layout, Some(own), Some(&self.index))?;
+    self.after_forget(&outcome.forgotten);
+    Ok(outcome.outcome)
+  }
+
+  /// Forgets memories: by id, or those a search finds (with `confirm`; without it nothing is
+  /// changed and the memories that would be forgotten are returned). Removes them from the WAL
+  /// itself (this session's log and every other session's that holds them; a session another
+  /// process has open fails the call with `E_WAL_LOCKED` before anything is changed), from
+  /// every derived file and from the search index, records a tombstone whose id is keyed (no
+  /// content) and appends a `memory.forget` event to the audit log. See `docs/search.md` for
+  /// what it guarantees and what it cannot reach.
+  pub fn forget(&self, selector: &ForgetSelector, options: &ForgetOptions) -> Result<ForgetOutcome> {
+    let (ids, matched) = match selector {
+      ForgetSelector::Id(id) => (vec![id.clone()], Vec::new()),
+      ForgetSelector::Query { query, options: search, confirm } => {
+        let hits = self.search(query, search)?.hits;
+        if !confirm {
+          return Ok(ForgetOutcome { applied: false, matched: hits, ..Default::default() });
+        }
+        (hits.iter().map(|h| h.id.clone()).collect(), hits)
+      }
+    };
+    let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+    let own = forget::Own { wal: &self.wal, options: &self.wal_options };
+    let known = known_hashes(&self.layout)?;
+    let ids: Vec<String> = ids.into_iter().filter(|id| known.contains(id)).collect();
+    let mut outcome = forget::run(
+      &self.layout,
+      Some(own),
+      Some(&self.index),
+      &ids,
+      forget::Reason::Forget,
+      options.audit_hmac_key.as_ref(),
+    )?;
+    self.after_forget(&ids);
+    outcome.matched = matched;
+    Ok(outcome)
+  }
+
+  /// Imports the Markdown memory of `dir` (`MEMORY.md` and `memory/*.md`) as memories,
+  /// redacted and gated like every capture, idempotently (see [`super::import`]). Memories
+  /// that were forgotten are not imported again.
+  pub fn import_markdown(&self, dir: &std::path::Path, options: &ImportOptions) -> Result<ImportReport> {
+    if !(options.confidence.is_finite() && (0.0..=1.0).contains(&options.confidence)) {
+      return crate::error::invalid("`confidence` must be a number between 0 and 1");
+    }
+    let mut report = ImportReport::default();
+    let sources = super::import::sources(dir, &mut report)?;
+    let grimoire =
+      self.layout.dir(&self.layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
+    let tombstones = super::tombstone::all(&grimoire)?;
+    let key = if tombstones.is_empty() { None } else { super::tombstone::key(&self.layout, false)? };
+    for source in sources {
+      for block in super::import::blocks(&source.text) {
+        report.blocks += 1;
+        if let Some(key) = &key {
+          let id = gates::content_hash(&redact(&block, &self.redaction).text);
+          if tombstones.contains(&super::tombstone::tombstone_id(key, &id)) {
+            report.forgotten += 1;
+            continue;
+          }
+        }
+        let kind = if source.learning { MemoryKind::Learning } else { MemoryKind::Interaction };
+        let entry = Entry {
+          confidence: Some(options.confidence),
+          agent_id: options.agent_id.clone(),
+          timestamp: source.date.clone(),
+          metadata: Some(serde_json::json!({ "importedFrom": source.name })),
+          ..Entry::new(kind, block)
+        };
+        let outcome = self.capture(entry)?;
+        if outcome.accepted {
+          report.imported += 1;
+        } else if outcome.blocked {
+          report.blocked += 1;
+        } else if outcome.gates.iter().any(|g| g.name == "duplicate" && !g.pass) {
+          report.duplicates += 1;
+        } else {
+          report.rejected += 1;
+        }
+      }
+    }
+    Ok(report)
+  }
+
+  fn after_forget(&self, ids: &[String]) {
+    let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+      known.remove(id);
+    }
   }
 
   /// See [`MemoryView::recent_sessions`] (captures not yet consolidated included).
@@ -299,9 +437,55 @@ impl MemoryStore {
     self.view.active_learnings(limit)
   }
 
-  /// See [`MemoryView::build_context`].
+  /// See [`MemoryView::build_context`]; with a query, searched through this store's index.
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
-    self.view.build_context(options)
+    match &options.query {
+      Some(query) => {
+        self.fresh_index()?;
+        self.view.query_context(&Searcher::Disk(&self.index), query, options)
+      }
+      None => self.view.build_context(options),
+    }
+  }
+
+  /// The memories that best answer `query`, best first, each with why it came back (see
+  /// [`crate::search::rank`]). A query is literal words (no operators); an empty one is
+  /// `E_INVALID_ARGUMENT`, one over 32 KiB `E_TOO_LARGE`; a query of only stop words or
+  /// punctuation finds nothing. Memories past their `expiresAt` are never returned. With
+  /// `agent_id`, only memories that agent may see are searched and counted.
+  pub fn search(&self, query: &str, options: &SearchOptions) -> Result<MemorySearchResults> {
+    self.fresh_index()?;
+    msearch::search(&self.layout, &Searcher::Disk(&self.index), query, options)
+  }
+
+  /// The memory `id`, if it exists, is not expired, and (with `agent_id`) is visible to that
+  /// agent.
+  pub fn get(&self, id: &str, agent_id: Option<&str>) -> Result<Option<MemoryRecord>> {
+    let loader = msearch::RecordLoader::new(&self.layout);
+    let Some(record) = loader.get(id)? else { return Ok(None) };
+    if record.is_expired(crate::timestamp::now_ms()) {
+      return Ok(None);
+    }
+    if let (Some(agent), Some(owner)) = (agent_id, record.agent_id.as_deref()) {
+      if let Some(visible) = self.layout.config.memory.sharing.visible_to(agent) {
+        if !visible.iter().any(|a| a == owner) {
+          return Ok(None);
+        }
+      }
+    }
+    Ok(Some(record))
+  }
+
+  /// Repairs the index first when an update of it failed earlier.
+  fn fresh_index(&self) -> Result<()> {
+    if self.index_stale.swap(false, Ordering::SeqCst) {
+      let known = known_hashes(&self.layout)?;
+      if let Err(e) = msearch::reconcile(&self.layout, &self.index, &known) {
+        self.index_stale.store(true, Ordering::SeqCst);
+        return Err(e);
+      }
+    }
+    Ok(())
   }
 }
 
@@ -312,7 +496,7 @@ impl Drop for MemoryStore {
 }
 
 /// Hashes of memories in the grimoire and in every session's WAL (by name: ids are hashes).
-fn known_hashes(layout: &Layout) -> Result<HashSet<String>> {
+pub(super) fn known_hashes(layout: &Layout) -> Result<HashSet<String>> {
   let mut known = HashSet::new();
   if let Some(dir) = layout.memory_dir()? {
     known.extend(record_hashes(&dir)?);

@@ -162,6 +162,10 @@ fn corrupt_memory_record_is_quarantined() {
   store.consolidate().unwrap();
   let path = ws.path().join(format!("grimoires/loa/memory/{id}.json"));
   fs::write(&path, b"{\"truncated").unwrap();
+  // Consolidation is incremental: it reads the records of its run only. A record damaged
+  // later is found when the summary is rebuilt from every record (here: it is gone).
+  assert_eq!(store.consolidate().unwrap().memories, 1, "not read: nothing new");
+  fs::remove_file(ws.path().join("grimoires/loa").join(consolidate::SUMMARY_FILE)).unwrap();
   assert_eq!(store.consolidate().unwrap_err().code(), "E_STATE_CORRUPT");
   assert!(!path.exists());
   // The learning derived from it earlier is still in the store.
@@ -179,6 +183,8 @@ fn a_memory_record_of_another_version_is_refused_in_place_never_read_as_this_one
   let newer = text.replacen("\"version\": 1,", "\"version\": 99,", 1);
   assert_ne!(newer, text, "{text}");
   fs::write(&path, &newer).unwrap();
+  // Incremental consolidation reads it again when the summary is rebuilt from every record.
+  fs::remove_file(ws.path().join("grimoires/loa").join(consolidate::SUMMARY_FILE)).unwrap();
   let err = store.consolidate().unwrap_err();
   assert_eq!(err.code(), "E_STATE_CORRUPT");
   assert!(err.to_string().contains("version 99"), "{err}");
@@ -486,7 +492,10 @@ fn duplicate_keys_in_learnings_are_refused_by_path_and_the_file_left_alone() {
     assert_eq!(err.code(), "E_STATE_CORRUPT", "{doc}");
     assert!(err.to_string().contains(&format!("`{path}`")), "{err}");
     assert_eq!(fs::read_to_string(grimoire.join("learnings.json")).unwrap(), doc, "left in place, unchanged");
-    assert_eq!(fs::read_dir(&grimoire).unwrap().count(), 1, "nothing moved aside, nothing applied: {doc}");
+    let names: Vec<_> = fs::read_dir(&grimoire).unwrap().map(|e| e.unwrap().file_name()).collect();
+    // The search index (derived state) is the only other entry.
+    assert_eq!(names.len(), 2, "nothing moved aside, nothing applied: {doc}: {names:?}");
+    assert!(names.iter().any(|n| n == INDEX_DIR));
     assert_eq!(store.active_learnings(5).unwrap_err().code(), "E_STATE_CORRUPT");
   }
 }
@@ -540,6 +549,7 @@ fn record(kind: MemoryKind, session: &str, content: &str, ts: &str) -> MemoryRec
     tags: Vec::new(),
     metadata: None,
     redactions: Vec::new(),
+    expires_at: None,
   }
 }
 

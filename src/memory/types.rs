@@ -245,9 +245,23 @@ pub struct MemoryRecord {
   pub metadata: Option<Value>,
   #[serde(default)]
   pub redactions: Vec<RedactionNote>,
+  /// Canonical UTC; once past, the memory is no longer returned by searches and is forgotten
+  /// (see [`MemoryStore::forget`](super::MemoryStore::forget)) at the next consolidation.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub expires_at: Option<String>,
 }
 
 impl MemoryRecord {
+  /// When it expires, in ms since the Unix epoch (`None`: never; an unreadable value counts as
+  /// already expired, so a damaged record errs towards forgetting).
+  pub(super) fn expires_ms(&self) -> Option<i64> {
+    self.expires_at.as_deref().map(|t| parse_rfc3339_ms(t, "expiresAt").unwrap_or(i64::MIN))
+  }
+
+  pub(super) fn is_expired(&self, now_ms: i64) -> bool {
+    self.expires_ms().is_some_and(|at| at <= now_ms)
+  }
+
   pub(super) fn ts_ms(&self) -> i64 {
     parse_rfc3339_ms(&self.timestamp, "timestamp").unwrap_or(0)
   }
@@ -316,6 +330,11 @@ pub struct ConsolidateOutcome {
   pub memories: usize,
   /// Entries in the learnings store after this run.
   pub learnings_total: usize,
+  /// Memories past their `expiresAt`, forgotten by this run.
+  pub expired: usize,
+  /// The summary of all memories (`memory-summary.json`) had to be rebuilt from every record
+  /// (first run, damaged or stale summary) instead of updated with this run's records.
+  pub rebuilt: bool,
 }
 
 /// Where a session entry comes from.
@@ -378,4 +397,176 @@ pub struct ContextRequest {
   pub sessions: Option<u64>,
   /// How many active learnings to consider (default `context.activeLearnings`).
   pub learnings: Option<u64>,
+  /// With a query, the context is the memories that best match it (searched as
+  /// [`MemoryStore::search`](super::MemoryStore::search) does), as many as the budget holds,
+  /// each quoted as untrusted data; `sessions`, `learnings` and `session_share` are then not
+  /// used. Without one, recent sessions and active learnings as before.
+  pub query: Option<String>,
+  /// The agent the context is for: with a query, only memories it may see are searched (its
+  /// own, those `memory.sharing` shares with it, and the workspace's). `None`: every memory.
+  pub agent_id: Option<String>,
+}
+
+/// Options of [`MemoryStore::capture_with`](super::MemoryStore::capture_with).
+#[derive(Debug, Clone, Default)]
+pub struct CaptureOptions {
+  /// RFC 3339: when the memory expires.
+  pub expires_at: Option<String>,
+  /// Milliseconds after the memory's timestamp when it expires (the earlier of the two wins
+  /// when both are given).
+  pub ttl_ms: Option<u64>,
+}
+
+/// Who may see whose memories (YAML section `memory.sharing`): each key is an agent id (or
+/// `*`, every agent), its list the agents whose memories it sees besides its own (`*`: every
+/// agent's). Memories captured without an agent id belong to the workspace and every agent
+/// sees them. An agent not named sees its own memories and the workspace's only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Sharing(pub BTreeMap<String, Vec<String>>);
+
+impl Sharing {
+  /// The agents whose memories `agent` may see; `None`: every agent's.
+  pub fn visible_to(&self, agent: &str) -> Option<Vec<String>> {
+    let mut out = vec![agent.to_string()];
+    for key in [agent, "*"] {
+      for other in self.0.get(key).into_iter().flatten() {
+        if other == "*" {
+          return None;
+        }
+        if !out.contains(other) {
+          out.push(other.clone());
+        }
+      }
+    }
+    Some(out)
+  }
+}
+
+/// How memories are ranked (YAML section `memory.search`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct SearchSettings {
+  /// Age, in days, at which the decaying part of a memory's recency factor has halved.
+  /// Default 365.
+  #[serde(deserialize_with = "crate::settings::uint::<_, _, 1, 365000>")]
+  pub half_life_days: u64,
+  /// What a very old memory keeps of its score, 0..1. Default 0.7.
+  #[serde(deserialize_with = "crate::settings::fraction")]
+  pub recency_floor: f64,
+}
+
+impl Default for SearchSettings {
+  fn default() -> Self {
+    let r = crate::search::Recency::default();
+    SearchSettings { half_life_days: r.half_life_ms / crate::search::DAY_MS, recency_floor: r.floor }
+  }
+}
+
+impl SearchSettings {
+  pub fn rank(&self) -> crate::search::RankConfig {
+    crate::search::RankConfig {
+      recency: Some(crate::search::Recency {
+        half_life_ms: self.half_life_days.saturating_mul(crate::search::DAY_MS),
+        floor: self.recency_floor,
+      }),
+      ..Default::default()
+    }
+  }
+}
+
+/// What [`MemoryStore::search`](super::MemoryStore::search) is asked besides its words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOptions {
+  /// Most hits, 1 to 1000. Default 10.
+  pub limit: usize,
+  /// Hits scoring below this (0..1) are left out. Default 0.
+  pub min_score: f64,
+  /// Only memories of these kinds; `None`: every kind.
+  pub kinds: Option<Vec<MemoryKind>>,
+  /// The agent searching: only its memories, those `memory.sharing` shares with it and the
+  /// workspace's are searched (and counted by the ranking). `None`: every memory, for tools
+  /// acting for the whole workspace.
+  pub agent_id: Option<String>,
+  /// RFC 3339: only memories captured at or after it.
+  pub since: Option<String>,
+  /// The time recency is measured from and expiry judged at (ms since the Unix epoch);
+  /// default: now.
+  pub now_ms: Option<i64>,
+}
+
+impl Default for SearchOptions {
+  fn default() -> Self {
+    SearchOptions {
+      limit: crate::search::DEFAULT_LIMIT,
+      min_score: 0.0,
+      kinds: None,
+      agent_id: None,
+      since: None,
+      now_ms: None,
+    }
+  }
+}
+
+/// One memory found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryHit {
+  pub id: String,
+  /// `relevance × recency × importance`, in [0, 1].
+  pub score: f64,
+  pub kind: MemoryKind,
+  /// Redacted, as stored.
+  pub content: String,
+  pub session_id: String,
+  pub agent_id: Option<String>,
+  /// Canonical UTC.
+  pub timestamp: String,
+  pub tags: Vec<String>,
+  pub expires_at: Option<String>,
+  /// Why it came back: the BM25 part, the matched terms, the recency and importance factors.
+  pub explain: crate::search::Explain,
+}
+
+/// The answer to a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemorySearchResults {
+  /// Best first.
+  pub hits: Vec<MemoryHit>,
+  /// The query's terms as used, each with its frequency in the memories searched.
+  pub terms: Vec<crate::search::QueryTerm>,
+  /// Distinct query terms beyond the first 64, not used.
+  pub dropped_terms: usize,
+}
+
+/// Which memories [`MemoryStore::forget`](super::MemoryStore::forget) removes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ForgetSelector {
+  /// One memory, by id (a memory that does not exist is no error: nothing is forgotten).
+  Id(String),
+  /// The memories a search finds. Without `confirm`, nothing is changed and the memories that
+  /// would be forgotten are returned; with it, they are forgotten.
+  Query { query: String, options: SearchOptions, confirm: bool },
+}
+
+/// Options of [`MemoryStore::forget`](super::MemoryStore::forget).
+#[derive(Debug, Clone, Default)]
+pub struct ForgetOptions {
+  /// The HMAC key of the workspace's audit log (`audit.dir`), when it is keyed.
+  pub audit_hmac_key: Option<zeroize::Zeroizing<Vec<u8>>>,
+}
+
+/// What [`MemoryStore::forget`](super::MemoryStore::forget) did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForgetOutcome {
+  /// False for a query without `confirm`: nothing was changed.
+  pub applied: bool,
+  /// The memories selected (for an unconfirmed query: those that would be forgotten).
+  pub matched: Vec<MemoryHit>,
+  /// Keyed ids of the tombstones recorded (HMAC-SHA256 of the memory id under the workspace's
+  /// tombstone key, hex); one per forgotten memory.
+  pub tombstones: Vec<String>,
+  /// WAL records replaced by tombstone records.
+  pub wal_records: usize,
+  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state).
+  pub files_changed: usize,
 }

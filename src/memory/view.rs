@@ -133,6 +133,9 @@ impl MemoryView {
   /// `context.activeLearnings` top learnings, packed by [`crate::context::build_context`] within
   /// the configured budget (`options` overrides what it sets; its defaults are the workspace's).
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    if let Some(query) = &options.query {
+      return self.query_context(&super::search::Searcher::for_view(&self.layout)?, query, options);
+    }
     let settings = &self.layout.config.context;
     let mut packing = crate::context::ContextOptions::from_config(settings);
     if let Some(budget) = options.budget {
@@ -177,6 +180,33 @@ impl MemoryView {
   }
 }
 
+impl MemoryView {
+  /// The packing options `options` asks for, over the workspace's `context` settings.
+  fn packing(&self, options: &ContextRequest) -> crate::context::ContextOptions {
+    let mut packing = crate::context::ContextOptions::from_config(&self.layout.config.context);
+    if let Some(budget) = options.budget {
+      packing.budget = budget;
+    }
+    if let Some(encoding) = options.encoding {
+      packing.encoding = encoding;
+    }
+    if let Some(margin) = options.safety_margin {
+      packing.safety_margin = margin;
+    }
+    packing
+  }
+
+  /// The context for a query (see [`super::search::query_context`]).
+  pub(super) fn query_context(
+    &self,
+    searcher: &super::search::Searcher,
+    query: &str,
+    options: &ContextRequest,
+  ) -> Result<crate::context::BuiltContext> {
+    super::search::query_context(&self.layout, searcher, query, options, self.packing(options))
+  }
+}
+
 /// What a learning is about, for the `trigger: solution` line: its tags, else its kind.
 fn learning_trigger(learning: &Learning) -> String {
   if learning.tags.is_empty() {
@@ -196,7 +226,7 @@ pub(super) fn record_hash_of(record: &wal::format::Record) -> Option<&str> {
 
 /// Memory records still in the WAL (any session, consolidated or not), read without locking or
 /// changing anything; damaged parts of a log are skipped (`loa wal verify` reports them).
-fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
+pub(super) fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
   let mut out = Vec::new();
   for session in list_sessions(wal_dir)? {
     for record in read_session(wal_dir, &session)?.records {

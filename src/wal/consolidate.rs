@@ -116,6 +116,24 @@ pub struct Consolidation {
   pub pruned_segments: usize,
   /// Records that could not be applied (see the module docs), in the order they were met.
   pub dead_letters: Vec<DeadLetter>,
+  /// The paths written or deleted in the target by this run, sorted: what a caller deriving
+  /// state from the target must look at again (nothing else changed).
+  pub applied_paths: Vec<AppliedPath>,
+  /// Highest seq applied per session before this run (as `consolidation.json` recorded it)
+  /// and after it: a caller that keeps derived state remembers `watermarks_after`, and when
+  /// what it remembers is not `watermarks_before`, it missed a run and must rebuild.
+  pub watermarks_before: BTreeMap<String, u64>,
+  pub watermarks_after: BTreeMap<String, u64>,
+}
+
+/// A path a consolidation wrote or deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedPath {
+  pub path: String,
+  /// `write` or `delete`.
+  pub op: String,
+  /// An earlier run had already applied a record to this path.
+  pub replaced: bool,
 }
 
 /// The version of `consolidation.json` this library writes and reads.
@@ -226,8 +244,10 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   }
   records.sort_by(|a, b| merge_key(a).cmp(&merge_key(b)));
 
-  let mut outcome = Consolidation { records: records.len(), ..Default::default() };
+  let mut outcome =
+    Consolidation { records: records.len(), watermarks_before: state.sessions.clone(), ..Default::default() };
   let mut changed: BTreeMap<&str, &Record> = BTreeMap::new();
+  let mut replaced: HashSet<&str> = HashSet::new();
   for record in &records {
     let Some(path) = record.path.as_deref() else { continue };
     if record.op != "write" && record.op != "delete" {
@@ -237,6 +257,9 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     let current = state.paths.get(path);
     let newer = current.is_none_or(|c| side_key(&side) > side_key(c));
     if newer {
+      if current.is_some() {
+        replaced.insert(path);
+      }
       if let Some(previous) = current.filter(|c| c.session_id != side.session_id) {
         outcome.conflicts.push(Conflict { path: path.into(), winner: side.clone(), overwritten: previous.clone() });
       }
@@ -252,7 +275,14 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   let mut dead_lines = Vec::new();
   for (path, record) in &changed {
     match apply(&target, path, record, &mut cleaned) {
-      Ok(()) => outcome.applied += 1,
+      Ok(()) => {
+        outcome.applied += 1;
+        outcome.applied_paths.push(AppliedPath {
+          path: path.to_string(),
+          op: record.op.clone(),
+          replaced: replaced.contains(path),
+        });
+      }
       // The dead-lettered record stays the path's winner: it is the newest word on that path,
       // and the next record for it is judged against it like against any other.
       Err(e) if cannot_apply(&e) => {
@@ -281,6 +311,7 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     append_lines(&root, DEAD_LETTER_LOG, &dead_lines)?;
   }
   state.version = STATE_VERSION;
+  outcome.watermarks_after = watermarks.clone();
   state.sessions = watermarks;
   let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
   if json.len() as u64 > MAX_STATE_BYTES {
@@ -299,6 +330,54 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     }
   }
   Ok(outcome)
+}
+
+/// Forgets `paths` in the consolidation's own files: their entries in `consolidation.json`
+/// (which would otherwise keep each path's winner, with a hash of its data, for ever), and every
+/// line of `conflicts.jsonl` and `dead-letter.jsonl` that names one of them (a dead letter
+/// holds the record's data). Each file that changes is rewritten atomically, under the
+/// consolidation lock. Returns how many entries and lines were removed. The segments themselves
+/// are rewritten by their session's lock holder (see [`super::rewrite`]).
+pub fn forget_paths(wal_dir: &Path, paths: &[String], lock_timeout: Duration) -> Result<usize> {
+  let Some(root) = super::reader::open_wal_dir(wal_dir)? else { return Ok(0) };
+  if paths.is_empty() {
+    return Ok(0);
+  }
+  let _lock = lock_in(&root, LOCK_FILE, lock_timeout, "WAL consolidation")?;
+  for name in [STATE_FILE, CONFLICT_LOG, DEAD_LETTER_LOG] {
+    ensure_regular_or_absent(&root, name)?;
+  }
+  let mut removed = 0;
+  if root.kind_of(STATE_FILE)?.is_some() {
+    let mut state = load_state(&root)?;
+    let before = state.paths.len();
+    for path in paths {
+      state.paths.remove(path);
+    }
+    if state.paths.len() != before {
+      removed += before - state.paths.len();
+      let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
+      root.write_atomic(STATE_FILE, &json, None)?;
+    }
+  }
+  for name in [CONFLICT_LOG, DEAD_LETTER_LOG] {
+    let Some(bytes) = root.read(name, MAX_STATE_BYTES)? else { continue };
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut dropped = 0;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+      // A plain substring test: a damaged line that names the path goes too.
+      if paths.iter().any(|p| memchr::memmem::find(line, p.as_bytes()).is_some()) {
+        dropped += 1;
+      } else {
+        kept.extend_from_slice(line);
+      }
+    }
+    if dropped > 0 {
+      root.write_atomic(name, &kept, None)?;
+      removed += dropped;
+    }
+  }
+  Ok(removed)
 }
 
 /// Errors that come from what a record names rather than from the disk: retrying cannot help.

@@ -21,6 +21,7 @@
 pub mod consolidate;
 pub mod format;
 pub mod reader;
+pub mod rewrite;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -29,14 +30,17 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use format::{Record, SegmentHeader, Tail, SEGMENT_HEADER_LEN};
-use reader::{read_session_dir, records_after, segment_file_name, segments_in, validate_session_id, SESSIONS_DIR};
+use reader::{read_session_dir, records_after, segment_file_name, segments_in, validate_session_id};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
-use crate::lock::{lock_file, lock_in, LockGuard};
+use crate::lock::{lock_file, LockGuard};
 
-pub use consolidate::{consolidate, Conflict, ConflictSide, ConsolidateOptions, Consolidation, DeadLetter};
+pub use consolidate::{
+  consolidate, forget_paths, AppliedPath, Conflict, ConflictSide, ConsolidateOptions, Consolidation, DeadLetter,
+};
 pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification, MAX_SEGMENT_BYTES};
+pub use rewrite::{SegmentRewrite, SessionLock};
 
 /// When an append counts as done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -168,7 +172,7 @@ pub struct Wal {
   session: StateDir,
   options: WalOptions,
   shared: Arc<Shared>,
-  writer: Mutex<Option<JoinHandle<()>>>,
+  writer: Mutex<Option<JoinHandle<LockGuard>>>,
   truncated_tail: Option<SegmentProblem>,
 }
 
@@ -190,10 +194,20 @@ impl Wal {
     if options.segment_max_age.is_zero() {
       return invalid("segmentMaxAgeMs must be positive");
     }
-    let root = StateDir::create_root(dir)?;
-    let sdir = root.create_subdir(SESSIONS_DIR)?.create_subdir(&options.session_id)?;
-    let lock = lock_in(&sdir, LOCK_FILE, options.lock_timeout, &format!("WAL session '{}'", options.session_id))?;
+    let lock = SessionLock::take(dir, &options.session_id, options.lock_timeout)?;
+    Wal::open_locked(lock, options)
+  }
 
+  /// Opens the log of a session whose lock the caller holds (see [`Wal::suspend`]).
+  pub fn resume(lock: SessionLock, options: WalOptions) -> Result<Wal> {
+    if lock.session_id != options.session_id {
+      return invalid("the session lock is for another session");
+    }
+    Wal::open_locked(lock, options)
+  }
+
+  fn open_locked(lock: SessionLock, options: WalOptions) -> Result<Wal> {
+    let SessionLock { dir: sdir, guard: lock, .. } = lock;
     let (active, next_seq, last_ts, truncated_tail) = open_newest_segment(&sdir, &options)?;
     let shared = Arc::new(Shared {
       queue: Mutex::new(Queue::default()),
@@ -213,7 +227,7 @@ impl Wal {
       last_ts,
       dirty: false,
       stopped: None,
-      _lock: lock,
+      lock,
     };
     let thread_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
@@ -301,16 +315,32 @@ impl Wal {
 
   /// Writes and syncs everything queued, then releases the lock. Idempotent.
   pub fn close(&self) -> Result<()> {
+    self.stop().map(drop)
+  }
+
+  /// Like [`close`](Self::close), but hands the session lock to the caller instead of
+  /// releasing it: no other writer can open the session until the lock is dropped or given back
+  /// to [`Wal::resume`]. `E_WAL_CLOSED` when the log was already closed.
+  pub fn suspend(&self) -> Result<SessionLock> {
+    match self.stop()? {
+      Some(guard) => {
+        Ok(SessionLock { dir: self.session.try_clone()?, guard, session_id: self.options.session_id.clone() })
+      }
+      None => Err(LoaError::WalClosed("the log was closed".into())),
+    }
+  }
+
+  fn stop(&self) -> Result<Option<LockGuard>> {
     {
       let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
       queue.closing = true;
     }
     self.shared.wakeup.notify_all();
     let handle = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(handle) = handle {
-      handle.join().map_err(|_| LoaError::Internal("WAL writer thread panicked".into()))?;
+    match handle {
+      Some(handle) => handle.join().map(Some).map_err(|_| LoaError::Internal("WAL writer thread panicked".into())),
+      None => Ok(None),
     }
-    Ok(())
   }
 }
 
@@ -434,11 +464,12 @@ struct Writer {
   dirty: bool,
   /// Set when a failed fsync made the segment untrustworthy: the log takes no more appends.
   stopped: Option<String>,
-  _lock: LockGuard,
+  /// The session lock, handed back when the thread ends (see [`Wal::suspend`]).
+  lock: LockGuard,
 }
 
 impl Writer {
-  fn run(mut self, shared: &Shared) {
+  fn run(mut self, shared: &Shared) -> LockGuard {
     loop {
       let batch = {
         let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -452,7 +483,7 @@ impl Writer {
               Ok(()) => "close() was called".into(),
               Err(e) => format!("final fsync failed: {e}"),
             });
-            return;
+            return self.lock;
           }
           if self.dirty && self.options.sync == SyncMode::Batch {
             let (guard, timeout) =
@@ -498,7 +529,7 @@ impl Writer {
         reply(result);
       }
       if shared.queue.lock().unwrap_or_else(|p| p.into_inner()).closed.is_some() {
-        return;
+        return self.lock;
       }
     }
   }

@@ -1,0 +1,276 @@
+//! Forgetting: a memory removed from every file of the workspace, provably.
+//!
+//! After [`run`] returns, no file under the workspace holds the memory's text, any sentence of
+//! it, or a word of it that no other memory holds, nor its id (the sha256 of its content, which
+//! would confirm a guess):
+//!
+//! 1. **WAL.** Every session whose segments hold the memory is rewritten (see
+//!    [`crate::wal::rewrite`]): the record is replaced by a tombstone record (op `tombstone`,
+//!    meta `{"tombstone": "<keyed id>"}`, same seq and time, no path, no data), each segment
+//!    atomically. This needs each such session's lock: the caller's own session is suspended
+//!    (its lock handed over, never released, see [`crate::wal::Wal::suspend`]) and resumed
+//!    after; another session's lock is tried once, and when a live writer holds it the call
+//!    fails with `E_WAL_LOCKED` before anything is changed. The memory consolidation lock is
+//!    held throughout, so no consolidation runs meanwhile.
+//! 2. **Consolidation state.** The path's entry in `consolidation.json`, and every line of
+//!    `conflicts.jsonl` and the WAL's `dead-letter.jsonl` naming it.
+//! 3. **Derived files.** The record file `memory/<id>.json`, its entry in learnings.json,
+//!    NOTES.md's two regions (rendered again from the remaining memories), the memory summary,
+//!    and the search index (base rewritten without it, log emptied: no term only it held stays
+//!    in the vocabulary).
+//! 4. **Tombstone and audit.** A tombstone (see [`super::tombstone`]) is recorded, and an event
+//!    `memory.forget` (actor `user`; `system` for expiry) with the tombstone ids and counts is
+//!    appended to the workspace's hash-chained audit log (`audit.dir`). The audit log is opened
+//!    and its end checked before anything changes, so a log that cannot be continued (another
+//!    key, damage) fails the call with nothing changed.
+//!
+//! Every rewrite is atomic (temp file, fsync, rename, directory fsync); the old bytes are no
+//! longer in any file once the call returns. What this does not reach is listed in
+//! `docs/search.md` (copies made elsewhere, quarantined `*.corrupt-*` files, blocks the file
+//! system has freed but not overwritten).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::audit::{Actor, AuditEvent, AuditLog, AuditOptions};
+use crate::error::{LoaError, Result};
+use crate::fsutil::{OpenMode, StateDir};
+use crate::lock::lock_file;
+use crate::search::SearchIndex;
+use crate::timestamp::{format_ms, now_ms};
+use crate::wal::format::Record;
+use crate::wal::reader::{list_sessions, read_session};
+use crate::wal::{self, SessionLock, Wal, WalOptions};
+
+use super::layout::Layout;
+use super::types::{record_name_hash, record_path, ForgetOutcome, MEMORY_DIR};
+use super::view::record_hash_of;
+use super::{learnings, tombstone};
+
+/// The session of the store that forgets, if any: its log is suspended while its segments are
+/// rewritten.
+pub(super) struct Own<'a> {
+  pub wal: &'a Mutex<Option<Arc<Wal>>>,
+  pub options: &'a WalOptions,
+}
+
+/// Why memories are forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reason {
+  Forget,
+  Expired,
+}
+
+impl Reason {
+  fn as_str(self) -> &'static str {
+    match self {
+      Reason::Forget => "forget",
+      Reason::Expired => "expired",
+    }
+  }
+}
+
+const LOCK_FILE: &str = "memory-consolidate.lock";
+
+/// Forgets the memories `ids` (see the module docs). `index`: the store's open index, else the
+/// workspace's index directory is opened if it exists. The caller holds no consolidation lock.
+pub(super) fn run(
+  layout: &Layout,
+  own: Option<Own>,
+  index: Option<&SearchIndex>,
+  ids: &[String],
+  reason: Reason,
+  audit_key: Option<&zeroize::Zeroizing<Vec<u8>>>,
+) -> Result<ForgetOutcome> {
+  let root = layout.root()?;
+  let wal_dir =
+    layout.dir_in(&root, &layout.wal, true)?.ok_or_else(|| LoaError::Internal("WAL dir vanished".into()))?;
+  let consolidation = wal_dir.open_file(LOCK_FILE, OpenMode::CREATE)?;
+  lock_file(consolidation.file(), layout.lock_timeout, "memory consolidation")?;
+  run_locked(layout, own, index, ids, reason, audit_key)
+}
+
+/// [`run`] for a caller that already holds the memory consolidation lock.
+pub(super) fn run_locked(
+  layout: &Layout,
+  own: Option<Own>,
+  index: Option<&SearchIndex>,
+  ids: &[String],
+  reason: Reason,
+  audit_key: Option<&zeroize::Zeroizing<Vec<u8>>>,
+) -> Result<ForgetOutcome> {
+  let mut ids: Vec<String> =
+    ids.iter().filter(|id| record_name_hash(&format!("{id}.json")).is_some()).cloned().collect();
+  ids.sort();
+  ids.dedup();
+  let mut outcome = ForgetOutcome { applied: true, ..Default::default() };
+  if ids.is_empty() {
+    return Ok(outcome);
+  }
+  let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+  // 1. The WAL: find the sessions holding the memories, take their locks, plan, then apply.
+  let wal_path = layout.wal_path();
+  let own_session = own.as_ref().map(|o| o.options.session_id.clone());
+  let mut affected = Vec::new();
+  for session in list_sessions(&wal_path)? {
+    let read = read_session(&wal_path, &session)?;
+    if read.records.iter().any(|r| record_hash_of(r).is_some_and(|h| wanted.contains(h))) {
+      affected.push(session);
+    }
+  }
+  let mut locks: Vec<SessionLock> = Vec::new();
+  let mut suspended = false;
+  for session in &affected {
+    if own_session.as_deref() == Some(session.as_str()) {
+      continue;
+    }
+    locks.push(SessionLock::take(&wal_path, session, Duration::ZERO)?);
+  }
+  let key = tombstone::key(layout, true)?.expect("created");
+  let tomb_of = |id: &str| tombstone::tombstone_id(&key, id);
+
+  // Before any change (the locks are held, nothing is written yet): the key, and an audit log
+  // that can take the event.
+  let audit_dir = layout.workspace.join(&layout.config.audit.dir);
+  crate::fsutil::relative_components(std::path::Path::new(&layout.config.audit.dir))?;
+  let audit = AuditLog::open(
+    &audit_dir,
+    AuditOptions {
+      max_segment_bytes: layout.config.audit.segment_max_bytes,
+      hmac_key: audit_key.cloned(),
+      lock_timeout: layout.lock_timeout,
+    },
+  )?;
+  audit.head()?;
+
+  if let (Some(own), true) = (&own, own_session.as_ref().is_some_and(|s| affected.contains(s))) {
+    let wal = own.wal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(wal) = wal {
+      locks.push(wal.suspend()?);
+      suspended = true;
+    }
+  }
+  let resume = |locks: &mut Vec<SessionLock>| -> Result<()> {
+    if let (true, Some(own)) = (suspended, &own) {
+      let at = locks.iter().position(|l| Some(l.session_id()) == own_session.as_deref());
+      if let Some(at) = at {
+        let lock = locks.remove(at);
+        let mut slot = own.wal.lock().unwrap_or_else(|p| p.into_inner());
+        match Wal::resume(lock, own.options.clone()) {
+          Ok(wal) => *slot = Some(Arc::new(wal)),
+          Err(e) => {
+            *slot = None;
+            return Err(e);
+          }
+        }
+      }
+    }
+    Ok(())
+  };
+  let mut replace = |record: &Record| -> Option<Record> {
+    let hash = record_hash_of(record)?;
+    wanted.contains(hash).then(|| Record {
+      seq: record.seq,
+      ts_ms: record.ts_ms,
+      session_id: record.session_id.clone(),
+      op: "tombstone".into(),
+      path: None,
+      meta: Some(serde_json::json!({ "tombstone": tomb_of(hash) }).to_string()),
+      data: None,
+    })
+  };
+  let mut plans = Vec::new();
+  for lock in &locks {
+    match lock.plan(&mut replace) {
+      Ok(plan) => plans.push(plan),
+      Err(e) => {
+        resume(&mut locks)?;
+        return Err(e);
+      }
+    }
+  }
+  let mut failure = None;
+  for (lock, plan) in locks.iter().zip(plans) {
+    match lock.apply(plan) {
+      Ok(n) => outcome.wal_records += n,
+      Err(e) => {
+        failure = Some(e);
+        break;
+      }
+    }
+  }
+  resume(&mut locks)?;
+  drop(locks);
+  if let Some(e) = failure {
+    return Err(e);
+  }
+
+  // 2. The consolidation's own files.
+  let paths: Vec<String> = ids.iter().map(|id| record_path(id)).collect();
+  outcome.files_changed += wal::forget_paths(&wal_path, &paths, layout.lock_timeout)?;
+
+  // 3. Derived files.
+  let root = layout.root()?;
+  let grimoire =
+    layout.dir_in(&root, &layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
+  if let Some(memory_dir) = grimoire.subdir(MEMORY_DIR)? {
+    let mut removed = 0;
+    for id in &ids {
+      if memory_dir.remove_file(format!("{id}.json"))? {
+        removed += 1;
+      }
+    }
+    if removed > 0 {
+      memory_dir.sync()?;
+      outcome.files_changed += removed;
+    }
+    memory_dir.clean_stale_temps()?;
+  }
+  match index {
+    Some(index) => {
+      index.remove(wanted.iter().copied())?;
+    }
+    None => {
+      if let Some(dir) = grimoire.subdir(super::search::INDEX_DIR)? {
+        let known = super::store::known_hashes(layout)?;
+        let index = super::search::open_index_in(layout, dir, &known)?;
+        index.remove(wanted.iter().copied())?;
+      }
+    }
+  }
+  if let Some(dir) = layout.dir_in(&root, &layout.learnings.dir, false)? {
+    if let Some(mut store) = learnings::load(&dir, &layout.learnings.name, false)? {
+      if store.remove(&wanted) > 0 {
+        dir.write_atomic(&layout.learnings.name, &store.to_bytes(), None)?;
+        outcome.files_changed += 1;
+      }
+    }
+  }
+  if super::consolidate::rederive(layout, &root, &grimoire)? {
+    outcome.files_changed += 1;
+  }
+
+  // 4. Tombstones and the audit event.
+  outcome.tombstones = ids.iter().map(|id| tomb_of(id)).collect();
+  let at = format_ms(now_ms());
+  tombstone::record(&grimoire, &outcome.tombstones, &at, reason.as_str())?;
+  audit.append(&AuditEvent {
+    action: "memory.forget".into(),
+    actor: if reason == Reason::Forget { Actor::User } else { Actor::System },
+    details: Some(serde_json::json!({
+      "reason": reason.as_str(),
+      "tombstones": outcome.tombstones,
+      "walRecords": outcome.wal_records,
+      "filesChanged": outcome.files_changed,
+    })),
+  })?;
+  for dir in [Some(&grimoire), Some(&wal_dir_of(layout, &root)?)].into_iter().flatten() {
+    dir.clean_stale_temps()?;
+  }
+  Ok(outcome)
+}
+
+fn wal_dir_of(layout: &Layout, root: &StateDir) -> Result<StateDir> {
+  layout.dir_in(root, &layout.wal, false)?.ok_or_else(|| LoaError::Internal("WAL dir vanished".into()))
+}

@@ -1,0 +1,289 @@
+//! Forgetting (by id, by query with confirm, by expiry) and incremental consolidation.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use super::*;
+
+fn open(ws: &Path, session: &str) -> MemoryStore {
+  MemoryStore::open(StoreOptions { workspace_dir: ws.to_path_buf(), session_id: session.into(), ..Default::default() })
+    .unwrap()
+}
+
+fn entry(kind: MemoryKind, content: &str) -> Entry {
+  Entry { confidence: Some(0.9), ..Entry::new(kind, content) }
+}
+
+/// Every file under `dir` but empty lock files, symlinks not followed (relative path ->
+/// bytes). Compare with [`same`]: never print these.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+  let mut out = BTreeMap::new();
+  let mut stack = vec![dir.to_path_buf()];
+  while let Some(d) = stack.pop() {
+    for e in fs::read_dir(&d).unwrap() {
+      let e = e.unwrap();
+      let p = e.path();
+      let t = e.file_type().unwrap();
+      if t.is_dir() {
+        stack.push(p);
+      } else if t.is_file() {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if (name.ends_with(".lock") || name == "LOCK") && fs::metadata(&p).unwrap().len() == 0 {
+          continue;
+        }
+        out.insert(p.strip_prefix(dir).unwrap().display().to_string(), fs::read(&p).unwrap());
+      }
+    }
+  }
+  out
+}
+
+/// Asserts two snapshots are equal, naming the files that differ (never their bytes).
+fn same(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, what: &str) {
+  let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+  let differ: Vec<&&String> = names.iter().filter(|n| a.get(**n) != b.get(**n)).collect();
+  assert!(differ.is_empty(), "{what}: these files differ: {differ:?}");
+}
+
+/// Files under `dir` holding `needle` (case-insensitively for text).
+fn holders(files: &BTreeMap<String, Vec<u8>>, needle: &str) -> Vec<String> {
+  let lower = needle.to_lowercase();
+  files
+    .iter()
+    .filter(|(_, bytes)| {
+      let text = String::from_utf8_lossy(bytes).to_lowercase();
+      text.contains(&lower) || memchr::memmem::find(bytes, needle.as_bytes()).is_some()
+    })
+    .map(|(name, _)| name.clone())
+    .collect()
+}
+
+const SECRET: &str =
+  "Always keep the zorblax quintessence in vault nineteen. Flimwaddle approved the snorkeltree plan.";
+const UNIQUE: [&str; 5] = ["zorblax", "quintessence", "flimwaddle", "snorkeltree", "nineteen"];
+
+#[test]
+fn forget_removes_a_memory_from_every_file_wal_included() {
+  let ws = tempfile::tempdir().unwrap();
+  let a = open(ws.path(), "a");
+  let b = open(ws.path(), "b");
+  // Both sessions hold the memory in their logs; b's process then ends.
+  a.capture(entry(MemoryKind::Decision, "Keep the release plan in the shared vault")).unwrap();
+  let id = a.capture(entry(MemoryKind::Decision, SECRET)).unwrap().id.unwrap();
+  assert!(b.capture(entry(MemoryKind::Decision, SECRET)).unwrap().accepted);
+  b.capture(entry(MemoryKind::Learning, "The vault rotates its keys every quarter")).unwrap();
+  drop(b);
+  a.consolidate().unwrap();
+  // After consolidation: records after it in the live segment, and one more in the WAL only.
+  a.capture(entry(MemoryKind::Interaction, "The user approved the plan for the shared vault")).unwrap();
+  let before = snapshot(ws.path());
+  assert!(!holders(&before, "zorblax").is_empty());
+  assert!(holders(&before, "zorblax").iter().any(|f| f.contains("NOTES.md")));
+  assert!(holders(&before, "zorblax").iter().any(|f| f.contains("learnings.json")));
+  assert!(holders(&before, "zorblax").iter().any(|f| f.contains("sessions/b/")));
+
+  // A query without confirm changes nothing and says what would go.
+  let query = ForgetSelector::Query {
+    query: "zorblax vault".into(),
+    options: SearchOptions { min_score: 0.2, ..Default::default() },
+    confirm: false,
+  };
+  let dry = a.forget(&query, &ForgetOptions::default()).unwrap();
+  assert!(!dry.applied);
+  assert_eq!(dry.matched.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
+  same(&snapshot(ws.path()), &before, "nothing changed");
+
+  let ForgetSelector::Query { query: q, options: o, .. } = query else { unreachable!() };
+  let done =
+    a.forget(&ForgetSelector::Query { query: q, options: o, confirm: true }, &ForgetOptions::default()).unwrap();
+  assert!(done.applied);
+  assert_eq!(done.tombstones.len(), 1);
+  assert_eq!(done.wal_records, 2, "one record in each session's log");
+  let tomb = &done.tombstones[0];
+  assert_ne!(tomb, &id);
+  assert_ne!(tomb, &crate::gates::content_hash(&id), "keyed, not a plain hash");
+
+  let after = snapshot(ws.path());
+  let mut needles: Vec<String> = vec![SECRET.into(), id.clone()];
+  needles.extend(SECRET.split(". ").map(|s| s.trim_end_matches('.').to_string()));
+  needles.extend(UNIQUE.iter().map(|w| w.to_string()));
+  // Stemmed forms as the index would hold them.
+  needles.extend(["quintess", "snorkeltre"].iter().map(|w| w.to_string()));
+  for needle in &needles {
+    assert_eq!(holders(&after, needle), Vec::<String>::new(), "{needle:?} is still in a file");
+  }
+  // The rest is intact and the store keeps working.
+  assert!(a.search("zorblax", &SearchOptions::default()).unwrap().hits.is_empty());
+  assert_eq!(a.search("vault", &SearchOptions::default()).unwrap().hits.len(), 3);
+  assert!(a.capture(entry(MemoryKind::Learning, "After forgetting the log takes appends again")).unwrap().accepted);
+  assert!(crate::wal::verify_dir(&ws.path().join(".loa/wal")).unwrap().ok());
+  assert!(tombstone_lines(ws.path()).contains(tomb.as_str()));
+  let audit = snapshot(&ws.path().join(".loa/audit"));
+  let log: String = audit.values().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
+  assert!(log.contains("memory.forget") && log.contains(tomb.as_str()));
+  let c = a.consolidate().unwrap();
+  assert_eq!(c.memories, 4, "{c:?}");
+  drop(a);
+  let again = open(ws.path(), "a");
+  assert!(again.search("zorblax", &SearchOptions::default()).unwrap().hits.is_empty());
+  assert_eq!(again.search("vault", &SearchOptions::default()).unwrap().hits.len(), 3);
+  assert_eq!(again.search("appends", &SearchOptions::default()).unwrap().hits.len(), 1);
+  // Forgetting what does not exist is no error and changes nothing.
+  let before = snapshot(ws.path());
+  let none = again.forget(&ForgetSelector::Id(id.clone()), &ForgetOptions::default()).unwrap();
+  assert!(none.tombstones.is_empty());
+  same(&snapshot(ws.path()), &before, "forgetting nothing");
+}
+
+fn tombstone_lines(ws: &Path) -> String {
+  fs::read_to_string(ws.join("grimoires/loa").join(tombstone::TOMBSTONES_FILE)).unwrap()
+}
+
+#[test]
+fn forget_fails_with_wal_locked_and_changes_nothing_while_another_session_is_open() {
+  let ws = tempfile::tempdir().unwrap();
+  let a = open(ws.path(), "a");
+  let b = open(ws.path(), "b");
+  let id = a.capture(entry(MemoryKind::Learning, SECRET)).unwrap().id.unwrap();
+  assert!(b.capture(entry(MemoryKind::Learning, SECRET)).unwrap().accepted);
+  let before = snapshot(ws.path());
+  let err = a.forget(&ForgetSelector::Id(id.clone()), &ForgetOptions::default()).unwrap_err();
+  assert_eq!(err.code(), "E_WAL_LOCKED");
+  same(&snapshot(ws.path()), &before, "nothing changed");
+  assert!(a.capture(entry(MemoryKind::Learning, "The log of a still takes appends")).unwrap().accepted);
+  drop(b);
+  let done = a.forget(&ForgetSelector::Id(id), &ForgetOptions::default()).unwrap();
+  assert_eq!(done.wal_records, 2);
+  assert!(holders(&snapshot(ws.path()), "zorblax").is_empty());
+}
+
+#[test]
+fn expired_memories_are_forgotten_at_consolidation() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  let past = CaptureOptions { expires_at: Some("2020-01-01T00:00:00Z".into()), ..Default::default() };
+  store.capture_with(entry(MemoryKind::Decision, SECRET), &past).unwrap();
+  let later = CaptureOptions { ttl_ms: Some(3_600_000), ..Default::default() };
+  store.capture_with(entry(MemoryKind::Decision, "Keep the release plan in the shared vault"), &later).unwrap();
+  let c = store.consolidate().unwrap();
+  assert_eq!((c.expired, c.memories), (1, 1), "{c:?}");
+  let files = snapshot(ws.path());
+  for needle in UNIQUE {
+    assert_eq!(holders(&files, needle), Vec::<String>::new(), "{needle}");
+  }
+  assert!(tombstone_lines(ws.path()).contains("\"reason\":\"expired\""));
+  assert_eq!(store.search("vault", &SearchOptions::default()).unwrap().hits.len(), 1);
+}
+
+#[test]
+fn consolidation_reads_only_new_records_and_rebuilds_a_missing_or_stale_summary() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  for i in 0..20 {
+    let kind = if i % 3 == 0 { MemoryKind::Decision } else { MemoryKind::Interaction };
+    store.capture(entry(kind, &format!("Memory number {i} about topic {}", i * 13))).unwrap();
+  }
+  let first = store.consolidate().unwrap();
+  assert!(first.rebuilt, "first run: no summary yet");
+  let grimoire = ws.path().join("grimoires/loa");
+  // An old record damaged after it was consolidated is not read again by an incremental run.
+  let old = fs::read_dir(grimoire.join("memory")).unwrap().next().unwrap().unwrap().path();
+  let old_bytes = fs::read(&old).unwrap();
+  fs::write(&old, b"{not read}").unwrap();
+  store.capture(entry(MemoryKind::Decision, "One more decision arrives after the first run")).unwrap();
+  let second = store.consolidate().unwrap();
+  assert!(!second.rebuilt);
+  assert_eq!((second.applied, second.memories), (1, 21));
+  fs::write(&old, old_bytes).unwrap();
+  // NOTES.md from the summary is what a full render of every record gives.
+  let notes_text = fs::read_to_string(grimoire.join("NOTES.md")).unwrap();
+  let records =
+    view::read_records(&crate::fsutil::StateDir::open_root(&grimoire.join("memory")).unwrap(), true).unwrap();
+  assert_eq!(consolidate::render_notes(Some(&notes_text), &records).unwrap(), notes_text);
+  assert!(notes_text.contains("One more decision arrives"));
+  // A missing, damaged, other-version or stale summary is rebuilt, with the same result.
+  let summary = grimoire.join(consolidate::SUMMARY_FILE);
+  let good = fs::read(&summary).unwrap();
+  for bad in [
+    None,
+    Some(b"{".to_vec()),
+    Some(String::from_utf8(good.clone()).unwrap().replacen("\"version\":1", "\"version\":2", 1).into_bytes()),
+  ] {
+    match bad {
+      None => fs::remove_file(&summary).unwrap(),
+      Some(bytes) => fs::write(&summary, bytes).unwrap(),
+    }
+    store
+      .capture(entry(
+        MemoryKind::Interaction,
+        &format!("Filler memory {} for the rebuild", fs::read_dir(&grimoire).unwrap().count()),
+      ))
+      .unwrap_or_else(|e| panic!("{e}"));
+    let c = store.consolidate().unwrap();
+    assert!(c.rebuilt);
+    let records =
+      view::read_records(&crate::fsutil::StateDir::open_root(&grimoire.join("memory")).unwrap(), true).unwrap();
+    assert_eq!(c.memories, records.len());
+    let notes_text = fs::read_to_string(grimoire.join("NOTES.md")).unwrap();
+    assert_eq!(consolidate::render_notes(Some(&notes_text), &records).unwrap(), notes_text);
+  }
+  let c = store.consolidate().unwrap();
+  assert!(!c.rebuilt && c.applied == 0);
+}
+
+#[test]
+fn markdown_memory_is_imported_redacted_gated_and_idempotently() {
+  let ws = tempfile::tempdir().unwrap();
+  let src = tempfile::tempdir().unwrap();
+  let email = format!("{}@{}.com", "jane.doe", "example");
+  fs::write(
+    src.path().join("MEMORY.md"),
+    format!(
+      "# Memory\n\n- The user prefers tabs over spaces in Go code\n- Contact for billing questions is {email} on weekdays\n- ok\n\nThe deploy pipeline runs on GitHub Actions with a manual approval step.\n\n```sh\n# not a heading\nmake deploy\n```\n"
+    ),
+  )
+  .unwrap();
+  fs::create_dir(src.path().join("memory")).unwrap();
+  fs::write(
+    src.path().join("memory/2026-01-02.md"),
+    "## Notes\n\n1. Discussed the zorblax migration plan with the team\n",
+  )
+  .unwrap();
+  std::os::unix::fs::symlink("/etc/passwd", src.path().join("memory/evil.md")).unwrap();
+  let store = open(ws.path(), "import");
+  let first = store.import_markdown(src.path(), &ImportOptions::default()).unwrap();
+  assert_eq!(first.files, ["MEMORY.md", "memory/2026-01-02.md"]);
+  assert_eq!(first.skipped.len(), 1, "{:?}", first.skipped);
+  assert_eq!(first.skipped[0].0, "memory/evil.md");
+  assert_eq!((first.blocks, first.imported, first.rejected), (6, 5, 1), "{first:?}");
+  let hit = &store.search("billing contact", &SearchOptions::default()).unwrap().hits[0];
+  assert!(!hit.content.contains(&email), "redacted");
+  let dated = &store.search("zorblax migration", &SearchOptions::default()).unwrap().hits[0];
+  assert_eq!((dated.kind, dated.timestamp.as_str()), (MemoryKind::Interaction, "2026-01-02T00:00:00.000Z"));
+  assert!(store
+    .search("make deploy", &SearchOptions::default())
+    .unwrap()
+    .hits
+    .iter()
+    .any(|h| h.content.contains("```sh")));
+  // Again: nothing new. After forgetting one, it is not brought back.
+  let again = store.import_markdown(src.path(), &ImportOptions::default()).unwrap();
+  assert_eq!((again.imported, again.duplicates), (0, 5), "{again:?}");
+  store.forget(&ForgetSelector::Id(dated.id.clone()), &ForgetOptions::default()).unwrap();
+  let third = store.import_markdown(src.path(), &ImportOptions::default()).unwrap();
+  assert_eq!((third.imported, third.duplicates, third.forgotten), (0, 4, 1), "{third:?}");
+  assert!(store.search("zorblax", &SearchOptions::default()).unwrap().hits.is_empty());
+}
+
+#[test]
+fn markdown_blocks_are_items_and_paragraphs() {
+  let text =
+    "# H\n- one\n  continued\n- two\n\npara line 1\npara line 2\n\n1. first\n2) second\n```\n- not an item\n\n```\n";
+  assert_eq!(
+    import::blocks(text),
+    ["one\n  continued", "two", "para line 1\npara line 2", "1. first", "2) second\n```\n- not an item\n\n```"]
+  );
+  assert!(import::blocks("").is_empty());
+  assert_eq!(import::blocks(&"x\n".repeat(1000)).len(), 1);
+}

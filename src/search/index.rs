@@ -1,0 +1,443 @@
+//! The inverted index in memory: for each term, the memories holding it and how often.
+//!
+//! No I/O here: [`super::SearchIndex`] keeps one of these in step with the files, and tools
+//! (the relevance evaluation) use it alone. Adding a memory costs time in its own length only:
+//! it gets the next ordinal, so every posting list stays sorted by being appended to. Adding a
+//! memory whose id is already indexed replaces it: the old ordinal is marked dead (skipped by
+//! every query, counted by nothing) until [`MemoryIndex::compact`] drops it. Removal compacts at
+//! once, so that afterwards no term of the removed memory that no other memory holds is left in
+//! the vocabulary.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::{invalid, LoaError, Result};
+use crate::memory::MemoryKind;
+
+use super::analyze::{Analyzer, AnalyzerConfig};
+
+/// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
+/// 1 MiB; the rest leaves room for what a caller adds to it (tags).
+pub const MAX_DOCUMENT_BYTES: usize = 2 * 1024 * 1024;
+/// Longest memory id and agent id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// A memory as the index sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+  /// The memory's id (the memory store's is the sha256 of its content). At most
+  /// [`MAX_ID_BYTES`].
+  pub id: String,
+  /// The text searched (redacted content, as stored).
+  pub text: String,
+  pub kind: MemoryKind,
+  /// The agent the memory belongs to; `None`: the whole workspace's.
+  pub agent_id: Option<String>,
+  /// When it was captured, in milliseconds since the Unix epoch.
+  pub timestamp_ms: i64,
+  /// Tagged `instruction` by the quality gates (a user instruction or preference).
+  pub instruction: bool,
+}
+
+impl Document {
+  /// The searchable form of a stored memory record.
+  pub fn from_record(record: &crate::memory::MemoryRecord) -> Document {
+    Document {
+      id: record.id.clone(),
+      text: record.content.clone(),
+      kind: record.kind,
+      agent_id: record.agent_id.clone(),
+      timestamp_ms: crate::timestamp::parse_rfc3339_ms(&record.timestamp, "timestamp").unwrap_or(0),
+      instruction: record.tags.iter().any(|t| t == "instruction"),
+    }
+  }
+
+  /// Checks sizes. Messages name the field, never its value.
+  pub fn validate(&self) -> Result<()> {
+    if self.id.is_empty() || self.id.len() > MAX_ID_BYTES {
+      return invalid(format!("a document `id` must be 1 to {MAX_ID_BYTES} bytes"));
+    }
+    if self.agent_id.as_ref().is_some_and(|a| a.is_empty() || a.len() > MAX_ID_BYTES) {
+      return invalid(format!("`agentId` must be 1 to {MAX_ID_BYTES} bytes"));
+    }
+    if self.text.len() > MAX_DOCUMENT_BYTES {
+      return Err(LoaError::TooLarge {
+        what: "document text".into(),
+        size: self.text.len() as u64,
+        limit: MAX_DOCUMENT_BYTES as u64,
+      });
+    }
+    Ok(())
+  }
+}
+
+/// A document after analysis: what the index and its log store (terms, never the text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalyzedDoc {
+  pub id: String,
+  pub agent_id: Option<String>,
+  pub kind: MemoryKind,
+  pub instruction: bool,
+  pub timestamp_ms: i64,
+  /// Distinct terms with their counts, in first-occurrence order.
+  pub terms: Vec<(String, u32)>,
+}
+
+impl AnalyzedDoc {
+  /// Validates and analyses `doc`.
+  pub fn new(analyzer: &Analyzer, doc: &Document) -> Result<AnalyzedDoc> {
+    doc.validate()?;
+    let mut slots: FxHashMap<String, usize> = FxHashMap::default();
+    let mut terms: Vec<(String, u32)> = Vec::new();
+    analyzer.analyze(&doc.text, |term, _| match slots.get(term) {
+      Some(&i) => terms[i].1 = terms[i].1.saturating_add(1),
+      None => {
+        slots.insert(term.to_string(), terms.len());
+        terms.push((term.to_string(), 1));
+      }
+    });
+    Ok(AnalyzedDoc {
+      id: doc.id.clone(),
+      agent_id: doc.agent_id.clone(),
+      kind: doc.kind,
+      instruction: doc.instruction,
+      timestamp_ms: doc.timestamp_ms,
+      terms,
+    })
+  }
+
+  /// Terms counted with repeats (the BM25 document length).
+  pub fn len(&self) -> u32 {
+    self.terms.iter().fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
+  }
+
+  pub fn is_empty(&self) -> bool {
+    self.terms.is_empty()
+  }
+}
+
+/// The tables of a [`MemoryIndex`], borrowed for writing it out.
+pub(super) struct Parts<'a> {
+  pub agents: &'a [Arc<str>],
+  pub slots: &'a [Slot],
+  pub terms: &'a [Arc<str>],
+  pub postings: &'a [Postings],
+}
+
+/// What [`MemoryIndex::add`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+  Added,
+  /// A memory with this id was indexed; it was replaced.
+  Replaced,
+}
+
+/// One memory's slot: what queries filter and rank on.
+#[derive(Debug, Clone)]
+pub(super) struct Slot {
+  pub id: Arc<str>,
+  pub timestamp_ms: i64,
+  /// Terms counted with repeats.
+  pub len: u32,
+  /// 0: no agent; otherwise index + 1 into `agents`.
+  pub agent: u32,
+  pub kind: MemoryKind,
+  pub instruction: bool,
+  pub live: bool,
+}
+
+/// The memories of one posting list, sorted by ordinal, with their term counts.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Postings {
+  pub docs: Vec<u32>,
+  pub tfs: Vec<u32>,
+}
+
+impl Postings {
+  pub fn tf_of(&self, doc: u32) -> u32 {
+    self.docs.binary_search(&doc).map_or(0, |i| self.tfs[i])
+  }
+}
+
+/// Count and total length of the live memories of one agent scope (or of memories without an
+/// agent): BM25's `N` and average length for a query are sums of these.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ScopeStats {
+  pub docs: u32,
+  pub len: u64,
+}
+
+/// An inverted index held in memory (see the module docs).
+#[derive(Debug)]
+pub struct MemoryIndex {
+  pub(super) analyzer: Analyzer,
+  pub(super) slots: Vec<Slot>,
+  pub(super) by_id: FxHashMap<Arc<str>, u32>,
+  pub(super) agents: Vec<Arc<str>>,
+  pub(super) agent_ord: FxHashMap<Arc<str>, u32>,
+  /// Indexed like `Slot::agent`: 0 is memories without an agent.
+  pub(super) stats: Vec<ScopeStats>,
+  pub(super) term_ord: FxHashMap<Arc<str>, u32>,
+  pub(super) terms: Vec<Arc<str>>,
+  pub(super) postings: Vec<Postings>,
+  /// Slots marked dead by a replacement, not yet compacted away.
+  pub(super) dead: u32,
+}
+
+impl MemoryIndex {
+  pub fn new(config: AnalyzerConfig) -> MemoryIndex {
+    MemoryIndex {
+      analyzer: Analyzer::new(config),
+      slots: Vec::new(),
+      by_id: FxHashMap::default(),
+      agents: Vec::new(),
+      agent_ord: FxHashMap::default(),
+      stats: vec![ScopeStats::default()],
+      term_ord: FxHashMap::default(),
+      terms: Vec::new(),
+      postings: Vec::new(),
+      dead: 0,
+    }
+  }
+
+  pub fn analyzer(&self) -> &Analyzer {
+    &self.analyzer
+  }
+
+  /// Live memories.
+  pub fn len(&self) -> usize {
+    self.by_id.len()
+  }
+
+  pub fn is_empty(&self) -> bool {
+    self.by_id.is_empty()
+  }
+
+  /// Distinct terms in the vocabulary (terms of replaced memories included until compaction).
+  pub fn term_count(&self) -> usize {
+    self.terms.len()
+  }
+
+  pub fn contains(&self, id: &str) -> bool {
+    self.by_id.contains_key(id)
+  }
+
+  /// The ids of the live memories, in the order they were added.
+  pub fn ids(&self) -> impl Iterator<Item = &str> {
+    self.slots.iter().filter(|s| s.live).map(|s| &*s.id)
+  }
+
+  /// Analyses and adds `doc` (replacing a memory with the same id).
+  pub fn add(&mut self, doc: &Document) -> Result<AddOutcome> {
+    let analyzed = AnalyzedDoc::new(&self.analyzer, doc)?;
+    self.insert(&analyzed)
+  }
+
+  /// Adds an analysed document (replacing a memory with the same id).
+  pub fn insert(&mut self, doc: &AnalyzedDoc) -> Result<AddOutcome> {
+    if self.slots.len() >= (u32::MAX - 1) as usize {
+      return Err(LoaError::TooLarge {
+        what: "search index".into(),
+        size: self.slots.len() as u64,
+        limit: u64::from(u32::MAX - 1),
+      });
+    }
+    let outcome = match self.by_id.get(doc.id.as_str()).copied() {
+      Some(old) => {
+        self.kill(old);
+        self.dead += 1;
+        AddOutcome::Replaced
+      }
+      None => AddOutcome::Added,
+    };
+    let ord = self.slots.len() as u32;
+    let agent = match &doc.agent_id {
+      None => 0,
+      Some(a) => self.intern_agent(a),
+    };
+    let id: Arc<str> = Arc::from(doc.id.as_str());
+    let len = doc.len();
+    for (term, tf) in &doc.terms {
+      let t = match self.term_ord.get(term.as_str()) {
+        Some(&t) => t,
+        None => {
+          let t = self.terms.len() as u32;
+          let text: Arc<str> = Arc::from(term.as_str());
+          self.term_ord.insert(text.clone(), t);
+          self.terms.push(text);
+          self.postings.push(Postings::default());
+          t
+        }
+      };
+      let list = &mut self.postings[t as usize];
+      list.docs.push(ord);
+      list.tfs.push(*tf);
+    }
+    self.by_id.insert(id.clone(), ord);
+    self.slots.push(Slot {
+      id,
+      timestamp_ms: doc.timestamp_ms,
+      len,
+      agent,
+      kind: doc.kind,
+      instruction: doc.instruction,
+      live: true,
+    });
+    let stats = &mut self.stats[agent as usize];
+    stats.docs += 1;
+    stats.len += u64::from(len);
+    Ok(outcome)
+  }
+
+  fn intern_agent(&mut self, agent: &str) -> u32 {
+    if let Some(&a) = self.agent_ord.get(agent) {
+      return a;
+    }
+    let name: Arc<str> = Arc::from(agent);
+    self.agents.push(name.clone());
+    let a = self.agents.len() as u32;
+    self.agent_ord.insert(name, a);
+    self.stats.push(ScopeStats::default());
+    a
+  }
+
+  /// Marks a slot dead and takes it out of the id map and the statistics.
+  fn kill(&mut self, ord: u32) {
+    let slot = &mut self.slots[ord as usize];
+    slot.live = false;
+    let stats = &mut self.stats[slot.agent as usize];
+    stats.docs -= 1;
+    stats.len -= u64::from(slot.len);
+    let id = slot.id.clone();
+    self.by_id.remove(&id);
+  }
+
+  /// Removes the memories with these ids and compacts, so that no term only they held stays in
+  /// the vocabulary. Returns how many were indexed.
+  pub fn remove<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) -> usize {
+    let mut removed = 0;
+    for id in ids {
+      if let Some(ord) = self.by_id.get(id).copied() {
+        self.kill(ord);
+        self.dead += 1;
+        removed += 1;
+      }
+    }
+    if removed > 0 {
+      self.compact();
+    }
+    removed
+  }
+
+  /// True when replaced memories left dead slots behind.
+  pub fn has_garbage(&self) -> bool {
+    self.dead > 0 || self.stats.iter().skip(1).any(|s| s.docs == 0)
+  }
+
+  /// Drops dead slots, the terms only they held, and agents without memories; renumbers what
+  /// is left in the same order. Linear in the size of the index.
+  pub fn compact(&mut self) {
+    if !self.has_garbage() {
+      return;
+    }
+    let mut new_ord = vec![u32::MAX; self.slots.len()];
+    let mut next = 0u32;
+    for (i, slot) in self.slots.iter().enumerate() {
+      if slot.live {
+        new_ord[i] = next;
+        next += 1;
+      }
+    }
+    // Agents that still have memories, renumbered.
+    let mut agent_map = vec![0u32; self.agents.len() + 1];
+    let mut agents = Vec::new();
+    let mut stats = vec![self.stats[0]];
+    for (i, name) in self.agents.iter().enumerate() {
+      if self.stats[i + 1].docs > 0 {
+        agents.push(name.clone());
+        stats.push(self.stats[i + 1]);
+        agent_map[i + 1] = agents.len() as u32;
+      }
+    }
+    let slots: Vec<Slot> = std::mem::take(&mut self.slots)
+      .into_iter()
+      .filter(|s| s.live)
+      .map(|mut s| {
+        s.agent = agent_map[s.agent as usize];
+        s
+      })
+      .collect();
+    let mut terms = Vec::new();
+    let mut postings = Vec::new();
+    for (term, list) in std::mem::take(&mut self.terms).into_iter().zip(std::mem::take(&mut self.postings)) {
+      let mut kept = Postings::default();
+      for (doc, tf) in list.docs.iter().zip(&list.tfs) {
+        let to = new_ord[*doc as usize];
+        if to != u32::MAX {
+          kept.docs.push(to);
+          kept.tfs.push(*tf);
+        }
+      }
+      if !kept.docs.is_empty() {
+        kept.docs.shrink_to_fit();
+        kept.tfs.shrink_to_fit();
+        terms.push(term);
+        postings.push(kept);
+      }
+    }
+    self.by_id = slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i as u32)).collect();
+    self.agent_ord = agents.iter().enumerate().map(|(i, a)| (a.clone(), i as u32 + 1)).collect();
+    self.term_ord = terms.iter().enumerate().map(|(i, t)| (Arc::clone(t), i as u32)).collect();
+    self.slots = slots;
+    self.agents = agents;
+    self.stats = stats;
+    self.terms = terms;
+    self.postings = postings;
+    self.dead = 0;
+  }
+
+  /// The analysed form of every memory, for writing the index out (ordinals as they are
+  /// after [`compact`](Self::compact)).
+  pub(super) fn parts(&self) -> Parts<'_> {
+    Parts { agents: &self.agents, slots: &self.slots, terms: &self.terms, postings: &self.postings }
+  }
+
+  /// Builds an index from parts read back from disk (already checked for consistency).
+  pub(super) fn from_parts(
+    config: AnalyzerConfig,
+    agents: Vec<Arc<str>>,
+    slots: Vec<Slot>,
+    terms: Vec<Arc<str>>,
+    postings: Vec<Postings>,
+  ) -> MemoryIndex {
+    let mut stats = vec![ScopeStats::default(); agents.len() + 1];
+    for s in &slots {
+      let st = &mut stats[s.agent as usize];
+      st.docs += 1;
+      st.len += u64::from(s.len);
+    }
+    MemoryIndex {
+      analyzer: Analyzer::new(config),
+      by_id: slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i as u32)).collect(),
+      agent_ord: agents.iter().enumerate().map(|(i, a)| (a.clone(), i as u32 + 1)).collect(),
+      term_ord: terms.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect(),
+      slots,
+      agents,
+      stats,
+      terms,
+      postings,
+      dead: 0,
+    }
+  }
+
+  /// Approximate bytes of memory the index holds (posting lists, slots, vocabulary, maps).
+  pub fn heap_bytes(&self) -> usize {
+    let postings: usize = self.postings.iter().map(|p| p.docs.capacity() * 4 + p.tfs.capacity() * 4 + 48).sum();
+    let terms: usize = self.terms.iter().map(|t| t.len() + 16 + 24).sum();
+    let slots = self.slots.capacity() * std::mem::size_of::<Slot>()
+      + self.slots.iter().map(|s| s.id.len() + 16).sum::<usize>()
+      + self.by_id.capacity() * 24;
+    postings + terms + slots
+  }
+}

@@ -1,0 +1,372 @@
+//! The query API: what a search is asked ([`SearchOptions`]), how a query is checked and
+//! bounded, and what comes back ([`SearchResults`]).
+//!
+//! A query is literal words, analysed like the memories (see [`super::analyze`]): `.*`, `(a|b)`
+//! and every other regex or query-language syntax is punctuation, never an operator. Hostile
+//! queries get an answer in time linear in their size:
+//!
+//! - an empty or blank query is `E_INVALID_ARGUMENT`; one that analyses to no term (only
+//!   punctuation or stop words) finds nothing;
+//! - a query over [`MAX_QUERY_BYTES`] is `E_TOO_LARGE`;
+//! - only the first [`MAX_QUERY_TERMS`] distinct terms are used, in query order (the rest are
+//!   counted in [`SearchResults::dropped_terms`]); which terms are kept never depends on the
+//!   index, so it cannot reveal anything about memories the caller may not see;
+//! - agent ids nobody has used match nothing; option values out of range are
+//!   `E_INVALID_ARGUMENT` naming the option, never repeating caller data.
+//!
+//! Memories are scoped by agent: [`SearchOptions::agents`] is the set of agents whose memories
+//! the caller may see (its own, plus those configuration shares with it). Everything BM25
+//! counts (`N`, document frequencies, the average length) is counted inside that scope.
+
+use rustc_hash::FxHashSet;
+
+use crate::error::{invalid, LoaError, Result};
+use crate::memory::MemoryKind;
+
+use super::index::{MemoryIndex, MAX_ID_BYTES};
+use super::rank::{Explain, MatchedTerm, RankConfig};
+
+/// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
+/// cut to its last part by the caller.
+pub const MAX_QUERY_BYTES: usize = 32 * 1024;
+/// Distinct query terms used; later ones are dropped (and counted).
+pub const MAX_QUERY_TERMS: usize = 64;
+/// Largest `limit`.
+pub const MAX_LIMIT: usize = 1000;
+/// `limit` unless told otherwise.
+pub const DEFAULT_LIMIT: usize = 10;
+/// Most agent ids in one query's scope.
+pub const MAX_SCOPE_AGENTS: usize = 1024;
+
+/// What a search is asked besides its words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOptions {
+  /// Most hits returned, 1 to [`MAX_LIMIT`]. Default [`DEFAULT_LIMIT`].
+  pub limit: usize,
+  /// Hits scoring below this are left out; scores are in [0, 1] (see [`super::rank`]).
+  /// Default 0.
+  pub min_score: f64,
+  /// Only memories of these kinds; `None`: every kind. An empty list is refused.
+  pub kinds: Option<Vec<MemoryKind>>,
+  /// The agents whose memories are visible; `None`: every memory (for tools that act for the
+  /// whole workspace). Unknown ids match nothing.
+  pub agents: Option<Vec<String>>,
+  /// With `agents` set: whether memories captured without an agent id (the workspace's) are
+  /// visible too. Default true.
+  pub include_unassigned: bool,
+  /// Only memories captured at or after this time (ms since the Unix epoch).
+  pub since_ms: Option<i64>,
+  /// The time recency is measured from (ms since the Unix epoch). Ranking never reads the clock.
+  pub now_ms: i64,
+  pub rank: RankConfig,
+}
+
+impl SearchOptions {
+  /// The defaults, with recency measured from `now_ms`.
+  pub fn new(now_ms: i64) -> SearchOptions {
+    SearchOptions {
+      limit: DEFAULT_LIMIT,
+      min_score: 0.0,
+      kinds: None,
+      agents: None,
+      include_unassigned: true,
+      since_ms: None,
+      now_ms,
+      rank: RankConfig::default(),
+    }
+  }
+
+  /// Checks every option (`E_INVALID_ARGUMENT` / `E_TOO_LARGE` naming the option).
+  pub fn validate(&self) -> Result<()> {
+    if self.limit == 0 || self.limit > MAX_LIMIT {
+      return invalid(format!("`limit` must be an integer from 1 to {MAX_LIMIT}"));
+    }
+    if !(self.min_score.is_finite() && (0.0..=1.0).contains(&self.min_score)) {
+      return invalid("`minScore` must be a number between 0 and 1");
+    }
+    if self.kinds.as_ref().is_some_and(Vec::is_empty) {
+      return invalid("`kinds` must not be empty (leave it out for every kind)");
+    }
+    if let Some(agents) = &self.agents {
+      if agents.len() > MAX_SCOPE_AGENTS {
+        return Err(LoaError::TooLarge {
+          what: "`agentIds`".into(),
+          size: agents.len() as u64,
+          limit: MAX_SCOPE_AGENTS as u64,
+        });
+      }
+      if agents.iter().any(|a| a.is_empty() || a.len() > MAX_ID_BYTES) {
+        return invalid(format!("each agent id must be 1 to {MAX_ID_BYTES} bytes"));
+      }
+    }
+    self.rank.validate()
+  }
+}
+
+/// The answer to a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResults {
+  /// Best first: by score, then newer first, then by id.
+  pub hits: Vec<SearchHit>,
+  /// The query's terms as used (after analysis, distinct, in query order), each with its
+  /// frequency in the visible memories.
+  pub terms: Vec<QueryTerm>,
+  /// Distinct terms beyond [`MAX_QUERY_TERMS`], not used.
+  pub dropped_terms: usize,
+}
+
+/// One term of the query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+  pub term: String,
+  pub query_word: String,
+  /// Visible memories holding it (0: it matches nothing the caller may see).
+  pub df: u32,
+  /// 0 when `df` is 0.
+  pub idf: f64,
+}
+
+/// One memory found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+  pub id: String,
+  /// `relevance × recency × importance`, in [0, 1].
+  pub score: f64,
+  pub kind: MemoryKind,
+  pub agent_id: Option<String>,
+  pub timestamp_ms: i64,
+  pub explain: Explain,
+}
+
+/// Checks the query text's size and content.
+pub fn check_query(query: &str) -> Result<()> {
+  if query.len() > MAX_QUERY_BYTES {
+    return Err(LoaError::TooLarge { what: "query".into(), size: query.len() as u64, limit: MAX_QUERY_BYTES as u64 });
+  }
+  if query.trim().is_empty() {
+    return invalid("`query` must not be empty");
+  }
+  Ok(())
+}
+
+struct Term {
+  term: String,
+  query_word: String,
+  /// Index into the posting lists, when the term is in the vocabulary.
+  ord: Option<u32>,
+  df: u32,
+  idf: f64,
+}
+
+impl MemoryIndex {
+  /// Runs a query (see the module docs).
+  pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchResults> {
+    check_query(query)?;
+    options.validate()?;
+    let rank = &options.rank;
+
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut terms: Vec<Term> = Vec::new();
+    let mut dropped = 0usize;
+    self.analyzer.analyze(query, |term, surface| {
+      if seen.contains(term) {
+        return;
+      }
+      seen.insert(term.to_string());
+      if terms.len() == MAX_QUERY_TERMS {
+        dropped += 1;
+        return;
+      }
+      let ord = self.term_ord.get(term).copied();
+      terms.push(Term { term: term.to_string(), query_word: surface.to_string(), ord, df: 0, idf: 0.0 });
+    });
+
+    // The scope: which agent slots are visible, and BM25's collection statistics over them.
+    let mut visible = vec![options.agents.is_none(); self.agents.len() + 1];
+    if let Some(agents) = &options.agents {
+      visible[0] = options.include_unassigned;
+      for a in agents {
+        if let Some(&ord) = self.agent_ord.get(a.as_str()) {
+          visible[ord as usize] = true;
+        }
+      }
+    }
+    let (n, total_len) =
+      self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
+    let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
+    let everything = options.agents.is_none() && self.dead == 0;
+    let mut bm25_max = 0.0;
+    for t in &mut terms {
+      let Some(ord) = t.ord else { continue };
+      let list = &self.postings[ord as usize];
+      t.df = if everything {
+        list.docs.len() as u32
+      } else {
+        list
+          .docs
+          .iter()
+          .filter(|&&d| {
+            let s = &self.slots[d as usize];
+            s.live && visible[s.agent as usize]
+          })
+          .count() as u32
+      };
+      if t.df > 0 {
+        t.idf = rank.idf(t.df, n);
+        bm25_max += rank.term_max(t.idf);
+      }
+    }
+    let terms_out = |terms: &[Term]| {
+      terms
+        .iter()
+        .map(|t| QueryTerm { term: t.term.clone(), query_word: t.query_word.clone(), df: t.df, idf: t.idf })
+        .collect()
+    };
+    if bm25_max <= 0.0 {
+      return Ok(SearchResults { hits: Vec::new(), terms: terms_out(&terms), dropped_terms: dropped });
+    }
+
+    let mut kind_ok = [options.kinds.is_none(); 5];
+    for k in options.kinds.iter().flatten() {
+      kind_ok[kind_index(*k)] = true;
+    }
+    let since = options.since_ms.unwrap_or(i64::MIN);
+    let mut scratch = Scratch::take(self.slots.len());
+    for t in &terms {
+      let (Some(ord), true) = (t.ord, t.df > 0) else { continue };
+      let list = &self.postings[ord as usize];
+      for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
+        let s = &self.slots[d as usize];
+        if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
+          continue;
+        }
+        scratch.add(d, t.idf * rank.tf_weight(tf, s.len, avg_len));
+      }
+    }
+
+    // Recency and importance only lower a score (both are in (0, 1]), and never below
+    // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
+    // BM25 cannot make the list, so its factors are never computed.
+    let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
+    let mut cutoff = options.min_score * bm25_max;
+    if scratch.touched.len() > options.limit {
+      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| scratch.acc[d as usize]).collect();
+      let at = best.len() - options.limit;
+      let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
+      cutoff = cutoff.max(*kth * lowest);
+    }
+    let mut candidates: Vec<(f64, f64, u32)> = Vec::new();
+    for &d in &scratch.touched {
+      let bm25 = scratch.acc[d as usize];
+      if bm25 < cutoff {
+        continue;
+      }
+      let s = &self.slots[d as usize];
+      let score =
+        bm25 / bm25_max * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
+      if score >= options.min_score {
+        candidates.push((score, bm25, d));
+      }
+    }
+    drop(scratch);
+    let order = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
+      let (sa, sb) = (&self.slots[a.2 as usize], &self.slots[b.2 as usize]);
+      b.0.total_cmp(&a.0).then_with(|| sb.timestamp_ms.cmp(&sa.timestamp_ms)).then_with(|| sa.id.cmp(&sb.id))
+    };
+    if candidates.len() > options.limit {
+      candidates.select_nth_unstable_by(options.limit - 1, order);
+      candidates.truncate(options.limit);
+    }
+    candidates.sort_unstable_by(order);
+
+    let hits = candidates
+      .into_iter()
+      .map(|(score, bm25, d)| {
+        let s = &self.slots[d as usize];
+        let matched: Vec<MatchedTerm> = terms
+          .iter()
+          .filter(|t| t.df > 0)
+          .filter_map(|t| {
+            let tf = self.postings[t.ord? as usize].tf_of(d);
+            (tf > 0).then(|| MatchedTerm {
+              term: t.term.clone(),
+              query_word: t.query_word.clone(),
+              tf,
+              df: t.df,
+              idf: t.idf,
+              bm25: t.idf * rank.tf_weight(tf, s.len, avg_len),
+            })
+          })
+          .collect();
+        SearchHit {
+          id: s.id.to_string(),
+          score,
+          kind: s.kind,
+          agent_id: (s.agent > 0).then(|| self.agents[s.agent as usize - 1].to_string()),
+          timestamp_ms: s.timestamp_ms,
+          explain: Explain {
+            bm25,
+            bm25_max,
+            relevance: bm25 / bm25_max,
+            matched,
+            recency: rank.recency(s.timestamp_ms, options.now_ms),
+            age_ms: options.now_ms.saturating_sub(s.timestamp_ms),
+            importance: rank.importance(s.kind, s.instruction),
+          },
+        }
+      })
+      .collect();
+    Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
+  }
+}
+
+thread_local! {
+  /// Per-thread score accumulators, one slot per memory, kept between queries so that a query
+  /// does not allocate and zero a buffer the size of the index: only the slots it touched are
+  /// zeroed again, when its [`Scratch`] is dropped (also on unwinding).
+  static ACCUMULATORS: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One query's accumulators: BM25 so far per memory, and which memories were touched.
+struct Scratch {
+  acc: Vec<f64>,
+  touched: Vec<u32>,
+}
+
+impl Scratch {
+  fn take(slots: usize) -> Scratch {
+    let mut acc = ACCUMULATORS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if acc.len() < slots {
+      acc.resize(slots, 0.0);
+    }
+    Scratch { acc, touched: Vec::new() }
+  }
+
+  fn add(&mut self, doc: u32, weight: f64) {
+    let slot = &mut self.acc[doc as usize];
+    if *slot == 0.0 {
+      self.touched.push(doc);
+    }
+    *slot += weight;
+  }
+}
+
+impl Drop for Scratch {
+  fn drop(&mut self) {
+    for &d in &self.touched {
+      self.acc[d as usize] = 0.0;
+    }
+    let acc = std::mem::take(&mut self.acc);
+    ACCUMULATORS.with(|a| *a.borrow_mut() = acc);
+  }
+}
+
+fn kind_index(kind: MemoryKind) -> usize {
+  match kind {
+    MemoryKind::Interaction => 0,
+    MemoryKind::Decision => 1,
+    MemoryKind::Learning => 2,
+    MemoryKind::Error => 3,
+    MemoryKind::Milestone => 4,
+  }
+}
