@@ -47,7 +47,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
-use crate::memory::{Entry, MemoryKind, MemoryStore, StoreOptions, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
+use crate::memory::{Entry, MemoryKind, MemoryStore, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
@@ -330,10 +330,11 @@ impl DeadLetterQueue {
     Ok(listing(&parse(&data)))
   }
 
-  /// Captures every letter again through a [`MemoryStore`] of its own session (opened with
-  /// `store` for the workspace layout, gates and redaction; its `session_id` is ignored), then
+  /// Captures every letter again through a [`MemoryStore`] of its own session (`open_store`
+  /// opens the store of a session id: the workspace's layout, gates and redaction are the
+  /// caller's; a session whose store does not open fails its letters, not the replay), then
   /// rewrites the queue without the settled letters. See the module documentation.
-  pub fn replay(&self, store: &StoreOptions) -> Result<ReplayReport> {
+  pub fn replay(&self, open_store: &dyn Fn(&str) -> Result<MemoryStore>) -> Result<ReplayReport> {
     let Some(dir) = self.dir(false)? else { return Ok(ReplayReport::default()) };
     // No queue, nothing to do: answered without taking (or creating) the lock.
     if dir.kind_of(FILE_NAME)?.is_none() {
@@ -352,7 +353,7 @@ impl DeadLetterQueue {
     let mut results: BTreeMap<String, ReplayResult> = BTreeMap::new();
     let now = format_ms(now_ms());
     for (session_id, session_letters) in by_session {
-      let opened = MemoryStore::open(StoreOptions { session_id: session_id.to_string(), ..store.clone() });
+      let opened = open_store(session_id);
       let mut session_results: Vec<ReplayResult> = match &opened {
         Ok(store) => session_letters.iter().map(|l| replay_one(store, l)).collect(),
         Err(e) => session_letters.iter().map(|l| failed(l, e)).collect(),

@@ -187,6 +187,33 @@ impl Default for GateConfig {
   }
 }
 
+/// Threshold overrides of the gates (a caller's `GateOptions`); `None` keeps the base value.
+#[derive(Debug, Clone, Default)]
+pub struct GateOverrides {
+  pub min_confidence: Option<f64>,
+  pub speculation_min_confidence: Option<f64>,
+  pub min_content_length: Option<u64>,
+  pub repetition_min_unique_ratio: Option<f64>,
+  pub repetition_min_words: Option<u64>,
+  pub max_age_ms: Option<u64>,
+  pub instruction_boost: Option<f64>,
+}
+
+impl GateOverrides {
+  /// `base` with the overridden thresholds replaced (check the result with
+  /// [`GateConfig::validate`]).
+  pub fn apply(&self, mut base: GateConfig) -> GateConfig {
+    base.min_confidence = self.min_confidence.unwrap_or(base.min_confidence);
+    base.speculation_min_confidence = self.speculation_min_confidence.unwrap_or(base.speculation_min_confidence);
+    base.min_content_length = self.min_content_length.unwrap_or(base.min_content_length);
+    base.repetition_min_unique_ratio = self.repetition_min_unique_ratio.unwrap_or(base.repetition_min_unique_ratio);
+    base.repetition_min_words = self.repetition_min_words.unwrap_or(base.repetition_min_words);
+    base.max_age_ms = self.max_age_ms.or(base.max_age_ms);
+    base.instruction_boost = self.instruction_boost.unwrap_or(base.instruction_boost);
+    base
+  }
+}
+
 impl GateConfig {
   pub fn validate(&self) -> Result<()> {
     let fraction = |v: f64, name: &str| {

@@ -12,7 +12,7 @@ use super::fs::CoreTask;
 use super::{guard, to_napi};
 use crate::dead_letter as core;
 use crate::error::{LoaError, Result};
-use crate::memory::{Entry, MemoryKind, StoreOptions};
+use crate::memory::{Entry, MemoryKind, MemoryStore, StoreOptions};
 use crate::redact::RedactOptions;
 
 /// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`).
@@ -183,21 +183,23 @@ fn parse_queue(options: Unknown) -> Result<(core::DeadLetterQueue, RedactOptions
   Ok((queue, parse_redaction(&o)?))
 }
 
-fn parse_replay(options: Unknown) -> Result<(core::DeadLetterQueue, StoreOptions)> {
+fn parse_replay(
+  options: Unknown,
+) -> Result<(core::DeadLetterQueue, PathBuf, crate::config::MemoryOverrides, RedactOptions)> {
   let o = required_object(options, "options")?;
   let lock_timeout_ms = args::optional_u64(&o, "lockTimeoutMs")?;
-  let mut store = StoreOptions {
-    workspace_dir: workspace_dir(&o)?,
+  let workspace = workspace_dir(&o)?;
+  let mut overrides = crate::config::MemoryOverrides {
     grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
     wal_dir: args::optional_string(&o, "walDir")?,
     lock_timeout_ms,
-    redaction: parse_redaction(&o)?,
     ..Default::default()
   };
+  let redaction = parse_redaction(&o)?;
   if let Some(g) = field(&o, "gates")? {
-    store.gates = super::gates::parse_gate_overrides(&required_object(g, "gates")?)?;
+    overrides.gates = super::gates::parse_gate_overrides(&required_object(g, "gates")?)?;
   }
-  Ok((core::DeadLetterQueue::new(store.workspace_dir.clone(), lock_timeout_ms), store))
+  Ok((core::DeadLetterQueue::new(workspace.clone(), lock_timeout_ms), workspace, overrides, redaction))
 }
 
 fn parse_letter(env: &Env, letter: Unknown) -> Result<core::NewDeadLetter> {
@@ -352,7 +354,7 @@ pub fn list_dead_letters(env: Env, options: Unknown) -> napi::Result<DeadLetterL
 #[napi(ts_args_type = "options: DeadLetterReplayOptions", ts_return_type = "Promise<DeadLetterReplay>")]
 pub fn replay_dead_letters(options: Unknown) -> AsyncTask<CoreTask<DeadLetterReplay>> {
   AsyncTask::new(match guard(|| parse_replay(options)) {
-    Ok((queue, store)) => CoreTask::new(move || queue.replay(&store).map(replay_to_js)),
+    Ok((queue, ws, overrides, redaction)) => CoreTask::new(move || replay(&queue, &ws, &overrides, &redaction)),
     Err(e) => CoreTask::new(move || Err(e)),
   })
 }
@@ -363,8 +365,21 @@ pub fn replay_dead_letters_sync(env: Env, options: Unknown) -> napi::Result<Dead
   to_napi(
     &env,
     guard(|| {
-      let (queue, store) = parse_replay(options)?;
-      queue.replay(&store).map(replay_to_js)
+      let (queue, ws, overrides, redaction) = parse_replay(options)?;
+      replay(&queue, &ws, &overrides, &redaction)
     }),
   )
+}
+
+fn replay(
+  queue: &core::DeadLetterQueue,
+  workspace: &std::path::Path,
+  overrides: &crate::config::MemoryOverrides,
+  redaction: &RedactOptions,
+) -> Result<DeadLetterReplay> {
+  let open = |session: &str| {
+    let options = crate::config::store_options(workspace, overrides)?;
+    MemoryStore::open(StoreOptions { session_id: session.to_string(), redaction: redaction.clone(), ..options })
+  };
+  queue.replay(&open).map(replay_to_js)
 }

@@ -9,8 +9,8 @@ use napi_derive::napi;
 use super::args::{self, optional_f64, required_object, wrong};
 use super::{guard, to_napi};
 use crate::error::Result;
+use crate::gates::GateOverrides;
 use crate::gates::{self as core, Candidate, GateConfig};
-use crate::memory::GateOverrides;
 
 /// The five kinds of memory.
 #[napi(string_enum)]

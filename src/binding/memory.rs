@@ -174,35 +174,38 @@ pub struct Learning {
 
 fn parse_workspace_options(options: Unknown) -> Result<core::StoreOptions> {
   let o = required_object(options, "options")?;
-  Ok(core::StoreOptions {
-    workspace_dir: PathBuf::from(
-      args::optional_string(&o, "workspaceDir")?
-        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
-    ),
+  let workspace = PathBuf::from(
+    args::optional_string(&o, "workspaceDir")?
+      .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
+  );
+  let overrides = crate::config::MemoryOverrides {
     grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
     wal_dir: args::optional_string(&o, "walDir")?,
     lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
     ..Default::default()
-  })
+  };
+  crate::config::store_options(&workspace, &overrides)
 }
 
 fn parse_options(options: Unknown) -> Result<core::StoreOptions> {
   let o = required_object(options, "options")?;
-  let mut parsed = core::StoreOptions {
-    workspace_dir: PathBuf::from(
-      args::optional_string(&o, "workspaceDir")?
-        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
-    ),
+  let workspace = PathBuf::from(
+    args::optional_string(&o, "workspaceDir")?
+      .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
+  );
+  let mut overrides = crate::config::MemoryOverrides {
     grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
     wal_dir: args::optional_string(&o, "walDir")?,
-    session_id: args::optional_string(&o, "sessionId")?
-      .ok_or_else(|| LoaError::InvalidArgument("`sessionId` must be a string".into()))?,
-    lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
+    lock_timeout_ms: None,
     ..Default::default()
   };
+  let session_id = args::optional_string(&o, "sessionId")?
+    .ok_or_else(|| LoaError::InvalidArgument("`sessionId` must be a string".into()))?;
+  overrides.lock_timeout_ms = args::optional_u64(&o, "lockTimeoutMs")?;
   if let Some(g) = field(&o, "gates")? {
-    parsed.gates = parse_gate_overrides(&required_object(g, "gates")?)?;
+    overrides.gates = parse_gate_overrides(&required_object(g, "gates")?)?;
   }
+  let mut parsed = core::StoreOptions { session_id, ..crate::config::store_options(&workspace, &overrides)? };
   if let Some(r) = field(&o, "redaction")? {
     let r = required_object(r, "redaction")?;
     parsed.redaction = RedactOptions {

@@ -41,12 +41,13 @@ mod store;
 pub mod types;
 mod view;
 
+pub use layout::check_workspace;
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
-  CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, GateOverrides, Learning, MemoryKind,
-  MemoryRecord, RedactionNote, SessionEntry, SessionSource, StoreOptions, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES,
-  MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS,
-  NOTES_MAX_SESSIONS,
+  CaptureFinding, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, Learning, MemoryKind, MemoryRecord,
+  RedactionNote, RetryConfig, SessionEntry, SessionSource, StoreOptions, DEFAULT_GRIMOIRE_DIR, DEFAULT_WAL_DIR,
+  MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS,
+  MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
