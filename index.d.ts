@@ -21,31 +21,143 @@ export interface LoaError extends Error {
   line?: number
 }
 
+// Shapes no Rust struct converts, declared here once: the candidates and the result of
+// `buildContext`, which its JavaScript helper (`src/binding/context_glue.js`) checks and builds in
+// bulk, and manifests, which are signed JSON data read and written as JSON values (the core
+// checks their members).
+
+/** A recent session offered to `buildContext`. */
+export interface ContextSessionInput {
+  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
+  timestamp: string
+  summary: string
+  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
+  importance?: number | null
+}
+
+/** An active learning offered to `buildContext`. */
+export interface ContextLearningInput {
+  trigger: string
+  solution: string
+  /** Higher first. Default (or `null`) 0. */
+  importance?: number | null
+  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
+  lastUsed?: string | null
+}
+
+/** What `buildContext` built. */
+export interface BuiltContext {
+  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
+  text: string | null
+  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
+  tokens: number
+  /** `floor(budget * (1 - safetyMargin))`. */
+  limit: number
+  /** In text order: sessions (newest first), then learnings. */
+  included: Array<ContextItem>
+  /** Every other candidate: sessions in input order, then learnings in input order. */
+  dropped: Array<ContextDrop>
+}
+
+/** An item that is in the text. */
+export interface ContextItem {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+  /** Exact tokens of its line(s), line break included. */
+  tokens: number
+  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
+  truncated: boolean
+}
+
+/** Which input list an item came from, and where in it. */
+export interface ContextItemRef {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+}
+
+/**
+ * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
+ * line but too large, and too little room left to keep `minTruncatedTokens` of it),
+ * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
+ * hold the header).
+ */
+export interface ContextDrop {
+  item: ContextItemRef
+  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
+}
+
+/** A manifest of every covered file of a directory (unsigned). */
+export interface Manifest {
+  version: 1
+  /** RFC 3339 (UTC). */
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  /** Sorted by path. */
+  files: Array<ManifestFile>
+  /** With `auditDir`: the audit log's head when the manifest was made. */
+  auditHead?: ManifestAuditHead
+}
+
+/**
+ * A manifest with its signature; every other member is covered by it. No other member is
+ * accepted anywhere (top level, file entries, `signature`): signing throws
+ * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
+ */
+export interface SignedManifest {
+  version: 1
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  files: Array<ManifestFile>
+  auditHead?: ManifestAuditHead
+  signature: ManifestSignature
+}
+
+/** One covered file. */
+export interface ManifestFile {
+  /** Relative, `/`-separated, without `.` or `..` components. */
+  path: string
+  size: number
+  /** SHA-256 of the content, 64 lower-case hex characters. */
+  sha256: string
+}
+
+/** The head of an audit log that a manifest anchors (covered by its signature). */
+export interface ManifestAuditHead {
+  /** The log's directory, relative to the manifest's root. */
+  dir: string
+  seq: number
+  /** The hash of the entry at `seq`. */
+  hash: string
+}
+
+/**
+ * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
+ * `signature` member.
+ */
+export interface ManifestSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
+}
+
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
-// TypeScript declaration of these shapes. The Rust types (`Config` in `src/config.rs` and the
-// section types the parts own) serialize to exactly this, which a unit test of `src/config.rs`
-// checks against this text: keep the two in sync. The YAML file `.loa.config.yaml` uses the
+// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding` and
+// `ClearTarget` are declared by the binding, whose inputs take them too). The Rust types
+// (`Config` in `src/config.rs` and the section types the parts own) serialize to exactly this,
+// which a unit test of `src/config.rs` checks against this text and the generated unions: keep
+// the two in sync. The YAML file `.loa.config.yaml` uses the
 // snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
 // `attentionBudget.contextWindowTokens`).
 // Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
 // (except `recovery.mountDir`, which may be absolute).
 
-/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
-export type WalSync = 'always' | 'batch' | 'none';
-
-/** BPE encoding used to count tokens. */
-export type TokenEncoding = 'o200k_base' | 'cl100k_base';
-
 /** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
 export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
-
-/** Kinds of context items context editing may clear. */
-export type ClearTarget =
-  | 'stale_tool_results'
-  | 'completed_phase_details'
-  | 'superseded_file_reads'
-  | 'intermediate_outputs'
-  | 'verbose_debug';
 
 /** A place state files can be restored from (`mount` is seed 002's R2 backup). */
 export type RecoverySource = 'mount' | 'git' | 'template';
@@ -199,20 +311,6 @@ export interface AttentionBudgetConfig {
    * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
    */
   compact: BudgetLevel;
-}
-
-/**
- * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
- * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
- * or plain token counts. Levels are compared in tokens.
- */
-export interface AttentionBudgetInput {
-  contextWindowTokens?: number;
-  singleSearch?: BudgetLevel | number;
-  yellow?: BudgetLevel | number;
-  orange?: BudgetLevel | number;
-  red?: BudgetLevel | number;
-  compact?: BudgetLevel | number;
 }
 
 /** Context-editing policy (YAML section `context_editing`). */
@@ -644,6 +742,20 @@ export declare function appendDeadLetter(options: DeadLetterOptions, letter: Dea
 export declare function appendDeadLetterSync(options: DeadLetterOptions, letter: DeadLetterInput): DeadLetter
 
 /**
+ * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
+ * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
+ * or plain token counts. Levels are compared in tokens.
+ */
+export interface AttentionBudgetInput {
+  contextWindowTokens?: number
+  singleSearch?: BudgetLevel | number
+  yellow?: BudgetLevel | number
+  orange?: BudgetLevel | number
+  red?: BudgetLevel | number
+  compact?: BudgetLevel | number
+}
+
+/**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
  * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
  * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
@@ -711,7 +823,10 @@ export interface AuditEventInput {
   /** What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters. */
   action: string
   actor: 'system' | 'user' | 'automated'
-  /** Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash. */
+  /**
+   * Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash.
+   * `null` is recorded as `null`.
+   */
   details?: unknown
 }
 
@@ -835,20 +950,6 @@ export interface BuildContextInput {
  */
 export declare function buildMemoryContext(workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions): BuiltContext
 
-/** What `buildContext` built. */
-export interface BuiltContext {
-  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
-  text: string | null
-  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
-  tokens: number
-  /** `floor(budget * (1 - safetyMargin))`. */
-  limit: number
-  /** In text order: sessions (newest first), then learnings. */
-  included: Array<ContextItem>
-  /** Every other candidate: sessions in input order, then learnings in input order. */
-  dropped: Array<ContextDrop>
-}
-
 /**
  * The RFC 8785 (JCS) canonical JSON of `value`: members sorted by UTF-16 code units, no
  * whitespace, numbers as ECMAScript writes them. What the library hashes and signs.
@@ -909,6 +1010,9 @@ export interface CaptureResult {
   score: number
   tags: Array<string>
 }
+
+/** r" Kinds of context items context editing may clear. */
+export type ClearTarget = 'stale_tool_results' | 'completed_phase_details' | 'superseded_file_reads' | 'intermediate_outputs' | 'verbose_debug'
 
 /** A part that is never cleared under the policy, and why. */
 export interface CompactionKeptPart {
@@ -1022,45 +1126,6 @@ export interface ConsolidateWalOptions {
  */
 export declare function contentHash(content: string): string
 
-/**
- * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
- * line but too large, and too little room left to keep `minTruncatedTokens` of it),
- * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
- * hold the header).
- */
-export interface ContextDrop {
-  item: ContextItemRef
-  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
-}
-
-/** An item that is in the text. */
-export interface ContextItem {
-  kind: 'session' | 'learning'
-  /** Position in `sessions` or `learnings`. */
-  index: number
-  /** Exact tokens of its line(s), line break included. */
-  tokens: number
-  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
-  truncated: boolean
-}
-
-/** Which input list an item came from, and where in it. */
-export interface ContextItemRef {
-  kind: 'session' | 'learning'
-  /** Position in `sessions` or `learnings`. */
-  index: number
-}
-
-/** An active learning offered to `buildContext`. */
-export interface ContextLearningInput {
-  trigger: string
-  solution: string
-  /** Higher first. Default (or `null`) 0. */
-  importance?: number | null
-  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
-  lastUsed?: string | null
-}
-
 /** One part of the agent's context, as the runtime tracks it. */
 export interface ContextPart {
   /** Unique; what the runtime clears by. */
@@ -1078,15 +1143,6 @@ export interface ContextPart {
   phase?: string
   /** Artifact it carries (`'trajectory_events'`, `'test_results'`, ...). */
   artifact?: string
-}
-
-/** A recent session offered to `buildContext`. */
-export interface ContextSessionInput {
-  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
-  timestamp: string
-  summary: string
-  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
-  importance?: number | null
 }
 
 /**
@@ -1344,7 +1400,10 @@ export interface Finding {
   fingerprint: string
 }
 
-/** A memory candidate for `evaluateGates`. */
+/**
+ * A memory candidate for `evaluateGates`. Its text is only evaluated, never stored: a lone
+ * surrogate reads as U+FFFD (`capture`, which stores, refuses one).
+ */
 export interface GateCandidate {
   content: string
   type?: MemoryType
@@ -1382,7 +1441,7 @@ export interface GateEvaluation {
   tags: Array<string>
 }
 
-/** The six quality gates, in the order they run. */
+/** r" The six quality gates, in the order they run. */
 export type GateName = 'temporal' | 'speculation' | 'instruction' | 'confidence' | 'content' | 'duplicate'
 
 /**
@@ -1506,37 +1565,6 @@ export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | '
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
 
-/** A manifest of every covered file of a directory (unsigned). */
-export interface Manifest {
-  version: 1
-  /** RFC 3339 (UTC). */
-  createdAt: string
-  include: Array<string>
-  exclude: Array<string>
-  /** Sorted by path. */
-  files: Array<ManifestFile>
-  /** With `auditDir`: the audit log's head when the manifest was made. */
-  auditHead?: ManifestAuditHead
-}
-
-/** The head of an audit log that a manifest anchors (covered by its signature). */
-export interface ManifestAuditHead {
-  /** The log's directory, relative to the manifest's root. */
-  dir: string
-  seq: number
-  /** The hash of the entry at `seq`. */
-  hash: string
-}
-
-/** One covered file. */
-export interface ManifestFile {
-  /** Relative, `/`-separated, without `.` or `..` components. */
-  path: string
-  size: number
-  /** SHA-256 of the content, 64 lower-case hex characters. */
-  sha256: string
-}
-
 /** One thing wrong found by `verifyManifest`. */
 export interface ManifestProblem {
   /** The relative path concerned; `''` for problems of the manifest as a whole. */
@@ -1560,17 +1588,6 @@ export interface ManifestProgress {
   filesTotal: number
   bytesDone: number
   bytesTotal: number
-}
-
-/**
- * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
- * `signature` member.
- */
-export interface ManifestSignature {
-  algorithm: 'ed25519'
-  keyId: string
-  /** 64 bytes, 128 lower-case hex characters. */
-  value: string
 }
 
 /** What `verifyManifest` / `verifyManifestSignature` found. */
@@ -1616,7 +1633,7 @@ export interface MemoryContextOptions {
    * `1 - context.learningsShare` (0.7).
    */
   sessionShare?: number
-  encoding?: 'o200k_base' | 'cl100k_base'
+  encoding?: TokenEncoding
   /** Fraction of the budget kept free for a model whose tokenizer is not public. */
   safetyMargin?: number
   /** How many recent sessions to consider. Default `context.recentSessions` (5). */
@@ -1675,7 +1692,7 @@ export interface MemoryStoreOptions {
   redaction?: MemoryRedactionOptions
 }
 
-/** The five kinds of memory. */
+/** r" The five kinds of memory. */
 export type MemoryType = 'interaction' | 'decision' | 'learning' | 'error' | 'milestone'
 
 /** Where a workspace's memory lives, for `consolidateMemory`. */
@@ -1822,21 +1839,6 @@ export interface SessionEntry {
 }
 
 /**
- * A manifest with its signature; every other member is covered by it. No other member is
- * accepted anywhere (top level, file entries, `signature`): signing throws
- * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
- */
-export interface SignedManifest {
-  version: 1
-  createdAt: string
-  include: Array<string>
-  exclude: Array<string>
-  files: Array<ManifestFile>
-  auditHead?: ManifestAuditHead
-  signature: ManifestSignature
-}
-
-/**
  * Signs a manifest with the key ring's signing key (`LOA_SIGNING_KEY`, else the ring's active
  * key, rotated first when its rotation is due). Ed25519 over `"loa-core/manifest/v1\0"` + the
  * RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
@@ -1863,6 +1865,9 @@ export interface SkillContextPolicy {
   /** Unknown keys in the block, repeated targets. */
   warnings: Array<string>
 }
+
+/** r" BPE encoding used to count tokens. */
+export type TokenEncoding = 'o200k_base' | 'cl100k_base'
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never
@@ -2002,7 +2007,7 @@ export interface WalOpenOptions {
    * share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
    * with fsync only at segment rotation and close. Default `'always'`.
    */
-  sync?: 'always' | 'batch' | 'none'
+  sync?: WalSync
 }
 
 /** A record read back from the log. */
@@ -2058,10 +2063,13 @@ export interface WalStats {
   appended: number
   /** Path of the segment being written. */
   activeSegment: string
-  sync: 'always' | 'batch' | 'none'
+  sync: WalSync
   /** The torn tail cut off when this Wal was opened (left by a crash), if any. */
   truncatedTail?: WalSegmentProblem
 }
+
+/** r" fsync policy of the WAL: before every append, group commit, or never explicitly. */
+export type WalSync = 'always' | 'batch' | 'none'
 
 /** What `verifyWal` found. */
 export interface WalVerification {

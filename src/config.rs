@@ -1444,6 +1444,8 @@ persistence:
   // -- config.d.ts stays in sync with the serialized form -------------------------------------
 
   const DTS: &str = include_str!("binding/header.d.ts");
+  /// The generated declarations, for the string unions the binding declares (`WalSync`, ...).
+  const GENERATED_DTS: &str = include_str!("../index.d.ts");
 
   struct Dts {
     interfaces: BTreeMap<String, Vec<(String, String)>>,
@@ -1455,7 +1457,9 @@ persistence:
     let mut aliases = BTreeMap::new();
     let mut current: Option<(String, Vec<(String, String)>)> = None;
     let mut alias = String::new();
-    for line in DTS.lines() {
+    // The generated aliases are one line each, without a `;`.
+    let generated = GENERATED_DTS.lines().filter(|l| l.starts_with("export type ")).map(|l| format!("{l};"));
+    for line in DTS.lines().map(String::from).chain(generated) {
       let t = line.trim();
       if !alias.is_empty() || t.starts_with("export type ") {
         // Type aliases may span lines; collect up to the `;`.

@@ -47,6 +47,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
+use crate::gates::Gate;
 use crate::memory::{Entry, MemoryKind, MemoryStore, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
@@ -215,7 +216,7 @@ pub struct ReplayResult {
   /// The memory's id when stored.
   pub memory_id: Option<String>,
   /// Gates that refused it, when rejected.
-  pub failed_gates: Vec<String>,
+  pub failed_gates: Vec<Gate>,
   /// The error, when it failed again.
   pub error: Option<LetterError>,
   pub attempts: u32,
@@ -434,8 +435,8 @@ fn replay_one(store: &MemoryStore, letter: &DeadLetter) -> ReplayResult {
     Ok(o) if o.accepted => result(Outcome::Stored, o.id, Vec::new()),
     Ok(o) if o.blocked => result(Outcome::Blocked, None, Vec::new()),
     Ok(o) => {
-      let refused: Vec<String> = o.gates.iter().filter(|g| !g.pass).map(|g| g.name.clone()).collect();
-      if refused.iter().any(|g| g == "duplicate") {
+      let refused: Vec<Gate> = o.gates.iter().filter(|g| !g.pass).map(|g| g.name).collect();
+      if refused.contains(&Gate::Duplicate) {
         result(Outcome::Duplicate, None, refused)
       } else {
         result(Outcome::Rejected, None, refused)

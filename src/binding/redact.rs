@@ -4,8 +4,7 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::fs::CoreTask;
-use super::{args, glue, guard, strings, to_napi};
+use super::{args, glue, guard, strings, to_napi, CoreTask};
 use crate::redact as core;
 
 /// Options of `redact`.
@@ -270,7 +269,7 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
 /// `redact` on the libuv thread pool, for large texts: the event loop keeps running.
 #[napi(ts_args_type = "text: string, options?: RedactOptions", ts_return_type = "Promise<Redaction>")]
 pub fn redact_async(env: Env, text: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<FastRedaction>> {
-  let args = guard(|| Ok((args::text(text, "text")?, parse_options(options)?)));
+  let args = || Ok((args::text(text, "text")?, parse_options(options)?));
   CoreTask::after(&env, args, |(text, options)| Ok(FastRedaction(core::redact(&text, &options))))
 }
 

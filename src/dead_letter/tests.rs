@@ -188,7 +188,7 @@ fn blocked_and_rejected_letters_are_settled_without_storing() {
   assert_eq!(report.count(Outcome::Blocked), 1, "{report:?}");
   assert_eq!(report.count(Outcome::Rejected), 1, "{report:?}");
   let rejected = report.results.iter().find(|r| r.outcome == Outcome::Rejected).unwrap();
-  assert!(rejected.failed_gates.contains(&"content".to_string()));
+  assert!(rejected.failed_gates.contains(&crate::gates::Gate::Content));
   assert_eq!(report.remaining, 0);
   assert!(memory_writes(ws.path()).is_empty());
 }
