@@ -339,3 +339,25 @@ test('a reader that closes the pipe early gets no error and no stack trace', { t
   assert.equal(stderr, '')
   assert.equal(status, 0)
 })
+
+test("key commands honour the workspace's signing.keys_dir (.loa.config.yaml)", async (t) => {
+  const ws = tempDir(t)
+  writeFileSync(join(ws, '.loa.config.yaml'), 'signing:\n  keys_dir: secrets/ring\n')
+  const generated = await loa(['keys', 'generate', '--workspace', ws, '--json'])
+  assert.equal(generated.status, 0, generated.stderr)
+  const key = JSON.parse(generated.stdout)
+  assert.ok(existsSync(join(ws, 'secrets', 'ring', `${key.keyId}.key`)), 'the key lives in the configured directory')
+  assert.ok(!existsSync(join(ws, '.loa', 'keys')), 'not in the default one')
+  // The same workspace signs and verifies a manifest with that ring, from another directory.
+  mkdirSync(join(ws, 'state'))
+  writeFileSync(join(ws, 'state', 'NOTES.md'), '# notes\n')
+  assert.equal((await loa(['manifest', 'create', join(ws, 'state')])).status, 0)
+  const signed = await loa(['manifest', 'sign', join(ws, 'state', 'manifest.json'), '--workspace', ws])
+  assert.equal(signed.status, 0, signed.stderr)
+  const verified = await loa(['manifest', 'verify', join(ws, 'state'), '--workspace', ws, '--json'], { cwd: tempDir(t) })
+  assert.equal(verified.status, 0, verified.stderr)
+  assert.equal(JSON.parse(verified.stdout).signedBy, key.keyId)
+  // Without --workspace the current directory is the workspace: its default ring has no key.
+  const elsewhere = await loa(['manifest', 'verify', join(ws, 'state')], { cwd: tempDir(t) })
+  assert.equal(elsewhere.status, 1)
+})

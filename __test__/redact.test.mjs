@@ -167,6 +167,35 @@ test('loa redact: file and stdin, --json findings without values, --check exit c
   assert.ok(child.lines.length === 1 && child.lines[0] === 'card [REDACTED:CREDIT_CARD]', 'stdin is redacted')
 })
 
+test('text ending in a keyword returns (redact, redactBatch, redactAsync, loa redact): a hang fails, it does not block', async () => {
+  // Issue 11, item 1: these never returned. They run in child processes that are killed after a
+  // minute, so that a hang fails this test instead of blocking the suite (and a libuv thread).
+  const inputs = ['Bearer', 'bearer', 'Bearer ', 'Bearer   ', 'token: key', 'token: key ', 'Authorization: Basic', 'api_key: bot',
+    'Authorization: Bearer \t', 'x bearer\t', 'curl -u ', 'password = ', '--password ', '-----BEGIN', 'eyJ']
+  const script = `
+    const { redact, redactBatch, redactAsync } = require(${JSON.stringify(join(root, 'index.js'))})
+    const inputs = JSON.parse(process.argv[1])
+    for (const t of inputs) redact(t)
+    redactBatch(inputs)
+    Promise.all(inputs.map((t) => redactAsync(t))).then(() => console.log('ok'))
+  `
+  const run = async (command, args, stdin) => {
+    const child = startChild(command, args, { stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+    if (stdin !== undefined) child.child.stdin.end(stdin)
+    const timer = setTimeout(() => child.child.kill('SIGKILL'), 60_000)
+    await child.exited
+    clearTimeout(timer)
+    return child
+  }
+  const api = await run(process.execPath, ['-e', script, JSON.stringify(inputs)])
+  assert.deepEqual(api.exit, { code: 0, signal: null }, `killed after a minute, or failed: ${api.stderr}`)
+  assert.deepEqual(api.lines, ['ok'])
+  for (const input of ['Authorization: Bearer', 'token: key ']) {
+    const cli = await run(process.execPath, [join(root, 'bin', 'loa'), 'redact', '-'], input)
+    assert.deepEqual(cli.exit, { code: 0, signal: null }, `loa redact: killed after a minute, or failed: ${cli.stderr}`)
+  }
+})
+
 // ---------------------------------------------------------------------------------------------
 // Property: a planted secret never survives, whatever surrounds it (deterministic seed).
 
@@ -229,3 +258,32 @@ test('property: planted secrets never survive and their UTF-16 range is always c
   }
   assert.equal(failures, 0, `${failures} planted secrets survived or were not covered`)
 })
+
+test('random tokens holding placeholder words (dummy, example, xxxx, insert, redacted) are still redacted', () => {
+  // Issue 11, item 7: a token with a known prefix and shape is a secret whatever letters its
+  // random part holds; only a whole value that is a placeholder is one.
+  const rand = rng(0x5eed7)
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)]
+  const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  const chars = (n, alphabet = AL) => Array.from({ length: n }, () => pick(alphabet)).join('')
+  // [prefix, random part]: the word goes over a random place of the random part.
+  const formats = [
+    () => ['ghp_', chars(36)],
+    () => ['sk_live_', chars(24)],
+    () => ['npm_', chars(36)],
+    () => ['glpat-', chars(20)],
+    () => [`xoxb-${chars(11, '0123456789')}-${chars(12, '0123456789')}-`, chars(24)],
+  ]
+  const words = ['dummy', 'example', 'Example', 'xxxx', 'insert', 'redacted', 'REDACTED']
+  let survived = 0
+  for (let i = 0; i < 2000; i++) {
+    const [prefix, body] = pick(formats)()
+    const word = pick(words)
+    const at = Math.floor(rand() * (body.length - word.length - 1))
+    const token = prefix + body.slice(0, at) + word + body.slice(at + word.length)
+    const r = redact(`${pick(['', 'token: ', 'export KEY='])}${token} done`, { key: KEY })
+    if (r.text.includes(token)) survived++
+  }
+  assert.equal(survived, 0, `${survived} of 2000 tokens survived`)
+})
+

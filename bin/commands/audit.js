@@ -8,7 +8,6 @@ const cli = require('../lib/cli.js')
 
 /** An HMAC key is a few dozen bytes; anything this large is the wrong file. */
 const MAX_KEY_BYTES = 64 * 1024
-const DEFAULT_KEYS = '.loa/keys'
 
 /** The HMAC key: --hmac-key-file (raw bytes), else LOA_AUDIT_HMAC_KEY (hex). Never printed. */
 function hmacKey(values) {
@@ -24,19 +23,10 @@ function hmacKey(values) {
   return undefined
 }
 
-/** --keys as a key ring directory (it must be one if it exists). */
-function keysDir(values, fallback) {
-  if (values.keys === '') throw cli.usage('--keys needs a directory')
-  const given = values.keys ?? fallback
-  if (given === undefined) return undefined
-  const dir = path.resolve(given)
-  cli.directoryIfExists(dir, 'key ring')
-  return dir
-}
-
 function verify(dir, values) {
-  const ring = keysDir(values, undefined)
-  const keys = ring === undefined ? undefined : core.KeyRing.open(ring)
+  // Without --keys (or --workspace) the checkpoint's seq and hash are compared, not its signature.
+  const given = values.keys !== undefined || values.workspace !== undefined
+  const keys = given ? core.KeyRing.open(cli.keysDir(values, core)) : undefined
   const v = core.verifyAuditLog(dir, { hmacKey: hmacKey(values), keys })
   if (values.json) {
     cli.printJson(v)
@@ -52,7 +42,7 @@ function verify(dir, values) {
 }
 
 function checkpoint(dir, values) {
-  const ring = core.KeyRing.open(keysDir(values, DEFAULT_KEYS))
+  const ring = core.KeyRing.open(cli.keysDir(values, core))
   const log = core.AuditLog.open(dir, { hmacKey: hmacKey(values) })
   const c = log.checkpoint(ring)
   if (values.json) cli.printJson(c)
@@ -61,13 +51,13 @@ function checkpoint(dir, values) {
 }
 
 module.exports = {
-  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--keys DIR] [--json]
+  help: `  loa audit verify <dir> [--hmac-key-file FILE] [--keys DIR | --workspace DIR] [--json]
                                  check every entry, the chain across segments and the checkpoint; exit 1 on problems
-  loa audit checkpoint <dir> [--keys DIR] [--hmac-key-file FILE] [--json]
-                                 sign the log's head (default keys ${DEFAULT_KEYS}); a log later cut shorter fails`,
+  loa audit checkpoint <dir> [--keys DIR | --workspace DIR] [--hmac-key-file FILE] [--json]
+                                 sign the log's head (keys: the workspace's signing.keys_dir); a log later cut shorter fails`,
   optionHelp: `  --hmac-key-file FILE  the audit log's HMAC key (raw bytes; or LOA_AUDIT_HMAC_KEY as hex)`,
   options: { 'hmac-key-file': { type: 'string' } },
-  accepts: ['json', 'hmac-key-file', 'keys'],
+  accepts: ['json', 'hmac-key-file', 'keys', 'workspace'],
   run({ action, target, args, values }) {
     if (action !== 'verify' && action !== 'checkpoint') throw cli.badAction('audit', action, ['verify', 'checkpoint'])
     if (!target) throw cli.usage(`'loa audit ${action}' needs an audit log directory`)

@@ -5,8 +5,6 @@ const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const DEFAULT_KEYS = '.loa/keys'
-
 function show(k) {
   const when = k.status === 'active' ? (k.expiresAt ? `rotate by ${k.expiresAt}${k.rotationDue ? ' (DUE)' : ''}` : 'from the environment')
     : k.status === 'retired' ? `verifies until ${k.expiresAt}`
@@ -21,23 +19,22 @@ function report(values, value, line) {
 }
 
 module.exports = {
-  help: `  loa keys generate|rotate|list [--keys DIR] [--json]
+  help: `  loa keys generate|rotate|list [--keys DIR | --workspace DIR] [--json]
                                  create the first key, rotate (the old key verifies 7 more days), list
-  loa keys revoke <keyId> --reason TEXT [--keys DIR]
+  loa keys revoke <keyId> --reason TEXT [--keys DIR | --workspace DIR]
                                  revoke a key: it never signs or verifies again`,
   optionHelp: `  --reason TEXT why a key is revoked (kept in the key ring)`,
   options: { reason: { type: 'string' } },
-  accepts: ['json', 'keys', 'reason'],
+  accepts: ['json', 'keys', 'workspace', 'reason'],
   run({ action, target, args, values }) {
     if (!['generate', 'rotate', 'list', 'revoke'].includes(action)) {
       throw cli.badAction('keys', action, ['generate', 'rotate', 'revoke', 'list'])
     }
     cli.expectArgs(args, action === 'revoke' ? 2 : 1, `keys ${action}`)
     if (values.reason !== undefined && action !== 'revoke') throw cli.usage(`--reason applies to 'loa keys revoke' only`)
-    if (values.keys === '') throw cli.usage('--keys needs a directory')
-    const dir = path.resolve(values.keys ?? DEFAULT_KEYS)
     // A key ring that does not exist yet lists empty (generate creates it); anything but a
     // directory where it belongs is an error, never created over.
+    const dir = cli.keysDir(values, core)
     if (!cli.directoryIfExists(dir, 'key ring') && action === 'list') return report(values, [], `no keys in ${dir} (loa keys generate)`)
     const ring = core.KeyRing.open(dir)
     switch (action) {

@@ -5,16 +5,11 @@ const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const DEFAULT_KEYS = '.loa/keys'
+const DEFAULT_KEYS = "the workspace's signing.keys_dir, .loa/keys unless configured"
 const { printJson } = cli
 
-/** --keys, else the default; an existing key ring must be a directory. */
-function keysDir(values) {
-  if (values.keys === '') throw cli.usage('--keys needs a directory')
-  const dir = path.resolve(values.keys ?? DEFAULT_KEYS)
-  cli.directoryIfExists(dir, 'key ring')
-  return dir
-}
+/** --keys, else the workspace's configured key ring; an existing key ring must be a directory. */
+const keysDir = (values) => cli.keysDir(values, core)
 
 const mb = (n) => (n / 1e6).toFixed(1)
 
@@ -99,9 +94,9 @@ function verify(root, values) {
 module.exports = {
   help: `  loa manifest create <root> [--out FILE] [--include GLOB]... [--exclude GLOB]... [--audit-dir DIR] [--progress]
                                  hash every file under <root> into FILE (default <root>/manifest.json)
-  loa manifest sign <file> [--keys DIR]
+  loa manifest sign <file> [--keys DIR | --workspace DIR]
                                  sign a manifest file with the key ring (default ${DEFAULT_KEYS}, or LOA_SIGNING_KEY)
-  loa manifest verify <root> [--manifest FILE] [--keys DIR] [--json]
+  loa manifest verify <root> [--manifest FILE] [--keys DIR | --workspace DIR] [--json]
                                  check signature and files; exit 1 and list each problem`,
   optionHelp: `  --out FILE    where manifest create writes (default <root>/manifest.json, excluded from itself)
   --include/--exclude GLOB  files to cover (repeatable; '*.tmp', 'cache/**', './manifest.json')
@@ -118,9 +113,9 @@ module.exports = {
     'audit-dir': { type: 'string' },
     progress: { type: 'boolean' },
   },
-  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'progress', 'audit-dir'],
+  accepts: ['json', 'out', 'include', 'exclude', 'manifest', 'keys', 'workspace', 'progress', 'audit-dir'],
   run({ action, target, args, values }) {
-    const ACCEPTS = { __proto__: null, create: ['json', 'out', 'include', 'exclude', 'progress'], sign: ['json', 'keys'], verify: ['json', 'manifest', 'keys'] }
+    const ACCEPTS = { __proto__: null, create: ['json', 'out', 'include', 'exclude', 'progress', 'audit-dir'], sign: ['json', 'keys', 'workspace'], verify: ['json', 'manifest', 'keys', 'workspace'] }
     if (!ACCEPTS[action]) throw cli.badAction('manifest', action, ['create', 'sign', 'verify'])
     const misplaced = Object.keys(values).find((name) => name !== 'help' && !ACCEPTS[action].includes(name))
     if (misplaced) throw cli.usage(`--${misplaced} does not apply to 'loa manifest ${action}'`)

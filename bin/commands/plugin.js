@@ -3,6 +3,12 @@
 // accepts it: `<dir>/loa`, with this build of @loa/core installed inside it as npm would
 // (`node_modules/@loa/core`: its published files and the native addon).
 //
+// For checkouts only. Users install the published package with OpenClaw's own installer
+// (`openclaw plugins install @loa/openclaw-plugin`), which brings @loa/core and the addon of the
+// host's platform through npm; extensions/loa/test/package.test.mjs tests that path. Here the
+// plugin is copied as TypeScript source (OpenClaw compiles it for a `plugins.load.paths` entry),
+// so no build of its dist/ is needed.
+//
 // Why not load `extensions/loa` in place: the plugin resolves @loa/core through `file:..`, so
 // the core package's root is the whole checkout, which contains the plugin itself. OpenClaw
 // captures a plugin and each of its dependencies as separate packages; the dependency's copy
@@ -16,6 +22,8 @@ const cli = require('../lib/cli.js')
 const CORE_ROOT = path.resolve(__dirname, '..', '..')
 const PLUGIN_SOURCE = path.join(CORE_ROOT, 'extensions', 'loa')
 const PLUGIN_ID = 'loa'
+// The plugin as source: its package.json `files` name the compiled dist/ that only a pack builds.
+const PLUGIN_SOURCES = ['package.json', 'openclaw.plugin.json', 'README.md', 'index.ts', 'src']
 
 function readJson(file) {
   return JSON.parse(cli.readInputFile(file, 1024 * 1024).toString('utf8'))
@@ -66,8 +74,7 @@ function install(dir, values) {
   const old = path.join(dir, `.${PLUGIN_ID}.old-${process.pid}`)
   fs.rmSync(staging, { recursive: true, force: true })
   try {
-    const plugin = readJson(path.join(PLUGIN_SOURCE, 'package.json'))
-    copyInto(PLUGIN_SOURCE, ['package.json', ...(plugin.files ?? [])], staging)
+    copyInto(PLUGIN_SOURCE, PLUGIN_SOURCES, staging)
     const core = readJson(path.join(CORE_ROOT, 'package.json'))
     const coreTarget = path.join(staging, 'node_modules', '@loa', 'core')
     copyInto(CORE_ROOT, ['package.json', ...(core.files ?? []), ...addons], coreTarget)

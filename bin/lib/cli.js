@@ -224,6 +224,26 @@ function printJson(value) {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n')
 }
 
+/**
+ * The key ring directory: `--keys`, else the `signing.keys_dir` of the workspace's
+ * `.loa.config.yaml` (default `.loa/keys`) under `--workspace` (default: the current directory).
+ * A key ring that exists must be a directory.
+ */
+function keysDir(values, core) {
+  if (values.keys === '') throw usage('--keys needs a directory')
+  if (values.workspace === '') throw usage('--workspace needs a directory')
+  let dir
+  if (values.keys !== undefined) {
+    dir = require('node:path').resolve(values.keys)
+  } else {
+    const workspace = require('node:path').resolve(values.workspace ?? '.')
+    requireDir(workspace, 'workspace')
+    dir = require('node:path').resolve(workspace, core.loadConfig(workspace).config.signing.keysDir)
+  }
+  directoryIfExists(dir, 'key ring')
+  return dir
+}
+
 module.exports = {
   EXIT_OK,
   EXIT_PROBLEMS,
@@ -244,4 +264,5 @@ module.exports = {
   expectArgs,
   badAction,
   printJson,
+  keysDir,
 }

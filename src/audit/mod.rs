@@ -1,7 +1,9 @@
 //! The audit log: a hash-chained, append-only record of security-relevant events.
 //!
 //! One entry per line, each the RFC 8785 canonical JSON of
-//! `{ seq, ts, action, actor, details?, alg, prev, hash }`, where `hash` is SHA-256 (or
+//! `{ v, seq, ts, action, actor, details?, alg, prev, hash }`, where `v` is the entry format
+//! version ([`ENTRY_VERSION`], 1; a line without `v` was written before the member existed and is
+//! read as version 1, a higher `v` is reported as `malformed` and never continued), and `hash` is SHA-256 (or
 //! HMAC-SHA256 under a key) of `AUDIT_DOMAIN || JCS(entry without "hash")`. The entry includes
 //! `prev`, the hash of the entry before (64 zeros for seq 1), so each hash covers the previous
 //! hash and every field of the entry, nested `details` included (the originals hashed a
@@ -195,6 +197,18 @@ pub struct AuditLog {
 }
 
 /// Segment file name of the segment whose first entry is `seq`.
+/// The entry format version written by this code (the `v` member of every line).
+pub const ENTRY_VERSION: u64 = 1;
+
+/// True when an entry's `v` is one this code reads: absent (lines written before the member
+/// existed, which are version 1) or [`ENTRY_VERSION`].
+pub(crate) fn version_supported(entry: &Value) -> bool {
+  match entry.get("v") {
+    None => true,
+    Some(v) => v.as_u64() == Some(ENTRY_VERSION),
+  }
+}
+
 pub fn segment_name(seq: u64) -> String {
   format!("{seq:020}.jsonl")
 }
@@ -462,6 +476,9 @@ impl AuditLog {
     else {
       return Err(corrupt("entry has no seq or hash".into()));
     };
+    if !version_supported(&value) {
+      return Err(corrupt(format!("entry format version is not {ENTRY_VERSION}")));
+    }
     let stored = stored.to_string();
     let mut body = value.clone();
     body.as_object_mut().ok_or_else(|| corrupt("entry is not an object".into()))?.remove("hash");
@@ -504,6 +521,7 @@ impl AuditLog {
     let tail = self.refresh(dir)?;
     let seq = tail.head.seq + 1;
     let mut body = Map::new();
+    body.insert("v".into(), Value::from(ENTRY_VERSION));
     body.insert("seq".into(), Value::from(seq));
     body.insert("ts".into(), Value::String(crate::timestamp::format_ms(crate::timestamp::now_ms())));
     body.insert("action".into(), Value::String(event.action.clone()));

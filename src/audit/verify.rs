@@ -208,9 +208,13 @@ pub(crate) fn verify_in(dir: &StateDir, options: &VerifyOptions) -> Result<Audit
         && value.get("action").and_then(Value::as_str).is_some_and(|a| !a.is_empty())
         && matches!(value.get("actor").and_then(Value::as_str), Some("system" | "user" | "automated"))
         && value.as_object().is_some_and(|o| {
-          o.keys()
-            .all(|k| matches!(k.as_str(), "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash"))
+          o.keys().all(|k| {
+            matches!(k.as_str(), "v" | "seq" | "ts" | "action" | "actor" | "details" | "alg" | "prev" | "hash")
+          })
         });
+      if !super::version_supported(&value) {
+        report(&name, line_no, "malformed", format!("entry format version is not {}", super::ENTRY_VERSION));
+      }
       if !fields_ok {
         report(&name, line_no, "malformed", "entry fields are missing, of the wrong type, or unknown".into());
       }

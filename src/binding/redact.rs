@@ -174,55 +174,110 @@ unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys
   unsafe { js_string(env, &text) }
 }
 
+/// A `Redaction` from the results of a background thread (`redactAsync`, `redactBatch`).
 unsafe fn redaction_to_js(env: &Env, r: core::Redaction) -> crate::Result<sys::napi_value> {
-  let raw = env.raw();
-  // Per finding: start, end, and the indices of its kind and method in the lists below.
-  let (mut kinds, mut methods): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
-  let mut packed: Vec<u32> = Vec::with_capacity(r.findings.len() * 3);
-  let mut fingerprints = String::with_capacity(r.findings.len() * 16);
-  for f in &r.findings {
-    let tag = intern(&mut kinds, &f.kind) | intern(&mut methods, &f.method) << 16;
-    packed.extend([f.start as u32, f.end as u32, tag]);
-    fingerprints.push_str(&f.fingerprint);
-  }
-  let strings = |list: &[&str]| -> crate::Result<sys::napi_value> {
-    let mut array = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_create_array_with_length(raw, list.len(), &mut array) }, "create array")?;
-    for (i, s) in list.iter().enumerate() {
-      glue::check(unsafe { sys::napi_set_element(raw, array, i as u32, js_string(raw, s)?) }, "set element")?;
-    }
-    Ok(array)
-  };
-  let mut blocked = std::ptr::null_mut();
-  glue::check(unsafe { sys::napi_get_boolean(raw, r.blocked, &mut blocked) }, "create boolean")?;
-  let argv = [
-    unsafe { owned_js_string(raw, r.text)? },
-    blocked,
-    strings(&kinds)?,
-    strings(&methods)?,
-    unsafe { Uint32Array::to_napi_value(raw, Uint32Array::new(packed)) }.map_err(|e| glue::napi_failed(&e.reason))?,
-    unsafe { js_string(raw, &fingerprints)? },
-  ];
-  let helpers = unsafe { glue::load(env, &GLUE)? };
-  unsafe { glue::call(raw, helpers, c"redaction", &argv) }
+  let packed =
+    pack(r.findings.iter().map(|f| (f.kind.as_str(), f.method.as_str(), f.start, f.end, f.fingerprint.as_bytes())))?;
+  let text = unsafe { owned_js_string(env.raw(), r.text)? };
+  unsafe { findings_to_js(env, text, r.blocked, &packed) }
 }
 
-/// Index of `s` in `list`, appended if new (a call has a handful of distinct kinds).
-fn intern<'a>(list: &mut Vec<&'a str>, s: &'a str) -> u32 {
-  match list.iter().position(|k| *k == s) {
-    Some(i) => i as u32,
-    None => {
-      list.push(s);
-      (list.len() - 1) as u32
-    }
+/// Units per finding in [`pack`]'s string (`redact_glue.js` reads 21).
+const PACKED_UNITS: usize = 5 + core::FINGERPRINT_HEX;
+const _: () = assert!(PACKED_UNITS == 21);
+
+/// The findings as one string of UTF-16 units, [`PACKED_UNITS`] each: start and end (two units
+/// each, low half first), the index of the kind in `KINDS` | the index of the method in
+/// `METHODS` << 8, then the fingerprint's hex digits. One string costs V8 one allocation; a typed
+/// array cost an external buffer to track, finalize and sweep, and arrays of names per call more.
+fn pack<'f>(findings: impl Iterator<Item = (&'f str, &'f str, usize, usize, &'f [u8])>) -> crate::Result<Vec<u16>> {
+  let mut packed = Vec::with_capacity(findings.size_hint().0 * PACKED_UNITS);
+  for (kind, method, start, end, fingerprint) in findings {
+    let (Some(k), Some(m)) = (kind_index(kind), core::METHODS.iter().position(|x| *x == method)) else {
+      return Err(crate::LoaError::Internal(format!("unlisted finding kind {kind} or method {method}")));
+    };
+    let (start, end) = (start as u32, end as u32);
+    packed.extend([start as u16, (start >> 16) as u16, end as u16, (end >> 16) as u16, k as u16 | (m as u16) << 8]);
+    packed.extend(fingerprint.iter().map(|&b| b as u16));
   }
+  Ok(packed)
+}
+
+/// Index of `kind` in `KINDS`.
+fn kind_index(kind: &str) -> Option<usize> {
+  static INDEX: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = std::sync::OnceLock::new();
+  INDEX.get_or_init(|| core::KINDS.iter().enumerate().map(|(i, k)| (*k, i)).collect()).get(kind).copied()
 }
 
 thread_local! {
-  /// The UTF-8 copy of the input of the last `redact` call on this thread, reused: allocating
-  /// (and page-faulting in) a fresh buffer per call was a measurable share of the time for
-  /// large texts.
-  static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+  /// Per environment of this thread: `KINDS` and `METHODS` as JS arrays of strings, made once
+  /// (findings cross as indices into them).
+  static NAMES: std::cell::RefCell<Vec<(usize, sys::napi_ref, sys::napi_ref)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The two arrays of [`NAMES`] for `env`.
+unsafe fn names(env: sys::napi_env) -> crate::Result<(sys::napi_value, sys::napi_value)> {
+  let deref = |r: sys::napi_ref| -> crate::Result<sys::napi_value> {
+    let mut v = std::ptr::null_mut();
+    glue::check(unsafe { sys::napi_get_reference_value(env, r, &mut v) }, "names reference")?;
+    Ok(v)
+  };
+  if let Some((_, k, m)) = NAMES.with_borrow(|n| n.iter().find(|e| e.0 == env as usize).copied()) {
+    let (k, m) = (deref(k)?, deref(m)?);
+    if !k.is_null() && !m.is_null() {
+      return Ok((k, m));
+    }
+  }
+  let array = |list: &[&str]| -> crate::Result<sys::napi_ref> {
+    let mut array = std::ptr::null_mut();
+    glue::check(unsafe { sys::napi_create_array_with_length(env, list.len(), &mut array) }, "create array")?;
+    for (i, s) in list.iter().enumerate() {
+      glue::check(unsafe { sys::napi_set_element(env, array, i as u32, js_string(env, s)?) }, "set element")?;
+    }
+    let mut reference = std::ptr::null_mut();
+    glue::check(unsafe { sys::napi_create_reference(env, array, 1, &mut reference) }, "names reference")?;
+    Ok(reference)
+  };
+  let (k, m) = (array(core::KINDS)?, array(core::METHODS)?);
+  NAMES.with_borrow_mut(|n| {
+    n.retain(|e| e.0 != env as usize);
+    n.push((env as usize, k, m));
+  });
+  Ok((deref(k)?, deref(m)?))
+}
+
+/// `{ text, findings, blocked }`, built by the glue from the packed findings.
+unsafe fn findings_to_js(
+  env: &Env,
+  text: sys::napi_value,
+  blocked: bool,
+  packed: &[u16],
+) -> crate::Result<sys::napi_value> {
+  let raw = env.raw();
+  let mut blocked_value = std::ptr::null_mut();
+  glue::check(unsafe { sys::napi_get_boolean(raw, blocked, &mut blocked_value) }, "create boolean")?;
+  let mut data = std::ptr::null_mut();
+  glue::check(
+    unsafe { sys::napi_create_string_utf16(raw, packed.as_ptr(), packed.len() as isize, &mut data) },
+    "create string",
+  )?;
+  let (kinds, methods) = unsafe { names(raw)? };
+  let helpers = unsafe { glue::load(env, &GLUE)? };
+  unsafe { glue::call(raw, helpers, c"redaction", &[text, blocked_value, data, kinds, methods]) }
+}
+
+/// Buffers of the `redact` calls on this thread, reused: allocating (and page-faulting in) fresh
+/// ones per call was a measurable share of the time, for large texts and for short ones alike.
+#[derive(Default)]
+struct Buffers {
+  /// The UTF-8 copy of the input.
+  input: Vec<u8>,
+  /// The redacted text.
+  output: Vec<u8>,
+}
+
+thread_local! {
+  static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::new(Buffers::default());
 }
 
 /// Finds personal data and secrets in `text` and replaces each with a placeholder: e-mail
@@ -247,19 +302,44 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
         return Err(crate::LoaError::InvalidArgument("`text` must be a string".into()));
       }
       // Options first: their getters may call `redact` themselves, which must not find the
-      // input buffer borrowed.
+      // buffers borrowed.
       let options = parse_options(options)?;
-      INPUT.with(|cell| {
-        let mut input = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
+      BUFFERS.with(|cell| {
+        let mut buffers = cell.try_borrow_mut().map_err(|_| crate::LoaError::Internal("re-entrant redact".into()))?;
+        let Buffers { input, output } = &mut *buffers;
         // SAFETY: called on the JS thread with its env; `text` is a string.
-        let text = unsafe { strings::read_whole_into(env.raw(), text.raw(), &mut input, "text")? };
-        let redaction = core::redact(text, &options);
-        if input.capacity() > 64 << 20 {
-          // Do not keep a huge buffer around after an exceptional call.
-          *input = Vec::new();
+        let input_text = unsafe { strings::read_whole_into(env.raw(), text.raw(), input, "text")? };
+        let r = core::redact_into(input_text, &options, output);
+        let packed = pack(r.findings.iter().map(|f| (f.kind, f.method, f.start, f.end, &f.fingerprint[..])))?;
+        // An ASCII input gives an ASCII output (placeholders are ASCII).
+        let ascii = input_text.is_ascii();
+        let text_value = if r.findings.is_empty() && ascii {
+          // Nothing replaced: the text is the input, which JavaScript already holds.
+          text.raw()
+        } else if output.len() >= EXTERNAL_MIN {
+          let owned = String::from_utf8(std::mem::take(output)).map_err(|_| glue::napi_failed("redacted text"))?;
+          // SAFETY: called on the JS thread with its env.
+          unsafe { owned_js_string(env.raw(), owned)? }
+        } else if ascii {
+          let mut v = std::ptr::null_mut();
+          // SAFETY: called on the JS thread with its env; `output` is ASCII, so Latin-1.
+          let status =
+            unsafe { sys::napi_create_string_latin1(env.raw(), output.as_ptr().cast(), output.len() as isize, &mut v) };
+          glue::check(status, "create string")?;
+          v
+        } else {
+          let s = std::str::from_utf8(output).map_err(|_| glue::napi_failed("redacted text"))?;
+          // SAFETY: called on the JS thread with its env.
+          unsafe { js_string(env.raw(), s)? }
+        };
+        for buffer in [input, output] {
+          if buffer.capacity() > 64 << 20 {
+            // Do not keep a huge buffer around after an exceptional call.
+            *buffer = Vec::new();
+          }
         }
         // SAFETY: called on the JS thread with its env.
-        unsafe { redaction_to_js(env, redaction) }
+        unsafe { findings_to_js(env, text_value, r.blocked, &packed) }
       })
     }),
   )?;

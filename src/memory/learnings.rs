@@ -256,6 +256,17 @@ pub fn load(dir: &StateDir, name: &OsStr, quarantine_corrupt: bool) -> Result<Op
   }
 }
 
+/// Decodes the bytes of a learnings store, as [`load`] does but without a file: a corrupt or
+/// refused store is `E_STATE_CORRUPT`. For tools and fuzzing.
+pub fn decode(bytes: &[u8]) -> Result<Store> {
+  parse(bytes).map_err(|problem| {
+    let reason = match problem {
+      Problem::Corrupt(r) | Problem::Refused(r) => r,
+    };
+    LoaError::StateCorrupt { path: "learnings.json".into(), reason }
+  })
+}
+
 /// The `E_STATE_CORRUPT` error for `name` in `dir`, after moving it aside when asked to.
 pub fn corrupt(dir: &StateDir, name: &OsStr, reason: String, quarantine_corrupt: bool) -> LoaError {
   let display = dir.child_path(name).display().to_string();

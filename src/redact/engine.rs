@@ -10,73 +10,14 @@
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
-use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::meta::Regex;
+use regex_automata::util::syntax;
 
+use super::ctx::{Ctx, P_PRIVATE_KEY, P_TOKEN};
+use super::placeholder::is_placeholder;
 use super::rules::{is_known_public, token_rules, End, TokenRule, Trigger};
-use super::text::*;
+use super::text::{at, before, entropy, is_ident, is_quote, is_word, skip, skip_back, work, WordSet, TOKEN_CHAR};
 use super::{pii, secrets};
-
-// Merge priorities: when spans overlap, the merged span takes the kind of the highest.
-pub const P_PRIVATE_KEY: u8 = 100;
-pub const P_TOKEN: u8 = 90;
-pub const P_JWT: u8 = 85;
-pub const P_URL_CRED: u8 = 80;
-pub const P_CARD: u8 = 75;
-pub const P_IBAN: u8 = 74;
-pub const P_SSN: u8 = 70;
-pub const P_EMAIL: u8 = 60;
-pub const P_PASSWORD: u8 = 55;
-pub const P_SECRET: u8 = 50;
-pub const P_IP: u8 = 40;
-pub const P_PHONE: u8 = 30;
-pub const P_ENTROPY: u8 = 10;
-
-/// A detected span, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Hit {
-  pub start: usize,
-  pub end: usize,
-  pub kind: &'static str,
-  pub method: &'static str,
-  pub prio: u8,
-  /// Kept only if it overlaps a provider token match (a value with a known token prefix: its
-  /// format rule decides).
-  pub cond: bool,
-}
-
-/// Per-call detection state.
-pub struct Ctx<'a> {
-  pub t: &'a [u8],
-  pub hits: Vec<Hit>,
-  pub blocked: bool,
-  /// Public key / certificate blocks: their base64 is not a secret.
-  pub public_zones: Vec<(usize, usize)>,
-  pub email_until: usize,
-  pub jwt_until: usize,
-  pub pem_until: usize,
-}
-
-impl<'a> Ctx<'a> {
-  pub fn new(t: &'a [u8]) -> Self {
-    Ctx { t, hits: Vec::new(), blocked: false, public_zones: Vec::new(), email_until: 0, jwt_until: 0, pem_until: 0 }
-  }
-
-  pub fn push(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
-    if end > start {
-      self.hits.push(Hit { start, end, kind, method, prio, cond: false });
-    }
-  }
-
-  pub fn push_conditional(&mut self, start: usize, end: usize, kind: &'static str, method: &'static str, prio: u8) {
-    if end > start {
-      self.hits.push(Hit { start, end, kind, method, prio, cond: true });
-    }
-  }
-
-  pub fn in_public_zone(&self, pos: usize) -> bool {
-    self.public_zones.iter().any(|&(s, e)| pos >= s && pos < e)
-  }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Action {
@@ -94,17 +35,41 @@ enum Action {
 
 struct CompiledRule {
   rule: TokenRule,
-  regex: OnceLock<Regex>,
+  regex: OnceLock<Compiled>,
+}
+
+struct Compiled {
+  regex: Regex,
+  /// Literals one of which every match starts with (`None`: not known), checked at the keyword
+  /// before the regex runs: a keyword that merely starts a rule's prefix (`ZXlK` of the JWT rule
+  /// without what must follow) then costs a comparison, not a search.
+  prefixes: Option<Vec<Vec<u8>>>,
+  /// Longest possible match: the rule's bound, or the pattern's own when it is shorter.
+  max_len: usize,
 }
 
 impl CompiledRule {
-  fn regex(&self) -> &Regex {
+  fn compiled(&self) -> &Compiled {
     self.regex.get_or_init(|| {
-      RegexBuilder::new(self.rule.pattern)
+      let r = &self.rule;
+      let regex = Regex::builder()
+        .syntax(syntax::Config::new().unicode(false).utf8(false).case_insensitive(r.ci))
+        .build(r.pattern)
+        .unwrap_or_else(|e| panic!("token rule {} does not compile: {e}", r.kind));
+      let hir = regex_syntax::ParserBuilder::new()
         .unicode(false)
-        .case_insensitive(self.rule.ci)
+        .utf8(false)
+        .case_insensitive(r.ci)
         .build()
-        .unwrap_or_else(|e| panic!("token rule {} does not compile: {e}", self.rule.kind))
+        .parse(r.pattern)
+        .unwrap_or_else(|e| panic!("token rule {} does not parse: {e}", r.kind));
+      let max_len = hir.properties().maximum_len().map_or(r.max_len, |m| m.min(r.max_len));
+      let seq = regex_syntax::hir::literal::Extractor::new().extract(&hir);
+      let prefixes = seq
+        .literals()
+        .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.as_bytes().is_empty()))
+        .map(|lits| lits.iter().map(|l| l.as_bytes().to_vec()).collect());
+      Compiled { regex, prefixes, max_len }
     })
   }
 }
@@ -230,14 +195,37 @@ impl Engine {
     Engine { rules, ac, actions, first2, third, first2_bits, fourth, colon_rules, tilde_rules, infix_rules }
   }
 
+  /// Number of provider rules (the size of `Ctx::rule_until`).
+  pub fn rule_count(&self) -> usize {
+    self.rules.len()
+  }
+
   /// Runs every detector over `ctx.t`, leaving raw (unmerged) hits in `ctx.hits`.
   pub fn detect(&self, ctx: &mut Ctx) {
+    work::add(ctx.t.len());
     self.scan_runs(ctx);
     self.scan_punctuation(ctx);
     if ctx.hits.iter().any(|h| h.cond) {
-      let tokens: Vec<(usize, usize)> =
+      // Conditional hits are kept where they overlap a provider token match; both lists are
+      // sorted by start, so one merge-like walk decides (no hit-by-hit search).
+      let mut tokens: Vec<(usize, usize)> =
         ctx.hits.iter().filter(|h| h.prio == P_TOKEN).map(|h| (h.start, h.end)).collect();
-      ctx.hits.retain(|h| !h.cond || tokens.iter().any(|&(s, e)| s < h.end && e > h.start));
+      tokens.sort_unstable();
+      // Longest end among tokens starting before each point, for overlap tests.
+      let mut reach = Vec::with_capacity(tokens.len());
+      let mut far = 0;
+      for &(_, e) in &tokens {
+        far = far.max(e);
+        reach.push(far);
+      }
+      ctx.hits.retain(|h| {
+        if !h.cond {
+          return true;
+        }
+        // Tokens starting before `h.end`; the farthest of them must end after `h.start`.
+        let i = tokens.partition_point(|&(s, _)| s < h.end);
+        i > 0 && reach[i - 1] > h.start
+      });
     }
   }
 
@@ -256,6 +244,8 @@ impl Engine {
     while b < n {
       let (tm, dm, sm) = masks64(t, b);
       let mut pos = 0u32;
+      // Each turn either ends (a block with no more run boundaries) or moves `pos` to the
+      // next boundary, which lies after it.
       loop {
         if open.is_none() {
           let rest = if pos >= 64 { 0 } else { tm >> pos };
@@ -273,7 +263,7 @@ impl Engine {
         if end == 64 {
           break;
         }
-        let s = open.take().unwrap();
+        let s = open.take().unwrap_or(b + pos as usize);
         self.run(ctx, s, b + end as usize, digits, seps, &mut numbers_until);
         digits = false;
         seps = false;
@@ -302,20 +292,20 @@ impl Engine {
     let t = ctx.t;
     self.word_start(ctx, s);
     if has_sep {
-      for (k, &byte) in t.iter().enumerate().take(e.saturating_sub(2)).skip(s) {
+      let stop = e.saturating_sub(2).max(s);
+      for (x, &byte) in t[s..stop].iter().enumerate() {
         if matches!(byte, b'-' | b'/' | b'+') {
-          self.word_start(ctx, k + 1);
+          self.word_start(ctx, s + x + 1);
         }
       }
     }
     if has_digit && e > *numbers_until {
       let mut j = s.max(*numbers_until);
+      // Each turn moves `j` past at least one byte: past a non-digit, or past the number
+      // (`number_run` returns a position after its digits).
       while j < e {
         if t[j].is_ascii_digit() {
-          let mut q = j + 1;
-          while q < t.len() && t[q].is_ascii_digit() {
-            q += 1;
-          }
+          let q = skip(t, j + 1, usize::MAX, |b| b.is_ascii_digit());
           *numbers_until = pii::number_run(ctx, j, q).max(q);
           j = *numbers_until;
         } else {
@@ -329,29 +319,21 @@ impl Engine {
         for &(ri, min) in &self.infix_rules {
           if len >= min {
             let kw = self.rules[ri].rule.keywords[0].as_bytes();
-            if let Some(x) = memchr::memmem::find(&t[s..e], kw) {
+            work::add(len);
+            for x in memchr::memmem::find_iter(&t[s..e], kw) {
               self.run_rule(ctx, ri, 0, s + x, s + x + kw.len());
             }
           }
         }
       }
       if has_digit {
-        let mut pe = e;
-        while pe < t.len() && pe - e < 2 && t[pe] == b'=' {
-          pe += 1;
-        }
+        let pe = skip(t, e, 2, |b| b == b'=');
         secrets::token_at(ctx, s, pe);
       }
     }
     if assignment_follows(t, s, e) {
-      let mut a = s;
-      while a > 0 && s - a < 64 && is_ident(t[a - 1]) {
-        a -= 1;
-      }
-      let mut b = e;
-      while b > s && t[b - 1] == b'.' {
-        b -= 1;
-      }
+      let a = skip_back(t, s, 64, is_ident);
+      let b = skip_back(t, e, e - s, |b| b == b'.');
       if b > a && b - a <= 128 && ASSIGN_WORDS.in_text(&t[a..b]) {
         secrets::assignment_on(ctx, a, b);
       }
@@ -360,10 +342,11 @@ impl Engine {
 
   /// The keyword prefilter at a word start: four bytes of bit sets, then the anchored automaton.
   /// The first test (can a keyword start with these two bytes?) rejects most words, inline.
+  /// Every keyword has two bytes at least, so a word start at the last byte has none.
   #[inline(always)]
   fn word_start(&self, ctx: &mut Ctx, j: usize) {
     let t = ctx.t;
-    let Some(i) = first2_index(t[j], at(t, j + 1)) else { return };
+    let Some(i) = at(t, j + 1).and_then(|b1| first2_index(t[j], b1)) else { return };
     if self.first2_bits[i >> 6] & (1 << (i & 63)) != 0 {
       self.keyword_at(ctx, j, i);
     }
@@ -374,16 +357,20 @@ impl Engine {
   fn keyword_at(&self, ctx: &mut Ctx, j: usize, i: usize) {
     let t = ctx.t;
     let bucket = self.first2[i];
-    let c = at(t, j + 2).to_ascii_lowercase();
-    if c >= 128 || self.third[bucket as usize] & (1u128 << c) == 0 {
-      return;
-    }
-    if let Some(&f) = self.fourth.get(&[t[j].to_ascii_lowercase(), at(t, j + 1).to_ascii_lowercase(), c]) {
-      let d = at(t, j + 3).to_ascii_lowercase();
-      if d >= 128 || f & (1u128 << d) == 0 {
+    // The third and fourth bytes, when the text has them (a shorter keyword may end before).
+    if let Some(c) = at(t, j + 2).map(|c| c.to_ascii_lowercase()) {
+      if c >= 128 || self.third[bucket as usize] & (1u128 << c) == 0 {
         return;
       }
+      if let Some(&f) = self.fourth.get(&[t[j].to_ascii_lowercase(), t[j + 1].to_ascii_lowercase(), c]) {
+        if let Some(d) = at(t, j + 3).map(|d| d.to_ascii_lowercase()) {
+          if d >= 128 || f & (1u128 << d) == 0 {
+            return;
+          }
+        }
+      }
     }
+    work::add(32); // the automaton stops within the longest keyword
     let input = Input::new(t).range(j..).anchored(Anchored::Yes);
     let Ok(Some(m)) = self.ac.try_find(input) else { return };
     for &(action, len) in &self.actions[m.pattern().as_usize()] {
@@ -412,11 +399,11 @@ impl Engine {
     }
     let mut v6_from = 0;
     for c in memchr::memchr_iter(b':', t) {
-      if at(t, c + 1) == b'/' && at(t, c + 2) == b'/' {
+      if t[c + 1..].starts_with(b"//") {
         secrets::url_at(ctx, c);
         continue;
       }
-      if at(t, c + 1) == b'A' && at(t, c + 2) == b'A' && before(t, c).is_ascii_digit() {
+      if t[c + 1..].starts_with(b"AA") && before(t, c).is_some_and(|b| b.is_ascii_digit()) {
         for &ri in &self.colon_rules {
           let kw = self.rules[ri].rule.keywords[0].as_bytes();
           if t[c..].starts_with(kw) {
@@ -429,46 +416,66 @@ impl Engine {
       }
     }
     for c in memchr::memchr_iter(b'~', t) {
-      if before(t, c) == b'Q' {
+      if before(t, c) == Some(b'Q') {
         for &ri in &self.tilde_rules {
           self.run_rule(ctx, ri, 0, c - 1, c + 1);
         }
       }
     }
   }
+
+  /// Runs rule `ri`, whose keyword number `kw` was found at `ks..ke`.
+  ///
+  /// Matches of one rule never overlap (as with a regex's find-all): a keyword inside the last
+  /// match of its rule, accepted or not, is skipped, so a run of keywords costs one match. The
+  /// search is anchored at the keyword for rules whose match starts there (most), so it stops
+  /// where the pattern stops matching instead of scanning its whole window.
   fn run_rule(&self, ctx: &mut Ctx, ri: usize, kw: usize, ks: usize, ke: usize) {
     let t = ctx.t;
     let cr = &self.rules[ri];
     let r = &cr.rule;
-    if r.exact && &t[ks..ke] != r.keywords[kw].as_bytes() {
+    if ks < ctx.rule_until(ri) || (r.exact && &t[ks..ke] != r.keywords[kw].as_bytes()) {
       return;
     }
-    if r.tail > 0 {
-      let mut i = ke;
-      while i < t.len() && i - ke < r.tail && TOKEN_CHAR[t[i] as usize] {
-        i += 1;
-      }
-      if i - ke < r.tail {
-        return;
+    if r.tail > 0 && skip(t, ke, r.tail, |b| TOKEN_CHAR[b as usize]) - ke < r.tail {
+      return;
+    }
+    let compiled = cr.compiled();
+    if r.back == 0 {
+      if let Some(prefixes) = &compiled.prefixes {
+        work::add(prefixes.len());
+        if !prefixes.iter().any(|p| t[ks..].starts_with(p)) {
+          return;
+        }
       }
     }
-    let ws = ks.saturating_sub(r.back);
-    let we = (ks + r.max_len + 1).min(t.len());
-    let re = cr.regex();
+    let ws = ks.saturating_sub(r.back).max(ctx.rule_until(ri));
+    let we = (ks + compiled.max_len + 1).min(t.len());
+    let re = &compiled.regex;
     let mut pos = ws;
+    // Each turn moves `pos` past the start of the match it looked at.
     while pos <= ks {
-      let Some(m) = re.find_at(&t[..we], pos) else { return };
+      let mut input = regex_automata::Input::new(t).range(pos..we);
+      if r.back == 0 {
+        input = input.anchored(regex_automata::Anchored::Yes);
+      }
+      work::add(we - pos);
+      let Some(m) = re.search(&input) else { return };
       if m.start() > ks {
         return;
       }
       let (ms, mut me) = (m.start(), m.end());
       if me == we && we < t.len() {
-        // The window cut the match: take it whole.
-        match re.find_at(t, ms) {
-          Some(full) if full.start() == ms => me = full.end(),
-          _ => return,
+        // The window cut the match: take it whole. Anchored at its start, the search ends where
+        // the pattern stops matching.
+        let whole = regex_automata::Input::new(t).range(ms..).anchored(regex_automata::Anchored::Yes);
+        match re.search(&whole) {
+          Some(full) => me = full.end(),
+          None => return,
         }
+        work::add(me - ms);
       }
+      ctx.set_rule_until(ri, me);
       if me >= ke && self.accept(ctx, r, ms, me) {
         ctx.push(ms + r.skip.min(me - ms), me, r.kind, "pattern", if r.blocks { P_PRIVATE_KEY } else { P_TOKEN });
         if r.blocks {
@@ -483,22 +490,22 @@ impl Engine {
   fn accept(&self, ctx: &Ctx, r: &TokenRule, ms: usize, me: usize) -> bool {
     let t = ctx.t;
     let v = &t[ms..me];
+    let next = at(t, me);
+    // The end of the text counts as a delimiter.
     let end_ok = match r.end {
       End::Any => true,
-      End::NotAlnum => !at(t, me).is_ascii_alphanumeric(),
-      End::NotToken => !(at(t, me).is_ascii_alphanumeric() || matches!(at(t, me), b'_' | b'-')),
-      End::Delim => {
-        let c = at(t, me);
-        me >= t.len()
-          || c.is_ascii_whitespace()
+      End::NotAlnum => !next.is_some_and(|c| c.is_ascii_alphanumeric()),
+      End::NotToken => !next.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')),
+      End::Delim => next.is_none_or(|c| {
+        c.is_ascii_whitespace()
           || matches!(c, b'"' | b'\'' | b'`' | b';' | b',' | b')' | b']' | b'}' | b'>' | b'<' | b'&' | b'|' | b'\\')
-          || (c == b'.' && (me + 1 >= t.len() || t[me + 1].is_ascii_whitespace()))
-      }
+          || (c == b'.' && at(t, me + 1).is_none_or(|d| d.is_ascii_whitespace()))
+      }),
     };
     if !end_ok {
       return false;
     }
-    if r.left_delim && (is_word(before(t, ms)) || matches!(before(t, ms), b'-' | b'~' | b'.')) {
+    if r.left_delim && before(t, ms).is_some_and(|c| is_word(c) || matches!(c, b'-' | b'~' | b'.')) {
       return false;
     }
     if r.placeholder && is_placeholder(v) {
@@ -515,11 +522,19 @@ impl Engine {
     self.rules.iter().map(|r| (r.rule.kind, r.rule.pattern, r.rule.ci)).collect()
   }
 
+  /// Every keyword that makes a detector run (tests).
+  #[cfg(test)]
+  pub fn keywords(&self) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = self.rules.iter().flat_map(|r| r.rule.keywords.iter().copied()).collect();
+    out.extend(["-----BEGIN", "PuTTY-User-Key-File-", "eyJ", "Bearer", "curl"]);
+    out
+  }
+
   /// Compiles every rule now (tests, warm-up).
   #[cfg_attr(not(test), allow(dead_code))]
   pub fn compile_all(&self) {
     for r in &self.rules {
-      r.regex();
+      r.compiled();
     }
   }
 }
@@ -552,7 +567,10 @@ fn masks64(t: &[u8], b: usize) -> (u64, u64, u64) {
 
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
-  use std::arch::x86_64::*;
+  use std::arch::x86_64::{
+    __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+    _mm_or_si128, _mm_set1_epi8,
+  };
 
   /// (token, digit, separator) masks of 16 bytes. SSE2 is part of every x86_64 CPU.
   #[inline(always)]
@@ -585,27 +603,38 @@ mod sse2 {
 /// The assignment detector then parses it properly.
 #[inline(always)]
 fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
+  // Most words are followed by punctuation that starts no operator, or by a blank and another
+  // word: decided from one or two bytes.
+  match at(t, e) {
+    None => return false,
+    Some(b' ' | b'\t') => {
+      if at(t, e + 1).is_some_and(|c| c.is_ascii_alphanumeric() && c != b'i' && c != b'w') && t[s] != b'-' {
+        return false;
+      }
+    }
+    Some(c) if !matches!(c, b'"' | b'\'' | b'`' | b'\\' | b'=' | b'>' | b',' | b'?' | b'|' | b':') => return false,
+    Some(_) => {}
+  }
   let mut p = e;
-  if is_quote(at(t, p)) {
+  if at(t, p).is_some_and(is_quote) {
     p += 1;
-  } else if at(t, p) == b'\\' && is_quote(at(t, p + 1)) {
+  } else if at(t, p) == Some(b'\\') && at(t, p + 1).is_some_and(is_quote) {
     p += 2;
   }
   let op = p;
-  while p < t.len() && p - op < 8 && matches!(t[p], b' ' | b'\t') {
-    p += 1;
-  }
+  let p = skip(t, op, 8, |b| b == b' ' || b == b'\t');
   match at(t, p) {
-    b'=' | b'>' | b',' | b'?' | b'|' => true,
-    b':' => at(t, p + 1) != b':',
-    b'i' | b'w' => p > op && (t[p..].starts_with(b"is ") || t[p..].starts_with(b"was ")),
-    c => p > op && t[s] == b'-' && !c.is_ascii_whitespace(),
+    Some(b'=' | b'>' | b',' | b'?' | b'|') => true,
+    Some(b':') => at(t, p + 1) != Some(b':'),
+    Some(b'i' | b'w') => p > op && (t[p..].starts_with(b"is ") || t[p..].starts_with(b"was ")),
+    Some(c) => p > op && t[s] == b'-' && !c.is_ascii_whitespace(),
+    None => false,
   }
 }
 
 #[cfg(test)]
 mod tests {
-  use super::*;
+  use super::{masks64, TOKEN_CHAR};
 
   #[test]
   fn masks_match_the_scalar_classes() {

@@ -6,19 +6,29 @@
 //!   placeholder (`[REDACTED:EMAIL]`, or `[EMAIL_3f2a9c1d]` when pseudonymizing);
 //! - findings never carry the value or a prefix of it, only its kind, UTF-16 offsets into the
 //!   input, the detection method and a keyed fingerprint;
-//! - `blocked` says the whole text must not be stored (it contains a private key).
+//! - `blocked` says the whole text must not be stored (it contains a private key);
+//! - it returns, for every input, in time linear in the length of the input: every scanning loop
+//!   advances strictly and cannot read past the text (`text.rs`), and no detector searches again
+//!   from each of many triggers what an earlier one searched (the memos of `ctx.rs`). The tests
+//!   and the fuzzer count the bytes examined to hold this (`testing`, feature `redact-testing`);
+//! - a token of a known format is redacted whatever letters it holds; only a value that is a
+//!   placeholder as a whole (`<your-token>`, `xxxxxxxx`, `${TOKEN}`) is left (`placeholder.rs`).
 //!
 //! How: an Aho-Corasick keyword pass decides which detectors run (`engine.rs`), the detectors
-//! report byte spans (`pii.rs`, `secrets.rs`, the provider formats of `rules.rs`), overlapping
-//! spans are merged into one before anything is replaced, and byte offsets are mapped to UTF-16
-//! in one forward pass.
+//! report byte spans (`pii.rs`, `secrets.rs`, the provider formats of `rules.rs`) into the
+//! per-call state of `ctx.rs`, overlapping spans are merged into one before anything is
+//! replaced, and byte offsets are mapped to UTF-16 in one forward pass.
 
+mod ctx;
 mod engine;
 mod pii;
+mod placeholder;
 mod rules;
 mod secrets;
 mod text;
 
+#[cfg(any(test, feature = "redact-testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -28,7 +38,8 @@ use std::sync::OnceLock;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use engine::{engine, Ctx, Hit};
+use ctx::{Ctx, Hit, Needle, Next};
+use engine::engine;
 
 /// Options of [`redact`].
 #[derive(Debug, Clone, Default)]
@@ -65,6 +76,49 @@ pub struct Redaction {
   pub findings: Vec<Finding>,
   pub blocked: bool,
 }
+
+/// A finding as [`redact_into`] returns it: the facts of a [`Finding`] without an allocation
+/// (the binding builds its JavaScript objects from these directly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFinding {
+  /// One of [`KINDS`].
+  pub kind: &'static str,
+  /// One of [`METHODS`].
+  pub method: &'static str,
+  /// UTF-16 code unit offsets into the input.
+  pub start: usize,
+  pub end: usize,
+  /// [`Finding::fingerprint`], as ASCII hex digits.
+  pub fingerprint: [u8; FINGERPRINT_HEX],
+}
+
+impl RawFinding {
+  pub fn fingerprint(&self) -> &str {
+    std::str::from_utf8(&self.fingerprint).unwrap_or_default()
+  }
+}
+
+impl From<RawFinding> for Finding {
+  fn from(f: RawFinding) -> Self {
+    Finding {
+      kind: f.kind.to_string(),
+      start: f.start,
+      end: f.end,
+      method: f.method.to_string(),
+      fingerprint: f.fingerprint().to_string(),
+    }
+  }
+}
+
+/// The result of [`redact_into`]; the redacted text is in the caller's buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawRedaction {
+  pub findings: Vec<RawFinding>,
+  pub blocked: bool,
+}
+
+/// Every method a finding can have.
+pub const METHODS: &[&str] = &["pattern", "checksum", "keyword", "entropy"];
 
 /// Every kind a finding can have.
 pub const KINDS: &[&str] = &[
@@ -181,7 +235,7 @@ pub const KINDS: &[&str] = &[
 
 /// Hex characters of a fingerprint (64 bits): enough to tell "the same value again" apart,
 /// short enough not to be a useful offline-guessing oracle for long secrets.
-const FINGERPRINT_HEX: usize = 16;
+pub const FINGERPRINT_HEX: usize = 16;
 /// Hex characters of a pseudonym (`[EMAIL_3f2a9c1d]`).
 const PSEUDONYM_HEX: usize = 8;
 
@@ -199,21 +253,32 @@ const PARALLEL_PIECE: usize = 256 * 1024;
 /// detector looks at one line at a time apart from multi-line constructs, which no cut falls
 /// inside, so the pieces find exactly what one pass over the whole text would.
 pub fn redact(text: &str, options: &RedactOptions) -> Redaction {
+  let mut out = Vec::new();
+  let r = redact_into(text, options, &mut out);
+  Redaction { text: into_text(out), findings: r.findings.into_iter().map(Finding::from).collect(), blocked: r.blocked }
+}
+
+/// [`redact`] that writes the redacted text (UTF-8) into `out`, replacing what it held, and
+/// returns findings that need no allocation each: for callers that redact many texts and reuse
+/// one buffer (the Node binding).
+pub fn redact_into(text: &str, options: &RedactOptions, out: &mut Vec<u8>) -> RawRedaction {
   let bytes = text.as_bytes();
   let cuts =
     if bytes.len() >= PARALLEL_MIN { split_points(bytes, parallelism(bytes.len())) } else { vec![0, bytes.len()] };
-  redact_pieces(text, options, &cuts)
+  redact_pieces(text, options, &cuts, out)
 }
 
-/// [`redact`] over the pieces between `cuts` (`0 = c0 < c1 < ... = len`, at line starts
+/// [`redact_into`] over the pieces between `cuts` (`0 = c0 < c1 < ... = len`, at line starts
 /// outside multi-line constructs), one thread per piece.
-fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redaction {
+fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize], out: &mut Vec<u8>) -> RawRedaction {
+  out.clear();
   let shared = Shared::new(options);
   if cuts.len() <= 2 {
     let piece = analyse(text, &shared);
-    let mut out = vec![0u8; piece.out_len];
-    write_piece(text, &piece, options, &mut out);
-    return Redaction { text: into_text(out), findings: piece.findings, blocked: piece.blocked };
+    out.reserve(piece.out_len);
+    write_piece(text, &piece, options, &mut |b| out.extend_from_slice(b));
+    assert_eq!(out.len(), piece.out_len, "redacted piece length");
+    return RawRedaction { findings: piece.findings, blocked: piece.blocked };
   }
   let texts: Vec<&str> = cuts.windows(2).map(|w| &text[w[0]..w[1]]).collect();
   let shared = &shared;
@@ -226,10 +291,11 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
     pieces
   });
   // Each piece writes its own region of the output, in parallel. (A large zeroed allocation
-  // usually comes as fresh pages, already zero, so `vec![0; n]` rarely costs a pass over it.)
-  let mut out = vec![0u8; pieces.iter().map(|p| p.out_len).sum()];
+  // usually comes as fresh pages, already zero, so `resize` on an empty buffer rarely costs a
+  // pass over it.)
+  out.resize(pieces.iter().map(|p| p.out_len).sum(), 0);
   std::thread::scope(|scope| {
-    let mut rest: &mut [u8] = &mut out;
+    let mut rest: &mut [u8] = out;
     let mut regions = Vec::with_capacity(pieces.len());
     for p in &pieces {
       let (region, tail) = std::mem::take(&mut rest).split_at_mut(p.out_len);
@@ -239,9 +305,9 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
     let mut jobs = texts.iter().zip(&pieces).zip(regions);
     let first = jobs.next();
     let workers: Vec<_> =
-      jobs.map(|((&t, p), region)| scope.spawn(move || write_piece(t, p, options, region))).collect();
+      jobs.map(|((&t, p), region)| scope.spawn(move || write_region(t, p, options, region))).collect();
     if let Some(((&t, p), region)) = first {
-      write_piece(t, p, options, region);
+      write_region(t, p, options, region);
     }
     for w in workers {
       w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -250,11 +316,19 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redacti
   let mut findings = Vec::with_capacity(pieces.iter().map(|p| p.findings.len()).sum());
   let (mut base, mut blocked) = (0, false);
   for p in pieces {
-    findings.extend(p.findings.into_iter().map(|f| Finding { start: f.start + base, end: f.end + base, ..f }));
+    findings.extend(p.findings.into_iter().map(|f| RawFinding { start: f.start + base, end: f.end + base, ..f }));
     base += p.utf16_len;
     blocked |= p.blocked;
   }
-  Redaction { text: into_text(out), findings, blocked }
+  RawRedaction { findings, blocked }
+}
+
+/// [`redact`] with the given cuts (tests: the parallel path against one pass).
+#[cfg(any(test, feature = "redact-testing"))]
+fn redact_with_cuts(text: &str, options: &RedactOptions, cuts: &[usize]) -> Redaction {
+  let mut out = Vec::new();
+  let r = redact_pieces(text, options, cuts, &mut out);
+  Redaction { text: into_text(out), findings: r.findings.into_iter().map(Finding::from).collect(), blocked: r.blocked }
 }
 
 /// What every piece of one call shares: the allowlist and the keyed hash.
@@ -266,20 +340,39 @@ struct Shared<'o> {
 
 impl<'o> Shared<'o> {
   fn new(options: &'o RedactOptions) -> Self {
-    let key: &[u8] = options.key.as_deref().unwrap_or(process_key());
     Shared {
       allow: options.allowlist.iter().map(|s| s.as_bytes()).collect(),
-      mac: HmacSha256::new_from_slice(key).expect("HMAC accepts any key length"),
+      mac: keyed_mac(options.key.as_deref()),
       pseudonymize: options.pseudonymize,
     }
   }
+}
+
+/// The HMAC keyed with `key` (the process key when `None`). Keying hashes the key twice, which
+/// cost more than redacting a short message: the keyed state is kept (per thread, for the last
+/// key used) and cloned.
+fn keyed_mac(key: Option<&[u8]>) -> HmacSha256 {
+  thread_local! {
+    static LAST: std::cell::RefCell<Option<(Option<Vec<u8>>, HmacSha256)>> = const { std::cell::RefCell::new(None) };
+  }
+  LAST.with(|last| {
+    let mut last = last.borrow_mut();
+    if let Some((k, mac)) = last.as_ref() {
+      if k.as_deref() == key {
+        return mac.clone();
+      }
+    }
+    let mac = HmacSha256::new_from_slice(key.unwrap_or(process_key())).expect("HMAC accepts any key length");
+    *last = Some((key.map(|k| k.to_vec()), mac.clone()));
+    mac
+  })
 }
 
 /// One piece of the input, analysed: its merged spans (byte offsets into the piece), findings
 /// (UTF-16 offsets into the piece), and the sizes needed to place it in the output.
 struct Piece {
   spans: Vec<Hit>,
-  findings: Vec<Finding>,
+  findings: Vec<RawFinding>,
   blocked: bool,
   utf16_len: usize,
   out_len: usize,
@@ -288,8 +381,9 @@ struct Piece {
 /// Detects, merges and fingerprints the spans of `text` (one thread).
 fn analyse(text: &str, shared: &Shared) -> Piece {
   let bytes = text.as_bytes();
-  let mut ctx = Ctx::new(bytes);
-  engine().detect(&mut ctx);
+  let engine = engine();
+  let mut ctx = Ctx::new(bytes, engine.rule_count());
+  engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
   if !shared.allow.is_empty() {
     hits.retain(|h| !shared.allow.contains(&bytes[h.start..h.end]));
@@ -308,12 +402,23 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
     let (start, end) = (utf16_at(h.start), utf16_at(h.end));
     let mut m = shared.mac.clone();
     m.update(&bytes[h.start..h.end]);
-    let fingerprint = hex::encode(&m.finalize().into_bytes()[..FINGERPRINT_HEX / 2]);
+    let fingerprint = to_hex(&m.finalize().into_bytes()[..FINGERPRINT_HEX / 2]);
     out_len = out_len - (h.end - h.start) + placeholder_len(h.kind, shared.pseudonymize);
-    findings.push(Finding { kind: h.kind.to_string(), start, end, method: h.method.to_string(), fingerprint });
+    findings.push(RawFinding { kind: h.kind, start, end, method: h.method, fingerprint });
   }
   let utf16_len = utf16_at(bytes.len());
   Piece { spans, findings, blocked, utf16_len, out_len }
+}
+
+/// Lowercase hex of `FINGERPRINT_HEX / 2` bytes.
+fn to_hex(bytes: &[u8]) -> [u8; FINGERPRINT_HEX] {
+  const DIGITS: &[u8; 16] = b"0123456789abcdef";
+  let mut out = [0u8; FINGERPRINT_HEX];
+  for (i, &b) in bytes.iter().take(FINGERPRINT_HEX / 2).enumerate() {
+    out[2 * i] = DIGITS[(b >> 4) as usize];
+    out[2 * i + 1] = DIGITS[(b & 15) as usize];
+  }
+  out
 }
 
 /// `[REDACTED:EMAIL]` or `[EMAIL_3f2a9c1d]`.
@@ -326,30 +431,34 @@ fn placeholder_len(kind: &str, pseudonymize: bool) -> usize {
 }
 
 /// Writes the redacted `text` of `piece` into `out`, which has exactly `piece.out_len` bytes.
-fn write_piece(text: &str, piece: &Piece, options: &RedactOptions, out: &mut [u8]) {
-  let bytes = text.as_bytes();
+fn write_region(text: &str, piece: &Piece, options: &RedactOptions, out: &mut [u8]) {
   let mut w = 0;
-  let mut put = |b: &[u8]| {
+  write_piece(text, piece, options, &mut |b| {
     out[w..w + b.len()].copy_from_slice(b);
     w += b.len();
-  };
+  });
+  assert_eq!(w, out.len(), "redacted piece length");
+}
+
+/// Hands the redacted `text` of `piece` to `put`, in order.
+fn write_piece(text: &str, piece: &Piece, options: &RedactOptions, put: &mut impl FnMut(&[u8])) {
+  let bytes = text.as_bytes();
   let mut copied = 0;
   for (h, f) in piece.spans.iter().zip(&piece.findings) {
     put(&bytes[copied..h.start]);
     put(b"[");
     if options.pseudonymize {
-      put_upper(&mut put, h.kind);
+      put_upper(put, h.kind);
       put(b"_");
-      put(&f.fingerprint.as_bytes()[..PSEUDONYM_HEX]);
+      put(&f.fingerprint[..PSEUDONYM_HEX]);
     } else {
       put(b"REDACTED:");
-      put_upper(&mut put, h.kind);
+      put_upper(put, h.kind);
     }
     put(b"]");
     copied = h.end;
   }
   put(&bytes[copied..]);
-  assert_eq!(w, out.len(), "redacted piece length");
 }
 
 fn put_upper(put: &mut impl FnMut(&[u8]), kind: &str) {
@@ -404,28 +513,27 @@ pub fn redact_batch<S: AsRef<str> + Sync>(texts: &[S], options: &RedactOptions) 
 /// Piece boundaries (`0 = c0 < c1 < ... = len`) near `len * k / parts`, each just after a
 /// newline, not after a line ending in `\\`, and not inside a private key block.
 fn split_points(t: &[u8], parts: usize) -> Vec<usize> {
+  let zones = no_cut_zones(t);
   let mut cuts = vec![0];
   for k in 1..parts {
-    let target = (t.len() * k / parts).max(*cuts.last().unwrap());
+    let target = (t.len() * k / parts).max(*cuts.last().unwrap_or(&0));
     let Some(mut cut) = next_line_start(t, target) else { break };
-    for _ in 0..64 {
+    // Each turn moves the cut to a later line start, or stops.
+    loop {
       let line_end = cut - 1; // the newline
       let continued = line_end > 0
         && (t[line_end - 1] == b'\\' || (t[line_end - 1] == b'\r' && line_end > 1 && t[line_end - 2] == b'\\'));
-      let inside = inside_block(t, cut);
-      match inside {
-        Some(end) => match next_line_start(t, end) {
-          Some(c) => cut = c,
-          None => return finish(cuts, t.len()),
-        },
-        None if continued => match next_line_start(t, cut) {
-          Some(c) => cut = c,
-          None => return finish(cuts, t.len()),
-        },
+      let from = match zone_around(&zones, cut) {
+        Some(end) => end,
+        None if continued => cut,
         None => break,
+      };
+      match next_line_start(t, from) {
+        Some(c) => cut = c,
+        None => return finish(cuts, t.len()),
       }
     }
-    if cut > *cuts.last().unwrap() && cut < t.len() {
+    if cut > *cuts.last().unwrap_or(&0) && cut < t.len() {
       cuts.push(cut);
     }
   }
@@ -442,23 +550,34 @@ fn next_line_start(t: &[u8], i: usize) -> Option<usize> {
   memchr::memchr(b'\n', &t[i.min(t.len())..]).map(|x| i + x + 1).filter(|&c| c < t.len())
 }
 
-/// If `cut` falls inside a `-----BEGIN ... -----END` block or a PuTTY key file, the position
-/// of its end marker (the end of the text when it has none).
-fn inside_block(t: &[u8], cut: usize) -> Option<usize> {
-  let floor = cut.saturating_sub(1 << 20);
-  let window = &t[floor..cut];
-  let begin = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"]
+/// Where no cut may fall: from each `-----BEGIN` (any case) or `PuTTY-User-Key-File` to the
+/// first end marker after it (`-----END`, `-----end`, `Private-MAC:`), or to the end of the text.
+/// Sorted and disjoint; found in one pass per marker (the end markers from forward memos).
+fn no_cut_zones(t: &[u8]) -> Vec<(usize, usize)> {
+  let mut begins: Vec<usize> = [&b"-----BEGIN"[..], b"-----begin", b"PuTTY-User-Key-File"]
     .iter()
-    .filter_map(|m| memchr::memmem::rfind(window, m))
-    .max()?;
-  let begin = floor + begin;
-  let tail = &t[begin..];
-  let end = [&b"-----END"[..], b"-----end", b"Private-MAC:"].iter().filter_map(|m| memchr::memmem::find(tail, m)).min();
-  match end {
-    Some(e) if begin + e < cut => None,
-    Some(e) => Some(begin + e),
-    None => Some(t.len()),
+    .flat_map(|m| memchr::memmem::find_iter(t, m))
+    .collect();
+  begins.sort_unstable();
+  let mut ends =
+    [Next::new(Needle::Str(b"-----END")), Next::new(Needle::Str(b"-----end")), Next::new(Needle::Str(b"Private-MAC:"))];
+  let mut zones: Vec<(usize, usize)> = Vec::new();
+  for b in begins {
+    // A BEGIN inside the zone before ends where that zone ends (at the first end marker after
+    // both).
+    if zones.last().is_some_and(|&(_, e)| b < e) {
+      continue;
+    }
+    let e = ends.iter_mut().filter_map(|n| n.find(t, b)).min().unwrap_or(t.len());
+    zones.push((b, e));
   }
+  zones
+}
+
+/// If `cut` falls inside a zone of [`no_cut_zones`], where that zone ends.
+fn zone_around(zones: &[(usize, usize)], cut: usize) -> Option<usize> {
+  let i = zones.partition_point(|&(b, _)| b < cut);
+  (i > 0 && cut <= zones[i - 1].1).then(|| zones[i - 1].1)
 }
 
 /// Sorts and merges overlapping hits into disjoint spans; each merged span takes the kind and

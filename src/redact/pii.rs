@@ -9,8 +9,10 @@
 
 use std::net::Ipv6Addr;
 
-use super::engine::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_PHONE, P_SSN};
-use super::text::*;
+use super::ctx::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_PHONE, P_SSN};
+use super::text::{
+  at, before, digit_at, is_word, keyword_before, skip, skip_back, word_at, word_before, work, WordSet,
+};
 
 // ---------------------------------------------------------------------------------------------
 // E-mail
@@ -26,28 +28,18 @@ pub fn email_at(ctx: &mut Ctx, c: usize) {
   if c < ctx.email_until {
     return;
   }
-  let mut a = c;
-  while a > 0 && c - a < 64 && is_local_char(t[a - 1]) {
-    a -= 1;
-  }
-  while a < c && matches!(t[a], b'.' | b'-' | b'+') {
-    a += 1;
-  }
+  let a = skip_back(t, c, 64, is_local_char);
+  let a = skip(t, a, c - a, |b| matches!(b, b'.' | b'-' | b'+'));
   if a == c || t[c - 1] == b'.' {
     return;
   }
   // `scheme://user:password@host`: the URL detector owns userinfo.
-  if matches!(before(t, a), b':' | b'/') && inside_url(t, a) {
+  if matches!(before(t, a), Some(b':' | b'/')) && ctx.url_for_emails.inside_url(t, a) {
     return;
   }
-  let mut e = c + 1;
-  while e < t.len() && e - c <= 253 && (t[e].is_ascii_alphanumeric() || t[e] == b'-' || t[e] == b'.') {
-    e += 1;
-  }
-  while e > c + 1 && matches!(t[e - 1], b'.' | b'-') {
-    e -= 1;
-  }
-  if !valid_domain(&t[c + 1..e]) || is_word(at(t, e)) {
+  let e = skip(t, c + 1, 253, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+  let e = skip_back(t, e, e - (c + 1), |b| b == b'.' || b == b'-');
+  if !valid_domain(&t[c + 1..e]) || word_at(t, e) {
     return;
   }
   ctx.email_until = e;
@@ -55,16 +47,17 @@ pub fn email_at(ctx: &mut Ctx, c: usize) {
 }
 
 fn valid_domain(d: &[u8]) -> bool {
-  let labels: Vec<&[u8]> = d.split(|&b| b == b'.').collect();
-  if labels.len() < 2 || labels.iter().any(|l| l.is_empty() || l.len() > 63 || l[0] == b'-' || l[l.len() - 1] == b'-') {
+  work::add(d.len());
+  let mut labels = d.split(|&b| b == b'.');
+  if !d.contains(&b'.') || labels.any(|l| l.is_empty() || l.len() > 63 || l[0] == b'-' || l[l.len() - 1] == b'-') {
     return false;
   }
+  let first = d.split(|&b| b == b'.').next().unwrap_or_default();
+  let tld = d.rsplit(|&b| b == b'.').next().unwrap_or_default();
   // `icon@2x.png`: retina image names, not addresses.
-  let first = labels[0];
   if first.len() <= 2 && first[0].is_ascii_digit() && first[first.len() - 1] == b'x' {
     return false;
   }
-  let tld = labels[labels.len() - 1];
   (tld.len() >= 2 && tld.iter().all(|b| b.is_ascii_alphabetic()))
     || (tld.len() > 4 && tld[..4].eq_ignore_ascii_case(b"xn--") && tld[4..].iter().all(|b| b.is_ascii_alphanumeric()))
 }
@@ -99,14 +92,33 @@ static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "relea
 
 /// The number starting at digit `p` (digits `p..q`): tries the shapes and returns where
 /// number scanning continues. Called by the engine's single pass over the text for every digit
-/// run it meets (`engine::scan_runs`).
+/// run it meets (`engine::scan_runs`). The two commonest cases, digits inside a word (hex ids,
+/// hashes) and a short number standing alone, are decided here inline.
+#[inline]
 pub fn number_run(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   let t = ctx.t;
   let prev = before(t, p);
+  let attached = prev.is_some_and(is_word);
+  let quick = if attached {
+    // Only an IBAN starts with letters: two capitals right before its check digits.
+    !(p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !word_before(t, p - 2))
+  } else {
+    // What `number_at` leaves at once: a short isolated number.
+    q - p < 9 && !matches!(prev, Some(b'+' | b'(')) && !number_continues(t, q)
+  };
+  if quick {
+    return skip_run(t, q);
+  }
+  number_run_slow(ctx, p, q)
+}
+
+#[inline(never)]
+fn number_run_slow(ctx: &mut Ctx, p: usize, q: usize) -> usize {
+  let t = ctx.t;
   let mut end = None;
-  if is_word(prev) {
+  if word_before(t, p) {
     // `DE89 3704 ...`: an IBAN starts with two capitals right before its check digits.
-    if p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !is_word(before(t, p - 2)) {
+    if p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !word_before(t, p - 2) {
       end = iban_at(ctx, p - 2);
       if end.is_none() && iban_length(&t[p - 2..p]).is_some() {
         // An IBAN with a bad checksum is not a phone number either.
@@ -121,15 +133,23 @@ pub fn number_run(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   end.unwrap_or_else(|| skip_run(t, q))
 }
 
+/// Does a separator and another group follow the digits ending at `q`?
+#[inline]
+fn number_continues(t: &[u8], q: usize) -> bool {
+  matches!(at(t, q), Some(b' ' | b'-' | b'.' | b')')) && matches!(at(t, q + 1), Some(b'0'..=b'9' | b'('))
+}
+
 /// End of an IBAN-shaped run (`NL91 ABNA 0417 1643 01`) starting at `p`.
 fn skip_iban_like(t: &[u8], mut i: usize) -> usize {
+  let iban_char = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
   let mut count = 0;
+  // Each turn moves `i` on; a separator must be followed by a character, so two turns out of
+  // three at most are separators.
   while count < 34 {
-    let b = at(t, i);
-    if b.is_ascii_uppercase() || b.is_ascii_digit() {
+    if iban_char(at(t, i)) {
       count += 1;
       i += 1;
-    } else if matches!(b, b' ' | b'-') && (at(t, i + 1).is_ascii_uppercase() || at(t, i + 1).is_ascii_digit()) {
+    } else if matches!(at(t, i), Some(b' ' | b'-')) && iban_char(at(t, i + 1)) {
       i += 1;
     } else {
       break;
@@ -141,11 +161,12 @@ fn skip_iban_like(t: &[u8], mut i: usize) -> usize {
 /// End of the digit groups joined to the group ending at `q` by the separator that follows it.
 fn skip_run(t: &[u8], q: usize) -> usize {
   let sep = at(t, q);
-  if !matches!(sep, b' ' | b'-' | b'.') {
+  if !matches!(sep, Some(b' ' | b'-' | b'.')) {
     return q;
   }
   let mut i = q;
-  while at(t, i) == sep && at(t, i + 1).is_ascii_digit() {
+  // Each turn moves past a separator and at least one digit.
+  while at(t, i) == sep && digit_at(t, i + 1) {
     i += 1 + digits_at(t, i + 1);
   }
   i
@@ -158,29 +179,41 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let prev = before(t, p);
   let next = at(t, q);
   let g1 = q - p;
-  if prev == b'+' && (p < 2 || !is_word(t[p - 2])) {
+  if prev == Some(b'+') && !word_before(t, p - 1) {
     return phone_intl(ctx, p - 1);
   }
-  let continues = matches!(next, b' ' | b'-' | b'.' | b')') && matches!(at(t, q + 1), b'0'..=b'9' | b'(');
-  if g1 < 9 && !continues && prev != b'(' {
+  let continues = number_continues(t, q);
+  if g1 < 9 && !continues && prev != Some(b'(') {
     return None; // a short isolated number: the common case
   }
-  if matches!(prev, b'.' | b'-' | b'#' | b'$') {
+  if matches!(prev, Some(b'.' | b'-' | b'#' | b'$')) {
     return None; // a fraction, a range, an issue number, an amount
   }
   // Dates (`2024-01-15`, `15.01.2024`) are the commonest separated numbers in logs.
-  if g1 == 4 && next == b'-' && digits_at(t, q + 1) == 2 && at(t, q + 3) == b'-' && digits_at(t, q + 4) == 2 {
+  if g1 == 4 && next == Some(b'-') && digits_at(t, q + 1) == 2 && at(t, q + 3) == Some(b'-') && digits_at(t, q + 4) == 2
+  {
     return Some(q + 6);
   }
   if g1 == 2
-    && matches!(next, b'.' | b'/')
+    && matches!(next, Some(b'.' | b'/'))
     && digits_at(t, q + 1) == 2
     && at(t, q + 4) == next
     && digits_at(t, q + 5) == 4
   {
     return Some(q + 9);
   }
-  if g1 <= 3 && next == b'.' {
+  if !continues && g1 >= 9 {
+    // Nine or more digits standing alone: a card (13-19), an SSN (9) or a phone number the line
+    // names; the grouped shapes need a separator.
+    if g1 >= 13 {
+      return card_at(ctx, p, q);
+    }
+    if let Some(e) = ssn_at(ctx, p, q) {
+      return Some(e);
+    }
+    return phone_bare(ctx, p, q).then_some(q);
+  }
+  if g1 <= 3 && next == Some(b'.') {
     if let Some(e) = ipv4_at(ctx, p) {
       return Some(e);
     }
@@ -191,7 +224,7 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   if let Some(e) = ssn_at(ctx, p, q) {
     return Some(e);
   }
-  let start = if prev == b'(' && !is_word(before(t, p - 1)) { p - 1 } else { p };
+  let start = if prev == Some(b'(') && !word_before(t, p - 1) { p - 1 } else { p };
   if let Some(e) = phone_national(ctx, start) {
     return Some(e);
   }
@@ -201,12 +234,19 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   None
 }
 
-fn digits_at(t: &[u8], mut i: usize) -> usize {
-  let s = i;
-  while i < t.len() && t[i].is_ascii_digit() {
-    i += 1;
-  }
-  i - s
+/// Does the number ending at `e` go on (a word character, or `-` `.` `/` and a digit)?
+fn continues_as_number(t: &[u8], e: usize) -> bool {
+  word_at(t, e) || (matches!(at(t, e), Some(b'-' | b'.' | b'/')) && digit_at(t, e + 1))
+}
+
+/// The value of a few ASCII digits.
+fn decimal(digits: &[u8]) -> u32 {
+  digits.iter().fold(0u32, |v, &d| v.saturating_mul(10).saturating_add((d - b'0') as u32))
+}
+
+/// Length of the run of digits at `i` (0 past the end).
+fn digits_at(t: &[u8], i: usize) -> usize {
+  skip(t, i, usize::MAX, |b| b.is_ascii_digit()).saturating_sub(i)
 }
 
 // --- IPv4 -------------------------------------------------------------------------------------
@@ -219,35 +259,34 @@ fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
     if d == 0 || d > 3 {
       return None;
     }
-    let v: u32 = std::str::from_utf8(&t[i..i + d]).ok()?.parse().ok()?;
+    let v = decimal(&t[i..i + d]);
     if v > 255 {
       return None;
     }
     i += d;
     if k < 3 {
-      if at(t, i) != b'.' {
+      if at(t, i) != Some(b'.') {
         return None;
       }
       i += 1;
     }
   }
   let next = at(t, i);
-  if next.is_ascii_alphanumeric() || next == b'_' {
+  if word_at(t, i) {
     return None;
   }
   // `Chrome/120.0.0.0`, `version 1.2.3.4`: version numbers, not addresses.
-  let prev = before(t, p);
-  if prev == b'/' && p >= 2 && t[p - 2].is_ascii_alphabetic() {
+  if before(t, p) == Some(b'/') && p >= 2 && t[p - 2].is_ascii_alphabetic() {
     return None;
   }
   if keyword_before(t, p, 16, &VERSION_WORDS) {
     return None;
   }
   let mut e = i;
-  if next == b'/' {
+  if next == Some(b'/') {
     let d = digits_at(t, i + 1);
     if (1..=2).contains(&d) {
-      let v: u32 = std::str::from_utf8(&t[i + 1..i + 1 + d]).ok()?.parse().ok()?;
+      let v = decimal(&t[i + 1..i + 1 + d]);
       if v <= 32 {
         e = i + 1 + d;
       }
@@ -313,7 +352,7 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let t = ctx.t;
   let g1 = q - p;
   if (13..=19).contains(&g1) {
-    if is_word(at(t, q)) || !card_valid(&t[p..q]) {
+    if word_at(t, q) || !card_valid(&t[p..q]) {
       return None;
     }
     ctx.push(p, q, "credit_card", "checksum", P_CARD);
@@ -323,7 +362,7 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     return None;
   }
   let sep = at(t, q);
-  if !matches!(sep, b' ' | b'-') {
+  if !matches!(sep, Some(b' ' | b'-')) {
     return None;
   }
   // Groups of 4 (or Amex/Diners 4-6-5 / 4-6-4) with one separator.
@@ -333,7 +372,7 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let mut ends = [(0usize, 0usize, 0usize); 8];
   let mut m = 0;
   let mut i = q;
-  while at(t, i) == sep && at(t, i + 1).is_ascii_digit() && m < 8 {
+  while at(t, i) == sep && digit_at(t, i + 1) && m < 8 {
     let d = digits_at(t, i + 1);
     if d > 6 || len + d > 19 {
       break;
@@ -346,7 +385,7 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   }
   for k in (0..m).rev() {
     let (e, len, last) = ends[k];
-    if len < 13 || is_word(at(t, e)) {
+    if len < 13 || word_at(t, e) {
       continue;
     }
     // Group sizes after the first: 4-4-4(-x) or 6-5 / 6-4.
@@ -395,7 +434,7 @@ fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let mut d = DigitBuf::default();
   let e = match g1 {
     9 => {
-      if matches!(at(t, q), b'.' | b'-') && at(t, q + 1).is_ascii_digit() {
+      if matches!(at(t, q), Some(b'.' | b'-')) && digit_at(t, q + 1) {
         return None;
       }
       d.extend_from_slice(&t[p..q]);
@@ -403,7 +442,7 @@ fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     }
     3 => {
       let sep = at(t, q);
-      if !matches!(sep, b'-' | b' ' | b'.') {
+      if !matches!(sep, Some(b'-' | b' ' | b'.')) {
         return None;
       }
       let g2 = digits_at(t, q + 1);
@@ -412,7 +451,7 @@ fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
         d.extend_from_slice(&t[q + 1..q + 3]);
         d.extend_from_slice(&t[q + 4..q + 8]);
         q + 8
-      } else if g2 == 6 && sep == b'-' {
+      } else if g2 == 6 && sep == Some(b'-') {
         d.extend_from_slice(&t[p..q]);
         d.extend_from_slice(&t[q + 1..q + 7]);
         q + 7
@@ -420,15 +459,14 @@ fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
         return None;
       }
     }
-    5 if at(t, q) == b'-' && digits_at(t, q + 1) == 4 => {
+    5 if at(t, q) == Some(b'-') && digits_at(t, q + 1) == 4 => {
       d.extend_from_slice(&t[p..q]);
       d.extend_from_slice(&t[q + 1..q + 5]);
       q + 5
     }
     _ => return None,
   };
-  let next = at(t, e);
-  if is_word(next) || (matches!(next, b'-' | b'.' | b'/') && at(t, e + 1).is_ascii_digit()) {
+  if continues_as_number(t, e) {
     return None;
   }
   if !ssn_valid(&d.b[..d.n]) {
@@ -449,9 +487,9 @@ struct Group {
 
 /// Reads `(ddd)` or `ddd` at `i`.
 fn read_group(t: &[u8], i: usize) -> Option<(usize, usize, bool)> {
-  if at(t, i) == b'(' {
+  if at(t, i) == Some(b'(') {
     let d = digits_at(t, i + 1);
-    if (1..=5).contains(&d) && at(t, i + 1 + d) == b')' {
+    if (1..=5).contains(&d) && at(t, i + 1 + d) == Some(b')') {
       return Some((d, i + 2 + d, true));
     }
     return None;
@@ -487,13 +525,12 @@ fn read_groups(t: &[u8], start: usize, max_digits: usize) -> Groups {
   let mut total = d;
   let mut after_paren = paren;
   while groups.n < 8 && total <= max_digits {
-    let c = at(t, i);
-    let (sep, j) = if matches!(c, b' ' | b'-' | b'.') && matches!(at(t, i + 1), b'0'..=b'9' | b'(') {
-      (if after_paren { b'(' } else { c }, i + 1)
-    } else if after_paren && (c.is_ascii_digit()) {
-      (b'(', i)
-    } else {
-      break;
+    let (sep, j) = match at(t, i) {
+      Some(c @ (b' ' | b'-' | b'.')) if matches!(at(t, i + 1), Some(b'0'..=b'9' | b'(')) => {
+        (if after_paren { b'(' } else { c }, i + 1)
+      }
+      Some(b'0'..=b'9') if after_paren => (b'(', i),
+      _ => break,
     };
     let Some((d, e, paren)) = read_group(t, j) else { break };
     groups.g[groups.n] = Group { digits: d, sep: if paren { b'(' } else { sep }, end: e };
@@ -524,8 +561,8 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
   }
   let last = groups.last()?.end;
   let e = ends[..m].iter().rev().copied().find(|&e| {
-    let continues_as_number = e == last && matches!(at(t, e), b'-' | b'.') && at(t, e + 1).is_ascii_digit();
-    !(is_word(at(t, e)) || continues_as_number)
+    let continues = e == last && matches!(at(t, e), Some(b'-' | b'.')) && digit_at(t, e + 1);
+    !(word_at(t, e) || continues)
   })?;
   ctx.push(plus, e, "phone", "pattern", P_PHONE);
   Some(e)
@@ -534,7 +571,9 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
 fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
   let t = ctx.t;
   let groups = read_groups(t, start, 14);
-  if groups.len() < 2 {
+  // Every candidate has at least 9 digits (`phone_candidate`): fewer in all groups together
+  // (`10:20:30.123`, `2.13.6`) decide at once.
+  if groups.len() < 2 || groups.iter().map(|g| g.digits).sum::<usize>() < 9 {
     return None;
   }
   // Stop where the separator changes (`415-555-0132 5 times`).
@@ -595,8 +634,7 @@ fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option
   if matches!(sizes, [3, 2, 4] | [4, 2, 2] | [2, 2, 4]) {
     return None; // SSN and date shapes
   }
-  let next = at(t, e);
-  if is_word(next) || (matches!(next, b'-' | b'.' | b'/') && at(t, e + 1).is_ascii_digit()) {
+  if continues_as_number(t, e) {
     return None;
   }
   Some(e)
@@ -615,7 +653,7 @@ fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
     12 => d[0] != b'0',
     _ => false,
   };
-  if ok && !is_word(at(t, q)) && keyword_before(t, p, 40, &PHONE_WORDS) {
+  if ok && !word_at(t, q) && keyword_before(t, p, 40, &PHONE_WORDS) {
     ctx.push(p, q, "phone", "pattern", P_PHONE);
     return true;
   }
@@ -736,29 +774,32 @@ fn iban_checksum_ok(chars: &[u8]) -> bool {
 fn iban_at(ctx: &mut Ctx, s: usize) -> Option<usize> {
   let t = ctx.t;
   let len = iban_length(&t[s..s + 2])?;
-  if !(at(t, s + 2).is_ascii_digit() && at(t, s + 3).is_ascii_digit()) {
+  if !(digit_at(t, s + 2) && digit_at(t, s + 3)) {
     return None;
   }
-  let mut chars = Vec::with_capacity(len);
-  let mut sep = 0u8;
+  let iban_char = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+  let mut chars = [0u8; 34];
+  let mut n = 0;
+  let mut sep = None;
   let mut i = s;
-  while chars.len() < len {
-    let b = at(t, i);
-    if b.is_ascii_uppercase() || b.is_ascii_digit() {
-      chars.push(b);
-      i += 1;
-    } else if matches!(b, b' ' | b'-') && chars.len() % 4 == 0 && (sep == 0 || sep == b) && i < t.len() {
-      let nb = at(t, i + 1);
-      if !(nb.is_ascii_uppercase() || nb.is_ascii_digit()) {
-        return None;
+  // Each turn takes a character or a separator (followed by a character), or gives up.
+  while n < len {
+    match at(t, i) {
+      Some(b) if iban_char(b) => {
+        chars[n] = b;
+        n += 1;
       }
-      sep = b;
-      i += 1;
-    } else {
-      return None;
+      Some(b @ (b' ' | b'-')) if n % 4 == 0 && sep.is_none_or(|s| s == b) => {
+        if !at(t, i + 1).is_some_and(iban_char) {
+          return None;
+        }
+        sep = Some(b);
+      }
+      _ => return None,
     }
+    i += 1;
   }
-  if is_word(at(t, i)) || !iban_checksum_ok(&chars) {
+  if word_at(t, i) || !iban_checksum_ok(&chars[..n]) {
     return None;
   }
   ctx.push(s, i, "iban", "checksum", P_IBAN);
@@ -780,31 +821,18 @@ static V6_CONTEXT: WordSet =
 /// not be looked at (the end of the hex/colon run).
 pub fn ipv6_at(ctx: &mut Ctx, c: usize) -> usize {
   let t = ctx.t;
-  let n = t.len();
-  let pv = before(t, c);
-  let nx = at(t, c + 1);
-  if !(pv.is_ascii_hexdigit() || pv == b':' || nx.is_ascii_hexdigit() || nx == b':') {
+  let hex_or_colon = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_hexdigit() || b == b':');
+  if !(hex_or_colon(before(t, c)) || hex_or_colon(at(t, c + 1))) {
     return c + 1;
   }
-  let mut a = c;
-  while a > 0 && c - a < 45 && v6_char(t[a - 1]) {
-    a -= 1;
-  }
-  let mut b = c + 1;
-  while b < n && b - a < 64 && v6_char(t[b]) {
-    b += 1;
-  }
-  while a < c && t[a] == b'.' {
-    a += 1;
-  }
+  let a = skip_back(t, c, 45, v6_char);
+  let b = skip(t, c + 1, 64 - (c + 1 - a), v6_char);
+  let a = skip(t, a, c - a, |b| b == b'.');
   let lead = before(t, a);
-  if is_word(lead) || lead == b'.' || is_word(at(t, b)) {
+  if word_before(t, a) || lead == Some(b'.') || word_at(t, b) {
     return b;
   }
-  let mut e = b;
-  while e > a && t[e - 1] == b'.' {
-    e -= 1;
-  }
+  let mut e = skip_back(t, b, b - a, |b| b == b'.');
   let mut ok = parse_v6(&t[a..e]);
   if !ok && e >= a + 2 && t[e - 1] == b':' && t[e - 2] != b':' {
     e -= 1;
@@ -816,17 +844,14 @@ pub fn ipv6_at(ctx: &mut Ctx, c: usize) -> usize {
   let cand = &t[a..e];
   let mut end = e;
   // Zone (`fe80::1%eth0`) and prefix length (`2001:db8::/32`, only when valid).
-  if at(t, end) == b'%' && at(t, end + 1).is_ascii_alphanumeric() {
-    end += 1;
-    while end < n && (t[end].is_ascii_alphanumeric() || matches!(t[end], b'_' | b'.' | b'-')) {
-      end += 1;
-    }
+  if at(t, end) == Some(b'%') && at(t, end + 1).is_some_and(|b| b.is_ascii_alphanumeric()) {
+    end = skip(t, end + 1, usize::MAX, |b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
   }
   let mut prefixed = false;
-  if at(t, end) == b'/' {
+  if at(t, end) == Some(b'/') {
     let d = digits_at(t, end + 1);
-    if (1..=3).contains(&d) && !is_word(at(t, end + 1 + d)) {
-      let v: u32 = std::str::from_utf8(&t[end + 1..end + 1 + d]).unwrap_or("999").parse().unwrap_or(999);
+    if (1..=3).contains(&d) && !word_at(t, end + 1 + d) {
+      let v = decimal(&t[end + 1..end + 1 + d]);
       if v <= 128 {
         end += 1 + d;
         prefixed = true;
@@ -836,7 +861,7 @@ pub fn ipv6_at(ctx: &mut Ctx, c: usize) -> usize {
   if !cand.iter().any(|b| b.is_ascii_digit()) {
     // `::` alone (and hex-letter-only forms like `a::b`) is an address only in context.
     let bare = cand == b"::";
-    let context = prefixed || matches!(lead, b'=' | b'[') || keyword_before(t, a, 24, &V6_CONTEXT);
+    let context = prefixed || matches!(lead, Some(b'=' | b'[')) || keyword_before(t, a, 24, &V6_CONTEXT);
     if !(bare && context) {
       return b;
     }

@@ -145,7 +145,7 @@ impl TokenRule {
 
 /// The provider token rules.
 pub fn token_rules() -> Vec<TokenRule> {
-  use End::*;
+  use End::{Any, Delim, NotAlnum, NotToken};
   vec![
     // --- cloud providers ---
     rule(
@@ -228,7 +228,7 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("sendgrid_api_key", &["SG."], r"\bSG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}").exact().end(NotToken),
     rule("sendinblue_api_key", &["xkeysib-"], r"\bxkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b"),
     rule("mailgun_api_key", &["key-"], r"\bkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
-    rule("mailchimp_api_key", &["-us"], r"\b[0-9a-f]{32}-us[0-9]{1,2}\b").back(32).tail(0).trigger(Trigger::Infix(35)),
+    rule("mailchimp_api_key", &["-us"], r"\b[0-9a-f]{32}-us[0-9]{1,2}\b").back(32).max(8).tail(0).trigger(Trigger::Infix(35)),
     rule("telegram_bot_token", &[":AA"], r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}").exact().back(10).tail(0).end(NotToken).trigger(Trigger::Colon),
     // --- payments and commerce ---
     rule("stripe_key", &["sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"], r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,247}\b").entropy(2.0),
@@ -245,7 +245,15 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("facebook_token", &["EAAM", "EAAC"], r"\bEAA[MC][A-Za-z0-9]{100,}").exact().entropy(3.5).tail(100).max(2048).end(Delim),
     // --- AI providers ---
     rule("openai_api_key", &["sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"], r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,300}").end(NotToken).max(340),
-    rule("openai_api_key", &["sk-"], r"\bsk-[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74}").tail(20).max(170).end(NotToken),
+    // Found by its inner marker: triggered at every `sk-`, its pattern would scan 170 bytes each
+    // time in a run of `sk-sk-sk-...`.
+    rule("openai_api_key", &["T3BlbkFJ"], r"\bsk-[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74}")
+      .exact()
+      .back(77)
+      .max(82)
+      .tail(20)
+      .end(NotToken)
+      .trigger(Trigger::Infix(51)),
     rule("openai_api_key", &["sk-"], r"\bsk-[A-Za-z0-9]{48}\b").tail(48).entropy(3.5),
     rule("anthropic_api_key", &["sk-ant-"], r"\bsk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{80,120}").end(NotToken).tail(0),
     rule("huggingface_token", &["hf_"], r"\bhf_[A-Za-z]{34}\b").entropy(3.0).tail(34),
@@ -276,7 +284,7 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("jwt", &["ZXlK"], r"\bZXlK(?:aGJHY2lPaU|MGVYQWlPaU|cmFXUWlP|aGRXUWlPaU|cGMzTWlPaU|emRXSWlPaU)[A-Za-z0-9+/_-]{40,4000}={0,2}").exact().max(4100).end(NotToken),
     rule("linear_api_key", &["lin_api_"], r"\blin_api_[A-Za-z0-9]{40}\b"),
     rule("mapbox_token", &["sk.eyJ"], r"\bsk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}").tail(0).end(NotToken),
-    rule("maxmind_license_key", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b").back(37).tail(0).trigger(Trigger::Infix(40)),
+    rule("maxmind_license_key", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b").back(37).max(8).tail(0).trigger(Trigger::Infix(40)),
     rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})\b").exact().tail(0),
     rule("notion_token", &["ntn_"], r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b"),
     rule("notion_token", &["secret_"], r"\bsecret_[A-Za-z0-9]{43}\b").entropy(4.0).tail(43),
@@ -298,6 +306,100 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("airtable_token", &["pat"], r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b").tail(14),
     rule("hubspot_token", &["pat-na1-", "pat-eu1-"], r"\bpat-(?:na|eu)1-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b").tail(0),
   ]
+}
+
+/// Known token prefixes. A value assigned to `token =` that starts with one but fails that
+/// format's check is left to the format's rule (`xoxp-1234567890`, `sm_sat_om1ut2e75f`,
+/// `dapi...g5`); a placeholder is judged on what follows the prefix (`ghp_your_token_here`).
+pub const TOKEN_PREFIXES: &[&str] = &[
+  "ghp_",
+  "gho_",
+  "ghu_",
+  "ghs_",
+  "ghr_",
+  "github_pat_",
+  "glpat-",
+  "xoxb-",
+  "xoxp-",
+  "xoxa-",
+  "xoxr-",
+  "xoxs-",
+  "xoxo-",
+  "xoxe",
+  "xapp-",
+  "sk_live_",
+  "sk_test_",
+  "rk_live_",
+  "rk_test_",
+  "sk-ant-",
+  "sk-proj-",
+  "AKIA",
+  "ASIA",
+  "AIza",
+  "npm_",
+  "pypi-",
+  "SG.",
+  "shpat_",
+  "shpss_",
+  "shpca_",
+  "shppa_",
+  "dop_v1_",
+  "doo_v1_",
+  "dor_v1_",
+  "dapi",
+  "sm_sat_",
+  "sm_pat_",
+  "sm_aat_",
+  "sntryu_",
+  "sntrys_",
+  "glc_",
+  "glsa_",
+  "hvs.",
+  "hvb.",
+  "pul-",
+  "rdme_",
+  "rubygems_",
+  "pplx-",
+  "lin_api_",
+  "ntn_",
+  "PMAK-",
+  "pnu_",
+  "dckr_pat_",
+  "figd_",
+  "sbp_",
+  "fo1_",
+  "sha256~",
+  "GR1348941",
+  "AKCp",
+  "EZAK",
+  "EZTK",
+  "ops_eyJ",
+  "sk-",
+  "ABSK",
+  "glcbt-",
+  "glrt-",
+  "glptt-",
+  "gldt-",
+  "glft-",
+  "glimt-",
+  "gloas-",
+];
+
+/// Length of the longest of [`TOKEN_PREFIXES`] that `v` starts with (0: none). Asked for every
+/// assigned value and random-looking token: a table of the prefixes' first two bytes rejects
+/// most at once.
+pub fn token_prefix_len(v: &[u8]) -> usize {
+  static BY_PAIR: std::sync::OnceLock<rustc_hash::FxHashMap<[u8; 2], Vec<&'static [u8]>>> = std::sync::OnceLock::new();
+  let Some(pair) = v.first_chunk::<2>() else { return 0 };
+  let table = BY_PAIR.get_or_init(|| {
+    let mut t: rustc_hash::FxHashMap<[u8; 2], Vec<&'static [u8]>> = rustc_hash::FxHashMap::default();
+    for p in TOKEN_PREFIXES {
+      let b = p.as_bytes();
+      t.entry([b[0], b[1]]).or_default().push(b);
+    }
+    t
+  });
+  table.get(pair).map_or(0, |list| list.iter().filter(|p| v.starts_with(p)).map(|p| p.len()).max().unwrap_or(0))
 }
 
 /// Provider and product names that, as a word of an identifier (`alibabaToken`,

@@ -1,12 +1,19 @@
 //! Secrets: private key blocks, JWTs, credentials in URLs and `curl -u`, `Bearer` tokens,
 //! `password=` / `token:` style assignments, and generic high-entropy tokens.
 
-use super::engine::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
-use super::rules::{is_known_public, PROVIDER_WORDS};
-use super::text::*;
+use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
+use super::placeholder::{is_non_secret_word, is_placeholder};
+use super::rules::{is_known_public, token_prefix_len, PROVIDER_WORDS};
+use super::text::{
+  at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_uuid, is_wordy, keyword_before, line_end,
+  line_start, profile, skip, skip_back, trim_quotes, word_at, word_before, work, Lexicon, WordSet,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Private keys
+
+/// How far after a BEGIN line its END line is looked for.
+const PEM_MAX: usize = 1 << 20;
 
 /// Called at every `-----BEGIN` (any case). A private key block (RSA, EC, DSA, OpenSSH, PKCS#8,
 /// encrypted, PGP) with a real body is redacted whole, from its BEGIN line to its END line, and
@@ -19,34 +26,45 @@ pub fn pem_at(ctx: &mut Ctx, k: usize) {
     return;
   }
   let h = k + 10; // after "-----BEGIN"
-  let label_end = match memchr::memmem::find(&t[h..(h + 100).min(t.len())], b"-----") {
-    Some(x) => h + x,
-    None => return,
-  };
+  let Some(label_end) = find_within(t, h, 100, b"-----") else { return };
   let label = &t[h..label_end];
   if !label.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-')) {
     return;
   }
   let header_end = label_end + 5;
-  let limit = (header_end + (1 << 20)).min(t.len());
-  let end_marker = find_ci(&t[header_end..limit], b"-----end").map(|x| header_end + x);
+  let limit = (header_end + PEM_MAX).min(t.len());
+  // The first END marker after the header (upper or lower case), from the memos: a text of many
+  // BEGIN lines without END lines searches its tail once, not once per BEGIN.
+  let upper = ctx.pem_end_upper.find(t, header_end);
+  let lower = ctx.pem_end_lower.find(t, header_end);
+  let end_marker = upper.into_iter().chain(lower).min().filter(|&m| m + 8 <= limit);
   let block_end = end_marker.map(|m| {
     // "-----END <label>-----"
-    let after = m + 8;
-    match memchr::memmem::find(&t[after..(after + 100).min(t.len())], b"-----") {
-      Some(x) => after + x + 5,
+    match find_within(t, m + 8, 100, b"-----") {
+      Some(x) => x + 5,
       None => line_end(t, m, 200),
     }
   });
-  if !contains_ci(label, b"private") {
-    ctx.public_zones.push((k, block_end.unwrap_or(header_end)));
-    ctx.pem_until = block_end.unwrap_or(header_end);
+  if !contains_private(label) {
+    let end = block_end.unwrap_or(header_end);
+    ctx.add_public_zone(k, end);
+    ctx.pem_until = end;
     return;
   }
+  // A real body has base64 (`-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----` in
+  // documentation does not); counting stops at 40.
   let body = &t[header_end..end_marker.unwrap_or(limit)];
-  let b64 = body.iter().filter(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')).count();
+  let mut b64 = 0;
+  let scanned = body
+    .iter()
+    .position(|&b| {
+      b64 += (b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')) as usize;
+      b64 >= 40
+    })
+    .map_or(body.len(), |x| x + 1);
+  work::add(scanned);
   if b64 < 40 {
-    return; // `-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----` in documentation
+    return;
   }
   let end = block_end.unwrap_or(t.len());
   ctx.pem_until = end;
@@ -54,27 +72,32 @@ pub fn pem_at(ctx: &mut Ctx, k: usize) {
   ctx.push(k, end, "private_key", "pattern", P_PRIVATE_KEY);
 }
 
-fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-  if hay.len() < needle.len() {
-    return None;
-  }
-  let upper: Vec<u8> = needle.to_ascii_uppercase();
-  let f = memchr::memmem::find(hay, needle);
-  let g = memchr::memmem::find(hay, &upper);
-  match (f, g) {
-    (Some(a), Some(b)) => Some(a.min(b)),
-    (a, b) => a.or(b),
-  }
+fn contains_private(label: &[u8]) -> bool {
+  label.windows(7).any(|w| w.eq_ignore_ascii_case(b"private"))
+}
+
+/// Start of the first `needle` that lies within `max` bytes from `from`.
+fn find_within(t: &[u8], from: usize, max: usize, needle: &[u8]) -> Option<usize> {
+  let from = from.min(t.len());
+  let window = &t[from..from.saturating_add(max).min(t.len())];
+  work::add(window.len());
+  memchr::memmem::find(window, needle).map(|x| from + x)
 }
 
 /// PuTTY private key files (`PuTTY-User-Key-File-2: ssh-rsa` ... `Private-MAC: ...`).
 pub fn putty_at(ctx: &mut Ctx, k: usize) {
   let t = ctx.t;
+  if k < ctx.putty_until {
+    return;
+  }
   let limit = (k + (1 << 16)).min(t.len());
-  let Some(lines) = memchr::memmem::find(&t[k..limit], b"Private-Lines:") else { return };
-  let mac = memchr::memmem::find(&t[k..limit], b"Private-MAC:").map(|x| line_end(t, k + x, 200));
-  let _ = lines;
+  let within = |found: Option<usize>, len: usize| found.filter(|&x| x + len <= limit);
+  if within(ctx.putty_lines.find(t, k), 14).is_none() {
+    return; // no `Private-Lines:`
+  }
+  let mac = within(ctx.putty_mac.find(t, k), 12).map(|x| line_end(t, x, 200));
   let end = mac.unwrap_or(t.len());
+  ctx.putty_until = end;
   ctx.blocked = true;
   ctx.push(k, end, "private_key", "pattern", P_PRIVATE_KEY);
 }
@@ -82,37 +105,32 @@ pub fn putty_at(ctx: &mut Ctx, k: usize) {
 // ---------------------------------------------------------------------------------------------
 // JWT
 
-fn b64url_run(t: &[u8], mut i: usize) -> usize {
-  let s = i;
-  while i < t.len() && (t[i].is_ascii_alphanumeric() || t[i] == b'_' || t[i] == b'-') {
-    i += 1;
-  }
-  i - s
+/// Length of the run of base64url characters at `i`.
+fn b64url_run(t: &[u8], i: usize) -> usize {
+  skip(t, i, usize::MAX, |b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') - i
 }
 
 /// Called at every `eyJ` (exact case): `header.payload.signature`, signature possibly empty.
 pub fn jwt_at(ctx: &mut Ctx, k: usize) {
   let t = ctx.t;
-  if k < ctx.jwt_until || is_word(before(t, k)) || before(t, k) == b'-' {
+  if k < ctx.jwt_until || word_before(t, k) || before(t, k) == Some(b'-') {
     return;
   }
   let h = b64url_run(t, k);
-  if h < 12 || at(t, k + h) != b'.' {
+  if h < 12 || at(t, k + h) != Some(b'.') {
     return;
   }
   let p0 = k + h + 1;
-  if !(at(t, p0) == b'e' && at(t, p0 + 1) == b'y') {
+  if !t[p0..].starts_with(b"ey") {
     return;
   }
   let pl = b64url_run(t, p0);
-  if pl < 12 || at(t, p0 + pl) != b'.' {
+  if pl < 12 || at(t, p0 + pl) != Some(b'.') {
     return;
   }
   let s0 = p0 + pl + 1;
-  let mut end = s0 + b64url_run(t, s0);
-  while at(t, end) == b'=' && end < t.len() {
-    end += 1;
-  }
+  let sig = s0 + b64url_run(t, s0);
+  let end = skip(t, sig, usize::MAX, |b| b == b'=');
   ctx.jwt_until = end;
   ctx.push(k, end, "jwt", "pattern", P_JWT);
 }
@@ -124,45 +142,40 @@ pub fn jwt_at(ctx: &mut Ctx, k: usize) {
 /// remotes, proxies). The password is redacted; a token used as the user name is too.
 pub fn url_at(ctx: &mut Ctx, k: usize) {
   let t = ctx.t;
-  let mut s = k;
-  while s > 0 && k - s < 32 && (t[s - 1].is_ascii_alphanumeric() || matches!(t[s - 1], b'+' | b'.' | b'-')) {
-    s -= 1;
-  }
-  if s == k || !t[s].is_ascii_alphabetic() {
-    return;
-  }
+  let s = skip_back(t, k, 32, |b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
   let a = k + 3;
-  let mut e = a;
-  let limit = (a + 512).min(t.len());
-  while e < limit && !t[e].is_ascii_whitespace() && !matches!(t[e], b'"' | b'\'' | b'<' | b'>' | b'`') {
-    e += 1;
+  if s == k || !t[s].is_ascii_alphabetic() || a < ctx.url_until {
+    return; // no scheme, or inside the credentials of the URL before
   }
-  let seg = &t[a..e];
-  let Some(at_pos) = memchr::memrchr(b'@', seg) else { return };
-  let userinfo = &seg[..at_pos];
-  let host_first = at(seg, at_pos + 1);
-  if !(host_first.is_ascii_alphanumeric() || host_first == b'[') {
-    return;
+  // The URL runs to a break, 512 bytes at most; its credentials end at its last `@`. (From the
+  // memos: in a text of many `://`, no byte is searched once per URL.)
+  let e = ctx.url_end.find(t, a).unwrap_or(t.len()).min(a + 512);
+  let Some(at_sign) = ctx.url_at_sign.find(t, a, e) else { return };
+  if !(at_sign + 1 < e && (t[at_sign + 1].is_ascii_alphanumeric() || t[at_sign + 1] == b'[')) {
+    return; // no host after the `@`
   }
-  match memchr::memchr(b':', userinfo) {
+  let before_at = |found: Option<usize>, end: usize| found.is_some_and(|x| x < end);
+  match ctx.url_colon.find(t, a).filter(|&c| c < at_sign) {
     Some(colon) => {
-      let user = &userinfo[..colon];
-      if user.contains(&b'/') || user.contains(&b'?') {
-        return;
+      if before_at(ctx.url_slash.find(t, a), colon) || before_at(ctx.url_query.find(t, a), colon) {
+        return; // a path or a query before the `:`: not a user name
       }
-      let pass = &userinfo[colon + 1..];
+      let pass = &t[colon + 1..at_sign];
       if pass.is_empty() || is_placeholder(pass) || is_non_secret_word(pass) {
         return;
       }
-      ctx.push(a + colon + 1, a + at_pos, "url_credentials", "pattern", P_URL_CRED);
+      ctx.url_until = at_sign;
+      ctx.push(colon + 1, at_sign, "url_credentials", "pattern", P_URL_CRED);
     }
     None => {
-      if userinfo.contains(&b'/') {
+      let userinfo = &t[a..at_sign];
+      if before_at(ctx.url_slash.find(t, a), at_sign) || userinfo.len() < 16 {
         return;
       }
       let p = profile(userinfo);
-      if userinfo.len() >= 16 && p.digit > 0 && entropy(userinfo) >= 3.5 && !is_placeholder(userinfo) {
-        ctx.push(a, a + at_pos, "url_credentials", "pattern", P_URL_CRED);
+      if p.digit > 0 && entropy(userinfo) >= 3.5 && !is_placeholder(userinfo) {
+        ctx.url_until = at_sign;
+        ctx.push(a, at_sign, "url_credentials", "pattern", P_URL_CRED);
       }
     }
   }
@@ -172,57 +185,53 @@ pub fn url_at(ctx: &mut Ctx, k: usize) {
 /// (including backslash-continued lines).
 pub fn curl_at(ctx: &mut Ctx, k: usize) {
   let t = ctx.t;
-  if is_word(before(t, k)) || !matches!(at(t, k + 4), b' ' | b'\t') {
-    return;
+  if k < ctx.curl_until || word_before(t, k) || !matches!(at(t, k + 4), Some(b' ' | b'\t')) {
+    return; // inside the command of an earlier `curl` (already scanned to its end), or not a command
   }
-  // The command: this line plus up to 6 backslash-continued ones.
-  let mut end = line_end(t, k, 4096);
-  for _ in 0..6 {
-    let mut j = end;
-    while j > k && matches!(t[j - 1], b' ' | b'\t') {
-      j -= 1;
-    }
-    if j > k && t[j - 1] == b'\\' && end < t.len() {
-      let next = if t[end] == b'\r' && at(t, end + 1) == b'\n' { end + 2 } else { end + 1 };
-      end = line_end(t, next.min(t.len()), 4096);
-    } else {
+  // The command: this line and the lines its backslashes continue. Each turn moves to the next
+  // line, so the loop ends; the line ends come from a memo, so no byte is searched twice.
+  let mut end = ctx.next_line_end(k);
+  while end < t.len() {
+    let last = skip_back(t, end, end - k, |b| b == b' ' || b == b'\t');
+    if last == k || t[last - 1] != b'\\' {
       break;
     }
+    let next = if t[end] == b'\r' && at(t, end + 1) == Some(b'\n') { end + 2 } else { end + 1 };
+    end = ctx.next_line_end(next);
   }
+  ctx.curl_until = end;
+  work::add(end - k);
   let mut i = k + 4;
   while i < end {
-    let flag_len = if t[i..end].starts_with(b"-u") && !is_word(at(t, i + 2)) && at(t, i + 2) != b'-' {
+    let rest = &t[i..end];
+    let flag_len = if rest.starts_with(b"-u") && !word_at(t, i + 2) && at(t, i + 2) != Some(b'-') {
       2
-    } else if t[i..end].starts_with(b"--user") && !is_word(at(t, i + 6)) && at(t, i + 6) != b'-' {
+    } else if rest.starts_with(b"--user") && !word_at(t, i + 6) && at(t, i + 6) != Some(b'-') {
       6
     } else {
       i += 1;
       continue;
     };
-    if !matches!(before(t, i), b' ' | b'\t') {
+    if !matches!(before(t, i), Some(b' ' | b'\t')) {
       i += 1;
       continue;
     }
     let mut v = i + flag_len;
-    if at(t, v) == b'=' {
+    if at(t, v) == Some(b'=') {
       v += 1;
     }
-    while v < end && matches!(t[v], b' ' | b'\t') {
-      v += 1;
-    }
-    // The argument: up to the next unquoted space.
+    let v = skip(t, v, end.saturating_sub(v), |b| b == b' ' || b == b'\t');
+    // The argument: up to the next unquoted blank.
     let mut e = v;
-    let mut quote = 0u8;
+    let mut quote = None;
     while e < end {
       let b = t[e];
-      if quote != 0 {
-        if b == quote {
-          quote = 0;
-        }
-      } else if is_quote(b) {
-        quote = b;
-      } else if b == b' ' || b == b'\t' {
-        break;
+      match quote {
+        Some(q) if b == q => quote = None,
+        Some(_) => {}
+        None if is_quote(b) => quote = Some(b),
+        None if b == b' ' || b == b'\t' => break,
+        None => {}
       }
       e += 1;
     }
@@ -263,26 +272,16 @@ fn curl_credential(ctx: &mut Ctx, v: usize, e: usize) {
 /// Called at every `bearer`: `Bearer <token>` in headers, logs and prose.
 pub fn bearer_at(ctx: &mut Ctx, k: usize) {
   let t = ctx.t;
-  if is_word(before(t, k)) {
+  if word_before(t, k) || !matches!(at(t, k + 6), Some(b' ' | b'\t')) {
     return;
   }
-  let mut v = k + 6;
-  if !matches!(at(t, v), b' ' | b'\t') {
-    return;
-  }
-  while matches!(at(t, v), b' ' | b'\t') {
-    v += 1;
-  }
-  let mut e = v;
-  while e < t.len() && (t[e].is_ascii_alphanumeric() || matches!(t[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'-' | b'='))
-  {
-    e += 1;
-  }
-  while e > v && t[e - 1] == b'.' {
-    e -= 1;
-  }
+  let v = skip(t, k + 6, usize::MAX, |b| b == b' ' || b == b'\t');
+  let e = skip(t, v, usize::MAX, |b| {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'-' | b'=')
+  });
+  let e = skip_back(t, e, e - v, |b| b == b'.');
   let tok = &t[v..e];
-  if tok.len() < 8 || is_placeholder(tok) || is_non_secret_word(tok) || is_word(at(t, e)) {
+  if tok.len() < 8 || is_placeholder(tok) || is_non_secret_word(tok) || word_at(t, e) {
     return;
   }
   let p = profile(tok);
@@ -682,72 +681,57 @@ const SCHEMES: &[&str] =
 /// and the value and decides by the identifier's words and the value's shape.
 pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   let t = ctx.t;
-  let n = t.len();
   let ident = &t[a..b];
-  let key_quoted =
-    is_quote(before(t, a)) || (before(t, a) == b'"' || (a >= 2 && t[a - 1] == b'"' && t[a - 2] == b'\\'));
-  let xml = before(t, a) == b'<';
+  let key_quoted = before(t, a).is_some_and(is_quote);
+  let xml = before(t, a) == Some(b'<');
   let cli = ident.starts_with(b"-");
 
   // Operator.
   let mut p = b;
-  if is_quote(at(t, p)) {
+  if at(t, p).is_some_and(is_quote) {
     p += 1;
-  } else if at(t, p) == b'\\' && is_quote(at(t, p + 1)) {
+  } else if at(t, p) == Some(b'\\') && at(t, p + 1).is_some_and(is_quote) {
     p += 2;
   }
   let op_start = p;
-  while p < n && p - op_start < 8 && matches!(t[p], b' ' | b'\t') {
-    p += 1;
-  }
+  p = skip(t, p, 8, |b| b == b' ' || b == b'\t');
   let spaced = p > op_start;
   let mut prose = false;
-  match at(t, p) {
-    b'=' => {
-      p += 1;
-      while matches!(at(t, p), b'=' | b'>') {
-        p += 1;
-      }
-    }
+  let Some(op) = at(t, p) else { return };
+  match op {
+    b'=' => p = skip(t, p + 1, 16, |b| b == b'=' || b == b'>'),
     b':' => {
-      if at(t, p + 1) == b':' {
+      if at(t, p + 1) == Some(b':') {
         return; // `Token::new`
       }
       p += 1;
-      if at(t, p) == b'=' {
+      if at(t, p) == Some(b'=') {
         p += 1;
       }
     }
     b'>' if xml => p += 1,
     b',' if key_quoted => p += 1,
-    b'?' | b'|' if at(t, p + 1) == b'=' || (at(t, p + 1) == b'|' && at(t, p + 2) == b'=') => {
-      while matches!(at(t, p), b'?' | b'|' | b'=') {
-        p += 1;
-      }
+    b'?' | b'|' if at(t, p + 1) == Some(b'=') || t[p + 1..].starts_with(b"|=") => {
+      p = skip(t, p, 8, |b| matches!(b, b'?' | b'|' | b'='));
     }
     c if cli && spaced && !matches!(c, b'-' | b'\n' | b'\r') => {}
     _ if spaced && (t[p..].starts_with(b"is ") || t[p..].starts_with(b"was ") || t[p..].starts_with(b"= ")) => {
       prose = true;
-      p += if at(t, p) == b'w' { 3 } else { 2 };
+      p += if op == b'w' { 3 } else { 2 };
     }
     _ => return,
   }
-  while p < n && matches!(t[p], b' ' | b'\t' | b'*') && p - op_start < 24 {
-    p += 1;
-  }
-  let Some((mut vs, mut ve, mut quoted)) = value_span(t, p) else { return };
+  p = skip(t, p, 24usize.saturating_sub(p - op_start), |b| matches!(b, b' ' | b'\t' | b'*'));
+  let Some((mut vs, mut ve, mut quoted)) = value_span(ctx, p) else { return };
   let mut basic_auth = false;
   // `Authorization: Bearer <token>`, `Authorization: Basic <b64>`, `token ghp_...`
   if !quoted
     && SCHEMES.iter().any(|s| t[vs..ve].eq_ignore_ascii_case(s.as_bytes()))
-    && matches!(at(t, ve), b' ' | b'\t')
+    && matches!(at(t, ve), Some(b' ' | b'\t'))
   {
     basic_auth = t[vs..ve].eq_ignore_ascii_case(b"basic");
-    let mut q = ve;
-    while matches!(at(t, q), b' ' | b'\t') {
-      q += 1;
-    }
-    match value_span(t, q) {
+    let q = skip(t, ve, 64, |b| b == b' ' || b == b'\t');
+    match value_span(ctx, q) {
       Some(v) => (vs, ve, quoted) = v,
       None => return,
     }
@@ -782,148 +766,70 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   ctx.push(vs, ve, kind, "keyword", prio);
 }
 
+/// Longest value looked at.
+const VALUE_MAX: usize = 1024;
+/// Values of nested assignments that end at one place (`a=b=c=...`) looked at: more are no
+/// real text, and each would cost the length of the value again.
+const CHAIN_MAX: u32 = 8;
+
 /// The value starting at `p`: a quoted string (also `\"...\"` inside JSON strings) or a run up
 /// to whitespace or a delimiter. Returns (start, end, quoted).
-fn value_span(t: &[u8], p: usize) -> Option<(usize, usize, bool)> {
-  let n = t.len();
-  let q = at(t, p);
-  if p >= n {
-    return None;
+fn value_span(ctx: &mut Ctx, p: usize) -> Option<(usize, usize, bool)> {
+  let t = ctx.t;
+  let q = at(t, p)?;
+  let escaped = q == b'\\' && at(t, p + 1).is_some_and(is_quote);
+  if !(is_quote(q) || escaped) {
+    return unquoted(ctx, p).map(|(s, e)| (s, e, false));
   }
-  let escaped = q == b'\\' && is_quote(at(t, p + 1));
-  if is_quote(q) || escaped {
-    let (quote, s) = if escaped { (at(t, p + 1), p + 2) } else { (q, p + 1) };
-    let limit = (s + 1024).min(n);
-    let mut e = s;
-    while e < limit {
-      let b = t[e];
-      if b == b'\n' || b == b'\r' {
-        break;
-      }
-      if b == quote && !(escaped && t[e - 1] != b'\\') {
-        let end = if escaped { e - 1 } else { e };
-        return if end > s { Some((s, end, true)) } else { None };
-      }
-      if !escaped && b == b'\\' && e + 1 < limit {
-        e += 2;
-        continue;
-      }
-      e += 1;
-    }
-    // No closing quote: fall through and read it unquoted after the quote.
-    return unquoted(t, s).map(|(s, e)| (s, e, false));
-  }
-  unquoted(t, p).map(|(s, e)| (s, e, false))
-}
-
-fn unquoted(t: &[u8], s: usize) -> Option<(usize, usize)> {
-  let n = t.len();
-  let limit = (s + 1024).min(n);
+  let (quote, s) = if escaped { (t[p + 1], p + 2) } else { (q, p + 1) };
+  let limit = (s + VALUE_MAX).min(t.len());
   let mut e = s;
+  // Each turn moves `e` on by one or two bytes.
   while e < limit {
     let b = t[e];
-    if b.is_ascii_whitespace()
-      || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b'|' | b'<' | b'>' | b')' | b']' | b'}')
-    {
+    if b == b'\n' || b == b'\r' {
       break;
     }
-    if b == b'\\' && matches!(at(t, e + 1), b'n' | b'r' | b't' | b'"' | b'\'' | b'\\') {
-      break;
+    if b == quote && !(escaped && t[e - 1] != b'\\') {
+      work::add(e - s);
+      let end = if escaped { e - 1 } else { e };
+      return if end > s { Some((s, end, true)) } else { None };
     }
-    e += 1;
+    e += if !escaped && b == b'\\' { 2 } else { 1 };
   }
-  while e > s && matches!(t[e - 1], b'.' | b':') {
-    e -= 1;
-  }
-  if e > s {
-    Some((s, e))
-  } else {
-    None
-  }
+  work::add(e - s);
+  // No closing quote: fall through and read it unquoted after the quote.
+  unquoted(ctx, s).map(|(s, e)| (s, e, false))
 }
 
-/// Known token prefixes: a value that starts with one but fails that format's check is left
-/// to the format's rule (`xoxp-1234567890`, `sm_sat_om1ut2e75f`, `dapi...g5`).
-const PREFIXES: &[&str] = &[
-  "ghp_",
-  "gho_",
-  "ghu_",
-  "ghs_",
-  "ghr_",
-  "github_pat_",
-  "glpat-",
-  "xoxb-",
-  "xoxp-",
-  "xoxa-",
-  "xoxr-",
-  "xoxs-",
-  "xoxo-",
-  "xoxe",
-  "xapp-",
-  "sk_live_",
-  "sk_test_",
-  "rk_live_",
-  "rk_test_",
-  "sk-ant-",
-  "sk-proj-",
-  "AKIA",
-  "ASIA",
-  "AIza",
-  "npm_",
-  "pypi-",
-  "SG.",
-  "shpat_",
-  "shpss_",
-  "shpca_",
-  "shppa_",
-  "dop_v1_",
-  "doo_v1_",
-  "dor_v1_",
-  "dapi",
-  "sm_sat_",
-  "sm_pat_",
-  "sm_aat_",
-  "sntryu_",
-  "sntrys_",
-  "glc_",
-  "glsa_",
-  "hvs.",
-  "hvb.",
-  "pul-",
-  "rdme_",
-  "rubygems_",
-  "pplx-",
-  "lin_api_",
-  "ntn_",
-  "PMAK-",
-  "pnu_",
-  "dckr_pat_",
-  "figd_",
-  "sbp_",
-  "fo1_",
-  "sha256~",
-  "GR1348941",
-  "AKCp",
-  "EZAK",
-  "EZTK",
-  "ops_eyJ",
-  "sk-",
-  "ABSK",
-  "glcbt-",
-  "glrt-",
-  "glptt-",
-  "gldt-",
-  "glft-",
-  "glimt-",
-  "gloas-",
-];
+/// The unquoted value at `s`: up to whitespace, a delimiter or an escape sequence (from the
+/// memo, so the values of nested assignments do not search their common end again), without
+/// trailing `.` and `:`.
+fn unquoted(ctx: &mut Ctx, s: usize) -> Option<(usize, usize)> {
+  let t = ctx.t;
+  let stop = ctx.value_end.find(t, s).unwrap_or(t.len());
+  if stop - s > VALUE_MAX {
+    return None; // no value is this long (`accept_value` would refuse it)
+  }
+  if ctx.value_chain.0 == stop {
+    ctx.value_chain.1 += 1;
+    if ctx.value_chain.1 > CHAIN_MAX {
+      return None;
+    }
+  } else {
+    ctx.value_chain = (stop, 1);
+  }
+  let e = skip_back(t, stop, stop - s, |b| b == b'.' || b == b':');
+  (e > s).then_some((s, e))
+}
 
 fn provider_prefix_mismatch(v: &[u8]) -> bool {
-  starts_with_any(v, PREFIXES)
+  token_prefix_len(v) > 0
 }
 
 fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: &[u8]) -> bool {
   let len = v.len();
+  work::add(len);
   if !(3..=1000).contains(&len) || v.contains(&b'\n') {
     return false;
   }
@@ -933,11 +839,11 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
   if memchr::memmem::find(v, b"://").is_some() || is_path_like(v) {
     return false;
   }
-  let lower_ext = v.to_ascii_lowercase();
+  // A file name (`id_rsa.pub`, `service-account.json`).
   for ext in
     [&b".pem"[..], b".key", b".crt", b".json", b".txt", b".p12", b".pfx", b".env", b".yaml", b".yml", b".pub", b".gpg"]
   {
-    if lower_ext.ends_with(ext) {
+    if len >= ext.len() && v[len - ext.len()..].eq_ignore_ascii_case(ext) {
       return false;
     }
   }
@@ -1054,30 +960,54 @@ fn strong_threshold(len: usize) -> f64 {
 /// a random-looking secret? Called by the engine's single pass over the text.
 pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   let t = ctx.t;
-  let mut a = s;
-  let mut b = e;
-  while a < b && matches!(t[a], b'-' | b'_' | b'/' | b'+') {
-    a += 1;
-  }
-  while b > a && matches!(t[b - 1], b'-' | b'_' | b'/' | b'+') {
-    b -= 1;
-  }
+  let sep = |b: u8| matches!(b, b'-' | b'_' | b'/' | b'+');
+  let a = skip(t, s, e - s, sep);
+  let b = skip_back(t, e, e - a, sep);
   let v = &t[a..b];
   let len = v.len();
   if !(16..=512).contains(&len) {
     return;
   }
-  // Cheap tests first: most long runs are identifiers, ids and hashes that fail them.
-  let hex = is_single_case_hex(v);
-  if hex && len < 20 || is_uuid(v) {
+  // Cheap tests first: most long runs are identifiers, ids and hashes that fail them. One pass
+  // counts the classes and tells single-case hex apart.
+  let (mut upper, mut lower, mut digit, mut lower_hex, mut upper_hex) = (0usize, 0usize, 0usize, true, true);
+  work::add(len);
+  for &b in v {
+    match b {
+      b'0'..=b'9' => digit += 1,
+      b'a'..=b'f' => {
+        lower += 1;
+        upper_hex = false;
+      }
+      b'g'..=b'z' => {
+        lower += 1;
+        (lower_hex, upper_hex) = (false, false);
+      }
+      b'A'..=b'F' => {
+        upper += 1;
+        lower_hex = false;
+      }
+      b'G'..=b'Z' => {
+        upper += 1;
+        (lower_hex, upper_hex) = (false, false);
+      }
+      _ => (lower_hex, upper_hex) = (false, false),
+    }
+  }
+  let hex = lower_hex || upper_hex;
+  if hex && len < 20 || (len == 36 && is_uuid(v)) {
     return; // request ids, short hashes, UUIDs
   }
-  let p = profile(v);
-  if p.digit == 0 || p.upper + p.lower == 0 {
+  if digit == 0 || upper + lower == 0 {
     return;
   }
-  let mixed = p.upper > 0 && p.lower > 0;
+  let mixed = upper > 0 && lower > 0;
   if !(if hex { len >= 20 } else { mixed || len >= 20 }) {
+    return;
+  }
+  // Hex never has the strong shape: only a secret-naming identifier before it can make it one.
+  // Most hex runs are commit hashes and request ids without one, so that is asked first.
+  if hex && !matches!(context_before(t, a), Context::Secret) {
     return;
   }
   let h = entropy(v);
@@ -1092,6 +1022,10 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if starts_with_any(v, &["sha1-", "sha256-", "sha384-", "sha512-", "AAAAB3Nza", "AAAAC3Nza", "AAAAE2VjZH"]) {
     return;
   }
+  // A path is never one (and is cheaper to tell than the context).
+  if is_path_like(v) {
+    return;
+  }
   let context = match context_before(t, a) {
     Context::Anti => return,
     Context::Secret => true,
@@ -1101,7 +1035,7 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !(strong || context) {
     return;
   }
-  if is_path_like(v) || is_placeholder(v) || is_wordy(v) || has_version(v) || inside_url(t, a) {
+  if is_placeholder(v) || is_wordy(v) || has_version(v) || ctx.url_for_tokens.inside_url(t, a) {
     return;
   }
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);
@@ -1122,13 +1056,8 @@ fn context_before(t: &[u8], a: usize) -> Context {
   let floor = line_start(t, a, 64);
   let mut i = a;
   for _ in 0..3 {
-    while i > floor && !is_ident(t[i - 1]) {
-      i -= 1;
-    }
-    let e = i;
-    while i > floor && is_ident(t[i - 1]) {
-      i -= 1;
-    }
+    let e = skip_back(t, i, i - floor, |b| !is_ident(b));
+    i = skip_back(t, e, e - floor, is_ident);
     if i == e {
       break;
     }
@@ -1146,19 +1075,21 @@ fn context_before(t: &[u8], a: usize) -> Context {
 /// The token stands alone: start of text, whitespace, a quote or an assignment before it;
 /// whitespace, a quote, punctuation that ends a value, or the end of the text after it.
 fn delimited(t: &[u8], a: usize, b: usize) -> bool {
-  let pre = before(t, a);
-  let post = at(t, b);
-  let pre_ok =
-    pre.is_ascii_whitespace() || matches!(pre, b'"' | b'\'' | b'`' | b'=' | b':' | b'(' | b'[' | b'{' | b',' | b'>');
-  let post_ok = post.is_ascii_whitespace()
-    || matches!(post, b'"' | b'\'' | b'`' | b',' | b';' | b')' | b']' | b'}' | b'<')
-    || (post == b'.' && (b + 1 >= t.len() || t[b + 1].is_ascii_whitespace()));
+  // The edges of the text count as whitespace.
+  let pre_ok = before(t, a).is_none_or(|pre| {
+    pre.is_ascii_whitespace() || matches!(pre, b'"' | b'\'' | b'`' | b'=' | b':' | b'(' | b'[' | b'{' | b',' | b'>')
+  });
+  let post_ok = at(t, b).is_none_or(|post| {
+    post.is_ascii_whitespace()
+      || matches!(post, b'"' | b'\'' | b'`' | b',' | b';' | b')' | b']' | b'}' | b'<')
+      || (post == b'.' && at(t, b + 1).is_none_or(|c| c.is_ascii_whitespace()))
+  });
   pre_ok && post_ok
 }
 
 #[cfg(test)]
 mod tests {
-  use super::*;
+  use super::{classify_ident, ident_words, Strength};
 
   #[test]
   fn words_of_identifiers() {

@@ -24,10 +24,11 @@ process.env.OPENCLAW_STATE_DIR = join(scratch, 'state')
 mkdirSync(process.env.HOME, { recursive: true })
 test.after(() => rmSync(scratch, { recursive: true, force: true }))
 
-// Installed exactly as the plugin's README tells a user: `loa plugin install <extensions dir>`
+// Installed from the checkout as the plugin's README says: `loa plugin install <extensions dir>`
 // (the plugin, with @loa/core and its addon inside it as npm would install them), then the
 // README's configuration with `plugins.load.paths` naming the installed copy. Loading the
-// checkout's extensions/loa in place is what OpenClaw refuses (see bin/commands/plugin.js).
+// checkout's extensions/loa in place is what OpenClaw refuses (see bin/commands/plugin.js). The
+// published package, installed by OpenClaw's own installer, is package.test.mjs's.
 const setup = join(scratch, 'openclaw-setup')
 const extensionsDir = join(setup, 'extensions')
 mkdirSync(extensionsDir, { recursive: true })

@@ -1,0 +1,111 @@
+// What the release scripts (versions, artifacts, build-release, pack) and the package tests share:
+// where each published package lives, what it is called, and the one version all of them carry.
+//
+// The packages released together, always at the same version:
+//   @loa/core                 the repository root: index.js (napi's loader), index.d.ts, bin/
+//   @loa/core-<platform>      npm/<platform>/: one prebuilt addon each, with os, cpu and libc set
+//                             so that npm installs only the one matching the machine
+//   @loa/openclaw-plugin      extensions/loa: the OpenClaw plugin, compiled to dist/
+// The platforms are the root package.json's `napi.targets` (napi-rs's own configuration).
+import { spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseTriple } from '@napi-rs/cli'
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const pluginDir = join(root, 'extensions', 'loa')
+export const npmDir = join(root, 'npm')
+
+/** The oldest glibc the linux-*-gnu addons may need (that of CentOS 7 / RHEL 7, Rust's own floor). */
+export const GLIBC_BASELINE = '2.17'
+
+export function readJson(file) {
+  return JSON.parse(readFileSync(file, 'utf8'))
+}
+
+/** Writes JSON the way npm itself does (two spaces, final newline), so that diffs stay small. */
+export function writeJson(file, value) {
+  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`)
+}
+
+/** The root package.json and its napi configuration, with one entry per platform package. */
+export function packages() {
+  const core = readJson(join(root, 'package.json'))
+  const binaryName = core.napi.binaryName
+  const platforms = core.napi.targets.map((triple) => {
+    const target = parseTriple(triple)
+    return {
+      target,
+      name: `${core.name}-${target.platformArchABI}`,
+      dir: join(npmDir, target.platformArchABI),
+      addon: `${binaryName}.${target.platformArchABI}.node`,
+      // napi-rs names glibc targets `gnu`; only those have a glibc baseline to keep.
+      glibc: target.platform === 'linux' && target.abi === 'gnu',
+    }
+  })
+  return { core, version: core.version, binaryName, platforms }
+}
+
+/** Runs a command, inheriting stderr; throws with its output when it fails. */
+export function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options })
+  if (result.error) throw result.error
+  if (result.status !== 0) {
+    throw new Error(`${command} ${args.join(' ')} exited with ${result.status}\n${result.stdout ?? ''}${result.stderr ?? ''}`)
+  }
+  return result.stdout
+}
+
+function compareVersions(a, b) {
+  const x = a.split('.').map(Number)
+  const y = b.split('.').map(Number)
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0)
+    if (d !== 0) return d
+  }
+  return 0
+}
+
+/**
+ * Every glibc symbol version a shared object needs, read with binutils' readelf (which reads ELF
+ * files of any architecture): the dynamic symbols' versions and the version references the
+ * dynamic loader checks before it runs anything. Weak references count too: a version the loader
+ * cannot find fails the load whether or not the symbol is weak. Returns the versions and, per
+ * version, the symbols that need it.
+ */
+export function glibcVersionsNeeded(file) {
+  const text = run('readelf', ['-W', '--dyn-syms', '--version-info', file])
+  const versions = new Map()
+  for (const match of text.matchAll(/GLIBC_(\d+(?:\.\d+)+)/g)) if (!versions.has(match[1])) versions.set(match[1], [])
+  for (const match of text.matchAll(/ UND (\S+)@GLIBC_(\d+(?:\.\d+)+)/g)) versions.get(match[2]).push(match[1])
+  return new Map([...versions].sort(([a], [b]) => compareVersions(a, b)))
+}
+
+/** Throws unless `file` loads on glibc `baseline`, naming each symbol that needs a newer one. */
+export function checkGlibcBaseline(file, baseline = GLIBC_BASELINE) {
+  const needed = glibcVersionsNeeded(file)
+  if (needed.size === 0) throw new Error(`${file}: no glibc symbol versions found; is it a linux-gnu shared object?`)
+  const tooNew = [...needed].filter(([v]) => compareVersions(v, baseline) > 0)
+  if (tooNew.length > 0) {
+    const symbols = tooNew.flatMap(([v, names]) => names.map((name) => `${name}@GLIBC_${v}`))
+    throw new Error(
+      `${file} needs glibc ${tooNew.map(([v]) => v).join(', ')}, newer than the ${baseline} baseline: ${symbols.join(', ')}. ` +
+        'Build it with npm run build:release-linux (cargo-zigbuild against glibc 2.17).',
+    )
+  }
+  return [...needed.keys()]
+}
+
+/** The platform package npm would install on this machine (null where none is configured). */
+export function hostPlatform() {
+  const musl = process.platform === 'linux' && !process.report.getReport().header.glibcVersionRuntime
+  return (
+    packages().platforms.find(
+      (p) =>
+        p.target.platform === process.platform &&
+        p.target.arch === process.arch &&
+        (process.platform !== 'linux' || p.target.abi === (musl ? 'musl' : 'gnu')),
+    ) ?? null
+  )
+}
