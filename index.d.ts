@@ -23,8 +23,50 @@ export interface LoaError extends Error {
 
 // Shapes no Rust struct converts, declared here once: the candidates and the result of
 // `buildContext`, which its JavaScript helper (`src/binding/context_glue.js`) checks and builds in
-// bulk, and manifests, which are signed JSON data read and written as JSON values (the core
-// checks their members).
+// bulk; the result of `redact`, which `src/binding/redact_glue.js` builds from packed findings;
+// and manifests, which are signed JSON data read and written as JSON values (the core checks
+// their members).
+
+/** The result of `redact`. */
+export interface Redaction {
+  /**
+   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
+   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
+   */
+  text: string
+  /** What was replaced, in order of position; overlapping detections are merged into one. */
+  findings: Array<Finding>
+  /**
+   * True when the text must not be stored at all (it contains a private key); `text` is still
+   * redacted.
+   */
+  blocked: boolean
+}
+
+/** One redacted span. Never holds the value or any part of it. */
+export interface Finding {
+  /**
+   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
+   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
+   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
+   * ... (`redactionKinds()` lists them all).
+   */
+  kind: string
+  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
+  start: number
+  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
+  end: number
+  /**
+   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
+   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
+   */
+  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
+  /**
+   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
+   * seen again (under the same key).
+   */
+  fingerprint: string
+}
 
 /** A recent session offered to `buildContext`. */
 export interface ContextSessionInput {
@@ -1375,31 +1417,6 @@ export declare function estimateTokens(text: string): number
  */
 export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
 
-/** One redacted span. Never holds the value or any part of it. */
-export interface Finding {
-  /**
-   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
-   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
-   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
-   * ... (`redactionKinds()` lists them all).
-   */
-  kind: string
-  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
-  start: number
-  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
-  end: number
-  /**
-   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
-   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
-   */
-  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
-  /**
-   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
-   * seen again (under the same key).
-   */
-  fingerprint: string
-}
-
 /**
  * A memory candidate for `evaluateGates`. Its text is only evaluated, never stored: a lone
  * surrogate reads as U+FFFD (`capture`, which stores, refuses one).
@@ -1772,22 +1789,6 @@ export declare function redactAsync(text: string, options?: RedactOptions): Prom
  * JS/Rust boundary per text). Results are in input order.
  */
 export declare function redactBatch(texts: string[], options?: RedactOptions): Redaction[]
-
-/** The result of `redact`. */
-export interface Redaction {
-  /**
-   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
-   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
-   */
-  text: string
-  /** What was replaced, in order of position; overlapping detections are merged into one. */
-  findings: Array<Finding>
-  /**
-   * True when the text must not be stored at all (it contains a private key); `text` is still
-   * redacted.
-   */
-  blocked: boolean
-}
 
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>

@@ -46,14 +46,31 @@ use crate::error::{LoaError, Result};
 
 /// The argument `value` (named `name` in errors) converted as `T`.
 pub fn arg<T: FromNapiValue>(value: Unknown, name: &str) -> Result<T> {
-  let env = value.value().env;
-  // SAFETY: `value` is a handle of the current call's scope, used on the JS thread.
-  unsafe { T::from_napi_value(env, value.raw()) }.map_err(|e| refusal(env, name, &e))
+  convert(value, name, Naming::Argument)
 }
 
 /// An optional argument: absent, `undefined` and `null` are `None`.
 pub fn opt_arg<T: FromNapiValue>(value: Option<Unknown>, name: &str) -> Result<Option<T>> {
   Ok(value.map(|v| arg::<Option<T>>(v, name)).transpose()?.flatten())
+}
+
+/// [`opt_arg`] for an options object whose fields errors name on their own (`allowlist[1]`,
+/// not `options.allowlist[1]`), as `redact`'s always have.
+pub fn opt_fields<T: FromNapiValue>(value: Option<Unknown>, name: &str) -> Result<Option<T>> {
+  Ok(value.map(|v| convert::<Option<T>>(v, name, Naming::Fields)).transpose()?.flatten())
+}
+
+/// How a refusal names what it refuses: `options.key` ([`Naming::Argument`]) or `key`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Naming {
+  Argument,
+  Fields,
+}
+
+fn convert<T: FromNapiValue>(value: Unknown, name: &str, naming: Naming) -> Result<T> {
+  let env = value.value().env;
+  // SAFETY: `value` is a handle of the current call's scope, used on the JS thread.
+  unsafe { T::from_napi_value(env, value.raw()) }.map_err(|e| described(env, name, &e, naming))
 }
 
 /// Marks a problem stated by a type of this module: `OURS` + sub-path + `OURS` + problem.
@@ -72,6 +89,10 @@ pub fn refuse_at(subpath: &str, problem: &str) -> napi::Error {
 
 /// The `E_INVALID_ARGUMENT` for a failed conversion of the argument `name` (see the module docs).
 pub fn refusal(env: sys::napi_env, name: &str, err: &napi::Error) -> LoaError {
+  described(env, name, err, Naming::Argument)
+}
+
+fn described(env: sys::napi_env, name: &str, err: &napi::Error, naming: Naming) -> LoaError {
   let threw = super::clear_pending_exception(env);
   let (base, mut path) = split_path(&err.reason);
   let problem = if let Some((subpath, problem)) = base.strip_prefix(OURS).and_then(|b| b.split_once(OURS)) {
@@ -86,7 +107,10 @@ pub fn refusal(env: sys::napi_env, name: &str, err: &napi::Error) -> LoaError {
   } else {
     "does not have the expected type"
   };
-  LoaError::InvalidArgument(format!("`{name}{path}` {problem}"))
+  match path.strip_prefix('.').filter(|_| naming == Naming::Fields) {
+    Some(field) => LoaError::InvalidArgument(format!("`{field}` {problem}")),
+    None => LoaError::InvalidArgument(format!("`{name}{path}` {problem}")),
+  }
 }
 
 /// Splits napi-rs's (and [`List`]'s) decorations off the end of a conversion error's reason:

@@ -22,7 +22,6 @@
 
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
-mod args;
 mod attention;
 mod audit;
 mod compaction;

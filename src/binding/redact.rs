@@ -4,72 +4,43 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::{args, glue, guard, strings, to_napi, CoreTask};
+use super::convert::{arg, opt_fields, Bool, Bytes, List, Obj, Text};
+use super::{glue, guard, strings, to_napi, CoreTask};
 use crate::redact as core;
 
 /// Options of `redact`.
-#[napi(object, js_name = "RedactOptions")]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
-pub struct JsRedactOptions {
+#[napi(object, object_to_js = false)]
+pub struct RedactOptions {
   /// Exact values that are never redacted, e.g. a project's public contact address.
-  pub allowlist: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub allowlist: Option<Option<List<Text>>>,
   /// Key of the fingerprint (HMAC-SHA256), e.g. 32 random bytes kept with the workspace. Without
   /// one, a random key per process is used, so fingerprints only compare within one process.
   #[napi(ts_type = "Buffer | Uint8Array | string")]
-  pub key: Option<Buffer>,
+  pub key: Option<Option<Bytes>>,
   /// Replace each value by a stable pseudonym derived from `key` (`[EMAIL_3f2a9c1d]`: the same
   /// value always gets the same placeholder) instead of `[REDACTED:EMAIL]`. Default false.
-  pub pseudonymize: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub pseudonymize: Option<Option<Bool>>,
 }
 
-/// One redacted span. Never holds the value or any part of it.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; `FastRedaction` builds the JS objects
-pub struct Finding {
-  /// What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
-  /// `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
-  /// `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
-  /// ... (`redactionKinds()` lists them all).
-  pub kind: String,
-  /// Start of the value in the input, in UTF-16 code units (a JavaScript string index).
-  pub start: u32,
-  /// End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value.
-  pub end: u32,
-  /// How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
-  /// keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
-  #[napi(ts_type = "'pattern' | 'checksum' | 'keyword' | 'entropy'")]
-  pub method: String,
-  /// 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
-  /// seen again (under the same key).
-  pub fingerprint: String,
-}
+impl TryFrom<RedactOptions> for core::RedactOptions {
+  type Error = crate::LoaError;
 
-/// The result of `redact`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; `FastRedaction` builds the JS objects
-pub struct Redaction {
-  /// The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
-  /// `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
-  pub text: String,
-  /// What was replaced, in order of position; overlapping detections are merged into one.
-  pub findings: Vec<Finding>,
-  /// True when the text must not be stored at all (it contains a private key); `text` is still
-  /// redacted.
-  pub blocked: bool,
-}
-
-fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions> {
-  let mut out = core::RedactOptions::default();
-  if let Some(o) = args::optional_object(options, "options")? {
-    // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
-    out.allowlist = args::optional_text_array(&o, "allowlist")?.unwrap_or_default();
-    out.key = args::optional_bytes(&o, "key")?;
-    if out.key.as_ref().is_some_and(|k| k.is_empty()) {
+  fn try_from(o: RedactOptions) -> crate::Result<core::RedactOptions> {
+    let key = o.key.flatten().map(|k| k.0);
+    if key.as_ref().is_some_and(|k| k.is_empty()) {
       return crate::error::invalid("`key` must not be empty");
     }
-    out.pseudonymize = args::optional_bool(&o, "pseudonymize")?.unwrap_or(false);
+    // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
+    let allowlist = o.allowlist.flatten().map(List::into).unwrap_or_default();
+    Ok(core::RedactOptions { allowlist, key, pseudonymize: o.pseudonymize.flatten().is_some_and(|p| p.0) })
   }
-  Ok(out)
+}
+
+/// The options of a call; its fields are named on their own in errors (`allowlist[1]`).
+fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions> {
+  opt_fields::<Obj<RedactOptions>>(options, "options")?.map_or_else(|| Ok(Default::default()), |o| o.0.try_into())
 }
 
 /// A `Redaction` on its way to JavaScript. With thousands of findings, creating each object
@@ -349,7 +320,7 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
 /// `redact` on the libuv thread pool, for large texts: the event loop keeps running.
 #[napi(ts_args_type = "text: string, options?: RedactOptions", ts_return_type = "Promise<Redaction>")]
 pub fn redact_async(env: Env, text: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<FastRedaction>> {
-  let args = || Ok((args::text(text, "text")?, parse_options(options)?));
+  let args = || Ok((arg::<Text>(text, "text")?.0, parse_options(options)?));
   CoreTask::after(&env, args, |(text, options)| Ok(FastRedaction(core::redact(&text, &options))))
 }
 
@@ -360,7 +331,7 @@ pub fn redact_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi:
   to_napi(
     &env,
     guard(|| {
-      let texts = args::text_array(texts, "texts")?;
+      let texts: Vec<String> = arg::<List<Text>>(texts, "texts")?.into();
       let options = parse_options(options)?;
       Ok(core::redact_batch(&texts, &options).into_iter().map(FastRedaction).collect())
     }),

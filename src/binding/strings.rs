@@ -103,12 +103,7 @@ fn maybe_cut(written: usize, cap: usize) -> bool {
 }
 
 /// `utf8` as a `str`, after checking it for lone surrogates when `surrogates` refuses them.
-unsafe fn finish(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  utf8: &[u8],
-  surrogates: Surrogates,
-) -> Read<&str> {
+unsafe fn finish(env: sys::napi_env, value: sys::napi_value, utf8: &[u8], surrogates: Surrogates) -> Read<&str> {
   let text = std::str::from_utf8(utf8).map_err(|_| Refusal::NotUtf8)?;
   if surrogates == Surrogates::Refuse && has_lone_surrogate(env, value, utf8)? {
     return Err(Refusal::LoneSurrogate);
