@@ -1576,6 +1576,19 @@ export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterL
  */
 export declare function loadConfig(workspaceDir: string): LoadedConfig
 
+/**
+ * The workspace's redaction key, for `redact`'s and `MemoryStoreOptions.redaction`'s `key`:
+ * read from `<keysDir>/redaction.key`, or made once of 32 random bytes (mode 0600, in a 0700
+ * directory) when missing, so that pseudonyms stay the same across sessions and processes.
+ * Pass the workspace's `signing.keysDir` (`.loa/keys` unless configured). A symlink or anything
+ * but a regular file there is refused with `E_NOT_REGULAR_FILE` (never followed); an empty
+ * file is `E_KEY_INVALID`. Treat the result as a secret.
+ */
+export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
+
+/** Synchronous twin of `loadRedactionKey`. */
+export declare function loadRedactionKeySync(keysDir: string): Buffer
+
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
 export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED'
 

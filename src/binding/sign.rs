@@ -203,6 +203,31 @@ impl KeyRing {
   }
 }
 
+fn keys_dir(dir: Unknown) -> Result<PathBuf> {
+  Ok(PathBuf::from(arg::<Str>(dir, "keysDir")?.0))
+}
+
+fn redaction_key(dir: &std::path::Path) -> Result<Buffer> {
+  core_keys::load_or_create_redaction_key(dir).map(|key| Buffer::from(key.to_vec()))
+}
+
+/// The workspace's redaction key, for `redact`'s and `MemoryStoreOptions.redaction`'s `key`:
+/// read from `<keysDir>/redaction.key`, or made once of 32 random bytes (mode 0600, in a 0700
+/// directory) when missing, so that pseudonyms stay the same across sessions and processes.
+/// Pass the workspace's `signing.keysDir` (`.loa/keys` unless configured). A symlink or anything
+/// but a regular file there is refused with `E_NOT_REGULAR_FILE` (never followed); an empty
+/// file is `E_KEY_INVALID`. Treat the result as a secret.
+#[napi(ts_args_type = "keysDir: string", ts_return_type = "Promise<Buffer>")]
+pub fn load_redaction_key(env: Env, keys_dir: Unknown) -> AsyncTask<CoreTask<Buffer>> {
+  CoreTask::after(&env, || self::keys_dir(keys_dir), |dir| redaction_key(&dir))
+}
+
+/// Synchronous twin of `loadRedactionKey`.
+#[napi(ts_args_type = "keysDir: string")]
+pub fn load_redaction_key_sync(env: Env, keys_dir: Unknown) -> napi::Result<Buffer> {
+  sync(&env, || redaction_key(&self::keys_dir(keys_dir)?))
+}
+
 /// A `KeyRing` argument: the ring it wraps (napi-rs checks the class recorded when the object
 /// was made, so an object of another class or with a spoofed prototype is refused).
 pub struct Ring(pub Arc<core_keys::KeyRing>);
