@@ -1053,7 +1053,7 @@ export interface CaptureResult {
   tags: Array<string>
 }
 
-/** r" Kinds of context items context editing may clear. */
+/** Kinds of context items context editing may clear. */
 export type ClearTarget = 'stale_tool_results' | 'completed_phase_details' | 'superseded_file_reads' | 'intermediate_outputs' | 'verbose_debug'
 
 /** A part that is never cleared under the policy, and why. */
@@ -1458,7 +1458,7 @@ export interface GateEvaluation {
   tags: Array<string>
 }
 
-/** r" The six quality gates, in the order they run. */
+/** The six quality gates, in the order they run. */
 export type GateName = 'temporal' | 'speculation' | 'instruction' | 'confidence' | 'content' | 'duplicate'
 
 /**
@@ -1722,7 +1722,7 @@ export interface MemoryStoreOptions {
   redaction?: MemoryRedactionOptions
 }
 
-/** r" The five kinds of memory. */
+/** The five kinds of memory. */
 export type MemoryType = 'interaction' | 'decision' | 'learning' | 'error' | 'milestone'
 
 /** Where a workspace's memory lives, for `consolidateMemory`. */
@@ -1880,7 +1880,7 @@ export interface SkillContextPolicy {
   warnings: Array<string>
 }
 
-/** r" BPE encoding used to count tokens. */
+/** BPE encoding used to count tokens. */
 export type TokenEncoding = 'o200k_base' | 'cl100k_base'
 
 /**
@@ -2082,7 +2082,7 @@ export interface WalStats {
   truncatedTail?: WalSegmentProblem
 }
 
-/** r" fsync policy of the WAL: before every append, group commit, or never explicitly. */
+/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
 export type WalSync = 'always' | 'batch' | 'none'
 
 /** What `verifyWal` found. */

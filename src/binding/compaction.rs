@@ -12,7 +12,7 @@ use crate::compaction::{self as core, ClearTarget as Target, RuntimeSignalsConfi
 use crate::error::Result;
 
 string_union! {
-  /// Kinds of context items context editing may clear.
+  "Kinds of context items context editing may clear."
   ClearTarget <=> Target {
     stale_tool_results = StaleToolResults,
     completed_phase_details = CompletedPhaseDetails,

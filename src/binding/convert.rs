@@ -488,11 +488,13 @@ impl<E: ToNapiValue> ToNapiValue for Choice<E> {
 }
 
 /// Declares a string union of the API as a `#[napi(string_enum)]` (its TypeScript type, and the
-/// object of its strings at run time), with its [`Union`] names and the conversions from and to
-/// the part's own enum.
+/// object of its strings at run time), with its doc (a string literal first), its [`Union`]
+/// names and the conversions from and to the part's own enum.
 macro_rules! string_union {
-  ($(#[$meta:meta])* $name:ident <=> $core:ty { $($variant:ident = $core_variant:ident,)* }) => {
-    $(#[$meta])*
+  ($doc:literal $name:ident <=> $core:ty { $($variant:ident = $core_variant:ident,)* }) => {
+    // A doc comment passed through `macro_rules!` reaches napi-derive as a raw string literal,
+    // which it copies into the JSDoc with its `r"`: the doc is a plain literal instead.
+    #[doc = $doc]
     #[napi_derive::napi(string_enum)]
     #[allow(non_camel_case_types)]
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use crate::memory::MemoryKind;
 use crate::timestamp::{now_ms, parse_rfc3339_ms};
 
 string_union! {
-  /// The six quality gates, in the order they run.
+  "The six quality gates, in the order they run."
   GateName <=> Gate {
     temporal = Temporal,
     speculation = Speculation,

@@ -23,7 +23,7 @@ use crate::memory::{self as core, MemoryKind, StoreOptions};
 use crate::redact::RedactOptions;
 
 string_union! {
-  /// The five kinds of memory.
+  "The five kinds of memory."
   MemoryType <=> MemoryKind {
     interaction = Interaction,
     decision = Decision,

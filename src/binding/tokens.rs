@@ -9,7 +9,7 @@ use crate::error::{LoaError, Result};
 use crate::tokens::{self, TokenEncoding as Encoding};
 
 string_union! {
-  /// BPE encoding used to count tokens.
+  "BPE encoding used to count tokens."
   TokenEncoding <=> Encoding {
     o200k_base = O200kBase,
     cl100k_base = Cl100kBase,

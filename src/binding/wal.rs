@@ -14,7 +14,7 @@ use super::{clear_pending_exception, guard, js_error, sync, CoreTask};
 use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
 
 string_union! {
-  /// fsync policy of the WAL: before every append, group commit, or never explicitly.
+  "fsync policy of the WAL: before every append, group commit, or never explicitly."
   WalSync <=> SyncMode {
     always = Always,
     batch = Batch,
