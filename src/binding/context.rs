@@ -7,6 +7,9 @@
 //! candidates' shapes (`ContextSessionInput`, `ContextLearningInput`) and the result's
 //! (`BuiltContext`, built by the helper from typed arrays) are declared in TypeScript, in
 //! `header.d.ts`, next to the helper's checks of them; the options are a `#[napi(object)]`.
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -23,6 +23,9 @@
 //!
 //! Arguments and fields reach the walker through `convert::Json` / `convert::JsonObject`; the
 //! same `Json` carries a JSON value back to JavaScript, built with plain objects and arrays.
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::ptr;
 

@@ -69,12 +69,15 @@ impl ToNapiValue for FastRedaction {
 
 const GLUE: glue::Script = glue::Script { name: "redact", source: include_str!("redact_glue.js") };
 
+/// # Safety
+/// On the JS thread with its env: every N-API call here needs it (the contract of each
+/// `unsafe fn` of this file).
 unsafe fn js_string(env: sys::napi_env, s: &str) -> crate::Result<sys::napi_value> {
   let mut v = std::ptr::null_mut();
   let status = if s.is_ascii() {
-    unsafe { sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+    sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v)
   } else {
-    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+    sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v)
   };
   glue::check(status, "create string")?;
   Ok(v)
@@ -119,7 +122,8 @@ unsafe extern "C" fn free_external(_env: sys::napi_env, _data: *mut std::ffi::c_
   drop(unsafe { Box::from_raw(hint.cast::<Vec<u8>>()) });
 }
 
-/// `text` as a JS string, moved to V8 without a copy when it is long and ASCII.
+/// `text` as a JS string, moved to V8 without a copy when it is long and ASCII. Safety: as
+/// [`js_string`].
 unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys::napi_value> {
   if text.len() >= EXTERNAL_MIN && text.is_ascii() {
     if let Some(create) = create_external_latin1() {
@@ -131,26 +135,25 @@ unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys
       // SAFETY: `data` stays valid until `free_external` runs: V8 calls it when the string
       // dies, or before returning when it copied (`copied`, e.g. under a V8 sandbox). On failure
       // it is not called and V8 keeps no reference.
-      let status =
-        unsafe { create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied) };
+      let status = create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied);
       if status == sys::Status::napi_ok {
         return Ok(v);
       }
-      // Not created (and the finalizer not called): take the buffer back and copy it.
-      let bytes = *unsafe { Box::from_raw(hint) };
+      // SAFETY: not created, so the finalizer will not run: the buffer is ours again; copy it.
+      let bytes = *Box::from_raw(hint);
       let text = String::from_utf8(bytes).map_err(|_| glue::napi_failed("external string"))?;
-      return unsafe { js_string(env, &text) };
+      return js_string(env, &text);
     }
   }
-  unsafe { js_string(env, &text) }
+  js_string(env, &text)
 }
 
 /// A `Redaction` from the results of a background thread (`redactAsync`, `redactBatch`).
 unsafe fn redaction_to_js(env: &Env, r: core::Redaction) -> crate::Result<sys::napi_value> {
   let packed =
     pack(r.findings.iter().map(|f| (f.kind.as_str(), f.method.as_str(), f.start, f.end, f.fingerprint.as_bytes())))?;
-  let text = unsafe { owned_js_string(env.raw(), r.text)? };
-  unsafe { findings_to_js(env, text, r.blocked, &packed) }
+  let text = owned_js_string(env.raw(), r.text)?;
+  findings_to_js(env, text, r.blocked, &packed)
 }
 
 /// Units per finding in [`pack`]'s string (`redact_glue.js` reads 21).
@@ -190,7 +193,7 @@ thread_local! {
 unsafe fn names(env: sys::napi_env) -> crate::Result<(sys::napi_value, sys::napi_value)> {
   let deref = |r: sys::napi_ref| -> crate::Result<sys::napi_value> {
     let mut v = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_get_reference_value(env, r, &mut v) }, "names reference")?;
+    glue::check(sys::napi_get_reference_value(env, r, &mut v), "names reference")?;
     Ok(v)
   };
   if let Some((_, k, m)) = NAMES.with_borrow(|n| n.iter().find(|e| e.0 == env as usize).copied()) {
@@ -201,12 +204,12 @@ unsafe fn names(env: sys::napi_env) -> crate::Result<(sys::napi_value, sys::napi
   }
   let array = |list: &[&str]| -> crate::Result<sys::napi_ref> {
     let mut array = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_create_array_with_length(env, list.len(), &mut array) }, "create array")?;
+    glue::check(sys::napi_create_array_with_length(env, list.len(), &mut array), "create array")?;
     for (i, s) in list.iter().enumerate() {
-      glue::check(unsafe { sys::napi_set_element(env, array, i as u32, js_string(env, s)?) }, "set element")?;
+      glue::check(sys::napi_set_element(env, array, i as u32, js_string(env, s)?), "set element")?;
     }
     let mut reference = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_create_reference(env, array, 1, &mut reference) }, "names reference")?;
+    glue::check(sys::napi_create_reference(env, array, 1, &mut reference), "names reference")?;
     Ok(reference)
   };
   let (k, m) = (array(core::KINDS)?, array(core::METHODS)?);
@@ -226,15 +229,12 @@ unsafe fn findings_to_js(
 ) -> crate::Result<sys::napi_value> {
   let raw = env.raw();
   let mut blocked_value = std::ptr::null_mut();
-  glue::check(unsafe { sys::napi_get_boolean(raw, blocked, &mut blocked_value) }, "create boolean")?;
+  glue::check(sys::napi_get_boolean(raw, blocked, &mut blocked_value), "create boolean")?;
   let mut data = std::ptr::null_mut();
-  glue::check(
-    unsafe { sys::napi_create_string_utf16(raw, packed.as_ptr(), packed.len() as isize, &mut data) },
-    "create string",
-  )?;
-  let (kinds, methods) = unsafe { names(raw)? };
-  let helpers = unsafe { glue::load(env, &GLUE)? };
-  unsafe { glue::call(raw, helpers, c"redaction", &[text, blocked_value, data, kinds, methods]) }
+  glue::check(sys::napi_create_string_utf16(raw, packed.as_ptr(), packed.len() as isize, &mut data), "create string")?;
+  let (kinds, methods) = names(raw)?;
+  let helpers = glue::load(env, &GLUE)?;
+  glue::call(raw, helpers, c"redaction", &[text, blocked_value, data, kinds, methods])
 }
 
 /// Buffers of the `redact` calls on this thread, reused: allocating (and page-faulting in) fresh
@@ -314,6 +314,7 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
       })
     }),
   )?;
+  // SAFETY: a value of this call's scope, made above.
   Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
 }
 

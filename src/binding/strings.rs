@@ -8,6 +8,9 @@
 //! analysed: counted, redacted, gated) or refuses the string with `E_INVALID_ARGUMENT` (strings
 //! that are stored, name files, or are hashed or signed: a silent replacement would store
 //! something other than what the caller gave).
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::ptr;
 
