@@ -36,7 +36,7 @@ pub const QUERY_HEADER: &str = "## Recalled memories (from LOA memory)\n\nUntrus
 
 pub(super) fn index_options(layout: &Layout) -> IndexOptions {
   IndexOptions {
-    sync: layout.config.wal.sync != crate::wal::SyncMode::None,
+    sync: layout.sync != crate::wal::SyncMode::None,
     lock_timeout: layout.lock_timeout,
     ..IndexOptions::default()
   }
@@ -185,7 +185,7 @@ fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64)
       if agent.is_empty() || agent.len() > MAX_ID_BYTES {
         return invalid(format!("`agentId` must be 1 to {MAX_ID_BYTES} bytes"));
       }
-      layout.config.memory.sharing.visible_to(agent)
+      layout.sharing.visible_to(agent)
     }
   };
   let since_ms = options.since.as_deref().map(|s| parse_rfc3339_ms(s, "since")).transpose()?;
@@ -197,7 +197,7 @@ fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64)
     include_unassigned: true,
     since_ms,
     now_ms: now,
-    rank: layout.config.memory.search.rank(),
+    rank: layout.search.rank(),
   })
 }
 
