@@ -235,7 +235,8 @@ function jsRedact(text, providerPatterns) {
 // ---------------------------------------------------------------------------------------------
 
 function loadRedactPii() {
-  for (const from of [join(here, '..'), '/tmp/extra-redact']) {
+  // bench/node_modules (`npm run bench` installs the peers there), else the repository's.
+  for (const from of [here, join(here, '..')]) {
     try {
       const { SyncRedactor } = createRequire(join(from, 'noop.js'))('redact-pii')
       return { redactor: new SyncRedactor(), from }
@@ -447,7 +448,7 @@ lines.push(`- @loa/core redact: ${fmt(mbs)} MB/s of CPU time (target >= 100 MB/s
 if (agent.ratio !== null) {
   lines.push(`- @loa/core / redact-pii: ${fmt(agent.ratio)}x (median of the per-round ratios of CPU time; target >= 40) ${agent.ratio >= 40 ? 'ok' : 'MISSED'}`)
 } else {
-  lines.push('- redact-pii not installed (npm install; or npm install --no-save --prefix /tmp/extra-redact redact-pii): ratio not measured')
+  lines.push('- redact-pii not installed (`npm run bench` installs the peers into bench/node_modules): ratio not measured')
 }
 lines.push(`- whole ${fmt(mb)} MiB text in one call (split over threads): ${fmt(loa.mbps)} MiB/s`)
 lines.push(`- @loa/core / same patterns in JS RegExp (whole text): ${fmt(loa.mbps / js.mbps)}x (informational)`)

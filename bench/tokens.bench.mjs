@@ -234,7 +234,7 @@ function main() {
     ratios.push(`- countTokensBatch / fastest peer (${fastest.name}) = ${r.toFixed(2)}x (target >= 3) ${r >= 3 ? 'ok' : 'MISSED'}`)
     ratios.push(`- countTokens, one call per document / fastest peer = ${s.toFixed(2)}x (informational)`)
   } else {
-    ratios.push(`- no peer installed (${counting.missing.join(', ')}): the 3x target cannot be checked; run npm install`)
+    ratios.push(`- no peer installed (${counting.missing.join(', ')}): the 3x target cannot be checked; run npm run bench, which installs them into bench/node_modules`)
   }
   if (counting.missing.length && fastest) ratios.push(`- not installed, not measured: ${counting.missing.join(', ')}`)
   ratios.push(
