@@ -31,6 +31,8 @@ enum Action {
   Jwt,
   Bearer,
   Curl,
+  Netrc,
+  K8sSecret,
 }
 
 struct CompiledRule {
@@ -153,6 +155,8 @@ impl Engine {
     add("eyj", Action::Jwt);
     add("bearer", Action::Bearer);
     add("curl", Action::Curl);
+    add("machine", Action::Netrc);
+    add("kind", Action::K8sSecret);
     let mut actions = Vec::with_capacity(patterns.len());
     let mut first2 = Box::new([0u8; 16384]);
     let mut third: Vec<u128> = vec![0];
@@ -386,6 +390,8 @@ impl Engine {
         }
         Action::Bearer => secrets::bearer_at(ctx, s),
         Action::Curl => secrets::curl_at(ctx, s),
+        Action::Netrc => secrets::netrc_at(ctx, s),
+        Action::K8sSecret => secrets::k8s_secret_at(ctx, s),
       }
     }
   }
@@ -526,7 +532,7 @@ impl Engine {
   #[cfg(test)]
   pub fn keywords(&self) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = self.rules.iter().flat_map(|r| r.rule.keywords.iter().copied()).collect();
-    out.extend(["-----BEGIN", "PuTTY-User-Key-File-", "eyJ", "Bearer", "curl"]);
+    out.extend(["-----BEGIN", "PuTTY-User-Key-File-", "eyJ", "Bearer", "curl", "machine", "kind"]);
     out
   }
 
