@@ -42,7 +42,7 @@ const rows = (file) =>
     .map((l) => JSON.parse(l))
 
 const KEY = { key: Buffer.from('eval-redact') }
-const PII_KINDS = new Set(['email', 'phone', 'credit_card', 'iban', 'us_ssn', 'ipv4', 'ipv6'])
+const PII_KINDS = new Set(['email', 'phone', 'credit_card', 'iban', 'us_ssn', 'uk_nino', 'uk_nhs', 'ca_sin', 'in_aadhaar', 'br_cpf', 'br_cnpj', 'ipv4', 'ipv6'])
 
 /** Code-point offsets (corpus) to UTF-16 offsets (findings). */
 function utf16Offsets(text) {
@@ -115,8 +115,17 @@ const TARGETS = {
   PHONE_NUMBER: ['phone'],
   US_SSN: ['us_ssn'],
 }
-// Informational: phone formats of single countries, compared with our phone kind.
-const RELATED = { PH_MOBILE_NUMBER: ['phone'], TR_PHONE_NUMBER: ['phone'] }
+// Informational: phone formats of single countries, compared with our phone kind, and the
+// national identifiers with check digits we detect (where a word names them, unless their printed
+// format is distinctive).
+const RELATED = {
+  PH_MOBILE_NUMBER: ['phone'],
+  TR_PHONE_NUMBER: ['phone'],
+  UK_NHS: ['uk_nhs'],
+  UK_NINO: ['uk_nino'],
+  CA_SIN: ['ca_sin'],
+  IN_AADHAAR: ['in_aadhaar'],
+}
 
 function evalPresidio() {
   const data = rows('presidio_recognizer_tests.jsonl')
@@ -285,7 +294,7 @@ if (JSON_OUT) {
     `| ${name} | ${kinds.join(', ')} | ${m.spans} | ${pct(m.found / m.spans)} | ${m.findings} | ${pct(m.truePos / m.findings)} | ${m.negatives} | ${m.negRedacted} / ${m.negSameKind} |`
   for (const [e, m] of Object.entries(p.per)) out.push(line(e, TARGETS[e], m))
   out.push(`| **all targeted** | | ${pSpans} | **${pct(presidioRecall)}** | | | ${pNeg} | **${pct(presidioNegRate)}** (${pNegRed}) |`)
-  out.push('\nInformational (not targeted; single-country phone recognizers):\n')
+  out.push('\nInformational (not targeted; single-country phone recognizers, national identifiers):\n')
   out.push('| entity | kinds | spans | recall | findings | precision | negatives | negatives redacted (any / same kind) |')
   out.push('|---|---|---:|---:|---:|---:|---:|---|')
   for (const [e, m] of Object.entries(p.related)) out.push(line(e, RELATED[e], m))

@@ -558,6 +558,9 @@ const IBAN_LENGTHS = {
   LU: 20, LV: 21, LY: 25, MC: 27, MD: 24, ME: 22, MK: 19, MN: 20, MR: 27, MT: 31, MU: 30, NI: 28, NL: 18, NO: 15, OM: 23, PK: 24,
   PL: 28, PS: 29, PT: 25, QA: 29, RO: 24, RS: 22, RU: 33, SA: 24, SC: 31, SD: 18, SE: 24, SI: 19, SK: 24, SM: 27, SO: 23, ST: 25,
   SV: 28, TL: 23, TN: 24, TR: 26, UA: 29, VA: 22, VG: 24, XK: 20, YE: 30,
+  // Outside the SWIFT registry (Nordea's and IBAN.com's lists).
+  AO: 25, BF: 28, BJ: 28, CF: 27, CG: 27, CI: 28, CM: 27, CV: 25, DZ: 26, GA: 27, GQ: 27, GW: 25, IR: 26, KM: 27, MA: 28,
+  MG: 27, ML: 28, MZ: 25, NE: 28, SN: 28, TD: 27, TG: 28,
 }
 
 function ibanFor(R, cc, len) {

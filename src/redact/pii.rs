@@ -139,6 +139,9 @@ fn number_run_slow(ctx: &mut Ctx, p: usize, q: usize) -> usize {
         // An IBAN with a bad checksum is not a phone number either.
         end = Some(skip_iban_like(t, p));
       }
+      if end.is_none() {
+        end = nino_at(ctx, p - 2, false);
+      }
     }
   } else {
     end = number_at(ctx, p, q);
@@ -203,6 +206,14 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   }
   if matches!(prev, Some(b'.' | b'-' | b'#' | b'$')) {
     return None; // a fraction, a range, an issue number, an amount
+  }
+  if let Some(e) = national_id_at(ctx, p, q) {
+    return Some(e);
+  }
+  if g1 == 2 && prev == Some(b' ') && p >= 3 {
+    if let Some(e) = nino_at(ctx, p - 3, true) {
+      return Some(e);
+    }
   }
   // Dates (`2024-01-15`, `15.01.2024`) are the commonest separated numbers in logs.
   if g1 == 4 && next == Some(b'-') && digits_at(t, q + 1) == 2 && at(t, q + 3) == Some(b'-') && digits_at(t, q + 4) == 2
@@ -816,6 +827,238 @@ fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
   false
 }
 
+// --- national identifiers with check digits ---------------------------------------------------
+
+static NHS_WORDS: WordSet = WordSet::new(&["nhs"]);
+static SIN_WORDS: WordSet =
+  WordSet::new(&["sin ", "sin:", "sin#", "sin no", "s.i.n", "social insurance", "nas ", "nas:", "assurance sociale"]);
+static AADHAAR_WORDS: WordSet = WordSet::new(&["aadhaar", "aadhar", "uidai", "uid"]);
+static CPF_WORDS: WordSet = WordSet::new(&["cpf"]);
+static CNPJ_WORDS: WordSet = WordSet::new(&["cnpj"]);
+static NINO_WORDS: WordSet =
+  WordSet::new(&["national insurance", "nino", "ni number", "ni no", "ni:", "insurance number", "nin:"]);
+
+/// Up to 14 digits read from groups of the given sizes joined by the given separators (`0`: none).
+struct Digits {
+  d: [u8; 14],
+  n: usize,
+  end: usize,
+}
+
+impl Digits {
+  fn get(&self) -> &[u8] {
+    &self.d[..self.n]
+  }
+}
+
+/// Reads `sizes[0]` digits at `p`, then for each later size its separator (`seps[k - 1]`, one of
+/// those bytes) and that many digits. The number must end there.
+fn shaped(t: &[u8], p: usize, sizes: &[usize], seps: &[&[u8]]) -> Option<Digits> {
+  let mut out = Digits { d: [0; 14], n: 0, end: p };
+  let mut i = p;
+  for (k, &size) in sizes.iter().enumerate() {
+    if k > 0 {
+      if !at(t, i).is_some_and(|b| seps[k - 1].contains(&b)) {
+        return None;
+      }
+      i += 1;
+    }
+    if digits_at(t, i) != size || out.n + size > 14 {
+      return None;
+    }
+    out.d[out.n..out.n + size].copy_from_slice(&t[i..i + size]);
+    out.n += size;
+    i += size;
+  }
+  if continues_as_number(t, i) {
+    return None;
+  }
+  out.end = i;
+  Some(out)
+}
+
+/// The first of `shapes` that fits at `p`.
+fn first_shape(t: &[u8], p: usize, shapes: &[(&[usize], &[&[u8]])]) -> Option<Digits> {
+  shapes.iter().find_map(|(sizes, seps)| shaped(t, p, sizes, seps))
+}
+
+const SP: &[u8] = b" -";
+
+/// Brazilian CPF and CNPJ, UK NHS numbers, Canadian SINs and Aadhaar numbers: the shape, the
+/// check digits, and (unless the printed format is distinctive, as CPF's `123.456.789-09`,
+/// CNPJ's `12.345.678/0001-95` and Aadhaar's `3123 4567 8909` are) a word naming the identifier
+/// just before it.
+fn national_id_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
+  let t = ctx.t;
+  let g1 = q - p;
+  let named = |words: &WordSet| keyword_before(t, p, 40, words);
+  let found = match g1 {
+    3 => first_shape(t, p, &[(&[3, 3, 3, 2], &[b".", b".", b"-"])])
+      .filter(|d| cpf_ok(d.get()))
+      .map(|d| (d, "br_cpf"))
+      .or_else(|| {
+        first_shape(t, p, &[(&[3, 3, 4], &[SP, SP])])
+          .filter(|d| nhs_ok(d.get()) && named(&NHS_WORDS))
+          .map(|d| (d, "uk_nhs"))
+      })
+      .or_else(|| {
+        first_shape(t, p, &[(&[3, 3, 3], &[SP, SP])])
+          .filter(|d| sin_ok(d.get()) && named(&SIN_WORDS))
+          .map(|d| (d, "ca_sin"))
+      }),
+    2 => first_shape(t, p, &[(&[2, 3, 3, 4, 2], &[b".", b".", b"/", b"-"])])
+      .filter(|d| cnpj_ok(d.get()))
+      .map(|d| (d, "br_cnpj")),
+    // Aadhaar's printed form (`3123 4567 8909`) with its Verhoeff check is distinctive enough.
+    4 => first_shape(t, p, &[(&[4, 4, 4], &[b" ", b" "]), (&[4, 4, 4], &[b"-", b"-"])])
+      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()))
+      .map(|d| (d, "in_aadhaar")),
+    9 => shaped(t, p, &[9], &[]).filter(|d| sin_ok(d.get()) && named(&SIN_WORDS)).map(|d| (d, "ca_sin")),
+    10 => shaped(t, p, &[10], &[]).filter(|d| nhs_ok(d.get()) && named(&NHS_WORDS)).map(|d| (d, "uk_nhs")),
+    11 => shaped(t, p, &[11], &[]).filter(|d| cpf_ok(d.get()) && named(&CPF_WORDS)).map(|d| (d, "br_cpf")),
+    12 => shaped(t, p, &[12], &[])
+      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()) && named(&AADHAAR_WORDS))
+      .map(|d| (d, "in_aadhaar")),
+    14 => shaped(t, p, &[14], &[]).filter(|d| cnpj_ok(d.get()) && named(&CNPJ_WORDS)).map(|d| (d, "br_cnpj")),
+    _ => None,
+  };
+  let (d, kind) = found?;
+  ctx.push(p, d.end, kind, "checksum", P_SSN);
+  Some(d.end)
+}
+
+/// Weighted sum mod 11 check digits of CPF (weights 10..2, then 11..2).
+fn cpf_ok(d: &[u8]) -> bool {
+  if d.len() != 11 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  let dv = |n: usize| {
+    let r = d[..n].iter().enumerate().map(|(k, &c)| (c - b'0') as usize * (n + 1 - k)).sum::<usize>() % 11;
+    if r < 2 {
+      0
+    } else {
+      11 - r
+    }
+  };
+  dv(9) == (d[9] - b'0') as usize && dv(10) == (d[10] - b'0') as usize
+}
+
+/// CNPJ check digits (weights 5..2,9..2 then 6..2,9..2).
+fn cnpj_ok(d: &[u8]) -> bool {
+  if d.len() != 14 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  const W: [usize; 13] = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+  let dv = |n: usize| {
+    let w = &W[13 - n..];
+    let r = d[..n].iter().zip(w).map(|(&c, &w)| (c - b'0') as usize * w).sum::<usize>() % 11;
+    if r < 2 {
+      0
+    } else {
+      11 - r
+    }
+  };
+  dv(12) == (d[12] - b'0') as usize && dv(13) == (d[13] - b'0') as usize
+}
+
+/// NHS number: weights 10..2 over the first nine digits, check digit 11 - (sum mod 11), where 11
+/// means 0 and 10 is never issued.
+fn nhs_ok(d: &[u8]) -> bool {
+  if d.len() != 10 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  let s: usize = d[..9].iter().enumerate().map(|(k, &c)| (c - b'0') as usize * (10 - k)).sum();
+  match 11 - s % 11 {
+    10 => false,
+    11 => d[9] == b'0',
+    c => d[9] - b'0' == c as u8,
+  }
+}
+
+/// Canadian SIN: Luhn over nine digits; none starts with 0 or 8.
+fn sin_ok(d: &[u8]) -> bool {
+  d.len() == 9 && !matches!(d[0], b'0' | b'8') && luhn(d)
+}
+
+/// Aadhaar's Verhoeff check (dihedral group D5).
+fn verhoeff_ok(d: &[u8]) -> bool {
+  const MUL: [[u8; 10]; 10] = [
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    [1, 2, 3, 4, 0, 6, 7, 8, 9, 5],
+    [2, 3, 4, 0, 1, 7, 8, 9, 5, 6],
+    [3, 4, 0, 1, 2, 8, 9, 5, 6, 7],
+    [4, 0, 1, 2, 3, 9, 5, 6, 7, 8],
+    [5, 9, 8, 7, 6, 0, 4, 3, 2, 1],
+    [6, 5, 9, 8, 7, 1, 0, 4, 3, 2],
+    [7, 6, 5, 9, 8, 2, 1, 0, 4, 3],
+    [8, 7, 6, 5, 9, 3, 2, 1, 0, 4],
+    [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
+  ];
+  const PERM: [[u8; 10]; 8] = [
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    [1, 5, 7, 6, 2, 8, 3, 0, 9, 4],
+    [5, 8, 0, 3, 7, 9, 6, 1, 4, 2],
+    [8, 9, 1, 6, 0, 4, 3, 5, 2, 7],
+    [9, 4, 5, 3, 1, 2, 6, 8, 7, 0],
+    [4, 2, 8, 6, 5, 7, 3, 9, 0, 1],
+    [2, 7, 9, 3, 8, 0, 6, 4, 1, 5],
+    [7, 0, 4, 6, 9, 1, 3, 2, 5, 8],
+  ];
+  let mut c = 0u8;
+  for (i, &b) in d.iter().rev().enumerate() {
+    c = MUL[c as usize][PERM[i % 8][(b - b'0') as usize] as usize];
+  }
+  c == 0 && !d.iter().all(|&x| x == d[0])
+}
+
+/// UK National Insurance number at `s` (two letters, six digits, a suffix A-D; HMRC's
+/// NIM39110 rules for the prefix letters): spaced (`AB 12 34 56 C`) always, unspaced
+/// (`AB123456C`) where the line names it.
+fn nino_at(ctx: &mut Ctx, s: usize, spaced: bool) -> Option<usize> {
+  let t = ctx.t;
+  let (l1, l2) = (t[s], t[s + 1]);
+  if !l1.is_ascii_uppercase() || !l2.is_ascii_uppercase() || word_before(t, s) {
+    return None;
+  }
+  if b"DFIQUV".contains(&l1) || b"DFIOQUV".contains(&l2) {
+    return None;
+  }
+  if matches!(&[l1, l2], b"BG" | b"GB" | b"KN" | b"NK" | b"NT" | b"TN" | b"ZZ") {
+    return None;
+  }
+  let (digits_end, sep) = if spaced {
+    let d = shaped_pairs(t, s + 3)?;
+    (d, true)
+  } else {
+    if digits_at(t, s + 2) != 6 {
+      return None;
+    }
+    (s + 8, false)
+  };
+  let suffix = if sep { digits_end + 1 } else { digits_end };
+  if sep && at(t, digits_end) != Some(b' ') {
+    return None;
+  }
+  if !at(t, suffix).is_some_and(|b| matches!(b, b'A'..=b'D')) || word_at(t, suffix + 1) {
+    return None;
+  }
+  if !sep && !keyword_before(t, s, 40, &NINO_WORDS) {
+    return None;
+  }
+  ctx.push(s, suffix + 1, "uk_nino", "pattern", P_SSN);
+  Some(suffix + 1)
+}
+
+/// `12 34 56` at `i`: where it ends.
+fn shaped_pairs(t: &[u8], i: usize) -> Option<usize> {
+  (digits_at(t, i) == 2
+    && at(t, i + 2) == Some(b' ')
+    && digits_at(t, i + 3) == 2
+    && at(t, i + 5) == Some(b' ')
+    && digits_at(t, i + 6) == 2)
+    .then_some(i + 8)
+}
+
 // --- IBAN -------------------------------------------------------------------------------------
 
 fn iban_length(cc: &[u8]) -> Option<usize> {
@@ -909,6 +1152,30 @@ fn iban_length(cc: &[u8]) -> Option<usize> {
     (b"VG", 24),
     (b"XK", 20),
     (b"YE", 30),
+    // Countries whose banks issue IBANs outside the SWIFT registry (the "experimental" list
+    // published by Nordea and the IBAN.com registry).
+    (b"AO", 25),
+    (b"BF", 28),
+    (b"BJ", 28),
+    (b"CF", 27),
+    (b"CG", 27),
+    (b"CI", 28),
+    (b"CM", 27),
+    (b"CV", 25),
+    (b"DZ", 26),
+    (b"GA", 27),
+    (b"GQ", 27),
+    (b"GW", 25),
+    (b"IR", 26),
+    (b"KM", 27),
+    (b"MA", 28),
+    (b"MG", 27),
+    (b"ML", 28),
+    (b"MZ", 25),
+    (b"NE", 28),
+    (b"SN", 28),
+    (b"TD", 27),
+    (b"TG", 28),
   ];
   TABLE.iter().find(|(c, _)| &c[..] == cc).map(|&(_, n)| n)
 }
