@@ -134,13 +134,10 @@ fn number_run_slow(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   if word_before(t, p) {
     // `DE89 3704 ...`: an IBAN starts with two capitals right before its check digits.
     if p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !word_before(t, p - 2) {
-      end = iban_at(ctx, p - 2);
+      end = iban_at(ctx, p - 2).or_else(|| nino_at(ctx, p - 2, false));
       if end.is_none() && iban_length(&t[p - 2..p]).is_some() {
         // An IBAN with a bad checksum is not a phone number either.
         end = Some(skip_iban_like(t, p));
-      }
-      if end.is_none() {
-        end = nino_at(ctx, p - 2, false);
       }
     }
   } else {
@@ -870,7 +867,9 @@ fn shaped(t: &[u8], p: usize, sizes: &[usize], seps: &[&[u8]]) -> Option<Digits>
     out.n += size;
     i += size;
   }
-  if continues_as_number(t, i) {
+  // Not the first groups of a longer number (`5159 4411 3098 7708`).
+  let more = seps.iter().any(|s| at(t, i).is_some_and(|b| s.contains(&b))) && digit_at(t, i + 1);
+  if more || continues_as_number(t, i) {
     return None;
   }
   out.end = i;
@@ -911,7 +910,7 @@ fn national_id_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
       .map(|d| (d, "br_cnpj")),
     // Aadhaar's printed form (`3123 4567 8909`) with its Verhoeff check is distinctive enough.
     4 => first_shape(t, p, &[(&[4, 4, 4], &[b" ", b" "]), (&[4, 4, 4], &[b"-", b"-"])])
-      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()))
+      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()) && (named(&AADHAAR_WORDS) || !card_context(t, p, d.end)))
       .map(|d| (d, "in_aadhaar")),
     9 => shaped(t, p, &[9], &[]).filter(|d| sin_ok(d.get()) && named(&SIN_WORDS)).map(|d| (d, "ca_sin")),
     10 => shaped(t, p, &[10], &[]).filter(|d| nhs_ok(d.get()) && named(&NHS_WORDS)).map(|d| (d, "uk_nhs")),
