@@ -99,9 +99,32 @@ pub struct Engine {
 }
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
-/// passphrase; `cred` credential(s), creds; `auth` authorization, oauth).
-static ASSIGN_WORDS: WordSet =
-  WordSet::new(&["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"]);
+/// passphrase; `cred` credential(s), creds; `auth` authorization, oauth; the client and app ids
+/// count with a provider's name, `discord_client_id`; `contribsys` names Sidekiq's gem server
+/// credentials, `BUNDLE_GEMS__CONTRIBSYS__COM`).
+static ASSIGN_WORDS: WordSet = WordSet::new(&[
+  "pass",
+  "pwd",
+  "pw",
+  "secret",
+  "token",
+  "key",
+  "auth",
+  "cred",
+  "sig",
+  "session",
+  "cookie",
+  "bearer",
+  "clientid",
+  "client_id",
+  "client-id",
+  "appid",
+  "app_id",
+  "app-id",
+  "accessid",
+  "access_id",
+  "contribsys",
+]);
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 

@@ -340,6 +340,9 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("linear_api_key", &["lin_api_"], r"\blin_api_[A-Za-z0-9]{40}\b"),
     rule("mapbox_token", &["sk.eyJ"], r"\bsk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}").tail(0).end(NotToken),
     rule("maxmind_license_key", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b").back(37).max(8).tail(0).trigger(Trigger::Infix(40)),
+    // New Relic license keys (docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys): 36 hex
+    // and the `NRAL` suffix.
+    rule("newrelic_key", &["NRAL"], r"\b[a-f0-9]{36}NRAL\b").exact().back(36).max(4).tail(0).trigger(Trigger::Infix(40)),
     rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})\b").exact().tail(0),
     rule("notion_token", &["ntn_"], r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b"),
     rule("notion_token", &["secret_"], r"\bsecret_[A-Za-z0-9]{43}\b").entropy(4.0).tail(43),
@@ -498,6 +501,7 @@ pub static PROVIDER_WORDS: Lexicon = Lexicon::new(&[
   "confluence",
   "confluent",
   "contentful",
+  "contribsys",
   "databricks",
   "datadog",
   "deepgram",

@@ -795,7 +795,13 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
     return None;
   }
   let last = words.get(words.n - 1);
-  if META_WORDS.contains(last) {
+  // A provider's client or app id (`discord_client_id`, `adobeClientId`) is a credential half,
+  // unlike ids in general.
+  let provider_id = last == b"id"
+    && words.n >= 2
+    && in_set(&["client", "app", "application", "access"], words.get(words.n - 2))
+    && words.has_any_of(&PROVIDER_WORDS);
+  if META_WORDS.contains(last) && !provider_id {
     return None;
   }
   let provider = words.has_any_of(&PROVIDER_WORDS);

@@ -207,6 +207,7 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("supabase_token", L("sb_secret_"), C(URLSAFE, 31)),
   token_format!("linear_api_key", L("lin_oauth_"), C(HEX, 64)),
   token_format!("docker_hub_token", L("dckr_oat_"), C(URLSAFE, 32)),
+  token_format!("newrelic_key", C(HEX, 36), L("NRAL")),
   token_format!(
     "hubspot_token",
     L("pat-na1-"),
