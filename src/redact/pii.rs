@@ -1,9 +1,13 @@
-//! Personal data: e-mail addresses, phone numbers, payment cards (Luhn), IBANs (mod-97),
-//! US social security numbers, IPv4 and IPv6 addresses.
+//! Personal data: e-mail addresses, phone numbers, payment cards (IIN ranges of every major
+//! network, Luhn), IBANs (mod-97), national identifiers with check digits (US SSN, UK NINO and
+//! NHS number, Canadian SIN, Aadhaar, CPF, CNPJ), IPv4 and IPv6 addresses.
 //!
 //! Numbers: at each number that starts at a word boundary (the engine's single pass over the
-//! text finds them) the shapes are tried in order of specificity (IPv4, card, SSN, phone) and the
-//! first that validates claims the bytes. Short isolated numbers (the vast majority) leave after
+//! text finds them) the shapes are tried in order of specificity (national identifiers, IPv4,
+//! card, SSN, phone) and the first that validates claims the bytes. Shapes that are as often a
+//! count or an id as personal data (a 12-digit Luhn-valid number, a 7-digit phone number, a bare
+//! SIN) count only where a word on the line names them (`card`, `phone`, `SIN`), looked at in a
+//! bounded window before the number. Short isolated numbers (the vast majority) leave after
 //! two byte comparisons. Dates, versions, UUIDs, 10-digit and millisecond timestamps do not fit
 //! any accepted shape and stay.
 

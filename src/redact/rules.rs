@@ -1,5 +1,9 @@
 //! Provider token formats: one entry per credential format whose shape alone identifies it
-//! (a distinctive prefix, length and alphabet), covering the breadth of gitleaks' rule set.
+//! (a distinctive prefix, length and alphabet), covering the breadth of gitleaks' rule set and
+//! the prefixed formats of other scanners' detectors. Each format is the provider's documented
+//! one (the source is named beside the rule, and in the format table of
+//! `scripts/redact-devcorpus.mjs`, which generates positives and near misses for every format);
+//! `docs/redaction-coverage.md` lists them.
 //!
 //! Each rule names the keywords that make it worth running: the keyword prefilter
 //! (Aho-Corasick, ASCII case-insensitive) finds them, and only then is the rule's regex run, in a

@@ -1,5 +1,7 @@
 //! Secrets: private key blocks, JWTs, credentials in URLs and `curl -u`, `Bearer` tokens,
-//! `password=` / `token:` style assignments, and generic high-entropy tokens.
+//! `password=` / `token:` style assignments (also `<add key="..." value="..."/>`), the
+//! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
+//! manifests), and generic high-entropy tokens.
 
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
