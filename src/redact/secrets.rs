@@ -371,7 +371,7 @@ pub fn k8s_secret_at(ctx: &mut Ctx, k: usize) {
   if at(t, i).is_some_and(is_quote) {
     i += 1;
   }
-  if !(t[i.min(t.len())..].starts_with(b"Secret") && !word_at(t, i + 6)) {
+  if !t[i.min(t.len())..].starts_with(b"Secret") || word_at(t, i + 6) {
     return;
   }
   let from = i + 6;
