@@ -148,7 +148,7 @@ const FORMATS = [
   ['mailgun_api_key', 'documentation.mailgun.com public validation keys (pubkey-)', 'pubkey-', [HEX, 32]],
   ['mailchimp_api_key', 'mailchimp.com API keys (32 hex -usN)', [HEX, 32], '-us', [D, 2]],
   ['telegram_bot_token', 'core.telegram.org bot tokens (id:AA...)', [D, 10], ':AA', [U64, 33]],
-  ['discord_token', 'discord.com bot tokens (base64 id . 6 . 27+)', 'MT', [A62, 22], '.', [U64, 6], '.', [U64, 38]],
+  ['discord_token', 'discord.com bot tokens (base64 id . 6 . 27+)', 'MT', ['AEIMQUYcgk', 1], [A62, 21], '.', [U64, 6], '.', [U64, 38]],
   // payments
   ['stripe_key', 'docs.stripe.com API keys (sk_live_)', 'sk_live_', [A62, 24]],
   ['stripe_key', 'docs.stripe.com restricted keys (rk_test_)', 'rk_test_', [A62, 99]],

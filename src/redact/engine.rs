@@ -95,36 +95,22 @@ pub struct Engine {
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
   tilde_rules: Vec<usize>,
-  infix_rules: Vec<(usize, usize)>,
+  /// (rule, shortest run it can be in, a searcher for its keyword built once).
+  infix_rules: Vec<(usize, usize, memchr::memmem::Finder<'static>)>,
 }
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
-/// passphrase; `cred` credential(s), creds; `auth` authorization, oauth; the client and app ids
-/// count with a provider's name, `discord_client_id`; `contribsys` names Sidekiq's gem server
-/// credentials, `BUNDLE_GEMS__CONTRIBSYS__COM`).
-static ASSIGN_WORDS: WordSet = WordSet::new(&[
-  "pass",
-  "pwd",
-  "pw",
-  "secret",
-  "token",
-  "key",
-  "auth",
-  "cred",
-  "sig",
-  "session",
-  "cookie",
-  "bearer",
-  "clientid",
-  "client_id",
-  "client-id",
-  "appid",
-  "app_id",
-  "app-id",
-  "accessid",
-  "access_id",
-  "contribsys",
-]);
+/// passphrase; `cred` credential(s), creds; `auth` authorization, oauth).
+static ASSIGN_WORDS: WordSet =
+  WordSet::new(&["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"]);
+
+/// An identifier that ends in `id` (`discord_client_id`, `adobeClientId`): a provider's client or
+/// app id counts as a credential half (`secrets::classify_ident` decides). Asked of the last two
+/// bytes only, so that ids in general cost nothing more.
+#[inline]
+fn ends_in_id(ident: &[u8]) -> bool {
+  ident.len() >= 8 && ident[ident.len() - 2..].eq_ignore_ascii_case(b"id")
+}
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
@@ -170,7 +156,7 @@ impl Engine {
         }
         Trigger::Colon => colon_rules.push(i),
         Trigger::Tilde => tilde_rules.push(i),
-        Trigger::Infix(min) => infix_rules.push((i, min)),
+        Trigger::Infix(min) => infix_rules.push((i, min, memchr::memmem::Finder::new(r.rule.keywords[0].as_bytes()))),
       }
     }
     add("-----begin", Action::Pem);
@@ -343,12 +329,12 @@ impl Engine {
     let len = e - s;
     if len >= 16 {
       if len >= 35 {
-        for &(ri, min) in &self.infix_rules {
-          if len >= min {
-            let kw = self.rules[ri].rule.keywords[0].as_bytes();
+        for (ri, min, finder) in &self.infix_rules {
+          if len >= *min {
+            let kw_len = finder.needle().len();
             work::add(len);
-            for x in memchr::memmem::find_iter(&t[s..e], kw) {
-              self.run_rule(ctx, ri, 0, s + x, s + x + kw.len());
+            for x in finder.find_iter(&t[s..e]) {
+              self.run_rule(ctx, *ri, 0, s + x, s + x + kw_len);
             }
           }
         }
@@ -361,7 +347,7 @@ impl Engine {
     if assignment_follows(t, s, e) {
       let a = skip_back(t, s, 64, is_ident);
       let b = skip_back(t, e, e - s, |b| b == b'.');
-      if b > a && b - a <= 128 && ASSIGN_WORDS.in_text(&t[a..b]) {
+      if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
         secrets::assignment_on(ctx, a, b);
       }
     }

@@ -208,14 +208,6 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   if matches!(prev, Some(b'.' | b'-' | b'#' | b'$')) {
     return None; // a fraction, a range, an issue number, an amount
   }
-  if let Some(e) = national_id_at(ctx, p, q) {
-    return Some(e);
-  }
-  if g1 == 2 && prev == Some(b' ') && p >= 3 {
-    if let Some(e) = nino_at(ctx, p - 3, true) {
-      return Some(e);
-    }
-  }
   // Dates (`2024-01-15`, `15.01.2024`) are the commonest separated numbers in logs.
   if g1 == 4 && next == Some(b'-') && digits_at(t, q + 1) == 2 && at(t, q + 3) == Some(b'-') && digits_at(t, q + 4) == 2
   {
@@ -228,6 +220,14 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     && digits_at(t, q + 5) == 4
   {
     return Some(q + 9);
+  }
+  if let Some(e) = national_id_at(ctx, p, q) {
+    return Some(e);
+  }
+  if g1 == 2 && prev == Some(b' ') && p >= 3 {
+    if let Some(e) = nino_at(ctx, p - 3, true) {
+      return Some(e);
+    }
   }
   if !continues && g1 >= 9 {
     // Nine or more digits standing alone: a card (13-19), an SSN (9) or a phone number the line
@@ -451,7 +451,9 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
       return None;
     }
     let d = &t[p..q];
-    if !(card_valid(d, false) || card_valid(d, card_context(t, p, q))) {
+    // The card words are looked for only for the one number in ten that passes Luhn (13-digit
+    // millisecond timestamps are common in logs).
+    if !(card_valid(d, false) || (luhn(d) && card_valid(d, card_context(t, p, q)))) {
       return None;
     }
     ctx.push(p, q, "credit_card", "checksum", P_CARD);
@@ -894,6 +896,19 @@ const SP: &[u8] = b" -";
 fn national_id_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let t = ctx.t;
   let g1 = q - p;
+  // Most separated numbers here are dates, times, versions and addresses: the first separator and
+  // the length of the second group rule them out before any shape is read.
+  let second = |sep: &[u8], len: usize| at(t, q).is_some_and(|b| sep.contains(&b)) && digits_at(t, q + 1) == len;
+  let plausible = match g1 {
+    2 => second(b".", 3),
+    3 => second(b". -", 3),
+    4 => second(b" -", 4),
+    9..=12 | 14 => true,
+    _ => false,
+  };
+  if !plausible {
+    return None;
+  }
   let named = |words: &WordSet| keyword_before(t, p, 40, words);
   let found = match g1 {
     3 => first_shape(t, p, &[(&[3, 3, 3, 2], &[b".", b".", b"-"])])

@@ -255,15 +255,24 @@ pub fn token_rules() -> Vec<TokenRule> {
     // Resend API keys (resend.com/docs): `re_` + 8 + `_` + 24.
     rule("resend_api_key", &["re_"], r"\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b").tail(8).entropy(3.0),
     // Discord bot tokens (discord.com/developers/docs/reference#authentication): the base64 of
-    // the bot's snowflake id (`MT`, `Mz`, `ND`, `NT`, `Nj`, `Nz`, `OD`, `OT` ...), `.`, 6, `.`, 27-38.
+    // the bot's snowflake id, `.`, 6, `.`, 27-38. The id is ASCII digits, so its base64 starts
+    // with one of these three characters (`MT` for a leading 1, then a character of
+    // `[AEIMQUYcgk]`): keywords that English words seldom start with.
     rule(
       "discord_token",
-      &["MT", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"],
+      &[
+      "MTA", "MTE", "MTI", "MTM", "MTQ", "MTU", "MTY", "MTc", "MTg", "MTk", "MjA", "MjE", "MjI", "MjM", "MjQ", "MjU",
+      "MjY", "Mjc", "Mjg", "Mjk", "MzA", "MzE", "MzI", "MzM", "MzQ", "MzU", "MzY", "Mzc", "Mzg", "Mzk", "NDA", "NDE",
+      "NDI", "NDM", "NDQ", "NDU", "NDY", "NDc", "NDg", "NDk", "NTA", "NTE", "NTI", "NTM", "NTQ", "NTU", "NTY", "NTc",
+      "NTg", "NTk", "NjA", "NjE", "NjI", "NjM", "NjQ", "NjU", "NjY", "Njc", "Njg", "Njk", "NzA", "NzE", "NzI", "NzM",
+      "NzQ", "NzU", "NzY", "Nzc", "Nzg", "Nzk", "ODA", "ODE", "ODI", "ODM", "ODQ", "ODU", "ODY", "ODc", "ODg", "ODk",
+      "OTA", "OTE", "OTI", "OTM", "OTQ", "OTU", "OTY", "OTc", "OTg", "OTk",
+      ],
       r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b",
     )
     .exact()
     .entropy(3.5)
-    .tail(22)
+    .tail(20)
     .end(NotToken),
     rule("slack_token", &["xoxc-", "xoxd-"], r"\bxox[cd]-[A-Za-z0-9%/+=_-]{40,400}").entropy(3.5).tail(10).max(410).end(NotToken),
     rule("webhook_url", &["hooks.zapier.com"], r"(?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+").back(8).tail(0).end(Any),

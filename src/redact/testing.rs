@@ -167,7 +167,16 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("mailgun_api_key", L("pubkey-"), C(HEX, 32)),
   token_format!("mailersend_token", L("mlsn."), C(HEX, 64)),
   token_format!("resend_api_key", L("re_"), C(ALNUM, 8), L("_"), C(ALNUM, 24)),
-  token_format!("discord_token", L("MT"), C(ALNUM, 22), L("."), C(URLSAFE, 6), L("."), C(ALNUM, 38)),
+  token_format!(
+    "discord_token",
+    L("MT"),
+    C("AEIMQUYcgk", 1),
+    C(ALNUM, 21),
+    L("."),
+    C(URLSAFE, 6),
+    L("."),
+    C(ALNUM, 38)
+  ),
   token_format!("slack_token", L("xoxc-"), C(DIGITS, 12), L("-"), C(HEX, 64)),
   token_format!("paypal_token", L("access_token$production$"), C(LOWER_NUM, 16), L("$"), C(HEX, 32)),
   token_format!(
