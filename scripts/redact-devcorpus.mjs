@@ -192,7 +192,7 @@ const FORMATS = [
   ['linear_api_key', 'linear.app API keys (lin_api_)', 'lin_api_', [A62, 40]],
   ['mapbox_token', 'docs.mapbox.com secret tokens (sk.eyJ)', 'sk.eyJ', [A62, 60], '.', [U64, 22]],
   ['newrelic_key', 'docs.newrelic.com user keys (NRAK-)', 'NRAK-', [UN, 27]],
-  ['newrelic_key', 'docs.newrelic.com insert keys (NRII-)', 'NRII-', [U64, 32]],
+  ['newrelic_key', 'docs.newrelic.com insert keys (NRII-)', 'NRII-', [A62 + '-', 32]],
   ['newrelic_key', 'docs.newrelic.com license keys (36 hex + NRAL)', [HEX, 36], 'NRAL'],
   ['notion_token', 'developers.notion.com integration tokens (ntn_)', 'ntn_', [D, 11], [A62, 35]],
   ['postman_token', 'learning.postman.com API keys (PMAK-)', 'PMAK-', [HEX, 24], '-', [HEX, 34]],

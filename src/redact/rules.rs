@@ -356,7 +356,7 @@ pub fn token_rules() -> Vec<TokenRule> {
     // New Relic license keys (docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys): 36 hex
     // and the `NRAL` suffix.
     rule("newrelic_key", &["NRAL"], r"\b[a-f0-9]{36}NRAL\b").exact().back(36).max(4).tail(0).trigger(Trigger::Infix(40)),
-    rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})\b").exact().tail(0),
+    rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})").exact().tail(0).end(NotToken),
     rule("notion_token", &["ntn_"], r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b"),
     rule("notion_token", &["secret_"], r"\bsecret_[A-Za-z0-9]{43}\b").entropy(4.0).tail(43),
     rule("postman_token", &["PMAK-"], r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b"),

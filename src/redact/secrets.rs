@@ -1193,7 +1193,7 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
     }
   }
   let hex = lower_hex || upper_hex;
-  if hex && len < 20 || (len == 36 && is_uuid(v)) {
+  if hex && len < 20 || (len == 36 && is_uuid(v) && !uuid_named_secret(t, a)) {
     return; // request ids, short hashes, UUIDs
   }
   if digit == 0 || upper + lower == 0 {
@@ -1268,6 +1268,32 @@ fn context_before(t: &[u8], a: usize) -> Context {
     }
   }
   Context::None
+}
+
+/// A UUID is an id, unless the words just before it on its line name a credential more strongly
+/// than `key` alone (`heroku api key <uuid>`, `snyk token <uuid>`; not `request key <uuid>`).
+fn uuid_named_secret(t: &[u8], a: usize) -> bool {
+  let floor = line_start(t, a, 64);
+  let mut i = a;
+  let mut weak = false;
+  for _ in 0..3 {
+    let e = skip_back(t, i, i - floor, |b| !is_ident(b));
+    i = skip_back(t, e, e - floor, is_ident);
+    if i == e {
+      break;
+    }
+    let ident = &t[i..e];
+    if ANTI_CONTEXT.in_text(ident) {
+      return false;
+    }
+    match classify_ident(ident) {
+      Some(c) if c.strength != Strength::Weak || c.provider => return true,
+      Some(_) => weak = true,
+      None if weak && ident.eq_ignore_ascii_case(b"api") => return true,
+      None => {}
+    }
+  }
+  false
 }
 
 /// The token stands alone: start of text, whitespace, a quote or an assignment before it;

@@ -217,6 +217,7 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("linear_api_key", L("lin_oauth_"), C(HEX, 64)),
   token_format!("docker_hub_token", L("dckr_oat_"), C(URLSAFE, 32)),
   token_format!("newrelic_key", C(HEX, 36), L("NRAL")),
+  token_format!("newrelic_key", L("NRII-"), C("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-", 32)),
   token_format!(
     "hubspot_token",
     L("pat-na1-"),
