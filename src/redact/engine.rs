@@ -112,6 +112,12 @@ fn ends_in_id(ident: &[u8]) -> bool {
   ident.len() >= 8 && ident[ident.len() - 2..].eq_ignore_ascii_case(b"id")
 }
 
+/// Bundler's per-host credentials (`BUNDLE_GEMS__CONTRIBSYS__COM=user:password`).
+#[inline]
+fn bundler_host(ident: &[u8]) -> bool {
+  ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM")
+}
+
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
 pub fn engine() -> &'static Engine {
@@ -347,7 +353,7 @@ impl Engine {
     if assignment_follows(t, s, e) {
       let a = skip_back(t, s, 64, is_ident);
       let b = skip_back(t, e, e - s, |b| b == b'.');
-      if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
+      if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
         secrets::assignment_on(ctx, a, b);
       }
     }

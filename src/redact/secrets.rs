@@ -812,8 +812,10 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
   let ends_with_any =
     |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
-  // `_auth` of `.npmrc` holds base64 of `user:password`.
-  let npm_auth = ident.ends_with(b"_auth") && (ident.len() == 5 || ident.ends_with(b":_auth"));
+  // `_auth` of `.npmrc` holds base64 of `user:password`; so do Bundler's per-host variables
+  // (`BUNDLE_GEMS__CONTRIBSYS__COM`).
+  let npm_auth = (ident.ends_with(b"_auth") && (ident.len() == 5 || ident.ends_with(b":_auth")))
+    || (ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM"));
   let strength = if words.has(PASSWORD_WORDS) || ends_with_any(&["password", "passwd", "pwd"]) {
     Strength::Password
   } else if npm_auth
