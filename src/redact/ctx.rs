@@ -52,6 +52,11 @@ pub struct Ctx<'a> {
   /// Where the last `curl` command looked at ends: a later `curl` inside it scans only what lies
   /// beyond.
   pub curl_until: usize,
+  /// Where the last `.netrc` entry and the last Kubernetes secret looked at end.
+  pub netrc_until: usize,
+  pub k8s_until: usize,
+  /// `ata:` (of `data:` and `stringData:`), for Kubernetes secrets.
+  pub k8s_data: Next,
   /// Per provider rule: the end of its last match, accepted or not. Matches of one rule do not
   /// overlap (as with a regex's find-all), so a run of keywords costs one match, not one each.
   /// Allocated when a rule first runs (most short texts run none).
@@ -91,6 +96,9 @@ impl<'a> Ctx<'a> {
       pem_until: 0,
       putty_until: 0,
       curl_until: 0,
+      netrc_until: 0,
+      k8s_until: 0,
+      k8s_data: Next::new(Needle::Str(b"ata:")),
       rule_until: Vec::new(),
       rules,
       pem_end_upper: Next::new(Needle::Str(b"-----END")),

@@ -31,6 +31,8 @@ enum Action {
   Jwt,
   Bearer,
   Curl,
+  Netrc,
+  K8sSecret,
 }
 
 struct CompiledRule {
@@ -93,13 +95,28 @@ pub struct Engine {
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
   tilde_rules: Vec<usize>,
-  infix_rules: Vec<(usize, usize)>,
+  /// (rule, shortest run it can be in, a searcher for its keyword built once).
+  infix_rules: Vec<(usize, usize, memchr::memmem::Finder<'static>)>,
 }
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
 /// passphrase; `cred` credential(s), creds; `auth` authorization, oauth).
 static ASSIGN_WORDS: WordSet =
   WordSet::new(&["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"]);
+
+/// An identifier that ends in `id` (`discord_client_id`, `adobeClientId`): a provider's client or
+/// app id counts as a credential half (`secrets::classify_ident` decides). Asked of the last two
+/// bytes only, so that ids in general cost nothing more.
+#[inline]
+fn ends_in_id(ident: &[u8]) -> bool {
+  ident.len() >= 8 && ident[ident.len() - 2..].eq_ignore_ascii_case(b"id")
+}
+
+/// Bundler's per-host credentials (`BUNDLE_GEMS__CONTRIBSYS__COM=user:password`).
+#[inline]
+fn bundler_host(ident: &[u8]) -> bool {
+  ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM")
+}
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
@@ -145,7 +162,7 @@ impl Engine {
         }
         Trigger::Colon => colon_rules.push(i),
         Trigger::Tilde => tilde_rules.push(i),
-        Trigger::Infix(min) => infix_rules.push((i, min)),
+        Trigger::Infix(min) => infix_rules.push((i, min, memchr::memmem::Finder::new(r.rule.keywords[0].as_bytes()))),
       }
     }
     add("-----begin", Action::Pem);
@@ -153,6 +170,8 @@ impl Engine {
     add("eyj", Action::Jwt);
     add("bearer", Action::Bearer);
     add("curl", Action::Curl);
+    add("machine", Action::Netrc);
+    add("kind", Action::K8sSecret);
     let mut actions = Vec::with_capacity(patterns.len());
     let mut first2 = Box::new([0u8; 16384]);
     let mut third: Vec<u128> = vec![0];
@@ -316,12 +335,12 @@ impl Engine {
     let len = e - s;
     if len >= 16 {
       if len >= 35 {
-        for &(ri, min) in &self.infix_rules {
-          if len >= min {
-            let kw = self.rules[ri].rule.keywords[0].as_bytes();
+        for (ri, min, finder) in &self.infix_rules {
+          if len >= *min {
+            let kw_len = finder.needle().len();
             work::add(len);
-            for x in memchr::memmem::find_iter(&t[s..e], kw) {
-              self.run_rule(ctx, ri, 0, s + x, s + x + kw.len());
+            for x in finder.find_iter(&t[s..e]) {
+              self.run_rule(ctx, *ri, 0, s + x, s + x + kw_len);
             }
           }
         }
@@ -334,7 +353,7 @@ impl Engine {
     if assignment_follows(t, s, e) {
       let a = skip_back(t, s, 64, is_ident);
       let b = skip_back(t, e, e - s, |b| b == b'.');
-      if b > a && b - a <= 128 && ASSIGN_WORDS.in_text(&t[a..b]) {
+      if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
         secrets::assignment_on(ctx, a, b);
       }
     }
@@ -386,6 +405,8 @@ impl Engine {
         }
         Action::Bearer => secrets::bearer_at(ctx, s),
         Action::Curl => secrets::curl_at(ctx, s),
+        Action::Netrc => secrets::netrc_at(ctx, s),
+        Action::K8sSecret => secrets::k8s_secret_at(ctx, s),
       }
     }
   }
@@ -526,7 +547,7 @@ impl Engine {
   #[cfg(test)]
   pub fn keywords(&self) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = self.rules.iter().flat_map(|r| r.rule.keywords.iter().copied()).collect();
-    out.extend(["-----BEGIN", "PuTTY-User-Key-File-", "eyJ", "Bearer", "curl"]);
+    out.extend(["-----BEGIN", "PuTTY-User-Key-File-", "eyJ", "Bearer", "curl", "machine", "kind"]);
     out
   }
 

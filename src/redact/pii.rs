@@ -1,9 +1,13 @@
-//! Personal data: e-mail addresses, phone numbers, payment cards (Luhn), IBANs (mod-97),
-//! US social security numbers, IPv4 and IPv6 addresses.
+//! Personal data: e-mail addresses, phone numbers, payment cards (IIN ranges of every major
+//! network, Luhn), IBANs (mod-97), national identifiers with check digits (US SSN, UK NINO and
+//! NHS number, Canadian SIN, Aadhaar, CPF, CNPJ), IPv4 and IPv6 addresses.
 //!
 //! Numbers: at each number that starts at a word boundary (the engine's single pass over the
-//! text finds them) the shapes are tried in order of specificity (IPv4, card, SSN, phone) and the
-//! first that validates claims the bytes. Short isolated numbers (the vast majority) leave after
+//! text finds them) the shapes are tried in order of specificity (national identifiers, IPv4,
+//! card, SSN, phone) and the first that validates claims the bytes. Shapes that are as often a
+//! count or an id as personal data (a 12-digit Luhn-valid number, a 7-digit phone number, a bare
+//! SIN) count only where a word on the line names them (`card`, `phone`, `SIN`), looked at in a
+//! bounded window before the number. Short isolated numbers (the vast majority) leave after
 //! two byte comparisons. Dates, versions, UUIDs, 10-digit and millisecond timestamps do not fit
 //! any accepted shape and stay.
 
@@ -86,6 +90,21 @@ static PHONE_WORDS: WordSet = WordSet::new(&[
   "ph:",
   "ph.",
   "mob",
+  "reach",
+  "ring",
+  "dial",
+  "text me",
+  "landline",
+  "hotline",
+  "telephone",
+  "handy",
+  "celular",
+  "m\u{f3}vil",
+  "movil",
+  "portable",
+  "t\u{e9}l",
+  "tlf",
+  "extension",
 ]);
 
 static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "release", "build", "firmware", "v."]);
@@ -119,7 +138,7 @@ fn number_run_slow(ctx: &mut Ctx, p: usize, q: usize) -> usize {
   if word_before(t, p) {
     // `DE89 3704 ...`: an IBAN starts with two capitals right before its check digits.
     if p >= 2 && t[p - 1].is_ascii_uppercase() && t[p - 2].is_ascii_uppercase() && !word_before(t, p - 2) {
-      end = iban_at(ctx, p - 2);
+      end = iban_at(ctx, p - 2).or_else(|| nino_at(ctx, p - 2, false));
       if end.is_none() && iban_length(&t[p - 2..p]).is_some() {
         // An IBAN with a bad checksum is not a phone number either.
         end = Some(skip_iban_like(t, p));
@@ -202,11 +221,24 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   {
     return Some(q + 9);
   }
+  if let Some(e) = national_id_at(ctx, p, q) {
+    return Some(e);
+  }
+  if g1 == 2 && prev == Some(b' ') && p >= 3 {
+    if let Some(e) = nino_at(ctx, p - 3, true) {
+      return Some(e);
+    }
+  }
   if !continues && g1 >= 9 {
     // Nine or more digits standing alone: a card (13-19), an SSN (9) or a phone number the line
     // names; the grouped shapes need a separator.
     if g1 >= 13 {
       return card_at(ctx, p, q);
+    }
+    if g1 == 12 {
+      if let Some(e) = card_at(ctx, p, q) {
+        return Some(e);
+      }
     }
     if let Some(e) = ssn_at(ctx, p, q) {
       return Some(e);
@@ -272,7 +304,8 @@ fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
     }
   }
   let next = at(t, i);
-  if word_at(t, i) {
+  // Five dotted pairs of digits: a phone number (`06.52.65.06.12`), not an address.
+  if word_at(t, i) || (next == Some(b'.') && i - p == 11 && digits_at(t, i + 1) == 2) {
     return None;
   }
   // `Chrome/120.0.0.0`, `version 1.2.3.4`: version numbers, not addresses.
@@ -313,46 +346,114 @@ fn luhn(d: &[u8]) -> bool {
   sum.is_multiple_of(10)
 }
 
-fn card_valid(d: &[u8]) -> bool {
+/// A payment card number: an issuer's prefix and length (or, with `context`, a card word just
+/// before it: any 12-19 digits), and the Luhn check. A number of one repeated digit is none.
+fn card_valid(d: &[u8], context: bool) -> bool {
   let n = d.len();
-  if !(13..=19).contains(&n) || !card_prefix_ok(d) || d.iter().all(|&c| c == d[0]) {
+  if !(12..=19).contains(&n) || d.iter().all(|&c| c == d[0]) {
     return false;
   }
-  luhn(d)
+  (card_prefix_ok(d) || context) && luhn(d)
 }
 
-/// Issuer prefix and length: Visa, Mastercard, Amex, Discover, JCB, Diners, Maestro, UnionPay,
-/// UATP. (Millisecond timestamps are 13 digits starting with 1: no issuer has that.)
+/// Issuer prefix (IIN range) and length of every major network, from the networks' published
+/// tables as ISO/IEC 7812 registers them: Visa, Mastercard (51-55 and 2221-2720), American
+/// Express, Discover (6011, 644-649, 65), JCB (3528-3589 and the older 3088/3096/3112/3158/3337
+/// at 16 digits, 1800/2131 at 15), Diners Club (300-305, 3095, 36, 38, 39), UnionPay (62, 81),
+/// Maestro (5018, 5020, 5038, 5893, 6304, 6759, 6761-6763, 13-19 digits; its 12-digit numbers
+/// need a card word), Mir (2200-2204), RuPay (60, 65, 81, 82, 508, 353, 356), Troy (9792), Verve
+/// (506099-506198, 650002-650027), Dankort (5019), InterPayment (636), InstaPayment (637-639),
+/// UATP (1, 15 digits). Millisecond timestamps are 13 digits starting with 1: no issuer has that.
 fn card_prefix_ok(d: &[u8]) -> bool {
   let n = d.len();
-  let p2: u32 = ((d[0] - b'0') * 10 + (d[1] - b'0')) as u32;
-  let p4: u32 = p2 * 100 + ((d[2] - b'0') * 10 + (d[3] - b'0')) as u32;
-  let p3 = p4 / 10;
+  let num = |k: usize| d[..k].iter().fold(0u32, |v, &c| v * 10 + (c - b'0') as u32);
+  let (p2, p3, p4) = (num(2), num(3), num(4));
+  if n < 13 {
+    return false;
+  }
   match d[0] {
     b'4' => matches!(n, 13 | 16 | 19),
-    b'1' => n == 15, // UATP
-    b'2' => (2221..=2720).contains(&p4) && n == 16,
+    b'1' => n == 15,
+    b'2' => {
+      ((2221..=2720).contains(&p4) && n == 16)
+        || ((2200..=2204).contains(&p4) && (16..=19).contains(&n))
+        || (p4 == 2131 && n == 15)
+    }
     b'3' => match p2 {
       34 | 37 => n == 15,
-      35 => (3528..=3589).contains(&p4) && (16..=19).contains(&n),
-      30 | 36 | 38 | 39 => (p2 != 30 || p3 <= 305 || p3 == 309) && (14..=19).contains(&n),
+      35 => ((3528..=3589).contains(&p4) && (16..=19).contains(&n)) || (matches!(p3, 353 | 356) && n == 16),
+      30 => ((p3 <= 305 || p4 == 3095) && (14..=19).contains(&n)) || (matches!(p4, 3088 | 3096) && n == 16),
+      36 | 38 | 39 => (14..=19).contains(&n),
+      31 | 33 => matches!(p4, 3112 | 3158 | 3337) && n == 16,
       _ => false,
     },
     b'5' => match p2 {
       51..=55 => n == 16,
-      50 | 56..=59 => (16..=19).contains(&n),
+      50 | 56..=59 => (13..=19).contains(&n),
       _ => false,
     },
-    b'6' => (16..=19).contains(&n),
+    b'6' => (13..=19).contains(&n),
+    b'8' => matches!(p2, 81 | 82) && (16..=19).contains(&n),
+    b'9' => p4 == 9792 && n == 16,
     _ => false,
   }
+}
+
+/// Words that make a Luhn-valid number of 12-19 digits a card number whatever its prefix
+/// (`card`, `credit`, `visa`, `cc:` ...; lowercase, matched inside the line before it).
+static CARD_WORDS: WordSet = WordSet::new(&[
+  "card",
+  "credit",
+  "debit",
+  "visa",
+  "mastercard",
+  "master card",
+  "amex",
+  "american express",
+  "maestro",
+  "jcb",
+  "diners",
+  "discover",
+  "unionpay",
+  "union pay",
+  "rupay",
+  "cvv",
+  "cvc",
+  "cc:",
+  "cc#",
+  "cc ",
+  "cc.",
+  "pan:",
+  "karte",
+  "carte",
+  "tarjeta",
+  "cart\u{e3}o",
+  "carta",
+  "kaart",
+  "kort",
+  "pay with",
+  "paid with",
+  "payment",
+]);
+
+/// Is there a card word on the line just before the number `p..e`, or just after it in the same
+/// clause (`... (visa card)`)?
+fn card_context(t: &[u8], p: usize, e: usize) -> bool {
+  let after = skip(t, e, 24, |b| !matches!(b, b'\n' | b'\r' | b';' | b',' | b'.'));
+  keyword_before(t, p, 40, &CARD_WORDS) || CARD_WORDS.in_text(&t[e..after])
 }
 
 fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let t = ctx.t;
   let g1 = q - p;
-  if (13..=19).contains(&g1) {
-    if word_at(t, q) || !card_valid(&t[p..q]) {
+  if (12..=19).contains(&g1) {
+    if word_at(t, q) {
+      return None;
+    }
+    let d = &t[p..q];
+    // The card words are looked for only for the one number in ten that passes Luhn (13-digit
+    // millisecond timestamps are common in logs).
+    if !(card_valid(d, false) || (luhn(d) && card_valid(d, card_context(t, p, q)))) {
       return None;
     }
     ctx.push(p, q, "credit_card", "checksum", P_CARD);
@@ -383,15 +484,21 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     ends[m] = (i, len, d);
     m += 1;
   }
+  let mut context = None;
   for k in (0..m).rev() {
     let (e, len, last) = ends[k];
-    if len < 13 || word_at(t, e) {
+    if len < 12 || word_at(t, e) {
       continue;
     }
     // Group sizes after the first: 4-4-4(-x) or 6-5 / 6-4.
     let inner_ok = ends[..k].iter().all(|x| x.2 == 4);
     let groups_ok = (inner_ok && (1..=4).contains(&last)) || (k == 1 && ends[0].2 == 6 && (4..=5).contains(&last));
-    if groups_ok && card_valid(&digits[..len]) {
+    if !groups_ok || !luhn(&digits[..len]) {
+      continue;
+    }
+    // A card word vouches only for the whole run of groups, never for the first few of them.
+    let context = k == m - 1 && *context.get_or_insert_with(|| card_context(t, p, e));
+    if card_valid(&digits[..len], context) {
       ctx.push(p, e, "credit_card", "checksum", P_CARD);
       return Some(e);
     }
@@ -530,6 +637,8 @@ fn read_groups(t: &[u8], start: usize, max_digits: usize) -> Groups {
         (if after_paren { b'(' } else { c }, i + 1)
       }
       Some(b'0'..=b'9') if after_paren => (b'(', i),
+      // `+49(0)30 ...`: a trunk prefix in parentheses right after the country code.
+      Some(b'(') if digit_at(t, i + 1) => (b'(', i),
       _ => break,
     };
     let Some((d, e, paren)) = read_group(t, j) else { break };
@@ -560,9 +669,14 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
     }
   }
   let last = groups.last()?.end;
-  let e = ends[..m].iter().rev().copied().find(|&e| {
+  let e = ends[..m].iter().rev().copied().find_map(|e| {
+    if e == last {
+      if let Some(x) = extension(t, e) {
+        return Some(x);
+      }
+    }
     let continues = e == last && matches!(at(t, e), Some(b'-' | b'.')) && digit_at(t, e + 1);
-    !(word_at(t, e) || continues)
+    (!(word_at(t, e) || continues)).then_some(e)
   })?;
   ctx.push(plus, e, "phone", "pattern", P_PHONE);
   Some(e)
@@ -570,10 +684,11 @@ fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
 
 fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
   let t = ctx.t;
-  let groups = read_groups(t, start, 14);
-  // Every candidate has at least 9 digits (`phone_candidate`): fewer in all groups together
-  // (`10:20:30.123`, `2.13.6`) decide at once.
-  if groups.len() < 2 || groups.iter().map(|g| g.digits).sum::<usize>() < 9 {
+  let groups = read_groups(t, start, 15);
+  // Every candidate has at least 7 digits (`phone_candidate`, `phone_short`): fewer in all
+  // groups together (`10:20:30.123`, `2.13.6`) decide at once.
+  let total: usize = groups.iter().map(|g| g.digits).sum();
+  if groups.len() < 2 || total < 7 {
     return None;
   }
   // Stop where the separator changes (`415-555-0132 5 times`).
@@ -592,15 +707,61 @@ fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
   }
   // Candidates: the groups up to the separator change, or fewer when the next group is long
   // (`415 555 0132 1700000000123`); never a cut inside a run of like groups.
-  (2..=cut)
-    .rev()
-    .find_map(|k| {
-      if k < cut && groups[k].digits < 6 {
-        return None;
-      }
-      phone_candidate(t, start, &groups[..k], sep_type)
-    })
-    .inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
+  let found = (2..=cut).rev().find_map(|k| {
+    if k < cut && groups[k].digits < 6 {
+      return None;
+    }
+    phone_candidate(t, start, &groups[..k], sep_type)
+  });
+  let found = found.or_else(|| phone_short(t, start, &groups[..cut], sep_type));
+  found.inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
+}
+
+/// A short national number (7-9 digits: `555 1234`, `612 345 678`, `12-34-56-78`,
+/// `(11) 234-567`, `1234 5678`) is as often a count, a range or an id as a phone number: it is
+/// one only when the line names a phone just before it. Groups of 2-4 digits, one separator
+/// (space or dash; a dot is a version or a date), not a date or an SSN.
+fn phone_short(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
+  let total: usize = gs.iter().map(|g| g.digits).sum();
+  if !(7..=9).contains(&total) || gs.len() < 2 || gs.len() > 4 || sep_type == b'.' {
+    return None;
+  }
+  if !gs.iter().all(|g| (2..=4).contains(&g.digits)) {
+    return None;
+  }
+  let sizes: ([usize; 4], usize) = gs.iter().enumerate().fold(([0; 4], 0), |(mut a, _), (k, g)| {
+    a[k] = g.digits;
+    (a, k + 1)
+  });
+  match &sizes.0[..sizes.1] {
+    [3, 2, 4] | [4, 2, 2] | [2, 2, 4] | [2, 2, 2] => return None,
+    [4, 4] if sep_type == b'-' => return None, // a range
+    _ => {}
+  }
+  let e = gs[gs.len() - 1].end;
+  let e = match extension(t, e) {
+    Some(x) => x,
+    None if continues_as_number(t, e) => return None,
+    None => e,
+  };
+  keyword_before(t, start, 40, &PHONE_WORDS).then_some(e)
+}
+
+/// The end of an extension right after a phone number ending at `e`: `x123`, ` x123`,
+/// ` ext. 123`, ` ext 123`, `ext.123`, ` extension 123` (1-6 digits).
+fn extension(t: &[u8], e: usize) -> Option<usize> {
+  let mut i = skip(t, e, 1, |b| b == b' ');
+  let rest = &t[i.min(t.len())..];
+  let word = [&b"extension"[..], b"ext.", b"ext", b"x"]
+    .into_iter()
+    .find(|w| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w))?;
+  i += word.len();
+  i = skip(t, i, 1, |b| b == b' ');
+  let d = digits_at(t, i);
+  if !(1..=6).contains(&d) || word_at(t, i + d) {
+    return None;
+  }
+  Some(i + d)
 }
 
 fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
@@ -616,16 +777,23 @@ fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option
     size_buf[k] = g.digits;
   }
   let sizes = &size_buf[..gs.len()];
-  let ok_total = (10..=12).contains(&total) || (total == 9 && first_digit == b'0');
+  // `001-415-555-0132`: the international access code, then up to 13 digits.
+  let access_code =
+    sizes[0] <= 4 && t[start..].starts_with(b"00") && digit_at(t, start + 2) && t[start + 2] != b'0' && total >= 10;
+  let ok_total = (10..=12).contains(&total) || (total == 9 && first_digit == b'0') || (access_code && total <= 15);
   let last = *sizes.last().unwrap();
   let ones = sizes.iter().filter(|&&s| s == 1).count();
   let shape_ok = last >= 2
     && ones <= 1
     && (ones == 0 || sizes[0] == 1)
     && sizes[..sizes.len() - 1].iter().all(|&s| s <= 5)
-    && (last <= 5 || sizes.len() <= 3)
-    && (sizes.len() > 2 || first_digit == b'0' || has_paren);
+    && (last <= 5 || sizes.len() <= 3);
   if !ok_total || !shape_ok {
+    return None;
+  }
+  // Two groups without a trunk `0` or an area code in parentheses (`97084 31159`) only where the
+  // line names a phone.
+  if !(sizes.len() > 2 || first_digit == b'0' || has_paren || keyword_before(t, start, 40, &PHONE_WORDS)) {
     return None;
   }
   if sep_type == b'.' && (gs.len() < 3 || (gs.len() == 4 && sizes.iter().all(|&s| s <= 3))) {
@@ -634,10 +802,11 @@ fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option
   if matches!(sizes, [3, 2, 4] | [4, 2, 2] | [2, 2, 4]) {
     return None; // SSN and date shapes
   }
-  if continues_as_number(t, e) {
-    return None;
+  match extension(t, e) {
+    Some(x) => Some(x),
+    None if continues_as_number(t, e) => None,
+    None => Some(e),
   }
-  Some(e)
 }
 
 /// A run of 9-12 digits is a phone number only when the line says so just before it
@@ -653,11 +822,259 @@ fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
     12 => d[0] != b'0',
     _ => false,
   };
-  if ok && !word_at(t, q) && keyword_before(t, p, 40, &PHONE_WORDS) {
-    ctx.push(p, q, "phone", "pattern", P_PHONE);
+  let e = extension(t, q).unwrap_or(q);
+  if ok && !word_at(t, e) && keyword_before(t, p, 40, &PHONE_WORDS) {
+    ctx.push(p, e, "phone", "pattern", P_PHONE);
     return true;
   }
   false
+}
+
+// --- national identifiers with check digits ---------------------------------------------------
+
+static NHS_WORDS: WordSet = WordSet::new(&["nhs"]);
+static SIN_WORDS: WordSet =
+  WordSet::new(&["sin ", "sin:", "sin#", "sin no", "s.i.n", "social insurance", "nas ", "nas:", "assurance sociale"]);
+static AADHAAR_WORDS: WordSet = WordSet::new(&["aadhaar", "aadhar", "uidai", "uid"]);
+static CPF_WORDS: WordSet = WordSet::new(&["cpf"]);
+static CNPJ_WORDS: WordSet = WordSet::new(&["cnpj"]);
+static NINO_WORDS: WordSet =
+  WordSet::new(&["national insurance", "nino", "ni number", "ni no", "ni:", "insurance number", "nin:"]);
+
+/// Up to 14 digits read from groups of the given sizes joined by the given separators (`0`: none).
+struct Digits {
+  d: [u8; 14],
+  n: usize,
+  end: usize,
+}
+
+impl Digits {
+  fn get(&self) -> &[u8] {
+    &self.d[..self.n]
+  }
+}
+
+/// Reads `sizes[0]` digits at `p`, then for each later size its separator (`seps[k - 1]`, one of
+/// those bytes) and that many digits. The number must end there.
+fn shaped(t: &[u8], p: usize, sizes: &[usize], seps: &[&[u8]]) -> Option<Digits> {
+  let mut out = Digits { d: [0; 14], n: 0, end: p };
+  let mut i = p;
+  for (k, &size) in sizes.iter().enumerate() {
+    if k > 0 {
+      if !at(t, i).is_some_and(|b| seps[k - 1].contains(&b)) {
+        return None;
+      }
+      i += 1;
+    }
+    if digits_at(t, i) != size || out.n + size > 14 {
+      return None;
+    }
+    out.d[out.n..out.n + size].copy_from_slice(&t[i..i + size]);
+    out.n += size;
+    i += size;
+  }
+  // Not the first groups of a longer number (`5159 4411 3098 7708`).
+  let more = seps.iter().any(|s| at(t, i).is_some_and(|b| s.contains(&b))) && digit_at(t, i + 1);
+  if more || continues_as_number(t, i) {
+    return None;
+  }
+  out.end = i;
+  Some(out)
+}
+
+/// The first of `shapes` that fits at `p`.
+fn first_shape(t: &[u8], p: usize, shapes: &[(&[usize], &[&[u8]])]) -> Option<Digits> {
+  shapes.iter().find_map(|(sizes, seps)| shaped(t, p, sizes, seps))
+}
+
+const SP: &[u8] = b" -";
+
+/// Brazilian CPF and CNPJ, UK NHS numbers, Canadian SINs and Aadhaar numbers: the shape, the
+/// check digits, and (unless the printed format is distinctive, as CPF's `123.456.789-09`,
+/// CNPJ's `12.345.678/0001-95` and Aadhaar's `3123 4567 8909` are) a word naming the identifier
+/// just before it.
+fn national_id_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
+  let t = ctx.t;
+  let g1 = q - p;
+  // Most separated numbers here are dates, times, versions and addresses: the first separator and
+  // the length of the second group rule them out before any shape is read.
+  let second = |sep: &[u8], len: usize| at(t, q).is_some_and(|b| sep.contains(&b)) && digits_at(t, q + 1) == len;
+  let plausible = match g1 {
+    2 => second(b".", 3),
+    3 => second(b". -", 3),
+    4 => second(b" -", 4),
+    9..=12 | 14 => true,
+    _ => false,
+  };
+  if !plausible {
+    return None;
+  }
+  let named = |words: &WordSet| keyword_before(t, p, 40, words);
+  let found = match g1 {
+    3 => first_shape(t, p, &[(&[3, 3, 3, 2], &[b".", b".", b"-"])])
+      .filter(|d| cpf_ok(d.get()))
+      .map(|d| (d, "br_cpf"))
+      .or_else(|| {
+        first_shape(t, p, &[(&[3, 3, 4], &[SP, SP])])
+          .filter(|d| nhs_ok(d.get()) && named(&NHS_WORDS))
+          .map(|d| (d, "uk_nhs"))
+      })
+      .or_else(|| {
+        first_shape(t, p, &[(&[3, 3, 3], &[SP, SP])])
+          .filter(|d| sin_ok(d.get()) && named(&SIN_WORDS))
+          .map(|d| (d, "ca_sin"))
+      }),
+    2 => first_shape(t, p, &[(&[2, 3, 3, 4, 2], &[b".", b".", b"/", b"-"])])
+      .filter(|d| cnpj_ok(d.get()))
+      .map(|d| (d, "br_cnpj")),
+    // Aadhaar's printed form (`3123 4567 8909`) with its Verhoeff check is distinctive enough.
+    4 => first_shape(t, p, &[(&[4, 4, 4], &[b" ", b" "]), (&[4, 4, 4], &[b"-", b"-"])])
+      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()) && (named(&AADHAAR_WORDS) || !card_context(t, p, d.end)))
+      .map(|d| (d, "in_aadhaar")),
+    9 => shaped(t, p, &[9], &[]).filter(|d| sin_ok(d.get()) && named(&SIN_WORDS)).map(|d| (d, "ca_sin")),
+    10 => shaped(t, p, &[10], &[]).filter(|d| nhs_ok(d.get()) && named(&NHS_WORDS)).map(|d| (d, "uk_nhs")),
+    11 => shaped(t, p, &[11], &[]).filter(|d| cpf_ok(d.get()) && named(&CPF_WORDS)).map(|d| (d, "br_cpf")),
+    12 => shaped(t, p, &[12], &[])
+      .filter(|d| d.get()[0] >= b'2' && verhoeff_ok(d.get()) && named(&AADHAAR_WORDS))
+      .map(|d| (d, "in_aadhaar")),
+    14 => shaped(t, p, &[14], &[]).filter(|d| cnpj_ok(d.get()) && named(&CNPJ_WORDS)).map(|d| (d, "br_cnpj")),
+    _ => None,
+  };
+  let (d, kind) = found?;
+  ctx.push(p, d.end, kind, "checksum", P_SSN);
+  Some(d.end)
+}
+
+/// Weighted sum mod 11 check digits of CPF (weights 10..2, then 11..2).
+fn cpf_ok(d: &[u8]) -> bool {
+  if d.len() != 11 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  let dv = |n: usize| {
+    let r = d[..n].iter().enumerate().map(|(k, &c)| (c - b'0') as usize * (n + 1 - k)).sum::<usize>() % 11;
+    if r < 2 {
+      0
+    } else {
+      11 - r
+    }
+  };
+  dv(9) == (d[9] - b'0') as usize && dv(10) == (d[10] - b'0') as usize
+}
+
+/// CNPJ check digits (weights 5..2,9..2 then 6..2,9..2).
+fn cnpj_ok(d: &[u8]) -> bool {
+  if d.len() != 14 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  const W: [usize; 13] = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+  let dv = |n: usize| {
+    let w = &W[13 - n..];
+    let r = d[..n].iter().zip(w).map(|(&c, &w)| (c - b'0') as usize * w).sum::<usize>() % 11;
+    if r < 2 {
+      0
+    } else {
+      11 - r
+    }
+  };
+  dv(12) == (d[12] - b'0') as usize && dv(13) == (d[13] - b'0') as usize
+}
+
+/// NHS number: weights 10..2 over the first nine digits, check digit 11 - (sum mod 11), where 11
+/// means 0 and 10 is never issued.
+fn nhs_ok(d: &[u8]) -> bool {
+  if d.len() != 10 || d.iter().all(|&c| c == d[0]) {
+    return false;
+  }
+  let s: usize = d[..9].iter().enumerate().map(|(k, &c)| (c - b'0') as usize * (10 - k)).sum();
+  match 11 - s % 11 {
+    10 => false,
+    11 => d[9] == b'0',
+    c => d[9] - b'0' == c as u8,
+  }
+}
+
+/// Canadian SIN: Luhn over nine digits; none starts with 0 or 8.
+fn sin_ok(d: &[u8]) -> bool {
+  d.len() == 9 && !matches!(d[0], b'0' | b'8') && luhn(d)
+}
+
+/// Aadhaar's Verhoeff check (dihedral group D5).
+fn verhoeff_ok(d: &[u8]) -> bool {
+  const MUL: [[u8; 10]; 10] = [
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    [1, 2, 3, 4, 0, 6, 7, 8, 9, 5],
+    [2, 3, 4, 0, 1, 7, 8, 9, 5, 6],
+    [3, 4, 0, 1, 2, 8, 9, 5, 6, 7],
+    [4, 0, 1, 2, 3, 9, 5, 6, 7, 8],
+    [5, 9, 8, 7, 6, 0, 4, 3, 2, 1],
+    [6, 5, 9, 8, 7, 1, 0, 4, 3, 2],
+    [7, 6, 5, 9, 8, 2, 1, 0, 4, 3],
+    [8, 7, 6, 5, 9, 3, 2, 1, 0, 4],
+    [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
+  ];
+  const PERM: [[u8; 10]; 8] = [
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    [1, 5, 7, 6, 2, 8, 3, 0, 9, 4],
+    [5, 8, 0, 3, 7, 9, 6, 1, 4, 2],
+    [8, 9, 1, 6, 0, 4, 3, 5, 2, 7],
+    [9, 4, 5, 3, 1, 2, 6, 8, 7, 0],
+    [4, 2, 8, 6, 5, 7, 3, 9, 0, 1],
+    [2, 7, 9, 3, 8, 0, 6, 4, 1, 5],
+    [7, 0, 4, 6, 9, 1, 3, 2, 5, 8],
+  ];
+  let mut c = 0u8;
+  for (i, &b) in d.iter().rev().enumerate() {
+    c = MUL[c as usize][PERM[i % 8][(b - b'0') as usize] as usize];
+  }
+  c == 0 && !d.iter().all(|&x| x == d[0])
+}
+
+/// UK National Insurance number at `s` (two letters, six digits, a suffix A-D; HMRC's
+/// NIM39110 rules for the prefix letters): spaced (`AB 12 34 56 C`) always, unspaced
+/// (`AB123456C`) where the line names it.
+fn nino_at(ctx: &mut Ctx, s: usize, spaced: bool) -> Option<usize> {
+  let t = ctx.t;
+  let (l1, l2) = (t[s], t[s + 1]);
+  if !l1.is_ascii_uppercase() || !l2.is_ascii_uppercase() || word_before(t, s) {
+    return None;
+  }
+  if b"DFIQUV".contains(&l1) || b"DFIOQUV".contains(&l2) {
+    return None;
+  }
+  if matches!(&[l1, l2], b"BG" | b"GB" | b"KN" | b"NK" | b"NT" | b"TN" | b"ZZ") {
+    return None;
+  }
+  let (digits_end, sep) = if spaced {
+    let d = shaped_pairs(t, s + 3)?;
+    (d, true)
+  } else {
+    if digits_at(t, s + 2) != 6 {
+      return None;
+    }
+    (s + 8, false)
+  };
+  let suffix = if sep { digits_end + 1 } else { digits_end };
+  if sep && at(t, digits_end) != Some(b' ') {
+    return None;
+  }
+  if !at(t, suffix).is_some_and(|b| matches!(b, b'A'..=b'D')) || word_at(t, suffix + 1) {
+    return None;
+  }
+  if !sep && !keyword_before(t, s, 40, &NINO_WORDS) {
+    return None;
+  }
+  ctx.push(s, suffix + 1, "uk_nino", "pattern", P_SSN);
+  Some(suffix + 1)
+}
+
+/// `12 34 56` at `i`: where it ends.
+fn shaped_pairs(t: &[u8], i: usize) -> Option<usize> {
+  (digits_at(t, i) == 2
+    && at(t, i + 2) == Some(b' ')
+    && digits_at(t, i + 3) == 2
+    && at(t, i + 5) == Some(b' ')
+    && digits_at(t, i + 6) == 2)
+    .then_some(i + 8)
 }
 
 // --- IBAN -------------------------------------------------------------------------------------
@@ -753,6 +1170,30 @@ fn iban_length(cc: &[u8]) -> Option<usize> {
     (b"VG", 24),
     (b"XK", 20),
     (b"YE", 30),
+    // Countries whose banks issue IBANs outside the SWIFT registry (the "experimental" list
+    // published by Nordea and the IBAN.com registry).
+    (b"AO", 25),
+    (b"BF", 28),
+    (b"BJ", 28),
+    (b"CF", 27),
+    (b"CG", 27),
+    (b"CI", 28),
+    (b"CM", 27),
+    (b"CV", 25),
+    (b"DZ", 26),
+    (b"GA", 27),
+    (b"GQ", 27),
+    (b"GW", 25),
+    (b"IR", 26),
+    (b"KM", 27),
+    (b"MA", 28),
+    (b"MG", 27),
+    (b"ML", 28),
+    (b"MZ", 25),
+    (b"NE", 28),
+    (b"SN", 28),
+    (b"TD", 27),
+    (b"TG", 28),
   ];
   TABLE.iter().find(|(c, _)| &c[..] == cc).map(|&(_, n)| n)
 }

@@ -1,5 +1,9 @@
 //! Provider token formats: one entry per credential format whose shape alone identifies it
-//! (a distinctive prefix, length and alphabet), covering the breadth of gitleaks' rule set.
+//! (a distinctive prefix, length and alphabet), covering the breadth of gitleaks' rule set and
+//! the prefixed formats of other scanners' detectors. Each format is the provider's documented
+//! one (the source is named beside the rule, and in the format table of
+//! `scripts/redact-devcorpus.mjs`, which generates positives and near misses for every format);
+//! `docs/redaction-coverage.md` lists them.
 //!
 //! Each rule names the keywords that make it worth running: the keyword prefilter
 //! (Aho-Corasick, ASCII case-insensitive) finds them, and only then is the rule's regex run, in a
@@ -184,6 +188,21 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("planetscale_token", &["pscale_tkn_", "pscale_oauth_", "pscale_pw_"], r"\bpscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64}").tail(0),
     rule("scalingo_token", &["tk-us-"], r"\btk-us-[A-Za-z0-9_-]{48}").end(NotToken).tail(0),
     rule("heroku_api_key", &["HRKU-"], r"\bHRKU-[A-Za-z0-9_-]{60,}").exact().end(NotToken),
+    // yandex.cloud/docs/iam/concepts/authorization: IAM tokens `t1.` (two base64url parts, the
+    // second 86 long) and static access key ids `YC` + 38.
+    rule("yandex_api_key", &["t1."], r"\bt1\.[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]{86}={0,2}").tail(10).max(600).end(NotToken),
+    rule("yandex_api_key", &["YC"], r"\bYC[A-Za-z0-9_-]{38}").exact().entropy(3.5).tail(38).end(NotToken),
+    // Tencent Cloud CAM SecretId (cloud.tencent.com/document/product/598): `AKID` + 32.
+    rule("tencent_secret_id", &["AKID"], r"\bAKID[A-Za-z0-9]{32}\b").exact().entropy(3.5).tail(32),
+    // Amazon MWS auth tokens (developer-docs.amazon.com/sp-api): `amzn.mws.` + UUID.
+    rule("amazon_mws_token", &["amzn.mws."], r"\bamzn\.mws\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+    // Google OAuth refresh tokens (developers.google.com/identity/protocols/oauth2): `1//0` + 40+.
+    rule("google_oauth_token", &["1//0"], r"\b1//0[A-Za-z0-9_-]{40,512}").tail(0).max(520).end(NotToken),
+    // Azure DevOps personal access tokens (learn.microsoft.com, 2024 format): 84 characters with
+    // the `AZDO` signature at 76.
+    rule("azure_devops_token", &["AZDO"], r"\b[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}\b").exact().back(76).max(8).tail(0).trigger(Trigger::Infix(84)),
+    // DataStax Astra application tokens (docs.datastax.com): `AstraCS:` + 24 letters `:` 64 hex.
+    rule("astra_token", &["AstraCS:"], r"\bAstraCS:[A-Za-z]{24}:[a-f0-9]{64}\b").exact().tail(0),
     // --- source hosting and CI ---
     rule("github_token", &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], r"\bgh[pousr]_[A-Za-z0-9]{36,251}\b").entropy(3.0).tail(36).end(NotToken),
     rule("github_token", &["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{50,244}\b").tail(20).end(NotToken),
@@ -202,7 +221,9 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("atlassian_token", &["ATATT3"], r"\bATATT3[A-Za-z0-9_=-]{186}").exact().end(NotToken).max(200),
     rule("buildkite_token", &["bkua_"], r"\bbkua_[a-f0-9]{40}\b"),
     rule("circleci_token", &["CCIPAT_"], r"\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b").exact(),
-    rule("docker_hub_token", &["dckr_pat_"], r"\bdckr_pat_[A-Za-z0-9_-]{27,}").end(NotToken),
+    rule("docker_hub_token", &["dckr_pat_", "dckr_oat_"], r"\bdckr_[op]at_[A-Za-z0-9_-]{27,}").end(NotToken),
+    // Bitbucket Data Center HTTP access tokens (confluence.atlassian.com/bitbucketserver): `BBDC-`.
+    rule("bitbucket_token", &["BBDC-"], r"\bBBDC-[A-Za-z0-9+/@_-]{40,}").exact().entropy(3.5).tail(30).end(NotToken),
     rule("octopus_deploy_api_key", &["API-"], r"\bAPI-[A-Z0-9]{26}\b").exact().entropy(3.0).tail(26),
     rule("pulumi_token", &["pul-"], r"\bpul-[a-f0-9]{40}\b").tail(40),
     rule("sourcegraph_token", &["sgp_"], r"\bsgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}\b").entropy(3.0).tail(0),
@@ -220,7 +241,7 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("slack_token", &["xoxa-", "xoxr-"], r"\bxox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}").entropy(2.0).end(NotToken),
     rule("slack_token", &["xoxe.xoxb-", "xoxe.xoxp-"], r"\bxoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166}").ci().end(NotToken),
     rule("slack_token", &["xoxe-"], r"\bxoxe-[0-9]-[A-Z0-9]{146}").ci().end(NotToken),
-    rule("slack_token", &["xapp-"], r"\bxapp-[0-9]-[A-Z0-9]+-[0-9]+-[A-Z0-9]+").ci().end(NotToken),
+    rule("slack_token", &["xapp-"], r"\bxapp-[0-9]-[A-Z0-9]{8,}-[0-9]{8,}-[A-Z0-9]{24,}").ci().end(NotToken),
     rule("webhook_url", &["hooks.slack.com"], r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,100}").back(8).tail(0).end(Any),
     rule("webhook_url", &["webhook.office.com"], r"https://[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/-]{50,300}").back(64).tail(0).end(Any),
     rule("webhook_url", &["api/webhooks/"], r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,20}/[A-Za-z0-9_-]{60,100}").back(40).tail(0).end(Any),
@@ -228,6 +249,33 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("sendgrid_api_key", &["SG."], r"\bSG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}").exact().end(NotToken),
     rule("sendinblue_api_key", &["xkeysib-"], r"\bxkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b"),
     rule("mailgun_api_key", &["key-"], r"\bkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
+    rule("mailgun_api_key", &["pubkey-"], r"\bpubkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
+    // MailerSend API tokens (developers.mailersend.com): `mlsn.` + 64 hex.
+    rule("mailersend_token", &["mlsn."], r"\bmlsn\.[a-f0-9]{64}\b").tail(64),
+    // Resend API keys (resend.com/docs): `re_` + 8 + `_` + 24.
+    rule("resend_api_key", &["re_"], r"\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b").tail(8).entropy(3.0),
+    // Discord bot tokens (discord.com/developers/docs/reference#authentication): the base64 of
+    // the bot's snowflake id, `.`, 6, `.`, 27-38. The id is ASCII digits, so its base64 starts
+    // with one of these three characters (`MT` for a leading 1, then a character of
+    // `[AEIMQUYcgk]`): keywords that English words seldom start with.
+    rule(
+      "discord_token",
+      &[
+      "MTA", "MTE", "MTI", "MTM", "MTQ", "MTU", "MTY", "MTc", "MTg", "MTk", "MjA", "MjE", "MjI", "MjM", "MjQ", "MjU",
+      "MjY", "Mjc", "Mjg", "Mjk", "MzA", "MzE", "MzI", "MzM", "MzQ", "MzU", "MzY", "Mzc", "Mzg", "Mzk", "NDA", "NDE",
+      "NDI", "NDM", "NDQ", "NDU", "NDY", "NDc", "NDg", "NDk", "NTA", "NTE", "NTI", "NTM", "NTQ", "NTU", "NTY", "NTc",
+      "NTg", "NTk", "NjA", "NjE", "NjI", "NjM", "NjQ", "NjU", "NjY", "Njc", "Njg", "Njk", "NzA", "NzE", "NzI", "NzM",
+      "NzQ", "NzU", "NzY", "Nzc", "Nzg", "Nzk", "ODA", "ODE", "ODI", "ODM", "ODQ", "ODU", "ODY", "ODc", "ODg", "ODk",
+      "OTA", "OTE", "OTI", "OTM", "OTQ", "OTU", "OTY", "OTc", "OTg", "OTk",
+      ],
+      r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b",
+    )
+    .exact()
+    .entropy(3.5)
+    .tail(20)
+    .end(NotToken),
+    rule("slack_token", &["xoxc-", "xoxd-"], r"\bxox[cd]-[A-Za-z0-9%/+=_-]{40,400}").entropy(3.5).tail(10).max(410).end(NotToken),
+    rule("webhook_url", &["hooks.zapier.com"], r"(?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+").back(8).tail(0).end(Any),
     rule("mailchimp_api_key", &["-us"], r"\b[0-9a-f]{32}-us[0-9]{1,2}\b").back(32).max(8).tail(0).trigger(Trigger::Infix(35)),
     rule("telegram_bot_token", &[":AA"], r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}").exact().back(10).tail(0).end(NotToken).trigger(Trigger::Colon),
     // --- payments and commerce ---
@@ -242,6 +290,18 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("easypost_token", &["EZAK", "EZTK"], r"\bEZ[AT]K[A-Za-z0-9]{54}\b").exact().tail(54),
     rule("duffel_token", &["duffel_"], r"\bduffel_(?:test|live)_[A-Za-z0-9_=-]{43}").end(NotToken),
     rule("gocardless_token", &["live_"], r"\blive_[A-Za-z0-9_=-]{40}\b").entropy(3.5).tail(8).end(NotToken),
+    // Braintree (PayPal) access tokens (developer.paypal.com/braintree):
+    // `access_token$production$` + 16 + `$` + 32 hex.
+    rule("paypal_token", &["access_token$"], r"\baccess_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}\b").tail(0),
+    // Plaid access tokens (plaid.com/docs/api/tokens): `access-<environment>-` + UUID.
+    rule(
+      "plaid_token",
+      &["access-sandbox-", "access-development-", "access-production-"],
+      r"\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+    )
+    .tail(0),
+    // Razorpay API key ids (razorpay.com/docs/api/authentication): `rzp_live_` / `rzp_test_` + 14.
+    rule("razorpay_key", &["rzp_live_", "rzp_test_"], r"\brzp_(?:live|test)_[A-Za-z0-9]{14}\b").tail(14),
     rule("facebook_token", &["EAAM", "EAAC"], r"\bEAA[MC][A-Za-z0-9]{100,}").exact().entropy(3.5).tail(100).max(2048).end(Delim),
     // --- AI providers ---
     rule("openai_api_key", &["sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"], r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,300}").end(NotToken).max(340),
@@ -258,6 +318,14 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("anthropic_api_key", &["sk-ant-"], r"\bsk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{80,120}").end(NotToken).tail(0),
     rule("huggingface_token", &["hf_"], r"\bhf_[A-Za-z]{34}\b").entropy(3.0).tail(34),
     rule("huggingface_token", &["api_org_"], r"\bapi_org_[A-Za-z]{34}\b").entropy(3.0),
+    // OpenRouter (openrouter.ai/docs/api-keys): `sk-or-v1-` + 64 hex.
+    rule("openrouter_api_key", &["sk-or-v1-"], r"\bsk-or-v1-[a-f0-9]{64}\b").tail(0),
+    // NVIDIA NGC / build.nvidia.com API keys: `nvapi-` + 64.
+    rule("nvidia_api_key", &["nvapi-"], r"\bnvapi-[A-Za-z0-9_-]{64}").tail(30).end(NotToken),
+    // ElevenLabs API keys (elevenlabs.io/docs): `sk_` + 48 hex.
+    rule("elevenlabs_api_key", &["sk_"], r"\bsk_[a-f0-9]{48}\b").tail(48).entropy(3.0),
+    // Langfuse secret keys (langfuse.com/docs): `sk-lf-` + UUID.
+    rule("langfuse_key", &["sk-lf-"], r"\bsk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b").tail(0),
     rule("perplexity_api_key", &["pplx-"], r"\bpplx-[A-Za-z0-9]{48}").tail(48).end(NotAlnum),
     rule("groq_api_key", &["gsk_"], r"\bgsk_[A-Za-z0-9]{52}\b"),
     rule("replicate_token", &["r8_"], r"\br8_[A-Za-z0-9]{37}\b").tail(37),
@@ -285,7 +353,10 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("linear_api_key", &["lin_api_"], r"\blin_api_[A-Za-z0-9]{40}\b"),
     rule("mapbox_token", &["sk.eyJ"], r"\bsk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}").tail(0).end(NotToken),
     rule("maxmind_license_key", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b").back(37).max(8).tail(0).trigger(Trigger::Infix(40)),
-    rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})\b").exact().tail(0),
+    // New Relic license keys (docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys): 36 hex
+    // and the `NRAL` suffix.
+    rule("newrelic_key", &["NRAL"], r"\b[a-f0-9]{36}NRAL\b").exact().back(36).max(4).tail(0).trigger(Trigger::Infix(40)),
+    rule("newrelic_key", &["NRAK-", "NRJS-", "NRII-"], r"\bNR(?:AK-[A-Z0-9]{27}|JS-[a-f0-9]{19}|II-[A-Za-z0-9-]{32})").exact().tail(0).end(NotToken),
     rule("notion_token", &["ntn_"], r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b"),
     rule("notion_token", &["secret_"], r"\bsecret_[A-Za-z0-9]{43}\b").entropy(4.0).tail(43),
     rule("postman_token", &["PMAK-"], r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b"),
@@ -304,6 +375,17 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("netlify_token", &["nfp_"], r"\bnfp_[A-Za-z0-9]{36}\b"),
     rule("render_token", &["rnd_"], r"\brnd_[A-Za-z0-9]{32}\b").entropy(3.0),
     rule("airtable_token", &["pat"], r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b").tail(14),
+    // Dropbox short-lived access tokens (dropbox.com/developers): `sl.` + 130+.
+    rule("dropbox_token", &["sl."], r"\bsl\.(?:u\.)?[A-Za-z0-9_-]{130,1400}").tail(100).max(1410).end(NotToken),
+    // X (Twitter) app-only bearer tokens (developer.x.com): 22 `A`s, then 80-110 characters.
+    rule("twitter_token", &["AAAAAAAAAAAAAAAAAAAAA"], r"\bA{21}[A-Za-z0-9%]{80,110}").exact().raw().entropy(3.0).tail(0).end(NotToken),
+    // Databricks OAuth secrets (docs.databricks.com): `dose` + 32 hex.
+    rule("databricks_token", &["dose"], r"\bdose[a-f0-9]{32}\b").tail(32).entropy(3.0),
+    // PostHog personal API keys (posthog.com/docs/api): `phx_` + 43-47.
+    rule("posthog_token", &["phx_"], r"\bphx_[A-Za-z0-9]{43,47}\b").tail(40),
+    // Supabase secret API keys (supabase.com/docs/guides/api/api-keys): `sb_secret_`.
+    rule("supabase_token", &["sb_secret_"], r"\bsb_secret_[A-Za-z0-9_-]{20,80}").tail(20).end(NotToken),
+    rule("linear_api_key", &["lin_oauth_"], r"\blin_oauth_[a-f0-9]{64}\b").tail(64),
     rule("hubspot_token", &["pat-na1-", "pat-eu1-"], r"\bpat-(?:na|eu)1-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b").tail(0),
   ]
 }
@@ -432,6 +514,7 @@ pub static PROVIDER_WORDS: Lexicon = Lexicon::new(&[
   "confluence",
   "confluent",
   "contentful",
+  "contribsys",
   "databricks",
   "datadog",
   "deepgram",

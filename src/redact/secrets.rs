@@ -1,5 +1,7 @@
 //! Secrets: private key blocks, JWTs, credentials in URLs and `curl -u`, `Bearer` tokens,
-//! `password=` / `token:` style assignments, and generic high-entropy tokens.
+//! `password=` / `token:` style assignments (also `<add key="..." value="..."/>`), the
+//! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
+//! manifests), and generic high-entropy tokens.
 
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
@@ -164,8 +166,17 @@ pub fn url_at(ctx: &mut Ctx, k: usize) {
       if pass.is_empty() || is_placeholder(pass) || is_non_secret_word(pass) {
         return;
       }
+      // A user name that is itself a key (`https://a1b2c3d4:e5f6a7b8@gems.contribsys.com`, an
+      // access key id) goes with the password.
+      let user = &t[a..colon];
+      let p = profile(user);
+      let keyish = user.len() >= 8
+        && p.digit > 0
+        && p.upper + p.lower > 0
+        && user.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !is_wordy(user);
       ctx.url_until = at_sign;
-      ctx.push(colon + 1, at_sign, "url_credentials", "pattern", P_URL_CRED);
+      ctx.push(if keyish { a } else { colon + 1 }, at_sign, "url_credentials", "pattern", P_URL_CRED);
     }
     None => {
       let userinfo = &t[a..at_sign];
@@ -289,6 +300,162 @@ pub fn bearer_at(ctx: &mut Ctx, k: usize) {
     return; // `Bearer authentication`, `bearer tokens`
   }
   ctx.push(v, e, "secret", "keyword", P_SECRET);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration files whose secrets follow no `=` or `:`: `.netrc`, Kubernetes secrets
+
+/// A `.netrc` value that is no secret of its own: empty, a placeholder, a variable.
+fn netrc_secret(v: &[u8]) -> bool {
+  !(v.is_empty() || v.starts_with(b"$") || is_placeholder(v) || is_non_secret_word(v))
+}
+
+/// Called at every `machine`: `.netrc` entries (`machine host login user password secret`, on one
+/// line or several). The entry is read token by token up to the next `machine` or `default` (or
+/// anything that is not a `.netrc` keyword), and no later trigger reads it again.
+pub fn netrc_at(ctx: &mut Ctx, k: usize) {
+  let t = ctx.t;
+  if k < ctx.netrc_until || word_before(t, k) || !matches!(at(t, k + 7), Some(b' ' | b'\t')) {
+    return;
+  }
+  let limit = (k + 2048).min(t.len());
+  let next_token = |i: usize| {
+    let s = skip(t, i, limit.saturating_sub(i), |b| b.is_ascii_whitespace());
+    (s, skip(t, s, limit.saturating_sub(s), |b| !b.is_ascii_whitespace()))
+  };
+  let (hs, he) = next_token(k + 7); // the host
+  let mut i = he;
+  if hs == he {
+    return;
+  }
+  // Each turn moves `i` past a keyword and its value, or stops.
+  loop {
+    let (ks, ke) = next_token(i);
+    let key = &t[ks..ke];
+    if !matches!(key, b"login" | b"password" | b"passwd" | b"account" | b"port") {
+      // `machine`/`default` starts the next entry: a later trigger takes it from there.
+      ctx.netrc_until = if ke > ks { ks } else { ke };
+      return;
+    }
+    let (vs, ve) = next_token(ke);
+    if vs == ve {
+      ctx.netrc_until = ve;
+      return;
+    }
+    if matches!(key, b"password" | b"passwd") && netrc_secret(&t[vs..ve]) {
+      ctx.push(vs, ve, "password", "keyword", P_PASSWORD);
+    }
+    i = ve;
+  }
+}
+
+/// Longest Kubernetes secret manifest looked at after its `kind: Secret`.
+const K8S_MAX: usize = 1 << 16;
+
+/// Called at every `kind`: a Kubernetes `kind: Secret` manifest (YAML). Every value of its
+/// `data:` (base64) and `stringData:` blocks is redacted, block scalars (`key: |`) whole.
+pub fn k8s_secret_at(ctx: &mut Ctx, k: usize) {
+  let t = ctx.t;
+  if k < ctx.k8s_until || word_before(t, k) {
+    return;
+  }
+  let mut i = k + 4;
+  if at(t, i).is_some_and(is_quote) {
+    i += 1;
+  }
+  i = skip(t, i, 8, |b| b == b' ' || b == b'\t');
+  if at(t, i) != Some(b':') {
+    return;
+  }
+  i = skip(t, i + 1, 8, |b| b == b' ' || b == b'\t');
+  if at(t, i).is_some_and(is_quote) {
+    i += 1;
+  }
+  if !t[i.min(t.len())..].starts_with(b"Secret") || word_at(t, i + 6) {
+    return;
+  }
+  let from = i + 6;
+  // The `data:` / `stringData:` key (from the memo: many `kind: Secret` without one search the
+  // rest of the text once).
+  // Each turn looks at a later `ata:` (`metadata:` comes first); no later trigger looks at
+  // these again.
+  let mut search = from;
+  let (d, key_start, line) = loop {
+    let Some(d) = ctx.k8s_data.find(t, search).filter(|&d| d < from + K8S_MAX) else { return };
+    ctx.k8s_until = d + 4;
+    search = d + 1;
+    let key_start = if d >= 7 && &t[d - 7..d] == b"stringD" {
+      d - 7
+    } else if d >= 1 && t[d - 1] == b'd' {
+      d - 1
+    } else {
+      continue;
+    };
+    let line = line_start(t, key_start, 256);
+    if t[line..key_start].iter().all(|&b| b == b' ') && t[d + 4..line_end(t, d + 4, 256)].iter().all(|&b| b == b' ') {
+      break (d, key_start, line);
+    }
+  };
+  let indent = key_start - line;
+  let limit = (d + K8S_MAX).min(t.len());
+  let mut pos = ctx.next_line_end(d + 4);
+  // Each turn moves `pos` to the end of a later line.
+  while pos < limit {
+    let ls = pos + 1 + (t[pos] == b'\r' && at(t, pos + 1) == Some(b'\n')) as usize;
+    let le = ctx.next_line_end(ls).min(limit);
+    work::add(le - ls);
+    let text_start = skip(t, ls, le - ls, |b| b == b' ');
+    if text_start == le {
+      pos = le; // a blank line
+      continue;
+    }
+    let own = text_start - ls;
+    if own <= indent || t[text_start] == b'#' {
+      if own <= indent {
+        break;
+      }
+      pos = le;
+      continue;
+    }
+    // `key: value`
+    let Some(colon) = t[text_start..le].iter().position(|&b| b == b':').map(|x| text_start + x) else {
+      pos = le;
+      continue;
+    };
+    let vs = skip(t, colon + 1, le - colon - 1, |b| b == b' ' || b == b'\t');
+    let ve = skip_back(t, le, le - vs, |b| b == b' ' || b == b'\t');
+    let v = trim_quotes(&t[vs..ve]);
+    if matches!(v.first(), Some(b'|' | b'>')) {
+      // A block scalar: the more indented lines after it.
+      let mut end = le;
+      let mut q = le;
+      while q < limit {
+        let ns = q + 1 + (t[q] == b'\r' && at(t, q + 1) == Some(b'\n')) as usize;
+        let ne = ctx.next_line_end(ns).min(limit);
+        work::add(ne - ns);
+        let ts = skip(t, ns, ne - ns, |b| b == b' ');
+        if ts < ne && ts - ns <= own {
+          break;
+        }
+        if ts < ne {
+          end = ne;
+        }
+        q = ne;
+      }
+      let body = skip(t, le, end - le, |b| b.is_ascii_whitespace());
+      if end > body {
+        ctx.push(body, end, "secret", "keyword", P_SECRET);
+      }
+      pos = end;
+      continue;
+    }
+    let off = t[vs..ve].iter().take_while(|&&b| is_quote(b)).count();
+    if !v.is_empty() && !v.starts_with(b"{{") && netrc_secret(v) {
+      ctx.push(vs + off, vs + off + v.len(), "secret", "keyword", P_SECRET);
+    }
+    pos = le;
+  }
+  ctx.k8s_until = ctx.k8s_until.max(pos);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -630,7 +797,13 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
     return None;
   }
   let last = words.get(words.n - 1);
-  if META_WORDS.contains(last) {
+  // A provider's client or app id (`discord_client_id`, `adobeClientId`) is a credential half,
+  // unlike ids in general.
+  let provider_id = last == b"id"
+    && words.n >= 2
+    && in_set(&["client", "app", "application", "access"], words.get(words.n - 2))
+    && words.has_any_of(&PROVIDER_WORDS);
+  if META_WORDS.contains(last) && !provider_id {
     return None;
   }
   let provider = words.has_any_of(&PROVIDER_WORDS);
@@ -639,9 +812,14 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
   let ends_with_any =
     |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
+  // `_auth` of `.npmrc` holds base64 of `user:password`; so do Bundler's per-host variables
+  // (`BUNDLE_GEMS__CONTRIBSYS__COM`).
+  let npm_auth = (ident.ends_with(b"_auth") && (ident.len() == 5 || ident.ends_with(b":_auth")))
+    || (ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM"));
   let strength = if words.has(PASSWORD_WORDS) || ends_with_any(&["password", "passwd", "pwd"]) {
     Strength::Password
-  } else if words.has_any_of(&STRONG_WORDS)
+  } else if npm_auth
+    || words.has_any_of(&STRONG_WORDS)
     || ends_with_any(&["token", "secret"])
     || pairs(KEY_PAIRS, "key")
     || pairs(&["api"], "token")
@@ -736,6 +914,15 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
       None => return,
     }
   }
+  let mut ident = ident;
+  // `<add key="ClearTextPassword" value="..." />` (nuget.config, .NET appSettings): the name is
+  // the value of `key`, the secret that of `value` after it.
+  if quoted && ident.eq_ignore_ascii_case(b"key") {
+    if let Some((xs, xe)) = xml_value_after(ctx, ve + 1) {
+      ident = &t[vs..ve];
+      (vs, ve) = (xs, xe);
+    }
+  }
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
   let Some(class) = classify_ident(ident) else { return };
@@ -764,6 +951,19 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     return;
   }
   ctx.push(vs, ve, kind, "keyword", prio);
+}
+
+/// The quoted value of a `value="..."` attribute right after position `p` (blanks between).
+fn xml_value_after(ctx: &mut Ctx, p: usize) -> Option<(usize, usize)> {
+  let t = ctx.t;
+  let p = skip(t, p, 8, |b| b == b' ' || b == b'\t');
+  if !(t[p.min(t.len())..].len() >= 6 && t[p..p + 6].eq_ignore_ascii_case(b"value=")) {
+    return None;
+  }
+  match value_span(ctx, p + 6) {
+    Some((s, e, true)) => Some((s, e)),
+    _ => None,
+  }
 }
 
 /// Longest value looked at.
@@ -995,7 +1195,7 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
     }
   }
   let hex = lower_hex || upper_hex;
-  if hex && len < 20 || (len == 36 && is_uuid(v)) {
+  if hex && len < 20 || (len == 36 && is_uuid(v) && !uuid_named_secret(t, a)) {
     return; // request ids, short hashes, UUIDs
   }
   if digit == 0 || upper + lower == 0 {
@@ -1070,6 +1270,32 @@ fn context_before(t: &[u8], a: usize) -> Context {
     }
   }
   Context::None
+}
+
+/// A UUID is an id, unless the words just before it on its line name a credential more strongly
+/// than `key` alone (`heroku api key <uuid>`, `snyk token <uuid>`; not `request key <uuid>`).
+fn uuid_named_secret(t: &[u8], a: usize) -> bool {
+  let floor = line_start(t, a, 64);
+  let mut i = a;
+  let mut weak = false;
+  for _ in 0..3 {
+    let e = skip_back(t, i, i - floor, |b| !is_ident(b));
+    i = skip_back(t, e, e - floor, is_ident);
+    if i == e {
+      break;
+    }
+    let ident = &t[i..e];
+    if ANTI_CONTEXT.in_text(ident) {
+      return false;
+    }
+    match classify_ident(ident) {
+      Some(c) if c.strength != Strength::Weak || c.provider => return true,
+      Some(_) => weak = true,
+      None if weak && ident.eq_ignore_ascii_case(b"api") => return true,
+      None => {}
+    }
+  }
+  false
 }
 
 /// The token stands alone: start of text, whitespace, a quote or an assignment before it;

@@ -764,6 +764,14 @@ fn adversarial(n: usize) -> Vec<(&'static str, String)> {
     ("long digit run", "7".repeat(n)),
     ("long letter run", "a".repeat(n)),
     ("trailing blanks after Bearer", format!("Bearer{}", " ".repeat(n))),
+    ("machine repeated", rep("machine ")),
+    (".netrc entries", rep("machine a login b password c ")),
+    ("kind: Secret repeated", rep("kind: Secret\n")),
+    ("Kubernetes secrets", rep("kind: Secret\ndata:\n  a: b\n  c: |\n    d\n")),
+    ("key/value attributes", rep("<add key=\"password\" value=\"")),
+    ("phone extensions", rep("415-555-0132x1 ")),
+    ("short phone numbers", rep("phone 555 1234 ")),
+    ("card words", rep("card 1234 ")),
   ]
 }
 
