@@ -93,6 +93,27 @@ export class LoaMemory {
   }
 
   /**
+   * Before forgetting: every pending capture is stored, and this process's other stores on the
+   * same state root are closed (reopened when next needed; a capture caught in between is
+   * retried), so that no session lock of ours keeps the forget from rewriting that session's log.
+   */
+  async releaseOthers(ctx: StoreContext): Promise<void> {
+    await this.queue.drain()
+    const session = this.session(ctx)
+    const keep = storeKey(session)
+    for (const [key, pending] of [...this.stores]) {
+      if (key === keep || !key.startsWith(`${session.root}\0`)) continue
+      this.stores.delete(key)
+      try {
+        ;(await pending).close()
+      } catch (err) {
+        const { code, message } = describeError(err)
+        this.logger.warn(`[loa] closing a store before forgetting failed: ${code}: ${message}`)
+      }
+    }
+  }
+
+  /**
    * The store the memory slot's search manager reads through for `agentId` in `root`: a WAL
    * session of its own, so that a host query never waits on a conversation's session lock.
    */

@@ -364,6 +364,7 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
         const confirm = field(params, 'confirm')
         if ((id === undefined) === (query === undefined)) throw new ToolInputError('give exactly one of `id` and `query`')
         if (confirm !== undefined && typeof confirm !== 'boolean') throw new ToolInputError('`confirm` must be a boolean')
+        if (confirm === true) await memory.releaseOthers(scope)
         const store = await memory.storeFor(scope)
         // An agent forgets its own memories and the workspace's, never those another agent shares with it.
         const ownable = (hit: { agentId?: string | null }) => !hit.agentId || !ctx.agentId || hit.agentId === ctx.agentId
