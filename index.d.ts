@@ -21,31 +21,185 @@ export interface LoaError extends Error {
   line?: number
 }
 
+// Shapes no Rust struct converts, declared here once: the candidates and the result of
+// `buildContext`, which its JavaScript helper (`src/binding/context_glue.js`) checks and builds in
+// bulk; the result of `redact`, which `src/binding/redact_glue.js` builds from packed findings;
+// and manifests, which are signed JSON data read and written as JSON values (the core checks
+// their members).
+
+/** The result of `redact`. */
+export interface Redaction {
+  /**
+   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
+   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
+   */
+  text: string
+  /** What was replaced, in order of position; overlapping detections are merged into one. */
+  findings: Array<Finding>
+  /**
+   * True when the text must not be stored at all (it contains a private key); `text` is still
+   * redacted.
+   */
+  blocked: boolean
+}
+
+/** One redacted span. Never holds the value or any part of it. */
+export interface Finding {
+  /**
+   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
+   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
+   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
+   * ... (`redactionKinds()` lists them all).
+   */
+  kind: string
+  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
+  start: number
+  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
+  end: number
+  /**
+   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
+   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
+   */
+  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
+  /**
+   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
+   * seen again (under the same key).
+   */
+  fingerprint: string
+}
+
+/** A recent session offered to `buildContext`. */
+export interface ContextSessionInput {
+  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
+  timestamp: string
+  summary: string
+  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
+  importance?: number | null
+}
+
+/** An active learning offered to `buildContext`. */
+export interface ContextLearningInput {
+  trigger: string
+  solution: string
+  /** Higher first. Default (or `null`) 0. */
+  importance?: number | null
+  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
+  lastUsed?: string | null
+}
+
+/** What `buildContext` built. */
+export interface BuiltContext {
+  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
+  text: string | null
+  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
+  tokens: number
+  /** `floor(budget * (1 - safetyMargin))`. */
+  limit: number
+  /** In text order: sessions (newest first), then learnings. */
+  included: Array<ContextItem>
+  /** Every other candidate: sessions in input order, then learnings in input order. */
+  dropped: Array<ContextDrop>
+}
+
+/** An item that is in the text. */
+export interface ContextItem {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+  /** Exact tokens of its line(s), line break included. */
+  tokens: number
+  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
+  truncated: boolean
+}
+
+/** Which input list an item came from, and where in it. */
+export interface ContextItemRef {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+}
+
+/**
+ * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
+ * line but too large, and too little room left to keep `minTruncatedTokens` of it),
+ * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
+ * hold the header).
+ */
+export interface ContextDrop {
+  item: ContextItemRef
+  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
+}
+
+/** A manifest of every covered file of a directory (unsigned). */
+export interface Manifest {
+  version: 1
+  /** RFC 3339 (UTC). */
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  /** Sorted by path. */
+  files: Array<ManifestFile>
+  /** With `auditDir`: the audit log's head when the manifest was made. */
+  auditHead?: ManifestAuditHead
+}
+
+/**
+ * A manifest with its signature; every other member is covered by it. No other member is
+ * accepted anywhere (top level, file entries, `signature`): signing throws
+ * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
+ */
+export interface SignedManifest {
+  version: 1
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  files: Array<ManifestFile>
+  auditHead?: ManifestAuditHead
+  signature: ManifestSignature
+}
+
+/** One covered file. */
+export interface ManifestFile {
+  /** Relative, `/`-separated, without `.` or `..` components. */
+  path: string
+  size: number
+  /** SHA-256 of the content, 64 lower-case hex characters. */
+  sha256: string
+}
+
+/** The head of an audit log that a manifest anchors (covered by its signature). */
+export interface ManifestAuditHead {
+  /** The log's directory, relative to the manifest's root. */
+  dir: string
+  seq: number
+  /** The hash of the entry at `seq`. */
+  hash: string
+}
+
+/**
+ * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
+ * `signature` member.
+ */
+export interface ManifestSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
+}
+
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
-// TypeScript declaration of these shapes. The Rust types (`Config` in `src/config.rs` and the
-// section types the parts own) serialize to exactly this, which a unit test of `src/config.rs`
-// checks against this text: keep the two in sync. The YAML file `.loa.config.yaml` uses the
+// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding` and
+// `ClearTarget` are declared by the binding, whose inputs take them too). The Rust types
+// (`Config` in `src/config.rs` and the section types the parts own) serialize to exactly this,
+// which a unit test of `src/config.rs` checks against this text and the generated unions: keep
+// the two in sync. The YAML file `.loa.config.yaml` uses the
 // snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
 // `attentionBudget.contextWindowTokens`).
 // Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
 // (except `recovery.mountDir`, which may be absolute).
 
-/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
-export type WalSync = 'always' | 'batch' | 'none';
-
-/** BPE encoding used to count tokens. */
-export type TokenEncoding = 'o200k_base' | 'cl100k_base';
-
 /** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
 export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
-
-/** Kinds of context items context editing may clear. */
-export type ClearTarget =
-  | 'stale_tool_results'
-  | 'completed_phase_details'
-  | 'superseded_file_reads'
-  | 'intermediate_outputs'
-  | 'verbose_debug';
 
 /** A place state files can be restored from (`mount` is seed 002's R2 backup). */
 export type RecoverySource = 'mount' | 'git' | 'template';
@@ -199,20 +353,6 @@ export interface AttentionBudgetConfig {
    * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
    */
   compact: BudgetLevel;
-}
-
-/**
- * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
- * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
- * or plain token counts. Levels are compared in tokens.
- */
-export interface AttentionBudgetInput {
-  contextWindowTokens?: number;
-  singleSearch?: BudgetLevel | number;
-  yellow?: BudgetLevel | number;
-  orange?: BudgetLevel | number;
-  red?: BudgetLevel | number;
-  compact?: BudgetLevel | number;
 }
 
 /** Context-editing policy (YAML section `context_editing`). */
@@ -644,6 +784,20 @@ export declare function appendDeadLetter(options: DeadLetterOptions, letter: Dea
 export declare function appendDeadLetterSync(options: DeadLetterOptions, letter: DeadLetterInput): DeadLetter
 
 /**
+ * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
+ * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
+ * or plain token counts. Levels are compared in tokens.
+ */
+export interface AttentionBudgetInput {
+  contextWindowTokens?: number
+  singleSearch?: BudgetLevel | number
+  yellow?: BudgetLevel | number
+  orange?: BudgetLevel | number
+  red?: BudgetLevel | number
+  compact?: BudgetLevel | number
+}
+
+/**
  * The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
  * yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.
  * `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
@@ -711,7 +865,10 @@ export interface AuditEventInput {
   /** What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters. */
   action: string
   actor: 'system' | 'user' | 'automated'
-  /** Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash. */
+  /**
+   * Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash.
+   * `null` is recorded as `null`.
+   */
   details?: unknown
 }
 
@@ -835,20 +992,6 @@ export interface BuildContextInput {
  */
 export declare function buildMemoryContext(workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions): BuiltContext
 
-/** What `buildContext` built. */
-export interface BuiltContext {
-  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
-  text: string | null
-  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
-  tokens: number
-  /** `floor(budget * (1 - safetyMargin))`. */
-  limit: number
-  /** In text order: sessions (newest first), then learnings. */
-  included: Array<ContextItem>
-  /** Every other candidate: sessions in input order, then learnings in input order. */
-  dropped: Array<ContextDrop>
-}
-
 /**
  * The RFC 8785 (JCS) canonical JSON of `value`: members sorted by UTF-16 code units, no
  * whitespace, numbers as ECMAScript writes them. What the library hashes and signs.
@@ -909,6 +1052,9 @@ export interface CaptureResult {
   score: number
   tags: Array<string>
 }
+
+/** Kinds of context items context editing may clear. */
+export type ClearTarget = 'stale_tool_results' | 'completed_phase_details' | 'superseded_file_reads' | 'intermediate_outputs' | 'verbose_debug'
 
 /** A part that is never cleared under the policy, and why. */
 export interface CompactionKeptPart {
@@ -1022,45 +1168,6 @@ export interface ConsolidateWalOptions {
  */
 export declare function contentHash(content: string): string
 
-/**
- * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
- * line but too large, and too little room left to keep `minTruncatedTokens` of it),
- * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
- * hold the header).
- */
-export interface ContextDrop {
-  item: ContextItemRef
-  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
-}
-
-/** An item that is in the text. */
-export interface ContextItem {
-  kind: 'session' | 'learning'
-  /** Position in `sessions` or `learnings`. */
-  index: number
-  /** Exact tokens of its line(s), line break included. */
-  tokens: number
-  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
-  truncated: boolean
-}
-
-/** Which input list an item came from, and where in it. */
-export interface ContextItemRef {
-  kind: 'session' | 'learning'
-  /** Position in `sessions` or `learnings`. */
-  index: number
-}
-
-/** An active learning offered to `buildContext`. */
-export interface ContextLearningInput {
-  trigger: string
-  solution: string
-  /** Higher first. Default (or `null`) 0. */
-  importance?: number | null
-  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
-  lastUsed?: string | null
-}
-
 /** One part of the agent's context, as the runtime tracks it. */
 export interface ContextPart {
   /** Unique; what the runtime clears by. */
@@ -1078,15 +1185,6 @@ export interface ContextPart {
   phase?: string
   /** Artifact it carries (`'trajectory_events'`, `'test_results'`, ...). */
   artifact?: string
-}
-
-/** A recent session offered to `buildContext`. */
-export interface ContextSessionInput {
-  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
-  timestamp: string
-  summary: string
-  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
-  importance?: number | null
 }
 
 /**
@@ -1319,32 +1417,10 @@ export declare function estimateTokens(text: string): number
  */
 export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
 
-/** One redacted span. Never holds the value or any part of it. */
-export interface Finding {
-  /**
-   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
-   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
-   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
-   * ... (`redactionKinds()` lists them all).
-   */
-  kind: string
-  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
-  start: number
-  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
-  end: number
-  /**
-   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
-   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
-   */
-  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
-  /**
-   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
-   * seen again (under the same key).
-   */
-  fingerprint: string
-}
-
-/** A memory candidate for `evaluateGates`. */
+/**
+ * A memory candidate for `evaluateGates`. Its text is only evaluated, never stored: a lone
+ * surrogate reads as U+FFFD (`capture`, which stores, refuses one).
+ */
 export interface GateCandidate {
   content: string
   type?: MemoryType
@@ -1500,42 +1576,24 @@ export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterL
  */
 export declare function loadConfig(workspaceDir: string): LoadedConfig
 
+/**
+ * The workspace's redaction key, for `redact`'s and `MemoryStoreOptions.redaction`'s `key`:
+ * read from `<keysDir>/redaction.key`, or made once of 32 random bytes (mode 0600, in a 0700
+ * directory) when missing, so that pseudonyms stay the same across sessions and processes.
+ * Pass the workspace's `signing.keysDir` (`.loa/keys` unless configured). A symlink or anything
+ * but a regular file there is refused with `E_NOT_REGULAR_FILE` (never followed); an empty
+ * file is `E_KEY_INVALID`. Treat the result as a secret.
+ */
+export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
+
+/** Synchronous twin of `loadRedactionKey`. */
+export declare function loadRedactionKeySync(keysDir: string): Buffer
+
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
 export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
-
-/** A manifest of every covered file of a directory (unsigned). */
-export interface Manifest {
-  version: 1
-  /** RFC 3339 (UTC). */
-  createdAt: string
-  include: Array<string>
-  exclude: Array<string>
-  /** Sorted by path. */
-  files: Array<ManifestFile>
-  /** With `auditDir`: the audit log's head when the manifest was made. */
-  auditHead?: ManifestAuditHead
-}
-
-/** The head of an audit log that a manifest anchors (covered by its signature). */
-export interface ManifestAuditHead {
-  /** The log's directory, relative to the manifest's root. */
-  dir: string
-  seq: number
-  /** The hash of the entry at `seq`. */
-  hash: string
-}
-
-/** One covered file. */
-export interface ManifestFile {
-  /** Relative, `/`-separated, without `.` or `..` components. */
-  path: string
-  size: number
-  /** SHA-256 of the content, 64 lower-case hex characters. */
-  sha256: string
-}
 
 /** One thing wrong found by `verifyManifest`. */
 export interface ManifestProblem {
@@ -1560,17 +1618,6 @@ export interface ManifestProgress {
   filesTotal: number
   bytesDone: number
   bytesTotal: number
-}
-
-/**
- * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
- * `signature` member.
- */
-export interface ManifestSignature {
-  algorithm: 'ed25519'
-  keyId: string
-  /** 64 bytes, 128 lower-case hex characters. */
-  value: string
 }
 
 /** What `verifyManifest` / `verifyManifestSignature` found. */
@@ -1616,7 +1663,7 @@ export interface MemoryContextOptions {
    * `1 - context.learningsShare` (0.7).
    */
   sessionShare?: number
-  encoding?: 'o200k_base' | 'cl100k_base'
+  encoding?: TokenEncoding
   /** Fraction of the budget kept free for a model whose tokenizer is not public. */
   safetyMargin?: number
   /** How many recent sessions to consider. Default `context.recentSessions` (5). */
@@ -1756,22 +1803,6 @@ export declare function redactAsync(text: string, options?: RedactOptions): Prom
  */
 export declare function redactBatch(texts: string[], options?: RedactOptions): Redaction[]
 
-/** The result of `redact`. */
-export interface Redaction {
-  /**
-   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
-   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
-   */
-  text: string
-  /** What was replaced, in order of position; overlapping detections are merged into one. */
-  findings: Array<Finding>
-  /**
-   * True when the text must not be stored at all (it contains a private key); `text` is still
-   * redacted.
-   */
-  blocked: boolean
-}
-
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>
 
@@ -1822,21 +1853,6 @@ export interface SessionEntry {
 }
 
 /**
- * A manifest with its signature; every other member is covered by it. No other member is
- * accepted anywhere (top level, file entries, `signature`): signing throws
- * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
- */
-export interface SignedManifest {
-  version: 1
-  createdAt: string
-  include: Array<string>
-  exclude: Array<string>
-  files: Array<ManifestFile>
-  auditHead?: ManifestAuditHead
-  signature: ManifestSignature
-}
-
-/**
  * Signs a manifest with the key ring's signing key (`LOA_SIGNING_KEY`, else the ring's active
  * key, rotated first when its rotation is due). Ed25519 over `"loa-core/manifest/v1\0"` + the
  * RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
@@ -1863,6 +1879,9 @@ export interface SkillContextPolicy {
   /** Unknown keys in the block, repeated targets. */
   warnings: Array<string>
 }
+
+/** BPE encoding used to count tokens. */
+export type TokenEncoding = 'o200k_base' | 'cl100k_base'
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never
@@ -2002,7 +2021,7 @@ export interface WalOpenOptions {
    * share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
    * with fsync only at segment rotation and close. Default `'always'`.
    */
-  sync?: 'always' | 'batch' | 'none'
+  sync?: WalSync
 }
 
 /** A record read back from the log. */
@@ -2058,10 +2077,13 @@ export interface WalStats {
   appended: number
   /** Path of the segment being written. */
   activeSegment: string
-  sync: 'always' | 'batch' | 'none'
+  sync: WalSync
   /** The torn tail cut off when this Wal was opened (left by a crash), if any. */
   truncatedTail?: WalSegmentProblem
 }
+
+/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
+export type WalSync = 'always' | 'batch' | 'none'
 
 /** What `verifyWal` found. */
 export interface WalVerification {

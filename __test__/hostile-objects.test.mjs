@@ -79,6 +79,8 @@ const SPECS = {
   },
   isLoaError: { args: () => [Object.assign(new Error('x'), { code: 'E_IO' })], neverThrows: true },
   loadConfig: { args: (ctx) => [ctx.ws], paths: ['0'] },
+  loadRedactionKey: { async: true, args: (ctx, _, n) => [join(ctx.dir, `redaction-keys-${n}`)], paths: ['0'] },
+  loadRedactionKeySync: { args: (ctx, _, n) => [join(ctx.dir, `redaction-keys-${n}`)], paths: ['0'] },
   loaErrorCodes: { args: () => [] },
   parseConfig: { args: () => ['context:\n  token_budget: 100\n'] },
   planCompaction: {

@@ -283,3 +283,32 @@ test('readManifest and writeManifest use regular files only, never a symlink or 
   assert.equal(readFileSync(outside, 'utf8'), 'precious')
   assert.deepEqual(readManifest(file), signed)
 })
+
+test('loadRedactionKey: made once in the keys directory (0600), the same sync and async, kept by ring changes', async (t) => {
+  const dir = join(tempDir(t), 'keys')
+  const key = await core.loadRedactionKey(dir)
+  assert.ok(Buffer.isBuffer(key) && key.length === 32)
+  assert.equal(statSync(join(dir, 'redaction.key')).mode & 0o777, 0o600)
+  assert.equal(statSync(dir).mode & 0o777, 0o700)
+  assert.deepEqual(core.loadRedactionKeySync(dir), key)
+  const ring = KeyRing.open(dir, { useEnv: false })
+  ring.generate()
+  ring.rotate()
+  assert.deepEqual(await core.loadRedactionKey(dir), key, 'rotation leaves the redaction key alone')
+})
+
+test('loadRedactionKey: a symlink where the key belongs is refused with E_NOT_REGULAR_FILE, never followed', async (t) => {
+  const base = tempDir(t)
+  const dir = join(base, 'keys')
+  mkdirSync(dir)
+  writeFileSync(join(base, 'elsewhere'), 'not a key')
+  symlinkSync(join(base, 'elsewhere'), join(dir, 'redaction.key'))
+  const refused = (err) => core.isLoaError(err) && err.code === 'E_NOT_REGULAR_FILE' && err.kind === 'symlink'
+  await assert.rejects(core.loadRedactionKey(dir), refused)
+  assert.throws(() => core.loadRedactionKeySync(dir), refused)
+  unlinkSync(join(dir, 'redaction.key'))
+  symlinkSync(join(base, 'made-through-the-link'), join(dir, 'redaction.key'))
+  await assert.rejects(core.loadRedactionKey(dir), refused)
+  assert.ok(!existsSync(join(base, 'made-through-the-link')), 'nothing is created through a dangling link')
+  assert.equal(readFileSync(join(base, 'elsewhere'), 'utf8'), 'not a key')
+})

@@ -69,6 +69,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_norway::Value;
@@ -78,9 +79,10 @@ use crate::compaction::{CompactionPolicy, ContextEditingConfig, RuntimeSignalsCo
 use crate::context::ContextConfig;
 use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
-use crate::gates::GateConfig;
+use crate::gates::{GateConfig, GateOverrides};
+use crate::memory::{check_workspace, RetryConfig, StoreOptions};
 use crate::settings::{self, count, drop_repeats, fraction, positive, rel_path, text, uint, Document, MAX_SAFE};
-use crate::wal::SyncMode;
+use crate::wal::{SyncMode, WalOptions};
 
 /// Name of the configuration file, looked up at the root of the workspace.
 pub const CONFIG_FILE_NAME: &str = ".loa.config.yaml";
@@ -259,25 +261,6 @@ impl Default for MemoryConfig {
       search: Default::default(),
       sharing: Default::default(),
     }
-  }
-}
-
-/// Retry policy of failed memory captures (YAML section `memory.retry`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct RetryConfig {
-  /// Total tries, the first included. Default 3 (seed 002 §6, SPEC). 1 means no retry.
-  #[serde(deserialize_with = "uint::<_, _, 1, 100>")]
-  pub max_attempts: u64,
-  /// Exponential backoff: after the n-th failed try, wait `backoffBaseMs * 2^n` ms before the next
-  /// (seed 002: 2 s, then 4 s). Default 1000.
-  #[serde(deserialize_with = "uint::<_, _, 0, 3_600_000>")]
-  pub backoff_base_ms: u64,
-}
-
-impl Default for RetryConfig {
-  fn default() -> Self {
-    RetryConfig { max_attempts: 3, backoff_base_ms: 1000 }
   }
 }
 
@@ -602,6 +585,61 @@ pub fn parse_config(yaml: &str) -> Result<LoadedConfig> {
   let config = resolve(config, &doc, &spellings, &mut warnings)?;
   warnings.extend(unknown);
   Ok(LoadedConfig { config, warnings, source: None })
+}
+
+/// What a caller may override of a workspace's memory settings (the binding's
+/// `MemoryStoreOptions`); `None` keeps the configured value.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryOverrides {
+  /// The grimoire, relative to the workspace; NOTES.md and learnings.json then live directly in
+  /// it (instead of at `memory.notes_path` / `memory.learnings_path`).
+  pub grimoires_dir: Option<String>,
+  /// The WAL directory, relative to the workspace.
+  pub wal_dir: Option<String>,
+  /// How long to wait for a session's WAL lock or a concurrent consolidation.
+  pub lock_timeout_ms: Option<u64>,
+  pub gates: GateOverrides,
+}
+
+/// The memory settings of `workspace`: its `.loa.config.yaml` read (see [`load_config`]) and
+/// `overrides` applied. The workspace is checked first (`E_INVALID_ARGUMENT` when empty or not a
+/// directory); paths are checked when the store resolves them. The session id and redaction
+/// are the caller's to set.
+pub fn store_options(workspace: &Path, overrides: &MemoryOverrides) -> Result<StoreOptions> {
+  check_workspace(workspace)?;
+  Ok(memory_settings(workspace, &load_config(workspace)?.config, overrides))
+}
+
+fn memory_settings(workspace: &Path, config: &Config, overrides: &MemoryOverrides) -> StoreOptions {
+  let (notes_path, learnings_path) = match &overrides.grimoires_dir {
+    Some(dir) => (format!("{dir}/NOTES.md"), format!("{dir}/learnings.json")),
+    None => (config.memory.notes_path.clone(), config.memory.learnings_path.clone()),
+  };
+  let wal = &config.wal;
+  StoreOptions {
+    workspace_dir: workspace.to_path_buf(),
+    session_id: String::new(),
+    grimoire_dir: overrides.grimoires_dir.clone().unwrap_or_else(|| config.grimoires_dir.clone()),
+    wal_dir: overrides.wal_dir.clone().unwrap_or_else(|| wal.dir.clone()),
+    notes_path,
+    learnings_path,
+    wal: WalOptions {
+      session_id: String::new(),
+      lock_timeout: Duration::from_millis(overrides.lock_timeout_ms.unwrap_or(wal.lock_timeout_ms)),
+      segment_max_bytes: wal.segment_max_bytes,
+      segment_max_age: Duration::from_millis(wal.segment_max_age_ms),
+      sync: wal.sync,
+    },
+    gates: overrides.gates.apply(config.memory.quality_gates.clone()),
+    retry: config.memory.retry.clone(),
+    context: config.context.clone(),
+    redaction: Default::default(),
+    search: config.memory.search.clone(),
+    sharing: config.memory.sharing.clone(),
+    keys_dir: config.signing.keys_dir.clone(),
+    audit_dir: config.audit.dir.clone(),
+    audit_segment_max_bytes: config.audit.segment_max_bytes,
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1370,9 +1408,60 @@ persistence:
     assert_eq!(c.wal.sync, SyncMode::Batch);
   }
 
+  // -- the memory settings of a workspace --------------------------------------------------------
+
+  #[test]
+  fn store_options_without_a_file_are_the_stores_defaults() {
+    let ws = tempfile::tempdir().unwrap();
+    let options = store_options(ws.path(), &MemoryOverrides::default()).unwrap();
+    let d = StoreOptions::default();
+    assert_eq!(options.workspace_dir, ws.path());
+    assert_eq!(
+      (&options.grimoire_dir, &options.wal_dir, &options.notes_path, &options.learnings_path),
+      (&d.grimoire_dir, &d.wal_dir, &d.notes_path, &d.learnings_path)
+    );
+    assert_eq!(format!("{:?}", options.wal), format!("{:?}", WalOptions { session_id: String::new(), ..d.wal }));
+    assert_eq!((&options.gates, &options.retry, &options.context), (&d.gates, &d.retry, &d.context));
+  }
+
+  #[test]
+  fn store_options_apply_the_file_then_the_overrides() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+      ws.path().join(CONFIG_FILE_NAME),
+      "grimoires_dir: state/g\nwal:\n  lock_timeout_ms: 70\n  sync: batch\nmemory:\n  quality_gates:\n    min_confidence: 0.95\n  retry:\n    max_attempts: 5\ncontext:\n  token_budget: 300\n",
+    )
+    .unwrap();
+    let configured = store_options(ws.path(), &MemoryOverrides::default()).unwrap();
+    assert_eq!(configured.grimoire_dir, "state/g");
+    assert_eq!(configured.notes_path, "state/g/NOTES.md", "files inside the grimoire move with it");
+    assert_eq!((configured.wal.lock_timeout, configured.wal.sync), (Duration::from_millis(70), SyncMode::Batch));
+    assert_eq!((configured.gates.min_confidence, configured.retry.max_attempts), (0.95, 5));
+    assert_eq!(configured.context.token_budget, 300);
+    let overrides = MemoryOverrides {
+      grimoires_dir: Some("mine".into()),
+      wal_dir: Some("w".into()),
+      lock_timeout_ms: Some(9),
+      gates: GateOverrides { min_confidence: Some(0.2), ..Default::default() },
+    };
+    let overridden = store_options(ws.path(), &overrides).unwrap();
+    assert_eq!((overridden.grimoire_dir.as_str(), overridden.wal_dir.as_str()), ("mine", "w"));
+    assert_eq!(
+      (overridden.notes_path.as_str(), overridden.learnings_path.as_str()),
+      ("mine/NOTES.md", "mine/learnings.json")
+    );
+    assert_eq!((overridden.wal.lock_timeout, overridden.gates.min_confidence), (Duration::from_millis(9), 0.2));
+    assert_eq!(overridden.gates.speculation_min_confidence, GateConfig::default().speculation_min_confidence);
+    for bad in [std::path::PathBuf::new(), ws.path().join(CONFIG_FILE_NAME)] {
+      assert_eq!(store_options(&bad, &overrides).unwrap_err().code(), "E_INVALID_ARGUMENT");
+    }
+  }
+
   // -- config.d.ts stays in sync with the serialized form -------------------------------------
 
   const DTS: &str = include_str!("binding/header.d.ts");
+  /// The generated declarations, for the string unions the binding declares (`WalSync`, ...).
+  const GENERATED_DTS: &str = include_str!("../index.d.ts");
 
   struct Dts {
     interfaces: BTreeMap<String, Vec<(String, String)>>,
@@ -1384,7 +1473,9 @@ persistence:
     let mut aliases = BTreeMap::new();
     let mut current: Option<(String, Vec<(String, String)>)> = None;
     let mut alias = String::new();
-    for line in DTS.lines() {
+    // The generated aliases are one line each, without a `;`.
+    let generated = GENERATED_DTS.lines().filter(|l| l.starts_with("export type ")).map(|l| format!("{l};"));
+    for line in DTS.lines().map(String::from).chain(generated) {
       let t = line.trim();
       if !alias.is_empty() || t.starts_with("export type ") {
         // Type aliases may span lines; collect up to the `;`.

@@ -47,7 +47,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
-use crate::memory::{Entry, MemoryKind, MemoryStore, StoreOptions, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
+use crate::gates::Gate;
+use crate::memory::{Entry, MemoryKind, MemoryStore, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
 use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
@@ -215,7 +216,7 @@ pub struct ReplayResult {
   /// The memory's id when stored.
   pub memory_id: Option<String>,
   /// Gates that refused it, when rejected.
-  pub failed_gates: Vec<String>,
+  pub failed_gates: Vec<Gate>,
   /// The error, when it failed again.
   pub error: Option<LetterError>,
   pub attempts: u32,
@@ -330,10 +331,11 @@ impl DeadLetterQueue {
     Ok(listing(&parse(&data)))
   }
 
-  /// Captures every letter again through a [`MemoryStore`] of its own session (opened with
-  /// `store` for the workspace layout, gates and redaction; its `session_id` is ignored), then
+  /// Captures every letter again through a [`MemoryStore`] of its own session (`open_store`
+  /// opens the store of a session id: the workspace's layout, gates and redaction are the
+  /// caller's; a session whose store does not open fails its letters, not the replay), then
   /// rewrites the queue without the settled letters. See the module documentation.
-  pub fn replay(&self, store: &StoreOptions) -> Result<ReplayReport> {
+  pub fn replay(&self, open_store: &dyn Fn(&str) -> Result<MemoryStore>) -> Result<ReplayReport> {
     let Some(dir) = self.dir(false)? else { return Ok(ReplayReport::default()) };
     // No queue, nothing to do: answered without taking (or creating) the lock.
     if dir.kind_of(FILE_NAME)?.is_none() {
@@ -352,7 +354,7 @@ impl DeadLetterQueue {
     let mut results: BTreeMap<String, ReplayResult> = BTreeMap::new();
     let now = format_ms(now_ms());
     for (session_id, session_letters) in by_session {
-      let opened = MemoryStore::open(StoreOptions { session_id: session_id.to_string(), ..store.clone() });
+      let opened = open_store(session_id);
       let mut session_results: Vec<ReplayResult> = match &opened {
         Ok(store) => session_letters.iter().map(|l| replay_one(store, l)).collect(),
         Err(e) => session_letters.iter().map(|l| failed(l, e)).collect(),
@@ -433,8 +435,8 @@ fn replay_one(store: &MemoryStore, letter: &DeadLetter) -> ReplayResult {
     Ok(o) if o.accepted => result(Outcome::Stored, o.id, Vec::new()),
     Ok(o) if o.blocked => result(Outcome::Blocked, None, Vec::new()),
     Ok(o) => {
-      let refused: Vec<String> = o.gates.iter().filter(|g| !g.pass).map(|g| g.name.clone()).collect();
-      if refused.iter().any(|g| g == "duplicate") {
+      let refused: Vec<Gate> = o.gates.iter().filter(|g| !g.pass).map(|g| g.name).collect();
+      if refused.contains(&Gate::Duplicate) {
         result(Outcome::Duplicate, None, refused)
       } else {
         result(Outcome::Rejected, None, refused)

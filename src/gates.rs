@@ -26,8 +26,34 @@ use sha2::{Digest, Sha256};
 use crate::error::{invalid, Result};
 use crate::settings::{count, fraction, positive};
 
-/// Gate names, in the order they run.
-pub const GATE_NAMES: [&str; 6] = ["temporal", "speculation", "instruction", "confidence", "content", "duplicate"];
+/// The six gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gate {
+  Temporal,
+  Speculation,
+  Instruction,
+  Confidence,
+  Content,
+  Duplicate,
+}
+
+impl Gate {
+  /// The gates in the order they run.
+  pub const ALL: [Gate; 6] =
+    [Gate::Temporal, Gate::Speculation, Gate::Instruction, Gate::Confidence, Gate::Content, Gate::Duplicate];
+
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Gate::Temporal => "temporal",
+      Gate::Speculation => "speculation",
+      Gate::Instruction => "instruction",
+      Gate::Confidence => "confidence",
+      Gate::Content => "content",
+      Gate::Duplicate => "duplicate",
+    }
+  }
+}
 /// Confidence assumed when a candidate gives none.
 pub const DEFAULT_CONFIDENCE: f64 = 0.6;
 /// Subtracted from the score of a hedged statement (that passed with enough confidence).
@@ -187,6 +213,33 @@ impl Default for GateConfig {
   }
 }
 
+/// Threshold overrides of the gates (a caller's `GateOptions`); `None` keeps the base value.
+#[derive(Debug, Clone, Default)]
+pub struct GateOverrides {
+  pub min_confidence: Option<f64>,
+  pub speculation_min_confidence: Option<f64>,
+  pub min_content_length: Option<u64>,
+  pub repetition_min_unique_ratio: Option<f64>,
+  pub repetition_min_words: Option<u64>,
+  pub max_age_ms: Option<u64>,
+  pub instruction_boost: Option<f64>,
+}
+
+impl GateOverrides {
+  /// `base` with the overridden thresholds replaced (check the result with
+  /// [`GateConfig::validate`]).
+  pub fn apply(&self, mut base: GateConfig) -> GateConfig {
+    base.min_confidence = self.min_confidence.unwrap_or(base.min_confidence);
+    base.speculation_min_confidence = self.speculation_min_confidence.unwrap_or(base.speculation_min_confidence);
+    base.min_content_length = self.min_content_length.unwrap_or(base.min_content_length);
+    base.repetition_min_unique_ratio = self.repetition_min_unique_ratio.unwrap_or(base.repetition_min_unique_ratio);
+    base.repetition_min_words = self.repetition_min_words.unwrap_or(base.repetition_min_words);
+    base.max_age_ms = self.max_age_ms.or(base.max_age_ms);
+    base.instruction_boost = self.instruction_boost.unwrap_or(base.instruction_boost);
+    base
+  }
+}
+
 impl GateConfig {
   pub fn validate(&self) -> Result<()> {
     let fraction = |v: f64, name: &str| {
@@ -240,7 +293,7 @@ impl Candidate {
 /// One gate's verdict.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GateResult {
-  pub name: String,
+  pub name: Gate,
   pub pass: bool,
   pub reason: String,
 }
@@ -254,7 +307,7 @@ pub struct Evaluation {
   /// [`SPECULATION_PENALTY`] for hedged statements, plus the instruction boost; rounded to 4
   /// decimals. Reported for rejected candidates too.
   pub score: f64,
-  /// Always six, in [`GATE_NAMES`] order.
+  /// Always six, in [`Gate::ALL`] order.
   pub gates: Vec<GateResult>,
   /// The candidate's tags followed by those the gates added (`instruction`, `preference`,
   /// `speculative`), without repeats.
@@ -354,16 +407,16 @@ pub fn evaluate(
 
   // 1. temporal
   gates.push(match (config.max_age_ms, candidate.timestamp_ms) {
-    (None, _) => GateResult { name: "temporal".into(), pass: true, reason: "no maximum age set".into() },
-    (Some(_), None) => GateResult { name: "temporal".into(), pass: true, reason: "no timestamp: taken as now".into() },
+    (None, _) => GateResult { name: Gate::Temporal, pass: true, reason: "no maximum age set".into() },
+    (Some(_), None) => GateResult { name: Gate::Temporal, pass: true, reason: "no timestamp: taken as now".into() },
     (Some(max), Some(ts)) => {
       let age = now_ms - ts;
       if age > max as i64 {
-        GateResult { name: "temporal".into(), pass: false, reason: format!("{age} ms old, over maxAgeMs {max}") }
+        GateResult { name: Gate::Temporal, pass: false, reason: format!("{age} ms old, over maxAgeMs {max}") }
       } else if age < 0 {
-        GateResult { name: "temporal".into(), pass: true, reason: format!("{} ms in the future", -age) }
+        GateResult { name: Gate::Temporal, pass: true, reason: format!("{} ms in the future", -age) }
       } else {
-        GateResult { name: "temporal".into(), pass: true, reason: format!("{age} ms old, within maxAgeMs {max}") }
+        GateResult { name: Gate::Temporal, pass: true, reason: format!("{age} ms old, within maxAgeMs {max}") }
       }
     }
   });
@@ -371,13 +424,13 @@ pub fn evaluate(
   // 2. speculation
   let hedges = find_phrases(&tokens, HEDGES);
   gates.push(if hedges.is_empty() {
-    GateResult { name: "speculation".into(), pass: true, reason: "no hedging words".into() }
+    GateResult { name: Gate::Speculation, pass: true, reason: "no hedging words".into() }
   } else {
     added_tags.push("speculative");
     let pass = confidence >= config.speculation_min_confidence;
     let verdict = if pass { "at least" } else { "below" };
     GateResult {
-      name: "speculation".into(),
+      name: Gate::Speculation,
       pass,
       reason: format!(
         "hedged ({}); {confidence_text} is {verdict} {}",
@@ -390,14 +443,14 @@ pub fn evaluate(
   // 3. instruction
   let instructions = find_phrases(&tokens, INSTRUCTIONS);
   gates.push(if instructions.is_empty() {
-    GateResult { name: "instruction".into(), pass: true, reason: "no instruction or preference".into() }
+    GateResult { name: Gate::Instruction, pass: true, reason: "no instruction or preference".into() }
   } else {
     added_tags.push("instruction");
     if instructions.iter().any(|w| PREFERENCE_WORDS.contains(w)) {
       added_tags.push("preference");
     }
     GateResult {
-      name: "instruction".into(),
+      name: Gate::Instruction,
       pass: true,
       reason: format!(
         "instruction or preference ({}): kept, tagged, score +{}",
@@ -409,7 +462,7 @@ pub fn evaluate(
 
   // 4. confidence
   gates.push(GateResult {
-    name: "confidence".into(),
+    name: Gate::Confidence,
     pass: confidence >= config.min_confidence,
     reason: format!(
       "{confidence_text} is {} {}",
@@ -424,15 +477,15 @@ pub fn evaluate(
   let ratio = if tokens.is_empty() { 0.0 } else { unique as f64 / tokens.len() as f64 };
   gates.push(if length < config.min_content_length {
     GateResult {
-      name: "content".into(),
+      name: Gate::Content,
       pass: false,
       reason: format!("too short: {length} characters after trimming, fewer than {}", config.min_content_length),
     }
   } else if is_filler(&tokens) {
-    GateResult { name: "content".into(), pass: false, reason: "filler: only acknowledgements and pleasantries".into() }
+    GateResult { name: Gate::Content, pass: false, reason: "filler: only acknowledgements and pleasantries".into() }
   } else if tokens.len() as u64 > config.repetition_min_words && ratio < config.repetition_min_unique_ratio {
     GateResult {
-      name: "content".into(),
+      name: Gate::Content,
       pass: false,
       reason: format!(
         "repetitive: {unique} unique of {} words (ratio {:.2}, below {})",
@@ -443,7 +496,7 @@ pub fn evaluate(
     }
   } else {
     GateResult {
-      name: "content".into(),
+      name: Gate::Content,
       pass: true,
       reason: format!("{length} characters, {} words, unique-word ratio {:.2}", tokens.len(), ratio),
     }
@@ -453,16 +506,12 @@ pub fn evaluate(
   let hash = content_hash(&candidate.content);
   gates.push(if is_known(&hash) {
     GateResult {
-      name: "duplicate".into(),
+      name: Gate::Duplicate,
       pass: false,
       reason: format!("same normalised content as stored memory {}", &hash[..12]),
     }
   } else {
-    GateResult {
-      name: "duplicate".into(),
-      pass: true,
-      reason: "no stored memory has the same normalised content".into(),
-    }
+    GateResult { name: Gate::Duplicate, pass: true, reason: "no stored memory has the same normalised content".into() }
   });
 
   let mut score = confidence;
@@ -492,14 +541,14 @@ mod tests {
     evaluate(c, &GateConfig::default(), &|_| false, 1_000_000)
   }
   fn gate<'a>(e: &'a Evaluation, name: &str) -> &'a GateResult {
-    e.gates.iter().find(|g| g.name == name).unwrap()
+    e.gates.iter().find(|g| g.name.as_str() == name).unwrap()
   }
 
   #[test]
   fn all_six_run_in_order_and_all_reasons_are_reported() {
     let c = Candidate { content: "ok".into(), confidence: Some(0.1), ..Default::default() };
     let e = evaluate(&c, &GateConfig { max_age_ms: Some(10), ..Default::default() }, &|_| true, 1_000_000);
-    assert_eq!(e.gates.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), GATE_NAMES);
+    assert_eq!(e.gates.iter().map(|g| g.name).collect::<Vec<_>>(), Gate::ALL);
     assert!(!e.pass);
     // Several gates fail at once, and every one says why.
     assert!(!gate(&e, "confidence").pass && !gate(&e, "content").pass && !gate(&e, "duplicate").pass);

@@ -1,17 +1,84 @@
 //! `attentionLevel` and the `AttentionTracker` class.
 
 use napi::bindgen_prelude::*;
-use napi::{Env, JsValue, Unknown, ValueType};
+use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::{args, guard, to_napi};
-use crate::attention as core;
-use crate::attention::{AttentionBudgetConfig, BudgetLevel};
+use super::convert::{arg, member, on, opt_arg, refuse, type_of, Int, Obj};
+use super::sync;
+use crate::attention::{self as core, AttentionBudgetConfig, BudgetLevel};
 use crate::error::{invalid, LoaError, Result};
 
+/// A level as `BudgetLevel | number`: its tokens (a `BudgetLevel`'s `fraction` is recomputed
+/// from them and the window).
+pub struct Level(u64);
+
+impl FromNapiValue for Level {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    match type_of(env, value)? {
+      ValueType::Number => Int::from_napi_value(env, value).map(|n| Level(n.0)),
+      ValueType::Object => match member::<Int>(env, value, "BudgetLevel", c"tokens")? {
+        Some(Int(tokens)) => Ok(Level(tokens)),
+        None => Err(on(refuse("must be a non-negative integer"), "BudgetLevel", "tokens")),
+      },
+      _ => Err(refuse("must be a token count or a level ({ tokens, fraction })")),
+    }
+  }
+}
+
+/// The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
+/// of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
+/// or plain token counts. Levels are compared in tokens.
+#[napi(object, object_to_js = false)]
+pub struct AttentionBudgetInput {
+  #[napi(ts_type = "number")]
+  pub context_window_tokens: Option<Option<Int>>,
+  #[napi(ts_type = "BudgetLevel | number")]
+  pub single_search: Option<Option<Level>>,
+  #[napi(ts_type = "BudgetLevel | number")]
+  pub yellow: Option<Option<Level>>,
+  #[napi(ts_type = "BudgetLevel | number")]
+  pub orange: Option<Option<Level>>,
+  #[napi(ts_type = "BudgetLevel | number")]
+  pub red: Option<Option<Level>>,
+  #[napi(ts_type = "BudgetLevel | number")]
+  pub compact: Option<Option<Level>>,
+}
+
+impl TryFrom<Option<Obj<AttentionBudgetInput>>> for AttentionBudgetConfig {
+  type Error = LoaError;
+
+  fn try_from(input: Option<Obj<AttentionBudgetInput>>) -> Result<AttentionBudgetConfig> {
+    let mut c = AttentionBudgetConfig::default();
+    let Some(Obj(i)) = input else { return Ok(c) };
+    if let Some(Int(window)) = i.context_window_tokens.flatten() {
+      if window == 0 {
+        return invalid("`contextWindowTokens` must be at least 1");
+      }
+      c.context_window_tokens = window;
+    }
+    let window = c.context_window_tokens;
+    for (level, slot) in [
+      (i.single_search, &mut c.single_search),
+      (i.yellow, &mut c.yellow),
+      (i.orange, &mut c.orange),
+      (i.red, &mut c.red),
+      (i.compact, &mut c.compact),
+    ] {
+      if let Some(Level(tokens)) = level.flatten() {
+        *slot = BudgetLevel { tokens, fraction: tokens as f64 / window as f64 };
+      }
+    }
+    Ok(c)
+  }
+}
+
+fn budget(config: Option<Unknown>) -> Result<AttentionBudgetConfig> {
+  opt_arg::<Obj<AttentionBudgetInput>>(config, "config")?.try_into()
+}
+
 /// Where a token count stands on the attention budget (advisory, never blocking).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; the value is serialized from the core
+#[napi(object, object_from_js = false, use_nullable = true)]
 pub struct AttentionStatus {
   #[napi(ts_type = "'green' | 'yellow' | 'orange' | 'red'")]
   pub level: String,
@@ -25,13 +92,24 @@ pub struct AttentionStatus {
   /// Tokens at which this level starts (0 for green).
   pub threshold: f64,
   /// Tokens at which the next level starts; `null` at red.
-  #[napi(ts_type = "number | null")]
-  pub next_threshold: f64,
+  pub next_threshold: Option<f64>,
+}
+
+impl From<core::AttentionStatus> for AttentionStatus {
+  fn from(s: core::AttentionStatus) -> AttentionStatus {
+    AttentionStatus {
+      level: s.level.as_str().into(),
+      action: s.action.as_str().into(),
+      message: s.message.into(),
+      tokens_used: s.tokens_used as f64,
+      threshold: s.threshold as f64,
+      next_threshold: s.next_threshold.map(|t| t as f64),
+    }
+  }
 }
 
 /// What `AttentionTracker.add` reports.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; the value is serialized from the core
+#[napi(object, object_from_js = false)]
 pub struct AttentionUpdate {
   /// Where the total stands now.
   pub status: AttentionStatus,
@@ -42,49 +120,14 @@ pub struct AttentionUpdate {
   pub over_operation_limit: bool,
 }
 
-fn level(o: &Object, key: &str, window: u64) -> Result<Option<BudgetLevel>> {
-  let Some(v) = args::field(o, key)? else { return Ok(None) };
-  let tokens = match v.get_type().ok() {
-    Some(ValueType::Number) => args::u64_value(v, key)?,
-    Some(ValueType::Object) => {
-      let level = unsafe { Object::from_napi_value(v.value().env, v.raw()) }
-        .map_err(|_| LoaError::InvalidArgument(format!("`{key}` must be an object")))?;
-      args::optional_u64(&level, "tokens")?
-        .ok_or_else(|| LoaError::InvalidArgument(format!("`{key}.tokens` must be a non-negative integer")))?
-    }
-    _ => return invalid(format!("`{key}` must be a token count or a level ({{ tokens, fraction }})")),
-  };
-  Ok(Some(BudgetLevel { tokens, fraction: tokens as f64 / window as f64 }))
-}
-
-/// An attention-budget configuration from JS: the `attentionBudget` of `loadConfig()`, or any
-/// part of it (levels as `{ tokens, fraction }` or plain token counts); the rest is default.
-pub(crate) fn parse_config(config: Option<Unknown>) -> Result<AttentionBudgetConfig> {
-  let mut c = AttentionBudgetConfig::default();
-  let Some(o) = args::optional_object(config, "config")? else { return Ok(c) };
-  if let Some(w) = args::optional_u64(&o, "contextWindowTokens")? {
-    if w == 0 {
-      return invalid("`contextWindowTokens` must be at least 1");
-    }
-    c.context_window_tokens = w;
-  }
-  let w = c.context_window_tokens;
-  for (key, slot) in [
-    ("singleSearch", &mut c.single_search),
-    ("yellow", &mut c.yellow),
-    ("orange", &mut c.orange),
-    ("red", &mut c.red),
-    ("compact", &mut c.compact),
-  ] {
-    if let Some(l) = level(&o, key, w)? {
-      *slot = l;
+impl From<core::AttentionUpdate> for AttentionUpdate {
+  fn from(u: core::AttentionUpdate) -> AttentionUpdate {
+    AttentionUpdate {
+      status: u.status.into(),
+      crossed: u.crossed.into_iter().map(Into::into).collect(),
+      over_operation_limit: u.over_operation_limit,
     }
   }
-  Ok(c)
-}
-
-fn to_js<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
-  serde_json::to_value(value).map_err(|e| LoaError::Internal(e.to_string()))
 }
 
 /// The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
@@ -92,15 +135,9 @@ fn to_js<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
 /// `config` is the `attentionBudget` of `loadConfig()` (levels resolved from tokens, fractions of
 /// the window or the seeds' other spellings), or any part of it; the rest is default. Throws
 /// `E_INVALID_ARGUMENT` if the levels do not increase.
-#[napi(ts_args_type = "tokensUsed: number, config?: AttentionBudgetInput", ts_return_type = "AttentionStatus")]
-pub fn attention_level(env: Env, tokens_used: Unknown, config: Option<Unknown>) -> napi::Result<serde_json::Value> {
-  to_napi(
-    &env,
-    guard(|| {
-      let tokens = args::u64_value(tokens_used, "tokensUsed")?;
-      to_js(&core::attention_level(tokens, &parse_config(config)?)?)
-    }),
-  )
+#[napi(ts_args_type = "tokensUsed: number, config?: AttentionBudgetInput")]
+pub fn attention_level(env: Env, tokens_used: Unknown, config: Option<Unknown>) -> napi::Result<AttentionStatus> {
+  sync(&env, || core::attention_level(arg::<Int>(tokens_used, "tokensUsed")?.0, &budget(config)?)).map(Into::into)
 }
 
 /// Follows the tokens a session uses and reports each attention threshold the first time it is
@@ -125,15 +162,14 @@ impl AttentionTracker {
   /// A tracker at 0 tokens. Throws `E_INVALID_ARGUMENT` if the levels do not increase.
   #[napi(constructor, ts_args_type = "config?: AttentionBudgetInput")]
   pub fn new(env: Env, config: Option<Unknown>) -> napi::Result<Self> {
-    let inner = to_napi(&env, guard(|| core::AttentionTracker::new(&parse_config(config)?)))?;
-    Ok(AttentionTracker { inner })
+    sync(&env, || core::AttentionTracker::new(&budget(config)?)).map(|inner| AttentionTracker { inner })
   }
 
   /// Adds the tokens of one operation (a tool result, a search, a message); reports the levels
   /// entered for the first time.
-  #[napi(ts_args_type = "tokens: number", ts_return_type = "AttentionUpdate")]
-  pub fn add(&mut self, env: Env, tokens: Unknown) -> napi::Result<serde_json::Value> {
-    to_napi(&env, guard(|| to_js(&self.inner.add(args::u64_value(tokens, "tokens")?))))
+  #[napi(ts_args_type = "tokens: number")]
+  pub fn add(&mut self, env: Env, tokens: Unknown) -> napi::Result<AttentionUpdate> {
+    sync(&env, || Ok(self.inner.add(arg::<Int>(tokens, "tokens")?.0))).map(Into::into)
   }
 
   /// Back to 0 tokens after the context was cleared; every level will be reported again.
@@ -143,9 +179,9 @@ impl AttentionTracker {
   }
 
   /// Where the total stands.
-  #[napi(ts_return_type = "AttentionStatus")]
-  pub fn status(&self, env: Env) -> napi::Result<serde_json::Value> {
-    to_napi(&env, to_js(&self.inner.status()))
+  #[napi]
+  pub fn status(&self) -> AttentionStatus {
+    self.inner.status().into()
   }
 
   /// Tokens added since construction or the last `reset()`.

@@ -3,53 +3,90 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 use zeroize::Zeroizing;
 
-use super::{args, guard, json, to_napi};
+use super::convert::{arg, opt_arg, Binary, Int, Json, Obj, Str};
+use super::sign::{Keys, Ring};
+use super::sync;
 use crate::audit::{self as core, Actor, AuditEvent, AuditOptions, Head};
-use crate::error::{LoaError, Result};
+use crate::error::{invalid, LoaError, Result};
 
 /// Options of `AuditLog.open`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct AuditLogOpenOptions {
   /// A new segment starts when the next entry would take the current one past this size; the
   /// chain continues across segments. Default 10 MiB (`audit.segmentMaxBytes`), minimum 1024.
-  pub max_segment_bytes: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub max_segment_bytes: Option<Option<Int>>,
   /// HMAC-SHA256 key (at least 16 bytes), kept away from the log, so that whoever can edit the
   /// files cannot recompute the chain. Every later open and verification needs the same key.
-  pub hmac_key: Option<Buffer>,
+  #[napi(ts_type = "Buffer")]
+  pub hmac_key: Option<Option<Binary>>,
   /// How long an append waits for another process's append (`E_WAL_LOCKED`). Default 5000.
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
+}
+
+impl From<AuditLogOpenOptions> for AuditOptions {
+  fn from(o: AuditLogOpenOptions) -> AuditOptions {
+    let d = AuditOptions::default();
+    AuditOptions {
+      max_segment_bytes: o.max_segment_bytes.flatten().map_or(d.max_segment_bytes, |n| n.0),
+      hmac_key: o.hmac_key.flatten().map(|k| k.0),
+      lock_timeout: o.lock_timeout_ms.flatten().map_or(d.lock_timeout, |n| Duration::from_millis(n.0)),
+    }
+  }
 }
 
 /// An event to record.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct AuditEventInput {
   /// What happened, e.g. `'manifest.verify.failed'`. 1-256 bytes, no control characters.
-  pub action: String,
+  #[napi(ts_type = "string")]
+  pub action: Str,
   #[napi(ts_type = "'system' | 'user' | 'automated'")]
-  pub actor: String,
+  pub actor: Str,
   /// Any JSON value (see `canonicalizeJson` for what that admits); covered by the entry's hash.
+  /// `null` is recorded as `null`.
   #[napi(ts_type = "unknown")]
-  pub details: Option<serde_json::Value>,
+  pub details: Option<Json>,
+}
+
+impl TryFrom<AuditEventInput> for AuditEvent {
+  type Error = LoaError;
+
+  fn try_from(e: AuditEventInput) -> Result<AuditEvent> {
+    Ok(AuditEvent { action: e.action.0, actor: Actor::parse(&e.actor.0)?, details: e.details.map(|d| d.0) })
+  }
 }
 
 /// The end of the chain: the last entry's seq and hash. Remember it elsewhere to detect
 /// entries cut off the end later (`verify({ expectedHead })`).
 #[napi(object)]
 pub struct AuditHead {
-  pub seq: f64,
+  #[napi(ts_type = "number")]
+  pub seq: Int,
   /// SHA-256 (or HMAC-SHA256) of the entry, 64 hex characters.
-  pub hash: String,
+  #[napi(ts_type = "string")]
+  pub hash: Str,
+}
+
+impl From<Head> for AuditHead {
+  fn from(h: Head) -> AuditHead {
+    AuditHead { seq: Int(h.seq), hash: Str(h.hash) }
+  }
+}
+
+impl From<AuditHead> for Head {
+  fn from(h: AuditHead) -> Head {
+    Head { seq: h.seq.0, hash: h.hash.0 }
+  }
 }
 
 /// A torn last line: an append a crash interrupted (never acknowledged).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct AuditTornTail {
   /// Segment file name.
   pub segment: String,
@@ -58,8 +95,14 @@ pub struct AuditTornTail {
   pub bytes: f64,
 }
 
+impl From<core::TornTail> for AuditTornTail {
+  fn from(t: core::TornTail) -> AuditTornTail {
+    AuditTornTail { segment: t.segment, line: t.line as f64, bytes: t.bytes as f64 }
+  }
+}
+
 /// One thing wrong with the log.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct AuditProblem {
   /// Segment file name (`''` for the log as a whole).
   pub segment: String,
@@ -78,8 +121,14 @@ pub struct AuditProblem {
   pub detail: String,
 }
 
+impl From<core::AuditProblem> for AuditProblem {
+  fn from(p: core::AuditProblem) -> AuditProblem {
+    AuditProblem { segment: p.segment, line: p.line as f64, kind: p.kind, detail: p.detail }
+  }
+}
+
 /// What a verification of the audit log found.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct AuditVerification {
   /// No problem. A torn tail alone leaves it true.
   pub ok: bool,
@@ -95,9 +144,23 @@ pub struct AuditVerification {
   pub checkpoint: Option<AuditCheckpoint>,
 }
 
+impl From<core::AuditVerification> for AuditVerification {
+  fn from(v: core::AuditVerification) -> AuditVerification {
+    AuditVerification {
+      ok: v.ok,
+      entries: v.entries as f64,
+      segments: v.segments as f64,
+      head: v.head.map(Into::into),
+      problems: v.problems.into_iter().map(Into::into).collect(),
+      torn_tail: v.torn_tail.map(Into::into),
+      checkpoint: v.checkpoint.map(Into::into),
+    }
+  }
+}
+
 /// Who signed a checkpoint, and the signature (Ed25519 over
 /// `"loa-core/audit-checkpoint/v1\0"` + the RFC 8785 bytes of the checkpoint without it).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct AuditCheckpointSignature {
   #[napi(ts_type = "'ed25519'")]
   pub algorithm: String,
@@ -107,7 +170,7 @@ pub struct AuditCheckpointSignature {
 }
 
 /// A signed head of the chain, as `AuditLog.checkpoint` writes it to `checkpoint.json`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct AuditCheckpoint {
   #[napi(ts_type = "1")]
   pub version: u32,
@@ -122,105 +185,74 @@ pub struct AuditCheckpoint {
   pub signature: AuditCheckpointSignature,
 }
 
+impl From<core::Checkpoint> for AuditCheckpoint {
+  fn from(c: core::Checkpoint) -> AuditCheckpoint {
+    AuditCheckpoint {
+      version: c.version,
+      seq: c.seq as f64,
+      hash: c.hash,
+      ts: c.ts,
+      alg: c.alg,
+      signature: AuditCheckpointSignature {
+        algorithm: c.signature.algorithm,
+        key_id: c.signature.key_id,
+        value: c.signature.value,
+      },
+    }
+  }
+}
+
 /// Options of `AuditLog.verify` / `verifyAuditLog`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct VerifyAuditLogOptions {
   /// The HMAC key the log was written with (`verifyAuditLog` only; a log verifies with its own).
-  pub hmac_key: Option<Buffer>,
+  #[napi(ts_type = "Buffer")]
+  pub hmac_key: Option<Option<Binary>>,
   /// A head remembered earlier: the chain must still contain that seq with that hash.
-  pub expected_head: Option<AuditHead>,
+  #[napi(ts_type = "AuditHead")]
+  pub expected_head: Option<Option<Obj<AuditHead>>>,
   /// Keys to check the checkpoint's signature with (`keyRing.verificationKeys()` or the
   /// `KeyRing`). Without them the checkpoint's seq and hash are still compared with the log.
   #[napi(ts_type = "KeyInfo[] | KeyRing")]
-  pub keys: Option<serde_json::Value>,
+  pub keys: Option<Option<Keys>>,
 }
 
-fn head_to_js(h: Head) -> AuditHead {
-  AuditHead { seq: h.seq as f64, hash: h.hash }
+/// What a verification is given (the keys of a ring are read when it runs).
+struct Verifying {
+  hmac_key: Option<Zeroizing<Vec<u8>>>,
+  expected_head: Option<Head>,
+  keys: Option<Keys>,
 }
 
-fn torn_to_js(t: core::TornTail) -> AuditTornTail {
-  AuditTornTail { segment: t.segment, line: t.line as f64, bytes: t.bytes as f64 }
-}
+impl TryFrom<Option<Obj<VerifyAuditLogOptions>>> for Verifying {
+  type Error = LoaError;
 
-fn checkpoint_to_js(c: core::Checkpoint) -> AuditCheckpoint {
-  AuditCheckpoint {
-    version: c.version,
-    seq: c.seq as f64,
-    hash: c.hash,
-    ts: c.ts,
-    alg: c.alg,
-    signature: AuditCheckpointSignature {
-      algorithm: c.signature.algorithm,
-      key_id: c.signature.key_id,
-      value: c.signature.value,
-    },
-  }
-}
-
-fn verification_to_js(v: core::AuditVerification) -> AuditVerification {
-  AuditVerification {
-    ok: v.ok,
-    entries: v.entries as f64,
-    segments: v.segments as f64,
-    head: v.head.map(head_to_js),
-    problems: v
-      .problems
-      .into_iter()
-      .map(|p| AuditProblem { segment: p.segment, line: p.line as f64, kind: p.kind, detail: p.detail })
-      .collect(),
-    torn_tail: v.torn_tail.map(torn_to_js),
-    checkpoint: v.checkpoint.map(checkpoint_to_js),
-  }
-}
-
-/// `keys` of the verification options: `KeyInfo[]` or a `KeyRing`; absent means unchecked.
-fn trusted_keys(env: &Env, o: &Object) -> Result<Option<Vec<crate::sign::manifest::TrustedKey>>> {
-  let Some(keys) = args::field(o, "keys")? else { return Ok(None) };
-  super::sign::trusted_keys(env, keys).map(Some)
-}
-
-fn verify_options<'k>(env: &Env, options: Option<Unknown>, key: Option<&'k [u8]>) -> Result<core::VerifyOptions<'k>> {
-  let mut parsed = core::VerifyOptions { hmac_key: key, ..Default::default() };
-  if let Some(o) = args::optional_object(options, "options")? {
-    parsed.expected_head = expected_head(&o)?;
-    parsed.trusted_keys = trusted_keys(env, &o)?;
-  }
-  Ok(parsed)
-}
-
-fn hmac_key(o: &Object) -> Result<Option<Zeroizing<Vec<u8>>>> {
-  let Some(value) = args::field(o, "hmacKey")? else { return Ok(None) };
-  if matches!(value.get_type(), Ok(napi::ValueType::String)) {
-    return crate::error::invalid("`hmacKey` must be a Buffer or Uint8Array (not a string)");
-  }
-  Ok(Some(Zeroizing::new(args::bytes(value, "hmacKey")?)))
-}
-
-fn expected_head(o: &Object) -> Result<Option<Head>> {
-  let Some(head) = args::optional_object(args::field(o, "expectedHead")?, "expectedHead")? else {
-    return Ok(None);
-  };
-  let seq = args::optional_u64(&head, "seq")?
-    .ok_or_else(|| LoaError::InvalidArgument("`expectedHead.seq` must be a number".into()))?;
-  let hash = args::optional_string(&head, "hash")?
-    .ok_or_else(|| LoaError::InvalidArgument("`expectedHead.hash` must be a string".into()))?;
-  Ok(Some(Head { seq, hash }))
-}
-
-fn parse_open_options(options: Option<Unknown>) -> Result<AuditOptions> {
-  let mut parsed = AuditOptions::default();
-  if let Some(o) = args::optional_object(options, "options")? {
-    if let Some(n) = args::optional_u64(&o, "maxSegmentBytes")? {
-      parsed.max_segment_bytes = n;
+  fn try_from(options: Option<Obj<VerifyAuditLogOptions>>) -> Result<Verifying> {
+    let Some(Obj(o)) = options else { return Ok(Verifying { hmac_key: None, expected_head: None, keys: None }) };
+    let hmac_key = o.hmac_key.flatten().map(|k| k.0);
+    if hmac_key.as_ref().is_some_and(|k| k.len() < core::MIN_HMAC_KEY_BYTES) {
+      return invalid(format!("`hmacKey` must be at least {} bytes", core::MIN_HMAC_KEY_BYTES));
     }
-    parsed.hmac_key = hmac_key(&o)?;
-    if let Some(ms) = args::optional_u64(&o, "lockTimeoutMs")? {
-      parsed.lock_timeout = Duration::from_millis(ms);
-    }
+    Ok(Verifying { hmac_key, expected_head: o.expected_head.flatten().map(|h| h.0.into()), keys: o.keys.flatten() })
   }
-  Ok(parsed)
+}
+
+impl Verifying {
+  fn run(
+    self,
+    verify: impl FnOnce(&core::VerifyOptions) -> Result<core::AuditVerification>,
+  ) -> Result<AuditVerification> {
+    let options = core::VerifyOptions {
+      hmac_key: self.hmac_key.as_ref().map(|k| k.as_slice()),
+      expected_head: self.expected_head,
+      trusted_keys: self.keys.map(Keys::trusted).transpose()?,
+    };
+    verify(&options).map(Into::into)
+  }
+}
+
+fn verifying(options: Option<Unknown>) -> Result<Verifying> {
+  opt_arg::<Obj<VerifyAuditLogOptions>>(options, "options")?.try_into()
 }
 
 /// A hash-chained, append-only audit log in a directory of segments
@@ -248,11 +280,12 @@ impl AuditLog {
   /// like a segment, the lock or the checkpoint (never read, truncated or written through).
   #[napi(factory, ts_args_type = "dir: string, options?: AuditLogOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<AuditLog> {
-    let inner = to_napi(
-      &env,
-      guard(|| core::AuditLog::open(&PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)),
-    )?;
-    Ok(AuditLog { inner })
+    sync(&env, || {
+      let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+      let options =
+        opt_arg::<Obj<AuditLogOpenOptions>>(options, "options")?.map_or_else(AuditOptions::default, |o| o.0.into());
+      core::AuditLog::open(&dir, options).map(|inner| AuditLog { inner })
+    })
   }
 
   /// The directory of the log.
@@ -265,37 +298,20 @@ impl AuditLog {
   /// mid-append), if any.
   #[napi(getter)]
   pub fn truncated_tail(&self) -> Option<AuditTornTail> {
-    self.inner.truncated_tail().map(torn_to_js)
+    self.inner.truncated_tail().map(Into::into)
   }
 
   /// Appends an event and returns its seq and hash once it is on disk (fsynced). Waits for
   /// other processes' appends (`E_WAL_LOCKED` after `lockTimeoutMs`).
   #[napi(ts_args_type = "event: AuditEventInput", ts_return_type = "AuditHead")]
   pub fn append(&self, env: Env, event: Unknown) -> napi::Result<AuditHead> {
-    to_napi(
-      &env,
-      guard(|| {
-        let o = args::optional_object(Some(event), "event")?
-          .ok_or_else(|| LoaError::InvalidArgument("`event` must be an object".into()))?;
-        let action = args::optional_string(&o, "action")?
-          .ok_or_else(|| LoaError::InvalidArgument("`action` must be a string".into()))?;
-        let actor = Actor::parse(&args::optional_string(&o, "actor")?.unwrap_or_default())?;
-        let details: Unknown = o.get_named_property("details").map_err(|_| args::unreadable(env.raw(), "details"))?;
-        let details = if matches!(details.get_type(), Ok(napi::ValueType::Undefined)) {
-          None
-        } else {
-          Some(json::from_js(&env, details, "details")?)
-        };
-        self.inner.append(&AuditEvent { action, actor, details })
-      }),
-    )
-    .map(head_to_js)
+    sync(&env, || self.inner.append(&arg::<Obj<AuditEventInput>>(event, "event")?.0.try_into()?)).map(Into::into)
   }
 
   /// Where the chain ends now.
   #[napi]
   pub fn head(&self, env: Env) -> napi::Result<AuditHead> {
-    to_napi(&env, guard(|| self.inner.head())).map(head_to_js)
+    sync(&env, || self.inner.head()).map(Into::into)
   }
 
   /// Verifies every entry of every segment with this log's key (read-only). Every problem is
@@ -303,7 +319,8 @@ impl AuditLog {
   /// log shorter than its checkpoint is a `truncated` problem.
   #[napi(ts_args_type = "options?: { expectedHead?: AuditHead, keys?: KeyInfo[] | KeyRing }")]
   pub fn verify(&self, env: Env, options: Option<Unknown>) -> napi::Result<AuditVerification> {
-    to_napi(&env, guard(|| self.inner.verify_with(&verify_options(&env, options, None)?))).map(verification_to_js)
+    // The log verifies with its own key: an `hmacKey` given here is not used.
+    sync(&env, || Verifying { hmac_key: None, ..verifying(options)? }.run(|o| self.inner.verify_with(o)))
   }
 
   /// Signs the current head (seq, hash, time) with the key ring's signing key and stores it as
@@ -315,14 +332,7 @@ impl AuditLog {
   /// `E_KEY_NOT_FOUND` without a signing key.
   #[napi(ts_args_type = "keyRing: KeyRing")]
   pub fn checkpoint(&self, env: Env, key_ring: Unknown) -> napi::Result<AuditCheckpoint> {
-    to_napi(
-      &env,
-      guard(|| {
-        let ring = super::sign::ring_arg(&env, &key_ring, "keyRing")?;
-        self.inner.checkpoint(&ring.inner)
-      }),
-    )
-    .map(checkpoint_to_js)
+    sync(&env, || self.inner.checkpoint(&arg::<Ring>(key_ring, "keyRing")?.0)).map(Into::into)
   }
 }
 
@@ -332,25 +342,8 @@ impl AuditLog {
 /// its checkpoint is a `truncated` problem.
 #[napi(ts_args_type = "dir: string, options?: VerifyAuditLogOptions")]
 pub fn verify_audit_log(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<AuditVerification> {
-  to_napi(
-    &env,
-    guard(|| {
-      let dir = PathBuf::from(args::string(dir, "dir")?);
-      let options = args::optional_object(options, "options")?;
-      let key = match &options {
-        Some(o) => hmac_key(o)?,
-        None => None,
-      };
-      if key.as_ref().is_some_and(|k| k.len() < core::MIN_HMAC_KEY_BYTES) {
-        return crate::error::invalid(format!("`hmacKey` must be at least {} bytes", core::MIN_HMAC_KEY_BYTES));
-      }
-      let mut parsed = core::VerifyOptions { hmac_key: key.as_ref().map(|k| k.as_slice()), ..Default::default() };
-      if let Some(o) = &options {
-        parsed.expected_head = expected_head(o)?;
-        parsed.trusted_keys = trusted_keys(&env, o)?;
-      }
-      core::verify_with(&dir, &parsed)
-    }),
-  )
-  .map(verification_to_js)
+  sync(&env, || {
+    let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+    verifying(options)?.run(|o| core::verify_with(&dir, o))
+  })
 }

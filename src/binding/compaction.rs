@@ -2,71 +2,180 @@
 
 use std::path::PathBuf;
 
-use napi::{Env, Unknown};
+use napi::bindgen_prelude::*;
+use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
-use serde_json::{json, Map, Value};
 
-use super::{args, guard, to_napi};
-use crate::compaction::{
-  self as core, target_name, ClearTarget, CompactionPolicy as Policy, ContextPart as Part, RuntimeSignalsConfig,
-};
-use crate::error::{LoaError, Result};
+use super::convert::{arg, member, opt_arg, refuse, string_union, type_of, Bool, Choice, Int, List, Num, Obj, Str};
+use super::sync;
+use crate::compaction::{self as core, ClearTarget as Target, RuntimeSignalsConfig};
+use crate::error::Result;
+
+string_union! {
+  "Kinds of context items context editing may clear."
+  ClearTarget <=> Target {
+    stale_tool_results = StaleToolResults,
+    completed_phase_details = CompletedPhaseDetails,
+    superseded_file_reads = SupersededFileReads,
+    intermediate_outputs = IntermediateOutputs,
+    verbose_debug = VerboseDebug,
+  }
+}
 
 /// One part of the agent's context, as the runtime tracks it.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read as JSON
+#[napi(object, object_to_js = false)]
 pub struct ContextPart {
   /// Unique; what the runtime clears by.
-  pub id: String,
+  #[napi(ts_type = "string")]
+  pub id: Str,
   /// A clear target (`'stale_tool_results'`, `'completed_phase_details'`,
   /// `'superseded_file_reads'`, `'intermediate_outputs'`, `'verbose_debug'`) or any other kind
   /// (`'user_message'`, `'system_prompt'`, ...), which is never cleared.
   #[napi(ts_type = "ClearTarget | (string & {})")]
-  pub target: String,
-  pub tokens: f64,
+  pub target: Str,
+  #[napi(ts_type = "number")]
+  pub tokens: Int,
   /// Conversation turn it belongs to; higher is more recent.
-  pub turn: f64,
+  #[napi(ts_type = "number")]
+  pub turn: Int,
   /// Workflow phase, for `completed_phase_details`.
-  pub phase: Option<String>,
+  #[napi(ts_type = "string")]
+  pub phase: Option<Option<Str>>,
   /// Artifact it carries (`'trajectory_events'`, `'test_results'`, ...).
-  pub artifact: Option<String>,
+  #[napi(ts_type = "string")]
+  pub artifact: Option<Option<Str>>,
+}
+
+impl From<ContextPart> for core::ContextPart {
+  fn from(p: ContextPart) -> core::ContextPart {
+    core::ContextPart {
+      id: p.id.0,
+      target: p.target.0,
+      tokens: p.tokens.0,
+      turn: p.turn.0,
+      phase: p.phase.flatten().map(String::from),
+      artifact: p.artifact.flatten().map(String::from),
+    }
+  }
+}
+
+/// The names of the runtime signals, as `RuntimeSignalsConfig` (declared with the
+/// configuration's types) has them; a name not given keeps its default.
+pub struct Signals(RuntimeSignalsConfig);
+
+impl FromNapiValue for Signals {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    if type_of(env, value)? != ValueType::Object {
+      return Err(refuse("must be an object"));
+    }
+    let d = RuntimeSignalsConfig::default();
+    let near = member::<Str>(env, value, "RuntimeSignalsConfig", c"contextNearLimit")?;
+    let complete = member::<Str>(env, value, "RuntimeSignalsConfig", c"compactionComplete")?;
+    Ok(Signals(RuntimeSignalsConfig {
+      context_near_limit: near.map_or(d.context_near_limit, |s| s.0),
+      compaction_complete: complete.map_or(d.compaction_complete, |s| s.0),
+    }))
+  }
+}
+
+impl ToNapiValue for Signals {
+  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+    let env = Env::from_raw(env);
+    let mut object = Object::new(&env)?;
+    object.set_named_property("contextNearLimit", val.0.context_near_limit)?;
+    object.set_named_property("compactionComplete", val.0.compaction_complete)?;
+    Ok(object.raw())
+  }
 }
 
 /// Policy of `planCompaction`. Every field is optional (defaults from seed 003), and
 /// `{ ...loadConfig(dir).config.contextEditing }` is a valid policy.
 #[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read as JSON
 pub struct CompactionPolicy {
   /// When false nothing is cleared. Default true.
-  pub enabled: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub enabled: Option<Option<Bool>>,
   /// Default 200000.
-  pub context_window_tokens: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub context_window_tokens: Option<Option<Int>>,
   /// Clear until usage is below this percentage of the window, in (0, 100]. Default 80.
-  pub compact_threshold_percent: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub compact_threshold_percent: Option<Option<Num>>,
   /// Parts of this many most recent turns are never cleared. Default 5.
-  pub preserve_recent_turns: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub preserve_recent_turns: Option<Option<Int>>,
   /// What may be cleared, first cleared first. Default: seed 003's five in its order.
   #[napi(ts_type = "ClearTarget[]")]
-  pub clear_targets: Option<Vec<String>>,
+  pub clear_targets: Option<Option<List<Choice<ClearTarget>>>>,
   /// Never cleared. Seed 003's five (`trajectory_events`, `quality_gate_results`,
   /// `decision_records`, `notes_session_continuity`, `active_beads`) always are.
-  pub preserve_artifacts: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub preserve_artifacts: Option<Option<List<Str>>>,
   /// Phases whose details may be cleared once completed. Default initialization,
   /// implementation, testing.
-  pub clear_after_phases: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub clear_after_phases: Option<Option<List<Str>>>,
   /// Phases the workflow has completed. Default none.
-  pub completed_phases: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub completed_phases: Option<Option<List<Str>>>,
   /// The current turn; default (or `null`) the highest turn among the parts.
   #[napi(ts_type = "number | null")]
-  pub current_turn: Option<f64>,
+  pub current_turn: Option<Option<Int>>,
   /// Signal names. Default `CONTEXT_NEAR_LIMIT` / `COMPACTION_COMPLETE`.
   #[napi(ts_type = "RuntimeSignalsConfig")]
-  pub runtime_signals: Option<Value>,
+  pub runtime_signals: Option<Option<Signals>>,
+}
+
+impl From<CompactionPolicy> for core::CompactionPolicy {
+  fn from(p: CompactionPolicy) -> core::CompactionPolicy {
+    let d = core::CompactionPolicy::default();
+    let names = |l: Option<Option<List<Str>>>, default: Vec<String>| l.flatten().map_or(default, List::into);
+    // A target listed twice is cleared in the place of its first mention.
+    let targets = p.clear_targets.flatten().map(|l| {
+      let mut targets: Vec<Target> = Vec::new();
+      for t in l.0 {
+        if !targets.contains(&t.0.into()) {
+          targets.push(t.0.into());
+        }
+      }
+      targets
+    });
+    core::CompactionPolicy {
+      enabled: p.enabled.flatten().map_or(d.enabled, |b| b.0),
+      context_window_tokens: p.context_window_tokens.flatten().map_or(d.context_window_tokens, |n| n.0),
+      compact_threshold_percent: p.compact_threshold_percent.flatten().map_or(d.compact_threshold_percent, |n| n.0),
+      preserve_recent_turns: p.preserve_recent_turns.flatten().map_or(d.preserve_recent_turns, |n| n.0),
+      clear_targets: targets.unwrap_or(d.clear_targets),
+      preserve_artifacts: names(p.preserve_artifacts, d.preserve_artifacts),
+      clear_after_phases: names(p.clear_after_phases, d.clear_after_phases),
+      completed_phases: names(p.completed_phases, d.completed_phases),
+      current_turn: p.current_turn.flatten().map(|n| n.0).or(d.current_turn),
+      runtime_signals: p.runtime_signals.flatten().map_or(d.runtime_signals, |s| s.0),
+    }
+  }
+}
+
+/// Every field set (`Required<CompactionPolicy>`; `currentTurn` is `null` when unset).
+impl From<core::CompactionPolicy> for CompactionPolicy {
+  fn from(p: core::CompactionPolicy) -> CompactionPolicy {
+    let names = |l: Vec<String>| Some(Some(List(l.into_iter().map(Str).collect())));
+    CompactionPolicy {
+      enabled: Some(Some(Bool(p.enabled))),
+      context_window_tokens: Some(Some(Int(p.context_window_tokens))),
+      compact_threshold_percent: Some(Some(Num(p.compact_threshold_percent))),
+      preserve_recent_turns: Some(Some(Int(p.preserve_recent_turns))),
+      clear_targets: Some(Some(List(p.clear_targets.into_iter().map(|t| Choice(t.into())).collect()))),
+      preserve_artifacts: names(p.preserve_artifacts),
+      clear_after_phases: names(p.clear_after_phases),
+      completed_phases: names(p.completed_phases),
+      current_turn: Some(p.current_turn.map(Int)),
+      runtime_signals: Some(Some(Signals(p.runtime_signals))),
+    }
+  }
 }
 
 /// A part to clear.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; serialized from the core
+#[napi(object, object_from_js = false)]
 pub struct CompactionStep {
   pub id: String,
   pub target: String,
@@ -75,8 +184,7 @@ pub struct CompactionStep {
 }
 
 /// A part that is never cleared under the policy, and why.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; serialized from the core
+#[napi(object, object_from_js = false)]
 pub struct CompactionKeptPart {
   pub id: String,
   pub tokens: f64,
@@ -85,8 +193,7 @@ pub struct CompactionKeptPart {
 }
 
 /// What `planCompaction` decided.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; serialized from the core
+#[napi(object, object_from_js = false, use_nullable = true)]
 pub struct CompactionPlan {
   /// Parts to clear, in this order.
   pub clear: Vec<CompactionStep>,
@@ -104,8 +211,7 @@ pub struct CompactionPlan {
   /// `'COMPACTION_COMPLETE'` when clearing gets below the threshold, `'CONTEXT_NEAR_LIMIT'` when
   /// it cannot (or context editing is disabled), `null` when nothing was needed (names from
   /// `runtimeSignals`).
-  #[napi(ts_type = "string | null")]
-  pub signal: String,
+  pub signal: Option<String>,
   /// Every part that can never be cleared under this policy, in input order.
   pub protected: Vec<CompactionKeptPart>,
   pub protected_tokens: f64,
@@ -113,157 +219,55 @@ pub struct CompactionPlan {
   pub message: String,
 }
 
+impl From<core::CompactionPlan> for CompactionPlan {
+  fn from(p: core::CompactionPlan) -> CompactionPlan {
+    CompactionPlan {
+      clear: p
+        .clear
+        .into_iter()
+        .map(|s| CompactionStep { id: s.id, target: s.target, tokens: s.tokens as f64, turn: s.turn as f64 })
+        .collect(),
+      tokens_before: p.tokens_before as f64,
+      tokens_freed: p.tokens_freed as f64,
+      tokens_after: p.tokens_after as f64,
+      threshold_tokens: p.threshold_tokens as f64,
+      needed: p.needed,
+      under_threshold: p.under_threshold,
+      signal: p.signal,
+      protected: p
+        .protected
+        .into_iter()
+        .map(|k| CompactionKeptPart { id: k.id, tokens: k.tokens as f64, reason: k.reason.as_str().to_string() })
+        .collect(),
+      protected_tokens: p.protected_tokens as f64,
+      message: p.message,
+    }
+  }
+}
+
 /// What `readSkillContextPolicy` found.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; serialized
+#[napi(object, object_from_js = false, use_nullable = true)]
 pub struct SkillContextPolicy {
   /// The skill's `name` from its frontmatter.
-  #[napi(ts_type = "string | null")]
-  pub name: String,
+  pub name: Option<String>,
   /// Whether the frontmatter has a `context_editing` block.
   pub found: bool,
   /// The base policy with the block applied: its settings replace the base's, its
   /// `preserve_artifacts` are added to the base's.
   #[napi(ts_type = "Required<CompactionPolicy>")]
-  pub policy: Value,
+  pub policy: CompactionPolicy,
   /// Unknown keys in the block, repeated targets.
   pub warnings: Vec<String>,
 }
 
-fn wrong(path: &str, expected: &str) -> LoaError {
-  LoaError::InvalidArgument(format!("`{path}` must be {expected}"))
-}
-
-fn uint(v: &Value, path: &str) -> Result<u64> {
-  match v.as_u64() {
-    Some(n) if n < (1 << 53) => Ok(n),
-    _ => match v.as_f64() {
-      Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_991.0 => Ok(f as u64),
-      _ => Err(wrong(path, "a non-negative integer")),
-    },
+impl From<core::SkillContextPolicy> for SkillContextPolicy {
+  fn from(s: core::SkillContextPolicy) -> SkillContextPolicy {
+    SkillContextPolicy { name: s.name, found: s.found, policy: s.policy.into(), warnings: s.warnings }
   }
 }
 
-fn string(v: &Value, path: &str) -> Result<String> {
-  v.as_str().map(String::from).ok_or_else(|| wrong(path, "a string"))
-}
-
-fn strings(v: &Value, path: &str) -> Result<Vec<String>> {
-  let list = v.as_array().ok_or_else(|| wrong(path, "an array of strings"))?;
-  list.iter().enumerate().map(|(i, s)| string(s, &format!("{path}[{i}]"))).collect()
-}
-
-/// `Some(value)` unless absent or null.
-fn opt<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-  o.get(key).filter(|v| !v.is_null())
-}
-
-fn parse_parts(items: &Value) -> Result<Vec<Part>> {
-  let list = items.as_array().ok_or_else(|| wrong("items", "an array"))?;
-  let mut parts = Vec::with_capacity(list.len());
-  for (i, item) in list.iter().enumerate() {
-    let p = |k: &str| format!("items[{i}].{k}");
-    let o = item.as_object().ok_or_else(|| wrong(&format!("items[{i}]"), "an object"))?;
-    let required = |k: &str| {
-      opt(o, k)
-        .ok_or_else(|| wrong(&p(k), if k == "id" || k == "target" { "a string" } else { "a non-negative integer" }))
-    };
-    parts.push(Part {
-      id: string(required("id")?, &p("id"))?,
-      target: string(required("target")?, &p("target"))?,
-      tokens: uint(required("tokens")?, &p("tokens"))?,
-      turn: uint(required("turn")?, &p("turn"))?,
-      phase: opt(o, "phase").map(|v| string(v, &p("phase"))).transpose()?,
-      artifact: opt(o, "artifact").map(|v| string(v, &p("artifact"))).transpose()?,
-    });
-  }
-  Ok(parts)
-}
-
-pub(crate) fn parse_policy(value: Option<&Value>, name: &str) -> Result<Policy> {
-  let mut policy = Policy::default();
-  let Some(value) = value.filter(|v| !v.is_null()) else { return Ok(policy) };
-  let o = value.as_object().ok_or_else(|| wrong(name, "an object"))?;
-  let p = |k: &str| format!("{name}.{k}");
-  if let Some(v) = opt(o, "enabled") {
-    policy.enabled = v.as_bool().ok_or_else(|| wrong(&p("enabled"), "a boolean"))?;
-  }
-  if let Some(v) = opt(o, "contextWindowTokens") {
-    policy.context_window_tokens = uint(v, &p("contextWindowTokens"))?;
-  }
-  if let Some(v) = opt(o, "compactThresholdPercent") {
-    policy.compact_threshold_percent = v.as_f64().ok_or_else(|| wrong(&p("compactThresholdPercent"), "a number"))?;
-  }
-  if let Some(v) = opt(o, "preserveRecentTurns") {
-    policy.preserve_recent_turns = uint(v, &p("preserveRecentTurns"))?;
-  }
-  if let Some(v) = opt(o, "clearTargets") {
-    let names = strings(v, &p("clearTargets"))?;
-    let mut targets = Vec::new();
-    for (i, n) in names.iter().enumerate() {
-      let t = ClearTarget::ALL.into_iter().find(|t| target_name(*t) == n).ok_or_else(|| {
-        wrong(
-          &format!("{}[{i}]", p("clearTargets")),
-          &format!("one of {}", ClearTarget::ALL.map(target_name).join(", ")),
-        )
-      })?;
-      if !targets.contains(&t) {
-        targets.push(t);
-      }
-    }
-    policy.clear_targets = targets;
-  }
-  if let Some(v) = opt(o, "preserveArtifacts") {
-    policy.preserve_artifacts = strings(v, &p("preserveArtifacts"))?;
-  }
-  if let Some(v) = opt(o, "clearAfterPhases") {
-    policy.clear_after_phases = strings(v, &p("clearAfterPhases"))?;
-  }
-  if let Some(v) = opt(o, "completedPhases") {
-    policy.completed_phases = strings(v, &p("completedPhases"))?;
-  }
-  if let Some(v) = opt(o, "currentTurn") {
-    policy.current_turn = Some(uint(v, &p("currentTurn"))?);
-  }
-  if let Some(v) = opt(o, "runtimeSignals") {
-    let s = v.as_object().ok_or_else(|| wrong(&p("runtimeSignals"), "an object"))?;
-    let d = RuntimeSignalsConfig::default();
-    policy.runtime_signals = RuntimeSignalsConfig {
-      context_near_limit: opt(s, "contextNearLimit")
-        .map(|v| string(v, &p("runtimeSignals.contextNearLimit")))
-        .transpose()?
-        .unwrap_or(d.context_near_limit),
-      compaction_complete: opt(s, "compactionComplete")
-        .map(|v| string(v, &p("runtimeSignals.compactionComplete")))
-        .transpose()?
-        .unwrap_or(d.compaction_complete),
-    };
-  }
-  Ok(policy)
-}
-
-fn policy_to_js(p: &Policy) -> Value {
-  json!({
-    "enabled": p.enabled,
-    "contextWindowTokens": p.context_window_tokens,
-    "compactThresholdPercent": p.compact_threshold_percent,
-    "preserveRecentTurns": p.preserve_recent_turns,
-    "clearTargets": p.clear_targets.iter().map(|t| target_name(*t)).collect::<Vec<_>>(),
-    "preserveArtifacts": p.preserve_artifacts,
-    "clearAfterPhases": p.clear_after_phases,
-    "completedPhases": p.completed_phases,
-    "currentTurn": p.current_turn,
-    "runtimeSignals": { "contextNearLimit": p.runtime_signals.context_near_limit, "compactionComplete": p.runtime_signals.compaction_complete },
-  })
-}
-
-fn from_js(env: &Env, value: Option<Unknown>, name: &'static str) -> Result<Option<Value>> {
-  match value {
-    Some(v) if v.get_type().ok() != Some(napi::ValueType::Undefined) => {
-      super::json::from_js_data(env, v, name).map(Some)
-    }
-    _ => Ok(None),
-  }
+fn policy(value: Option<Unknown>, name: &str) -> Result<core::CompactionPolicy> {
+  Ok(opt_arg::<Obj<CompactionPolicy>>(value, name)?.map_or_else(Default::default, |p| p.0.into()))
 }
 
 /// Plans which parts of the context to clear, in order, to get below the compaction threshold
@@ -272,17 +276,14 @@ fn from_js(env: &Env, value: Option<Unknown>, name: &'static str) -> Result<Opti
 /// `preserveRecentTurns` most recent turns, even if the context then stays over the threshold
 /// (`underThreshold: false`, signal `CONTEXT_NEAR_LIMIT`). Throws `E_INVALID_ARGUMENT` for a
 /// repeated id or an invalid field (named, e.g. `items[3].tokens`).
-#[napi(ts_args_type = "items: ContextPart[], policy?: CompactionPolicy", ts_return_type = "CompactionPlan")]
-pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> napi::Result<Value> {
-  to_napi(
-    &env,
-    guard(|| {
-      let items = from_js(&env, Some(items), "items")?.unwrap_or(Value::Null);
-      let policy = parse_policy(from_js(&env, policy, "policy")?.as_ref(), "policy")?;
-      let plan = core::plan_compaction(&parse_parts(&items)?, &policy)?;
-      serde_json::to_value(&plan).map_err(|e| LoaError::Internal(e.to_string()))
-    }),
-  )
+#[napi(ts_args_type = "items: ContextPart[], policy?: CompactionPolicy")]
+pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> napi::Result<CompactionPlan> {
+  sync(&env, || {
+    let parts: Vec<core::ContextPart> =
+      arg::<List<Obj<ContextPart>>>(items, "items")?.0.into_iter().map(|p| p.0.into()).collect();
+    core::plan_compaction(&parts, &self::policy(policy, "policy")?)
+  })
+  .map(Into::into)
 }
 
 /// Reads the `context_editing` block of the YAML frontmatter of the `SKILL.md` at `path` and
@@ -291,15 +292,11 @@ pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> nap
 /// (`found: false`). Throws `E_IO` if unreadable, `E_NOT_REGULAR_FILE` for a symlink, FIFO,
 /// device or directory at `path` (never read through), `E_TOO_LARGE` over 1 MiB, `E_CONFIG_INVALID`
 /// with `key` (e.g. `context_editing.clear_targets[1]`) for invalid YAML or values.
-#[napi(ts_args_type = "path: string, base?: CompactionPolicy", ts_return_type = "SkillContextPolicy")]
-pub fn read_skill_context_policy(env: Env, path: Unknown, base: Option<Unknown>) -> napi::Result<Value> {
-  to_napi(
-    &env,
-    guard(|| {
-      let path = PathBuf::from(args::string(path, "path")?);
-      let base = parse_policy(from_js(&env, base, "base")?.as_ref(), "base")?;
-      let s = core::read_skill_context_policy(&path, &base)?;
-      Ok(json!({ "name": s.name, "found": s.found, "policy": policy_to_js(&s.policy), "warnings": s.warnings }))
-    }),
-  )
+#[napi(ts_args_type = "path: string, base?: CompactionPolicy")]
+pub fn read_skill_context_policy(env: Env, path: Unknown, base: Option<Unknown>) -> napi::Result<SkillContextPolicy> {
+  sync(&env, || {
+    let path = PathBuf::from(arg::<Str>(path, "path")?.0);
+    core::read_skill_context_policy(&path, &policy(base, "base")?)
+  })
+  .map(Into::into)
 }

@@ -1,15 +1,20 @@
-//! `loadConfig` / `parseConfig`: `.loa.config.yaml` as a typed object (`LoadedConfig` in
-//! index.d.ts, whose shape a unit test of `config.rs` checks against the serde output).
+//! `loadConfig` / `parseConfig`: `.loa.config.yaml` as a typed object (`LoadedConfig`, declared
+//! in `header.d.ts` with the configuration's other types; a unit test of `config.rs` checks that
+//! declaration against the serde output, which crosses through napi-rs's serde support: our own
+//! data, nested a few levels deep).
 
 use std::path::PathBuf;
 
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::{args, guard, to_napi};
+use super::convert::{arg, Str};
+use super::sync;
+use crate::config::LoadedConfig;
+use crate::error::{LoaError, Result};
 
-fn to_js(env: &Env, loaded: crate::config::LoadedConfig) -> napi::Result<serde_json::Value> {
-  to_napi(env, serde_json::to_value(&loaded).map_err(|e| crate::LoaError::Internal(e.to_string())))
+fn to_js(loaded: LoadedConfig) -> Result<serde_json::Value> {
+  serde_json::to_value(&loaded).map_err(|e| LoaError::Internal(e.to_string()))
 }
 
 /// Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
@@ -19,14 +24,11 @@ fn to_js(env: &Env, loaded: crate::config::LoadedConfig) -> napi::Result<serde_j
 /// `E_CONFIG_INVALID` with `key` set to its dotted name.
 #[napi(ts_args_type = "workspaceDir: string", ts_return_type = "LoadedConfig")]
 pub fn load_config(env: Env, workspace_dir: Unknown) -> napi::Result<serde_json::Value> {
-  let loaded =
-    to_napi(&env, guard(|| crate::config::load_config(&PathBuf::from(args::string(workspace_dir, "workspaceDir")?))))?;
-  to_js(&env, loaded)
+  sync(&env, || to_js(crate::config::load_config(&PathBuf::from(arg::<Str>(workspace_dir, "workspaceDir")?.0))?))
 }
 
 /// Same as `loadConfig`, from YAML text (for tools that hold the text already).
 #[napi(ts_args_type = "yaml: string", ts_return_type = "LoadedConfig")]
 pub fn parse_config(env: Env, yaml: Unknown) -> napi::Result<serde_json::Value> {
-  let loaded = to_napi(&env, guard(|| crate::config::parse_config(&args::string(yaml, "yaml")?)))?;
-  to_js(&env, loaded)
+  sync(&env, || to_js(crate::config::parse_config(&arg::<Str>(yaml, "yaml")?.0)?))
 }

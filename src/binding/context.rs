@@ -3,123 +3,97 @@
 //! The candidates stay JavaScript objects: a small JavaScript helper (`context_glue.js`) checks
 //! them and passes what ordering needs in bulk, and the native side reads a summary, trigger or
 //! solution only when that item's turn comes, and only as many bytes of it as could be used. So
-//! 100,000 candidates cost one JavaScript loop, not 100,000 conversions.
+//! 100,000 candidates cost one JavaScript loop, not 100,000 conversions. For the same reason the
+//! candidates' shapes (`ContextSessionInput`, `ContextLearningInput`) and the result's
+//! (`BuiltContext`, built by the helper from typed arrays) are declared in TypeScript, in
+//! `header.d.ts`, next to the helper's checks of them; the options are a `#[napi(object)]`.
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::ptr;
 
 use napi::bindgen_prelude::*;
-use napi::sys;
-use napi::{Env, JsValue, Unknown};
+use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
+use super::convert::{arg, Choice, Int, Num, Obj};
 use super::glue::{self, call, check, get, napi_failed};
-use super::{args, guard, js_error, strings};
+use super::tokens::TokenEncoding;
+use super::{clear_pending_exception, strings, sync};
 use crate::context::{
   self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text,
 };
 use crate::error::{LoaError, Result};
-use crate::tokens::{self, TokenEncoding};
+use crate::tokens;
 
-/// A recent session offered to `buildContext`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape
-pub struct ContextSessionInput {
-  /// When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first.
-  pub timestamp: String,
-  pub summary: String,
-  /// Breaks ties between equal timestamps (higher first). Default (or `null`) 0.
-  #[napi(ts_type = "number | null")]
-  pub importance: Option<f64>,
+/// A list of candidates, handed as it is to the JavaScript helper that checks it.
+pub struct Candidates(sys::napi_value);
+
+impl TypeName for Candidates {
+  fn type_name() -> &'static str {
+    "Array"
+  }
+  fn value_type() -> napi::ValueType {
+    napi::ValueType::Object
+  }
 }
 
-/// An active learning offered to `buildContext`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape
-pub struct ContextLearningInput {
-  pub trigger: String,
-  pub solution: String,
-  /// Higher first. Default (or `null`) 0.
-  #[napi(ts_type = "number | null")]
-  pub importance: Option<f64>,
-  /// RFC 3339; among equal importance, more recently used first; never used (or `null`) last.
-  #[napi(ts_type = "string | null")]
-  pub last_used: Option<String>,
+impl FromNapiValue for Candidates {
+  unsafe fn from_napi_value(_env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    Ok(Candidates(value))
+  }
 }
 
 /// Input of `buildContext`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct BuildContextInput {
-  pub sessions: Vec<ContextSessionInput>,
-  pub learnings: Vec<ContextLearningInput>,
+  #[napi(ts_type = "Array<ContextSessionInput>")]
+  pub sessions: Candidates,
+  #[napi(ts_type = "Array<ContextLearningInput>")]
+  pub learnings: Candidates,
   /// Tokens for everything in `text` (header, items, line breaks). Default 2000.
-  pub budget: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub budget: Option<Option<Int>>,
   /// Share of the room after the header that sessions get first, 0..1; learnings get the
   /// rest, and a share one kind does not need flows to the other. Default 0.7.
-  pub session_share: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub session_share: Option<Option<Num>>,
   /// Encoding tokens are counted in. Default `'o200k_base'`.
   #[napi(ts_type = "TokenEncoding")]
-  pub encoding: Option<String>,
+  pub encoding: Option<Option<Choice<TokenEncoding>>>,
   /// Fraction of the budget kept free, for models whose tokenizer is not public: `text` holds
   /// at most `floor(budget * (1 - safetyMargin))` tokens. 0 (default) up to, not including, 1.
-  pub safety_margin: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub safety_margin: Option<Option<Num>>,
   /// An item that does not fit whole is cut at a token boundary (ending in `… [truncated]`)
   /// only if at least this many of its tokens remain; otherwise it is dropped. Default 32.
-  pub min_truncated_tokens: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub min_truncated_tokens: Option<Option<Int>>,
 }
 
-/// Which input list an item came from, and where in it.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; built by context_glue.js
-pub struct ContextItemRef {
-  #[napi(ts_type = "'session' | 'learning'")]
-  pub kind: String,
-  /// Position in `sessions` or `learnings`.
-  pub index: u32,
-}
+impl TryFrom<&BuildContextInput> for ContextOptions {
+  type Error = LoaError;
 
-/// An item that is in the text.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; built by context_glue.js
-pub struct ContextItem {
-  #[napi(ts_type = "'session' | 'learning'")]
-  pub kind: String,
-  /// Position in `sessions` or `learnings`.
-  pub index: u32,
-  /// Exact tokens of its line(s), line break included.
-  pub tokens: u32,
-  /// Whether it was cut to fit (it then ends with `… [truncated]`).
-  pub truncated: bool,
-}
-
-/// An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
-/// line but too large, and too little room left to keep `minTruncatedTokens` of it),
-/// `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
-/// hold the header).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; built by context_glue.js
-pub struct ContextDrop {
-  pub item: ContextItemRef,
-  #[napi(ts_type = "'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'")]
-  pub reason: String,
-}
-
-/// What `buildContext` built.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; built by context_glue.js
-pub struct BuiltContext {
-  /// The text to prepend, or `null` when nothing fits (or there is nothing).
-  #[napi(ts_type = "string | null")]
-  pub text: String,
-  /// Exact tokens of `text` (0 when `null`); never above `limit`.
-  pub tokens: u32,
-  /// `floor(budget * (1 - safetyMargin))`.
-  pub limit: f64,
-  /// In text order: sessions (newest first), then learnings.
-  pub included: Vec<ContextItem>,
-  /// Every other candidate: sessions in input order, then learnings in input order.
-  pub dropped: Vec<ContextDrop>,
+  fn try_from(i: &BuildContextInput) -> Result<ContextOptions> {
+    let d = ContextOptions::default();
+    Ok(ContextOptions {
+      budget: i.budget.flatten().map_or(d.budget, |n| n.0),
+      session_share: i.session_share.flatten().map_or(d.session_share, |n| n.0),
+      encoding: i.encoding.as_ref().and_then(|e| e.as_ref()).map_or(d.encoding, |e| e.0.into()),
+      safety_margin: i
+        .safety_margin
+        .flatten()
+        .map(|m| tokens::check_margin(m.0, "safetyMargin"))
+        .transpose()?
+        .unwrap_or(0.0),
+      min_truncated_tokens: i.min_truncated_tokens.flatten().map_or(d.min_truncated_tokens, |n| n.0),
+      header: None,
+    })
+  }
 }
 
 const GLUE: glue::Script = glue::Script { name: "context", source: include_str!("context_glue.js") };
@@ -137,27 +111,23 @@ unsafe fn typed_array<'a, T>(env: sys::napi_env, value: sys::napi_value) -> Resu
   Ok(if len == 0 || data.is_null() { &[] } else { std::slice::from_raw_parts(data as *const T, len) })
 }
 
-/// Timestamps as the glue joined them: one flat string (join() made it), read in one call.
-unsafe fn read_timestamps(env: sys::napi_env, value: sys::napi_value) -> Result<String> {
-  Ok(strings::read_prefix(env, value, usize::MAX, "timestamps")?.0)
+/// A string the helper made (a joined list, a field name): lone surrogates read as U+FFFD.
+unsafe fn glue_string(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<String> {
+  strings::read_string(env, value, strings::Surrogates::Replace).map_err(|r| r.named(what))
 }
 
-unsafe fn read_string(env: sys::napi_env, value: sys::napi_value) -> Result<String> {
-  strings::read_string(env, value, strings::Surrogates::Replace, &|| "glue".into())
-}
-
-/// The glue's verdict on an input list: `{ bad, expected }` becomes `E_INVALID_ARGUMENT`.
+/// The helper's verdict on an input list: `{ bad, expected }` becomes `E_INVALID_ARGUMENT`.
 unsafe fn checked(env: sys::napi_env, verdict: sys::napi_value) -> Result<sys::napi_value> {
   let bad = get(env, verdict, c"bad")?;
   if strings::is_string(env, bad) {
-    let name = read_string(env, bad)?;
-    let expected = read_string(env, get(env, verdict, c"expected")?)?;
+    let name = glue_string(env, bad, "glue")?;
+    let expected = glue_string(env, get(env, verdict, c"expected")?, "glue")?;
     return Err(LoaError::InvalidArgument(format!("`{name}` must be {expected}")));
   }
   Ok(verdict)
 }
 
-/// The candidates' texts, read on demand from the candidate objects the glue checked (its
+/// The candidates' texts, read on demand from the candidate objects the helper checked (its
 /// `items` copies, plain arrays). Each text property is read from the caller's object once: an
 /// item may be formatted more than once (offered more room, then cut), and a getter answering
 /// differently each time must not make the text differ between those reads (JS strings are
@@ -166,23 +136,8 @@ struct JsSource {
   env: sys::napi_env,
   sessions: sys::napi_value,
   learnings: sys::napi_value,
-  /// (key, index) -> the string read for it.
-  read: std::cell::RefCell<std::collections::HashMap<(u8, usize), sys::napi_value>>,
-}
-
-/// `object[key]` of a caller's object: a throw (a getter, a Proxy trap) is `E_INVALID_ARGUMENT`
-/// naming it.
-unsafe fn read_field(
-  env: sys::napi_env,
-  object: sys::napi_value,
-  key: &CStr,
-  name: &dyn Fn() -> String,
-) -> Result<sys::napi_value> {
-  let mut value = ptr::null_mut();
-  if sys::napi_get_named_property(env, object, key.as_ptr(), &mut value) != sys::Status::napi_ok {
-    return Err(args::unreadable(env, &name()));
-  }
-  Ok(value)
+  /// (field, index) -> the string read for it.
+  read: RefCell<HashMap<(u8, usize), sys::napi_value>>,
 }
 
 impl JsSource {
@@ -196,6 +151,8 @@ impl JsSource {
     max_bytes: usize,
   ) -> Result<Text<'static>> {
     let name = || format!("{list_name}[{index}].{}", key.to_str().unwrap_or("?"));
+    // SAFETY: `buildContext` runs on the JS thread and its handles live until it returns, which
+    // is after the core has read every text it needs.
     unsafe {
       let cached = self.read.borrow().get(&(slot, index)).copied();
       let value = match cached {
@@ -203,7 +160,14 @@ impl JsSource {
         None => {
           let mut item = ptr::null_mut();
           check(sys::napi_get_element(self.env, list, index as u32, &mut item), "get element")?;
-          let value = read_field(self.env, item, key, &name)?;
+          let mut value = ptr::null_mut();
+          if sys::napi_get_named_property(self.env, item, key.as_ptr(), &mut value) != sys::Status::napi_ok {
+            clear_pending_exception(self.env);
+            return Err(LoaError::InvalidArgument(format!(
+              "`{}` could not be read (a getter or Proxy trap threw)",
+              name()
+            )));
+          }
           if !strings::is_string(self.env, value) {
             return Err(LoaError::InvalidArgument(format!("`{}` must be a string", name())));
           }
@@ -211,7 +175,7 @@ impl JsSource {
           value
         }
       };
-      let (text, complete) = strings::read_prefix(self.env, value, max_bytes, &name())?;
+      let (text, complete) = strings::read_prefix(self.env, value, max_bytes).map_err(|r| r.named(&name()))?;
       Ok(Text { text: text.into(), complete })
     }
   }
@@ -229,30 +193,8 @@ impl ContextSource for JsSource {
   }
 }
 
-/// The options of `buildContext` (`budget`, `sessionShare`, `encoding`, `safetyMargin`,
-/// `minTruncatedTokens`) from a JS object; also for the memory store's `buildContext(options)`.
-pub(crate) fn parse_options(o: &Object) -> Result<ContextOptions> {
-  let mut options = ContextOptions::default();
-  if let Some(b) = args::optional_u64(o, "budget")? {
-    options.budget = b;
-  }
-  if let Some(s) = args::optional_f64(o, "sessionShare")? {
-    options.session_share = s;
-  }
-  if let Some(e) = args::optional_string(o, "encoding")? {
-    options.encoding = TokenEncoding::parse(&e)?;
-  }
-  if let Some(m) = args::optional_f64(o, "safetyMargin")? {
-    options.safety_margin = tokens::check_margin(m, "safetyMargin")?;
-  }
-  if let Some(m) = args::optional_u64(o, "minTruncatedTokens")? {
-    options.min_truncated_tokens = m;
-  }
-  Ok(options)
-}
-
-/// Splits the glue's timestamps (each followed by a line break) into `n` strings, or `None` if
-/// one of them contained a line break itself.
+/// Splits the helper's timestamps (each followed by a line break) into `n` strings, or `None`
+/// if one of them contained a line break itself.
 fn split_n(joined: &str, n: usize) -> Option<Vec<&str>> {
   let mut parts: Vec<&str> = joined.split('\n').collect();
   if parts.pop() != Some("") || parts.len() != n {
@@ -261,7 +203,7 @@ fn split_n(joined: &str, n: usize) -> Option<Vec<&str>> {
   Some(parts)
 }
 
-/// The first timestamp in the glue's `list` (plain strings, as read once from the caller's
+/// The first timestamp in the helper's `list` (plain strings, as read once from the caller's
 /// objects) that holds a line break: the error when [`split_n`] fails.
 unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &str, field: &str) -> LoaError {
   let mut len = 0u32;
@@ -273,7 +215,7 @@ unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &s
       break;
     }
     if strings::is_string(env, item) {
-      if let Ok(text) = strings::read_into(env, item, &mut buf, strings::Surrogates::Replace, &|| field.to_string()) {
+      if let Ok(text) = strings::read_into(env, item, &mut buf, strings::Surrogates::Replace) {
         if text.contains('\n') {
           return LoaError::InvalidArgument(format!(
             "`{list_name}[{i}].{field}` must be an RFC 3339 timestamp string (it holds a line break)"
@@ -286,21 +228,18 @@ unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &s
 }
 
 unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
-  let o = args::optional_object(Some(input), "input")?
-    .ok_or_else(|| LoaError::InvalidArgument("`input` must be an object".into()))?;
-  let options = parse_options(&o)?;
+  let input = arg::<Obj<BuildContextInput>>(input, "input")?.0;
+  let options = ContextOptions::try_from(&input)?;
   let raw = env.raw();
   let glue = glue::load(env, &GLUE)?;
-  let sessions = read_field(raw, o.raw(), c"sessions", &|| "sessions".into())?;
-  let learnings = read_field(raw, o.raw(), c"learnings", &|| "learnings".into())?;
 
-  let s = checked(raw, call(raw, glue, c"sessions", &[sessions])?)?;
-  let s_joined = read_timestamps(raw, get(raw, s, c"timestamps")?)?;
+  let s = checked(raw, call(raw, glue, c"sessions", &[input.sessions.0])?)?;
+  let s_joined = glue_string(raw, get(raw, s, c"timestamps")?, "timestamps")?;
   let s_importance: &[f64] = typed_array(raw, get(raw, s, c"importance")?)?;
   let s_timestamps = split_n(&s_joined, s_importance.len())
     .ok_or_else(|| line_break_in(raw, get(raw, s, c"list").unwrap_or(ptr::null_mut()), "sessions", "timestamp"))?;
-  let l = checked(raw, call(raw, glue, c"learnings", &[learnings])?)?;
-  let l_joined = read_timestamps(raw, get(raw, l, c"lastUsed")?)?;
+  let l = checked(raw, call(raw, glue, c"learnings", &[input.learnings.0])?)?;
+  let l_joined = glue_string(raw, get(raw, l, c"lastUsed")?, "lastUsed")?;
   let l_used: &[u8] = typed_array(raw, get(raw, l, c"used")?)?;
   let l_importance: &[f64] = typed_array(raw, get(raw, l, c"importance")?)?;
   let l_last_used = split_n(&l_joined, l_used.len())
@@ -329,11 +268,13 @@ unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
 }
 
 /// A [`core::BuiltContext`] as the `BuiltContext` JavaScript object (what `buildContext`
-/// returns). For other entry points that build a context in Rust (the memory store's).
+/// returns), built by the helper from typed arrays. Also for the memory store's `buildContext`.
+///
+/// # Safety
+/// On the JS thread, with the env of the current call.
 pub(crate) unsafe fn built_to_js(env: &Env, built: &core::BuiltContext) -> Result<sys::napi_value> {
   let raw = env.raw();
   let glue = glue::load(env, &GLUE)?;
-  // Typed arrays, turned into objects by the glue.
   let kind_code = |k: ItemKind| if k == ItemKind::Session { 0u8 } else { 1u8 };
   const REASONS: [DropReason; 4] =
     [DropReason::Empty, DropReason::DoesNotFit, DropReason::BudgetFull, DropReason::NoBudget];
@@ -395,8 +336,7 @@ unsafe fn array(raw: sys::napi_env, values: Vec<napi::Result<sys::napi_value>>) 
 /// Throws `E_INVALID_ARGUMENT` naming the field (`sessions[3].timestamp`) for bad input.
 #[napi(ts_args_type = "input: BuildContextInput", ts_return_type = "BuiltContext")]
 pub fn build_context<'a>(env: Env, input: Unknown<'a>) -> napi::Result<Unknown<'a>> {
-  match guard(|| unsafe { build(&env, input) }) {
-    Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
-    Err(e) => Err(js_error(&env, &e)),
-  }
+  // SAFETY: on the JS thread with its env; the value returned was made in this call.
+  let value = sync(&env, || unsafe { build(&env, input) })?;
+  Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
 }

@@ -1,49 +1,106 @@
 //! `appendDeadLetter`, `listDeadLetters`, `replayDeadLetters`: a workspace's dead-letter queue
 //! (`crate::dead_letter`), for the OpenClaw plugin and `loa dead-letter`.
 
-use std::path::PathBuf;
-
 use napi::bindgen_prelude::*;
-use napi::{Env, Unknown};
+use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::args::{self, field, optional_f64, optional_string_array, required_object};
-use super::fs::CoreTask;
-use super::{guard, to_napi};
+use super::convert::{arg, member, type_of, Int, Json, Obj, Str};
+use super::gates::{GateName, GateOptions};
+use super::memory::{MemoryEntry, MemoryRedactionOptions, MemoryWorkspaceOptions, Workspace};
+use super::{sync, CoreTask};
 use crate::dead_letter as core;
-use crate::error::{LoaError, Result};
-use crate::memory::{Entry, MemoryKind, StoreOptions};
+use crate::error::Result;
+use crate::memory::{MemoryStore, StoreOptions};
 use crate::redact::RedactOptions;
 
 /// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct DeadLetterOptions {
-  pub workspace_dir: String,
+  #[napi(ts_type = "string")]
+  pub workspace_dir: Str,
   /// How long to wait for another writer of the queue. Default 5000.
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
   /// How `appendDeadLetter` redacts the entry: pass the options the `MemoryStore` captures with.
-  pub redaction: Option<super::memory::MemoryRedactionOptions>,
+  #[napi(ts_type = "MemoryRedactionOptions")]
+  pub redaction: Option<Option<Obj<MemoryRedactionOptions>>>,
+}
+
+/// A queue, and how it redacts what it is given.
+struct Queue {
+  queue: core::DeadLetterQueue,
+  redaction: RedactOptions,
+}
+
+impl From<DeadLetterOptions> for Queue {
+  fn from(o: DeadLetterOptions) -> Queue {
+    Queue {
+      queue: core::DeadLetterQueue::new(o.workspace_dir.0, o.lock_timeout_ms.flatten().map(|n| n.0)),
+      redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
+    }
+  }
 }
 
 /// Options of `replayDeadLetters`: the workspace layout, gates and redaction of the stores it
 /// opens (one per session found in the queue), as in `MemoryStoreOptions` without `sessionId`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct DeadLetterReplayOptions {
-  pub workspace_dir: String,
-  pub grimoires_dir: Option<String>,
-  pub wal_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub workspace_dir: Str,
+  #[napi(ts_type = "string")]
+  pub grimoires_dir: Option<Option<Str>>,
+  #[napi(ts_type = "string")]
+  pub wal_dir: Option<Option<Str>>,
   /// How long to wait for the queue's lock and for each session's WAL lock. A session another
   /// store holds open fails this replay (its letters stay) once this has passed. Default
   /// `wal.lockTimeoutMs` (5000) for sessions, 5000 for the queue.
-  pub lock_timeout_ms: Option<u32>,
-  pub gates: Option<super::gates::GateOptions>,
-  pub redaction: Option<super::memory::MemoryRedactionOptions>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
+  #[napi(ts_type = "GateOptions")]
+  pub gates: Option<Option<Obj<GateOptions>>>,
+  #[napi(ts_type = "MemoryRedactionOptions")]
+  pub redaction: Option<Option<Obj<MemoryRedactionOptions>>>,
+}
+
+/// A replay: the queue, and the stores of the sessions in it (each opened with the workspace's
+/// settings when its turn comes).
+struct Replay {
+  queue: core::DeadLetterQueue,
+  workspace: Workspace,
+  redaction: RedactOptions,
+}
+
+impl From<DeadLetterReplayOptions> for Replay {
+  fn from(o: DeadLetterReplayOptions) -> Replay {
+    let lock_timeout_ms = o.lock_timeout_ms.flatten();
+    let mut workspace = Workspace::from(MemoryWorkspaceOptions {
+      workspace_dir: o.workspace_dir,
+      grimoires_dir: o.grimoires_dir,
+      wal_dir: o.wal_dir,
+      lock_timeout_ms: Some(lock_timeout_ms),
+    });
+    workspace.overrides.gates = o.gates.flatten().map(|g| g.0.into()).unwrap_or_default();
+    Replay {
+      queue: core::DeadLetterQueue::new(workspace.dir.clone(), lock_timeout_ms.map(|n| n.0)),
+      workspace,
+      redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
+    }
+  }
+}
+
+impl Replay {
+  fn run(self) -> Result<DeadLetterReplay> {
+    let open = |session: &str| {
+      let options = self.workspace.options()?;
+      MemoryStore::open(StoreOptions { session_id: session.to_string(), redaction: self.redaction.clone(), ..options })
+    };
+    self.queue.replay(&open).map(Into::into)
+  }
 }
 
 /// Why a capture failed, as `appendDeadLetter` is told (an `Error` with a `code` will do).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterError {
   /// `E_IO`, `E_WAL_LOCKED`, ...
   pub code: String,
@@ -51,22 +108,66 @@ pub struct DeadLetterError {
   pub message: String,
 }
 
+impl From<core::LetterError> for DeadLetterError {
+  fn from(e: core::LetterError) -> DeadLetterError {
+    DeadLetterError { code: e.code, message: e.message }
+  }
+}
+
+/// A string member taken only when it is a string (`undefined` otherwise).
+struct StrIfAny(Option<String>);
+
+impl FromNapiValue for StrIfAny {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    match type_of(env, value)? {
+      ValueType::String => Str::from_napi_value(env, value).map(|s| StrIfAny(Some(s.0))),
+      _ => Ok(StrIfAny(None)),
+    }
+  }
+}
+
+/// The `error` of a `DeadLetterInput`: any object with `code` and `message` (an `Error` will do);
+/// only strings are taken, so that an `Error` whose `code` is a number still gets a code.
+pub struct Failure(core::LetterError);
+
+impl FromNapiValue for Failure {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    let text = |key| member::<StrIfAny>(env, value, "DeadLetterError", key).map(|s| s.and_then(|s| s.0));
+    let code = text(c"code")?.unwrap_or_else(|| "E_UNKNOWN".into());
+    let message = text(c"message")?.unwrap_or_default();
+    Ok(Failure(core::LetterError { code, message }))
+  }
+}
+
 /// A capture that failed, for `appendDeadLetter`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct DeadLetterInput {
   /// The WAL session the capture was made in; the replay stores it there.
-  pub session_id: String,
+  #[napi(ts_type = "string")]
+  pub session_id: Str,
   /// The entry as it was given to `MemoryStore.capture` (the queue redacts it).
-  pub entry: super::memory::MemoryEntry,
+  #[napi(ts_type = "MemoryEntry")]
+  pub entry: Obj<MemoryEntry>,
   /// Attempts already made. Default 1.
-  pub attempts: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub attempts: Option<Option<Int>>,
   #[napi(ts_type = "{ code?: string; message?: string }")]
-  pub error: Option<DeadLetterError>,
+  pub error: Option<Option<Obj<Failure>>>,
+}
+
+impl From<DeadLetterInput> for core::NewDeadLetter {
+  fn from(l: DeadLetterInput) -> core::NewDeadLetter {
+    core::NewDeadLetter {
+      session_id: l.session_id.0,
+      entry: l.entry.0.into(),
+      attempts: l.attempts.flatten().map_or(1, |n| n.0.min(u64::from(u32::MAX)) as u32),
+      error: l.error.flatten().map(|e| e.0 .0),
+    }
+  }
 }
 
 /// The entry of a dead letter, redacted.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterEntry {
   #[napi(js_name = "type", ts_type = "MemoryType")]
   pub memory_type: String,
@@ -78,11 +179,25 @@ pub struct DeadLetterEntry {
   /// When it was captured (UTC); a replay keeps it.
   pub timestamp: Option<String>,
   #[napi(ts_type = "Record<string, unknown>")]
-  pub metadata: Option<serde_json::Value>,
+  pub metadata: Option<Json>,
+}
+
+impl From<core::LetterEntry> for DeadLetterEntry {
+  fn from(e: core::LetterEntry) -> DeadLetterEntry {
+    DeadLetterEntry {
+      memory_type: e.memory_type,
+      content: e.content,
+      tags: e.tags,
+      agent_id: e.agent_id,
+      confidence: e.confidence,
+      timestamp: e.timestamp,
+      metadata: e.metadata.map(Json),
+    }
+  }
 }
 
 /// A redacted value's kind and keyed fingerprint (never the value).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterFinding {
   /// `content`, `tags[0]`, `metadata.<key>`, ...
   pub field: String,
@@ -91,7 +206,7 @@ pub struct DeadLetterFinding {
 }
 
 /// One capture in the dead-letter queue.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetter {
   /// sha256 of the session id and the redacted entry: the same capture always has the same id.
   pub id: String,
@@ -108,9 +223,29 @@ pub struct DeadLetter {
   pub last_attempt_at: String,
 }
 
+impl From<core::DeadLetter> for DeadLetter {
+  fn from(l: core::DeadLetter) -> DeadLetter {
+    DeadLetter {
+      id: l.id,
+      session_id: l.session_id,
+      entry: l.entry.into(),
+      blocked: l.blocked,
+      findings: l
+        .findings
+        .into_iter()
+        .map(|f| DeadLetterFinding { field: f.field, kind: f.kind, fingerprint: f.fingerprint })
+        .collect(),
+      attempts: l.attempts,
+      error: l.error.map(Into::into),
+      first_failed_at: l.first_failed_at,
+      last_attempt_at: l.last_attempt_at,
+    }
+  }
+}
+
 /// A line of the queue that is not a letter this version can replay (damaged, cut short, or
 /// written by a newer version). Kept byte for byte.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterUnreadable {
   /// 1-based line number.
   pub line: u32,
@@ -118,8 +253,14 @@ pub struct DeadLetterUnreadable {
   pub reason: String,
 }
 
+impl From<core::UnreadableLine> for DeadLetterUnreadable {
+  fn from(u: core::UnreadableLine) -> DeadLetterUnreadable {
+    DeadLetterUnreadable { line: u.line.min(u32::MAX as usize) as u32, reason: u.reason }
+  }
+}
+
 /// What `listDeadLetters` found.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterList {
   /// The queue file (it may not exist).
   pub path: String,
@@ -128,7 +269,7 @@ pub struct DeadLetterList {
 }
 
 /// What replaying one letter did.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterReplayResult {
   pub id: String,
   pub session_id: String,
@@ -141,13 +282,27 @@ pub struct DeadLetterReplayResult {
   pub memory_id: Option<String>,
   /// The gates that refused it, when rejected or duplicate.
   #[napi(ts_type = "GateName[]")]
-  pub failed_gates: Vec<String>,
+  pub failed_gates: Vec<GateName>,
   pub error: Option<DeadLetterError>,
   pub attempts: u32,
 }
 
+impl From<core::ReplayResult> for DeadLetterReplayResult {
+  fn from(x: core::ReplayResult) -> DeadLetterReplayResult {
+    DeadLetterReplayResult {
+      id: x.id,
+      session_id: x.session_id,
+      outcome: x.outcome.as_str().to_string(),
+      memory_id: x.memory_id,
+      failed_gates: x.failed_gates.into_iter().map(Into::into).collect(),
+      error: x.error.map(Into::into),
+      attempts: x.attempts,
+    }
+  }
+}
+
 /// What `replayDeadLetters` did. Counts and ids only, never content.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DeadLetterReplay {
   pub stored: u32,
   pub duplicates: u32,
@@ -161,142 +316,36 @@ pub struct DeadLetterReplay {
   pub unreadable: Vec<DeadLetterUnreadable>,
 }
 
-fn parse_redaction(o: &Object) -> Result<RedactOptions> {
-  let Some(r) = field(o, "redaction")? else { return Ok(RedactOptions::default()) };
-  let r = required_object(r, "redaction")?;
-  Ok(RedactOptions {
-    allowlist: optional_string_array(&r, "allowlist")?.unwrap_or_default(),
-    key: args::optional_bytes(&r, "key")?,
-    pseudonymize: args::optional_bool(&r, "pseudonymize")?.unwrap_or(false),
-  })
-}
-
-fn workspace_dir(o: &Object) -> Result<PathBuf> {
-  args::optional_string(o, "workspaceDir")?
-    .map(PathBuf::from)
-    .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))
-}
-
-fn parse_queue(options: Unknown) -> Result<(core::DeadLetterQueue, RedactOptions)> {
-  let o = required_object(options, "options")?;
-  let queue = core::DeadLetterQueue::new(workspace_dir(&o)?, args::optional_u64(&o, "lockTimeoutMs")?);
-  Ok((queue, parse_redaction(&o)?))
-}
-
-fn parse_replay(options: Unknown) -> Result<(core::DeadLetterQueue, StoreOptions)> {
-  let o = required_object(options, "options")?;
-  let lock_timeout_ms = args::optional_u64(&o, "lockTimeoutMs")?;
-  let mut store = StoreOptions {
-    workspace_dir: workspace_dir(&o)?,
-    grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
-    wal_dir: args::optional_string(&o, "walDir")?,
-    lock_timeout_ms,
-    redaction: parse_redaction(&o)?,
-    ..Default::default()
-  };
-  if let Some(g) = field(&o, "gates")? {
-    store.gates = super::gates::parse_gate_overrides(&required_object(g, "gates")?)?;
-  }
-  Ok((core::DeadLetterQueue::new(store.workspace_dir.clone(), lock_timeout_ms), store))
-}
-
-fn parse_letter(env: &Env, letter: Unknown) -> Result<core::NewDeadLetter> {
-  let l = required_object(letter, "letter")?;
-  let session_id = args::optional_string(&l, "sessionId")?.ok_or_else(|| args::wrong("sessionId", "a string"))?;
-  let e = required_object(field(&l, "entry")?.ok_or_else(|| args::wrong("entry", "an object"))?, "entry")?;
-  let metadata = args::optional_json_object(env, &e, "metadata")?
-    .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
-    .transpose()?;
-  let entry = Entry {
-    kind: MemoryKind::parse(&args::optional_string(&e, "type")?.ok_or_else(|| args::wrong("type", "a string"))?)?,
-    content: args::optional_string(&e, "content")?.ok_or_else(|| args::wrong("content", "a string"))?,
-    agent_id: args::optional_string(&e, "agentId")?,
-    confidence: optional_f64(&e, "confidence")?,
-    tags: optional_string_array(&e, "tags")?.unwrap_or_default(),
-    timestamp: args::optional_string(&e, "timestamp")?,
-    metadata,
-  };
-  let attempts = args::optional_u64(&l, "attempts")?.unwrap_or(1).min(u64::from(u32::MAX)) as u32;
-  let error = match field(&l, "error")? {
-    None => None,
-    Some(value) => {
-      let err = required_object(value, "error")?;
-      // Only strings are taken: an `Error` whose `code` is a number still gets a code.
-      let text = |key| -> Result<Option<String>> {
-        match field(&err, key)? {
-          Some(v) if v.get_type().ok() == Some(napi::ValueType::String) => args::string(v, key).map(Some),
-          _ => Ok(None),
-        }
-      };
-      let code = text("code")?.unwrap_or_else(|| "E_UNKNOWN".into());
-      let message = text("message")?.unwrap_or_default();
-      Some(core::LetterError { code, message })
+impl From<core::ReplayReport> for DeadLetterReplay {
+  fn from(r: core::ReplayReport) -> DeadLetterReplay {
+    let count = |o| r.count(o) as u32;
+    DeadLetterReplay {
+      stored: count(core::Outcome::Stored),
+      duplicates: count(core::Outcome::Duplicate),
+      rejected: count(core::Outcome::Rejected),
+      blocked: count(core::Outcome::Blocked),
+      failed: count(core::Outcome::Failed),
+      remaining: r.remaining as u32,
+      results: r.results.into_iter().map(Into::into).collect(),
+      unreadable: r.unreadable.into_iter().map(Into::into).collect(),
     }
-  };
-  Ok(core::NewDeadLetter { session_id, entry, attempts, error })
-}
-
-fn error_to_js(e: core::LetterError) -> DeadLetterError {
-  DeadLetterError { code: e.code, message: e.message }
-}
-
-fn letter_to_js(l: core::DeadLetter) -> DeadLetter {
-  DeadLetter {
-    id: l.id,
-    session_id: l.session_id,
-    entry: DeadLetterEntry {
-      memory_type: l.entry.memory_type,
-      content: l.entry.content,
-      tags: l.entry.tags,
-      agent_id: l.entry.agent_id,
-      confidence: l.entry.confidence,
-      timestamp: l.entry.timestamp,
-      metadata: l.entry.metadata,
-    },
-    blocked: l.blocked,
-    findings: l
-      .findings
-      .into_iter()
-      .map(|f| DeadLetterFinding { field: f.field, kind: f.kind, fingerprint: f.fingerprint })
-      .collect(),
-    attempts: l.attempts,
-    error: l.error.map(error_to_js),
-    first_failed_at: l.first_failed_at,
-    last_attempt_at: l.last_attempt_at,
   }
 }
 
-fn unreadable_to_js(lines: Vec<core::UnreadableLine>) -> Vec<DeadLetterUnreadable> {
-  lines
-    .into_iter()
-    .map(|u| DeadLetterUnreadable { line: u.line.min(u32::MAX as usize) as u32, reason: u.reason })
-    .collect()
+fn queue(options: Unknown) -> Result<Queue> {
+  Ok(arg::<Obj<DeadLetterOptions>>(options, "options")?.0.into())
 }
 
-fn replay_to_js(r: core::ReplayReport) -> DeadLetterReplay {
-  let count = |o| r.count(o) as u32;
-  DeadLetterReplay {
-    stored: count(core::Outcome::Stored),
-    duplicates: count(core::Outcome::Duplicate),
-    rejected: count(core::Outcome::Rejected),
-    blocked: count(core::Outcome::Blocked),
-    failed: count(core::Outcome::Failed),
-    remaining: r.remaining as u32,
-    results: r
-      .results
-      .into_iter()
-      .map(|x| DeadLetterReplayResult {
-        id: x.id,
-        session_id: x.session_id,
-        outcome: x.outcome.as_str().to_string(),
-        memory_id: x.memory_id,
-        failed_gates: x.failed_gates,
-        error: x.error.map(error_to_js),
-        attempts: x.attempts,
-      })
-      .collect(),
-    unreadable: unreadable_to_js(r.unreadable),
-  }
+fn append_args(options: Unknown, letter: Unknown) -> Result<(Queue, core::NewDeadLetter)> {
+  Ok((queue(options)?, arg::<Obj<DeadLetterInput>>(letter, "letter")?.0.into()))
+}
+
+fn append((q, letter): (Queue, core::NewDeadLetter)) -> Result<DeadLetter> {
+  q.queue.append(letter, &q.redaction).map(Into::into)
+}
+
+fn replay(options: Unknown) -> Result<Replay> {
+  Ok(arg::<Obj<DeadLetterReplayOptions>>(options, "options")?.0.into())
 }
 
 /// Puts a capture that could not be stored into the workspace's dead-letter queue
@@ -308,40 +357,28 @@ fn replay_to_js(r: core::ReplayReport) -> DeadLetterReplay {
 /// disk refuses this too.
 #[napi(ts_args_type = "options: DeadLetterOptions, letter: DeadLetterInput", ts_return_type = "Promise<DeadLetter>")]
 pub fn append_dead_letter(env: Env, options: Unknown, letter: Unknown) -> AsyncTask<CoreTask<DeadLetter>> {
-  AsyncTask::new(match guard(|| Ok((parse_queue(options)?, parse_letter(&env, letter)?))) {
-    Ok(((queue, redaction), letter)) => CoreTask::new(move || queue.append(letter, &redaction).map(letter_to_js)),
-    Err(e) => CoreTask::new(move || Err(e)),
-  })
+  CoreTask::after(&env, || append_args(options, letter), append)
 }
 
 /// Synchronous twin of `appendDeadLetter`.
 #[napi(ts_args_type = "options: DeadLetterOptions, letter: DeadLetterInput")]
 pub fn append_dead_letter_sync(env: Env, options: Unknown, letter: Unknown) -> napi::Result<DeadLetter> {
-  to_napi(
-    &env,
-    guard(|| {
-      let (queue, redaction) = parse_queue(options)?;
-      queue.append(parse_letter(&env, letter)?, &redaction).map(letter_to_js)
-    }),
-  )
+  sync(&env, || append(append_args(options, letter)?))
 }
 
 /// The captures waiting in a workspace's dead-letter queue (none when there is no queue),
 /// read without a lock and without changing anything.
 #[napi(ts_args_type = "options: DeadLetterOptions")]
 pub fn list_dead_letters(env: Env, options: Unknown) -> napi::Result<DeadLetterList> {
-  to_napi(
-    &env,
-    guard(|| {
-      let (queue, _) = parse_queue(options)?;
-      let listing = queue.list()?;
-      Ok(DeadLetterList {
-        path: queue.path().display().to_string(),
-        letters: listing.letters.into_iter().map(letter_to_js).collect(),
-        unreadable: unreadable_to_js(listing.unreadable),
-      })
-    }),
-  )
+  sync(&env, || {
+    let q = queue(options)?.queue;
+    let listing = q.list()?;
+    Ok(DeadLetterList {
+      path: q.path().display().to_string(),
+      letters: listing.letters.into_iter().map(Into::into).collect(),
+      unreadable: listing.unreadable.into_iter().map(Into::into).collect(),
+    })
+  })
 }
 
 /// Captures every queued letter again, each in the session it came from, and removes those that
@@ -350,21 +387,12 @@ pub fn list_dead_letters(env: Env, options: Unknown) -> napi::Result<DeadLetterL
 /// attempt count and error updated; unreadable lines stay byte for byte. The queue is rewritten
 /// atomically once every store is closed. Holds the queue's lock throughout.
 #[napi(ts_args_type = "options: DeadLetterReplayOptions", ts_return_type = "Promise<DeadLetterReplay>")]
-pub fn replay_dead_letters(options: Unknown) -> AsyncTask<CoreTask<DeadLetterReplay>> {
-  AsyncTask::new(match guard(|| parse_replay(options)) {
-    Ok((queue, store)) => CoreTask::new(move || queue.replay(&store).map(replay_to_js)),
-    Err(e) => CoreTask::new(move || Err(e)),
-  })
+pub fn replay_dead_letters(env: Env, options: Unknown) -> AsyncTask<CoreTask<DeadLetterReplay>> {
+  CoreTask::after(&env, || replay(options), Replay::run)
 }
 
 /// Synchronous twin of `replayDeadLetters`.
 #[napi(ts_args_type = "options: DeadLetterReplayOptions")]
 pub fn replay_dead_letters_sync(env: Env, options: Unknown) -> napi::Result<DeadLetterReplay> {
-  to_napi(
-    &env,
-    guard(|| {
-      let (queue, store) = parse_replay(options)?;
-      queue.replay(&store).map(replay_to_js)
-    }),
-  )
+  sync(&env, || replay(options)?.run())
 }

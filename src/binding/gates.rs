@@ -1,100 +1,140 @@
-//! `evaluateGates` and `contentHash`, plus the argument readers the memory binding shares.
+//! `evaluateGates` and `contentHash`, and the gate shapes the memory binding shares.
 
 use std::collections::HashSet;
 
-use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::args::{self, optional_f64, required_object, wrong};
-use super::{guard, to_napi};
-use crate::error::Result;
-use crate::gates::{self as core, Candidate, GateConfig};
-use crate::memory::GateOverrides;
+use super::convert::{arg, opt_arg, string_union, Choice, Int, List, Num, Obj, Text};
+use super::memory::MemoryType;
+use super::sync;
+use crate::error::{LoaError, Result};
+use crate::gates::{self as core, Candidate, Gate, GateConfig, GateOverrides};
+use crate::memory::MemoryKind;
+use crate::timestamp::{now_ms, parse_rfc3339_ms};
 
-/// The five kinds of memory.
-#[napi(string_enum)]
-#[allow(non_camel_case_types, dead_code)] // a TypeScript union; values are read as strings
-pub enum MemoryType {
-  interaction,
-  decision,
-  learning,
-  error,
-  milestone,
+string_union! {
+  "The six quality gates, in the order they run."
+  GateName <=> Gate {
+    temporal = Temporal,
+    speculation = Speculation,
+    instruction = Instruction,
+    confidence = Confidence,
+    content = Content,
+    duplicate = Duplicate,
+  }
 }
 
-/// The six quality gates, in the order they run.
-#[napi(string_enum)]
-#[allow(non_camel_case_types, dead_code)] // a TypeScript union; values are written as strings
-pub enum GateName {
-  temporal,
-  speculation,
-  instruction,
-  confidence,
-  content,
-  duplicate,
-}
-
-/// A memory candidate for `evaluateGates`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+/// A memory candidate for `evaluateGates`. Its text is only evaluated, never stored: a lone
+/// surrogate reads as U+FFFD (`capture`, which stores, refuses one).
+#[napi(object, object_to_js = false)]
 pub struct GateCandidate {
-  pub content: String,
+  #[napi(ts_type = "string")]
+  pub content: Text,
   #[napi(js_name = "type", ts_type = "MemoryType")]
-  pub memory_type: Option<String>,
+  pub memory_type: Option<Option<Choice<MemoryType>>>,
   /// 0..1. Without one the candidate counts as 0.6: enough for the `confidence` gate, not for a
   /// hedged statement.
-  pub confidence: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub confidence: Option<Option<Num>>,
   /// RFC 3339 with any offset (`2026-01-02T10:00:00+02:00`); used by the `temporal` gate.
-  pub timestamp: Option<String>,
-  pub session_id: Option<String>,
-  pub tags: Option<Vec<String>>,
+  #[napi(ts_type = "string")]
+  pub timestamp: Option<Option<Text>>,
+  #[napi(ts_type = "string")]
+  pub session_id: Option<Option<Text>>,
+  #[napi(ts_type = "Array<string>")]
+  pub tags: Option<Option<List<Text>>>,
+}
+
+impl TryFrom<GateCandidate> for Candidate {
+  type Error = LoaError;
+
+  fn try_from(c: GateCandidate) -> Result<Candidate> {
+    let candidate = Candidate {
+      content: c.content.0,
+      memory_type: c.memory_type.flatten().map(|t| MemoryKind::from(t.0).as_str().to_string()),
+      confidence: c.confidence.flatten().map(|n| n.0),
+      timestamp_ms: c.timestamp.flatten().map(|t| parse_rfc3339_ms(&t.0, "timestamp")).transpose()?,
+      session_id: c.session_id.flatten().map(String::from),
+      tags: c.tags.flatten().map(List::into).unwrap_or_default(),
+    };
+    candidate.validate()?;
+    Ok(candidate)
+  }
 }
 
 /// Thresholds of the quality gates. Defaults are those of `.loa.config.yaml`
 /// (`memory.quality_gates`): 0.5, 0.7, 10, 0.3, 10, no maximum age, boost 0.2.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct GateOptions {
   /// `confidence` gate: below this fails. 0..1, default 0.5.
-  pub min_confidence: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub min_confidence: Option<Option<Num>>,
   /// `speculation` gate: a hedged statement needs at least this confidence. Default 0.7.
-  pub speculation_min_confidence: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub speculation_min_confidence: Option<Option<Num>>,
   /// `content` gate: fewer characters than this (after trimming) fails. Default 10.
-  pub min_content_length: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub min_content_length: Option<Option<Int>>,
   /// `content` gate: a unique-word ratio below this fails as repetitive. Default 0.3.
-  pub repetition_min_unique_ratio: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub repetition_min_unique_ratio: Option<Option<Num>>,
   /// The repetition check applies above this many words. Default 10.
-  pub repetition_min_words: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub repetition_min_words: Option<Option<Int>>,
   /// `temporal` gate: older than this fails. Default: no limit (the gate passes).
-  pub max_age_ms: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub max_age_ms: Option<Option<Int>>,
   /// Added to the score of instructions and preferences. 0..1, default 0.2.
-  pub instruction_boost: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub instruction_boost: Option<Option<Num>>,
+}
+
+impl From<GateOptions> for GateOverrides {
+  fn from(o: GateOptions) -> GateOverrides {
+    let num = |n: Option<Option<Num>>| n.flatten().map(|n| n.0);
+    let int = |n: Option<Option<Int>>| n.flatten().map(|n| n.0);
+    GateOverrides {
+      min_confidence: num(o.min_confidence),
+      speculation_min_confidence: num(o.speculation_min_confidence),
+      min_content_length: int(o.min_content_length),
+      repetition_min_unique_ratio: num(o.repetition_min_unique_ratio),
+      repetition_min_words: int(o.repetition_min_words),
+      max_age_ms: int(o.max_age_ms),
+      instruction_boost: num(o.instruction_boost),
+    }
+  }
 }
 
 /// What the `duplicate` and `temporal` gates of `evaluateGates` compare against (its options are
 /// `GateOptions & GateComparisonOptions`).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct GateComparisonOptions {
   /// `contentHash` values of stored memories; the `duplicate` gate fails on a match.
-  pub known_hashes: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub known_hashes: Option<Option<List<Text>>>,
   /// The reference time of the `temporal` gate (RFC 3339). Default: now.
-  pub now: Option<String>,
+  #[napi(ts_type = "string")]
+  pub now: Option<Option<Text>>,
 }
 
 /// One gate's verdict.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct GateResult {
-  #[napi(ts_type = "GateName")]
-  pub name: String,
+  pub name: GateName,
   pub pass: bool,
   /// Why, in words; reported for passing gates too.
   pub reason: String,
 }
 
+impl From<core::GateResult> for GateResult {
+  fn from(g: core::GateResult) -> GateResult {
+    GateResult { name: g.name.into(), pass: g.pass, reason: g.reason }
+  }
+}
+
 /// The verdict of all six gates.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct GateEvaluation {
   /// True when every gate passed.
   pub pass: bool,
@@ -106,51 +146,23 @@ pub struct GateEvaluation {
   pub tags: Vec<String>,
 }
 
-pub(crate) fn gate_result_to_js(g: core::GateResult) -> GateResult {
-  GateResult { name: g.name, pass: g.pass, reason: g.reason }
-}
-
-/// The `GateOptions` fields, as `MemoryStore` and `evaluateGates` both read them.
-pub(crate) fn parse_gate_overrides(o: &Object) -> Result<GateOverrides> {
-  Ok(GateOverrides {
-    min_confidence: optional_f64(o, "minConfidence")?,
-    speculation_min_confidence: optional_f64(o, "speculationMinConfidence")?,
-    min_content_length: args::optional_u64(o, "minContentLength")?,
-    repetition_min_unique_ratio: optional_f64(o, "repetitionMinUniqueRatio")?,
-    repetition_min_words: args::optional_u64(o, "repetitionMinWords")?,
-    max_age_ms: args::optional_u64(o, "maxAgeMs")?,
-    instruction_boost: optional_f64(o, "instructionBoost")?,
-  })
+impl From<core::Evaluation> for GateEvaluation {
+  fn from(e: core::Evaluation) -> GateEvaluation {
+    GateEvaluation { pass: e.pass, score: e.score, gates: e.gates.into_iter().map(Into::into).collect(), tags: e.tags }
+  }
 }
 
 fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
-  // A candidate is only evaluated, never stored: its text is read with a lone surrogate as
-  // U+FFFD (`capture`, which stores, refuses one).
-  let c = required_object(candidate, "candidate")?;
-  let timestamp_ms =
-    args::optional_text(&c, "timestamp")?.map(|t| crate::timestamp::parse_rfc3339_ms(&t, "timestamp")).transpose()?;
-  let candidate = Candidate {
-    content: args::optional_text(&c, "content")?.ok_or_else(|| wrong("content", "a string"))?,
-    memory_type: args::optional_text(&c, "type")?,
-    confidence: optional_f64(&c, "confidence")?,
-    timestamp_ms,
-    session_id: args::optional_text(&c, "sessionId")?,
-    tags: args::optional_text_array(&c, "tags")?.unwrap_or_default(),
-  };
-  candidate.validate()?;
-  let (mut config, mut known, mut now) = (GateConfig::default(), HashSet::new(), crate::timestamp::now_ms());
-  if let Some(o) = args::optional_object(options, "options")? {
-    config = parse_gate_overrides(&o)?.apply(config);
-    known = args::optional_text_array(&o, "knownHashes")?
-      .unwrap_or_default()
-      .into_iter()
-      .map(|h| h.to_ascii_lowercase())
-      .collect();
-    if let Some(t) = args::optional_text(&o, "now")? {
-      now = crate::timestamp::parse_rfc3339_ms(&t, "now")?;
-    }
-  }
+  let candidate = Candidate::try_from(arg::<Obj<GateCandidate>>(candidate, "candidate")?.0)?;
+  // One object holds both option shapes; their fields are disjoint, so each is read once.
+  let overrides = opt_arg::<Obj<GateOptions>>(options, "options")?;
+  let comparison = opt_arg::<Obj<GateComparisonOptions>>(options, "options")?.map(|c| c.0);
+  let config = overrides.map_or_else(GateConfig::default, |o| GateOverrides::from(o.0).apply(GateConfig::default()));
   config.validate()?;
+  let (known, now) = comparison.map_or((None, None), |c| (c.known_hashes.flatten(), c.now.flatten()));
+  let known: HashSet<String> =
+    known.map_or_else(Vec::new, |k| k.0).into_iter().map(|h| h.0.to_ascii_lowercase()).collect();
+  let now = now.map_or_else(|| Ok(now_ms()), |t| parse_rfc3339_ms(&t.0, "now"))?;
   Ok(core::evaluate(&candidate, &config, &|h| known.contains(h), now))
 }
 
@@ -161,18 +173,12 @@ fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evalua
 /// Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
 #[napi(ts_args_type = "candidate: GateCandidate, options?: GateOptions & GateComparisonOptions")]
 pub fn evaluate_gates(env: Env, candidate: Unknown, options: Option<Unknown>) -> napi::Result<GateEvaluation> {
-  let e = to_napi(&env, guard(|| evaluate(candidate, options)))?;
-  Ok(GateEvaluation {
-    pass: e.pass,
-    score: e.score,
-    gates: e.gates.into_iter().map(gate_result_to_js).collect(),
-    tags: e.tags,
-  })
+  sync(&env, || evaluate(candidate, options)).map(Into::into)
 }
 
 /// The key of the `duplicate` gate and the id of a stored memory: full sha256 (hex) of the content
 /// lower-cased, with whitespace runs collapsed, trimmed, and trailing `.`, `!`, `?` removed.
 #[napi(ts_args_type = "content: string")]
 pub fn content_hash(env: Env, content: Unknown) -> napi::Result<String> {
-  to_napi(&env, guard(|| Ok(core::content_hash(&args::text(content, "content")?))))
+  sync(&env, || Ok(core::content_hash(&arg::<Text>(content, "content")?.0)))
 }

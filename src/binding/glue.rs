@@ -4,6 +4,9 @@
 //! few. Where a call moves thousands of small objects across the boundary (`buildContext`'s
 //! candidates, `redact`'s findings), the binding hands JavaScript typed arrays and one flat
 //! string, and a helper builds or checks the objects there.
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::cell::RefCell;
 use std::ffi::CStr;

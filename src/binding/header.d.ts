@@ -21,31 +21,185 @@ export interface LoaError extends Error {
   line?: number
 }
 
+// Shapes no Rust struct converts, declared here once: the candidates and the result of
+// `buildContext`, which its JavaScript helper (`src/binding/context_glue.js`) checks and builds in
+// bulk; the result of `redact`, which `src/binding/redact_glue.js` builds from packed findings;
+// and manifests, which are signed JSON data read and written as JSON values (the core checks
+// their members).
+
+/** The result of `redact`. */
+export interface Redaction {
+  /**
+   * The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
+   * `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
+   */
+  text: string
+  /** What was replaced, in order of position; overlapping detections are merged into one. */
+  findings: Array<Finding>
+  /**
+   * True when the text must not be stored at all (it contains a private key); `text` is still
+   * redacted.
+   */
+  blocked: boolean
+}
+
+/** One redacted span. Never holds the value or any part of it. */
+export interface Finding {
+  /**
+   * What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
+   * `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
+   * `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
+   * ... (`redactionKinds()` lists them all).
+   */
+  kind: string
+  /** Start of the value in the input, in UTF-16 code units (a JavaScript string index). */
+  start: number
+  /** End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value. */
+  end: number
+  /**
+   * How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
+   * keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
+   */
+  method: 'pattern' | 'checksum' | 'keyword' | 'entropy'
+  /**
+   * 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
+   * seen again (under the same key).
+   */
+  fingerprint: string
+}
+
+/** A recent session offered to `buildContext`. */
+export interface ContextSessionInput {
+  /** When it happened: RFC 3339 with any offset (`2025-11-21T10:00:00+01:00`); newest first. */
+  timestamp: string
+  summary: string
+  /** Breaks ties between equal timestamps (higher first). Default (or `null`) 0. */
+  importance?: number | null
+}
+
+/** An active learning offered to `buildContext`. */
+export interface ContextLearningInput {
+  trigger: string
+  solution: string
+  /** Higher first. Default (or `null`) 0. */
+  importance?: number | null
+  /** RFC 3339; among equal importance, more recently used first; never used (or `null`) last. */
+  lastUsed?: string | null
+}
+
+/** What `buildContext` built. */
+export interface BuiltContext {
+  /** The text to prepend, or `null` when nothing fits (or there is nothing). */
+  text: string | null
+  /** Exact tokens of `text` (0 when `null`); never above `limit`. */
+  tokens: number
+  /** `floor(budget * (1 - safetyMargin))`. */
+  limit: number
+  /** In text order: sessions (newest first), then learnings. */
+  included: Array<ContextItem>
+  /** Every other candidate: sessions in input order, then learnings in input order. */
+  dropped: Array<ContextDrop>
+}
+
+/** An item that is in the text. */
+export interface ContextItem {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+  /** Exact tokens of its line(s), line break included. */
+  tokens: number
+  /** Whether it was cut to fit (it then ends with `… [truncated]`). */
+  truncated: boolean
+}
+
+/** Which input list an item came from, and where in it. */
+export interface ContextItemRef {
+  kind: 'session' | 'learning'
+  /** Position in `sessions` or `learnings`. */
+  index: number
+}
+
+/**
+ * An item that is not in the text, and why: `empty` (nothing to show), `does_not_fit` (next in
+ * line but too large, and too little room left to keep `minTruncatedTokens` of it),
+ * `budget_full` (the room was used up before its turn), `no_budget` (the budget cannot even
+ * hold the header).
+ */
+export interface ContextDrop {
+  item: ContextItemRef
+  reason: 'empty' | 'does_not_fit' | 'budget_full' | 'no_budget'
+}
+
+/** A manifest of every covered file of a directory (unsigned). */
+export interface Manifest {
+  version: 1
+  /** RFC 3339 (UTC). */
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  /** Sorted by path. */
+  files: Array<ManifestFile>
+  /** With `auditDir`: the audit log's head when the manifest was made. */
+  auditHead?: ManifestAuditHead
+}
+
+/**
+ * A manifest with its signature; every other member is covered by it. No other member is
+ * accepted anywhere (top level, file entries, `signature`): signing throws
+ * `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
+ */
+export interface SignedManifest {
+  version: 1
+  createdAt: string
+  include: Array<string>
+  exclude: Array<string>
+  files: Array<ManifestFile>
+  auditHead?: ManifestAuditHead
+  signature: ManifestSignature
+}
+
+/** One covered file. */
+export interface ManifestFile {
+  /** Relative, `/`-separated, without `.` or `..` components. */
+  path: string
+  size: number
+  /** SHA-256 of the content, 64 lower-case hex characters. */
+  sha256: string
+}
+
+/** The head of an audit log that a manifest anchors (covered by its signature). */
+export interface ManifestAuditHead {
+  /** The log's directory, relative to the manifest's root. */
+  dir: string
+  seq: number
+  /** The hash of the entry at `seq`. */
+  hash: string
+}
+
+/**
+ * Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
+ * `signature` member.
+ */
+export interface ManifestSignature {
+  algorithm: 'ed25519'
+  keyId: string
+  /** 64 bytes, 128 lower-case hex characters. */
+  value: string
+}
+
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
-// TypeScript declaration of these shapes. The Rust types (`Config` in `src/config.rs` and the
-// section types the parts own) serialize to exactly this, which a unit test of `src/config.rs`
-// checks against this text: keep the two in sync. The YAML file `.loa.config.yaml` uses the
+// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding` and
+// `ClearTarget` are declared by the binding, whose inputs take them too). The Rust types
+// (`Config` in `src/config.rs` and the section types the parts own) serialize to exactly this,
+// which a unit test of `src/config.rs` checks against this text and the generated unions: keep
+// the two in sync. The YAML file `.loa.config.yaml` uses the
 // snake_case spelling of the same keys (`attention_budget.context_window_tokens` is
 // `attentionBudget.contextWindowTokens`).
 // Paths are relative to the workspace root, `/`-separated, never absolute and never containing `..`
 // (except `recovery.mountDir`, which may be absolute).
 
-/** fsync policy of the WAL: before every append, group commit, or never explicitly. */
-export type WalSync = 'always' | 'batch' | 'none';
-
-/** BPE encoding used to count tokens. */
-export type TokenEncoding = 'o200k_base' | 'cl100k_base';
-
 /** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
 export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
-
-/** Kinds of context items context editing may clear. */
-export type ClearTarget =
-  | 'stale_tool_results'
-  | 'completed_phase_details'
-  | 'superseded_file_reads'
-  | 'intermediate_outputs'
-  | 'verbose_debug';
 
 /** A place state files can be restored from (`mount` is seed 002's R2 backup). */
 export type RecoverySource = 'mount' | 'git' | 'template';
@@ -199,20 +353,6 @@ export interface AttentionBudgetConfig {
    * `compact_threshold_percent`, `runtime_signals.signal_threshold_percent`.
    */
   compact: BudgetLevel;
-}
-
-/**
- * The attention budget as `attentionLevel` and `AttentionTracker` take it: the `attentionBudget`
- * of `loadConfig()`, or any part of it (the rest is default), with levels as `{ tokens, fraction }`
- * or plain token counts. Levels are compared in tokens.
- */
-export interface AttentionBudgetInput {
-  contextWindowTokens?: number;
-  singleSearch?: BudgetLevel | number;
-  yellow?: BudgetLevel | number;
-  orange?: BudgetLevel | number;
-  red?: BudgetLevel | number;
-  compact?: BudgetLevel | number;
 }
 
 /** Context-editing policy (YAML section `context_editing`). */

@@ -3,8 +3,9 @@
 //! napi-rs's serde conversion is not faithful enough for anything that is hashed or signed: it
 //! turns `undefined` into `null`, NaN into `null`, integral doubles into `i64` (so `1e300`
 //! saturates to 9223372036854775807), Buffers into arrays of numbers, a `Date` or a `Map` into
-//! `{}`, and lone surrogates into U+FFFD. This walker reads the value itself (raw N-API calls,
-//! one pass) and refuses whatever JSON cannot represent, naming where it is (`value.files[3]`):
+//! `{}`, and lone surrogates into U+FFFD; and it recurses without a depth limit (100,000 nested
+//! arrays overflow the stack). This walker reads the value itself (raw N-API calls, one pass)
+//! and refuses whatever JSON cannot represent, naming where it is (`value.files[3]`):
 //!
 //! - `null`, booleans, finite numbers (-0 is 0, as in JSON.stringify), strings, arrays, and
 //!   plain objects (prototype `Object.prototype` or `null`) with their own enumerable string keys;
@@ -19,6 +20,12 @@
 //! `E_INVALID_ARGUMENT` naming where (its exception discarded), each member is read once, and a
 //! member name appears in a message only when it is a plain name (a key may be a token): any
 //! other is named by its position, `meta.<key #3>`.
+//!
+//! Arguments and fields reach the walker through `convert::Json` / `convert::JsonObject`; the
+//! same `Json` carries a JSON value back to JavaScript, built with plain objects and arrays.
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::ptr;
 
@@ -27,9 +34,10 @@ use napi::{sys, Env, JsValue, Unknown};
 use napi_derive::napi;
 use serde_json::{Map, Number, Value};
 
+use super::convert::{self, refuse_at, Json, Str};
 use super::strings::{self, Surrogates};
 use super::{guard, to_napi};
-use crate::error::{LoaError, Result};
+use crate::error::Result;
 use crate::jcs;
 
 /// One step of the path to a value, for error messages only.
@@ -43,51 +51,39 @@ struct Reader {
   env: sys::napi_env,
   object_prototype: sys::napi_value,
   path: Vec<Step>,
-  name: &'static str,
   /// Where strings are read (one allocation per call, not per string).
   buf: Vec<u8>,
   /// When set, the top-level object's members are kept here with their JS values.
   keep_members: Option<Vec<(String, sys::napi_value)>>,
-  /// Whether objects must be plain (see [`from_js`]); see [`from_js_data`] for the exception.
-  plain_only: bool,
 }
 
-fn status(code: sys::napi_status, what: &str) -> Result<()> {
+fn status(code: sys::napi_status, what: &str) -> napi::Result<()> {
   if code == sys::Status::napi_ok {
     Ok(())
   } else {
-    Err(LoaError::Internal(format!("N-API call failed while reading a JSON value ({what}, status {code})")))
+    Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed while reading a JSON value ({what})")))
   }
 }
 
 impl Reader {
-  fn new(env: &Env, name: &'static str) -> Result<Reader> {
-    let env = env.raw();
-    unsafe {
-      let mut global = ptr::null_mut();
-      status(sys::napi_get_global(env, &mut global), "global")?;
-      let mut object = ptr::null_mut();
-      status(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object), "Object")?;
-      let mut prototype = ptr::null_mut();
-      status(sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut prototype), "Object.prototype")?;
-      Ok(Reader {
-        env,
-        object_prototype: prototype,
-        path: Vec::new(),
-        name,
-        buf: Vec::new(),
-        keep_members: None,
-        plain_only: true,
-      })
-    }
+  /// # Safety
+  /// On the JS thread, with the env of the current call.
+  unsafe fn new(env: sys::napi_env) -> napi::Result<Reader> {
+    let mut global = ptr::null_mut();
+    status(sys::napi_get_global(env, &mut global), "global")?;
+    let mut object = ptr::null_mut();
+    status(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object), "Object")?;
+    let mut prototype = ptr::null_mut();
+    status(sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut prototype), "Object.prototype")?;
+    Ok(Reader { env, object_prototype: prototype, path: Vec::new(), buf: Vec::new(), keep_members: None })
   }
 
-  /// Where the reader is, e.g. `value.files[3].size`. A member is named by its name only when
-  /// that is a plain name (`crate::error::is_plain_name`); any other name, which may be caller
-  /// data (a token used as a key), is named by position: `meta.<key #3>` is the third of
-  /// `Object.keys(meta)`.
+  /// Where the reader is, relative to the value read (`.files[3].size`). A member is named by
+  /// its name only when that is a plain name (`crate::error::is_plain_name`); any other name,
+  /// which may be caller data (a token used as a key), is named by position: `.<key #3>` is the
+  /// third of `Object.keys(...)`.
   fn where_(&self) -> String {
-    let mut out = self.name.to_string();
+    let mut out = String::new();
     // A cycle's path is as long as the depth limit: show its start and end only.
     let shown: Vec<Option<&Step>> = if self.path.len() > 12 {
       self.path[..4].iter().map(Some).chain([None]).chain(self.path[self.path.len() - 4..].iter().map(Some)).collect()
@@ -108,41 +104,36 @@ impl Reader {
     out
   }
 
-  fn refuse<T>(&self, what: &str) -> Result<T> {
-    Err(LoaError::InvalidArgument(format!("`{}` is not JSON: {what}", self.where_())))
+  fn refuse<T>(&self, what: &str) -> napi::Result<T> {
+    Err(refuse_at(&self.where_(), &format!("is not JSON: {what}")))
   }
 
   /// An N-API call on the caller's value: one that failed because caller code threw (a getter,
-  /// a Proxy trap, a revoked Proxy) is `E_INVALID_ARGUMENT` naming where, with the exception
-  /// discarded (see `super::clear_pending_exception`).
-  fn call(&self, code: sys::napi_status, what: &str) -> Result<()> {
+  /// a Proxy trap, a revoked Proxy) is refused naming where, with the exception discarded (see
+  /// `super::clear_pending_exception`).
+  fn call(&self, code: sys::napi_status, what: &str) -> napi::Result<()> {
     if code != sys::Status::napi_ok && super::clear_pending_exception(self.env) {
-      return Err(LoaError::InvalidArgument(format!(
-        "`{}` could not be read (a getter or Proxy trap threw)",
-        self.where_()
-      )));
+      return Err(refuse_at(&self.where_(), "could not be read (a getter or Proxy trap threw)"));
     }
     status(code, what)
   }
 
-  fn type_of(&self, value: sys::napi_value) -> Result<sys::napi_valuetype> {
+  unsafe fn type_of(&self, value: sys::napi_value) -> napi::Result<sys::napi_valuetype> {
     let mut t = 0;
-    status(unsafe { sys::napi_typeof(self.env, value, &mut t) }, "typeof")?;
+    status(sys::napi_typeof(self.env, value, &mut t), "typeof")?;
     Ok(t)
   }
 
   /// A string, refused when it holds a lone surrogate (it is not Unicode).
-  fn string(&mut self, value: sys::napi_value) -> Result<String> {
+  unsafe fn string(&mut self, value: sys::napi_value) -> napi::Result<String> {
     let mut buf = std::mem::take(&mut self.buf);
-    // SAFETY: on the JS thread with its env; `value` is a string.
-    let read = unsafe { strings::read_into(self.env, value, &mut buf, Surrogates::Refuse, &|| self.where_()) }
-      .map(str::to_owned);
+    let read = strings::read_into(self.env, value, &mut buf, Surrogates::Refuse).map(str::to_owned);
     self.buf = buf;
-    read
+    read.map_err(|r| refuse_at(&self.where_(), r.problem()))
   }
 
   /// Reads `value`; `None` for an `undefined` the caller may drop (object members only).
-  fn read(&mut self, value: sys::napi_value, depth: usize) -> Result<Option<Value>> {
+  unsafe fn read(&mut self, value: sys::napi_value, depth: usize) -> napi::Result<Option<Value>> {
     if depth > jcs::MAX_DEPTH {
       return self.refuse(&format!("nested deeper than {} levels (a cycle?)", jcs::MAX_DEPTH));
     }
@@ -152,12 +143,12 @@ impl Reader {
       sys::ValueType::napi_null => Ok(Some(Value::Null)),
       sys::ValueType::napi_boolean => {
         let mut b = false;
-        status(unsafe { sys::napi_get_value_bool(env, value, &mut b) }, "boolean")?;
+        status(sys::napi_get_value_bool(env, value, &mut b), "boolean")?;
         Ok(Some(Value::Bool(b)))
       }
       sys::ValueType::napi_number => {
         let mut f = 0f64;
-        status(unsafe { sys::napi_get_value_double(env, value, &mut f) }, "number")?;
+        status(sys::napi_get_value_double(env, value, &mut f), "number")?;
         if !f.is_finite() {
           return self.refuse(&format!("{f} (RFC 8785 has no NaN or Infinity)"));
         }
@@ -172,18 +163,18 @@ impl Reader {
     }
   }
 
-  fn object(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+  unsafe fn object(&mut self, value: sys::napi_value, depth: usize) -> napi::Result<Value> {
     let env = self.env;
     let mut is_array = false;
-    status(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "isArray")?;
+    self.call(sys::napi_is_array(env, value, &mut is_array), "isArray")?;
     if is_array {
       let mut len = 0u32;
-      status(unsafe { sys::napi_get_array_length(env, value, &mut len) }, "array length")?;
+      status(sys::napi_get_array_length(env, value, &mut len), "array length")?;
       let mut items = Vec::with_capacity(len as usize);
       for i in 0..len {
         let mut item = ptr::null_mut();
         self.path.push(Step::Index(i));
-        self.call(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "element")?;
+        self.call(sys::napi_get_element(env, value, i, &mut item), "element")?;
         match self.read(item, depth + 1)? {
           Some(v) => items.push(v),
           None => return self.refuse("undefined (or a hole) in an array"),
@@ -193,21 +184,17 @@ impl Reader {
       return Ok(Value::Array(items));
     }
     let mut prototype = ptr::null_mut();
-    self.call(unsafe { sys::napi_get_prototype(env, value, &mut prototype) }, "prototype")?;
+    self.call(sys::napi_get_prototype(env, value, &mut prototype), "prototype")?;
     let plain = self.type_of(prototype)? == sys::ValueType::napi_null || {
       let mut same = false;
-      status(unsafe { sys::napi_strict_equals(env, prototype, self.object_prototype, &mut same) }, "prototype check")?;
+      status(sys::napi_strict_equals(env, prototype, self.object_prototype, &mut same), "prototype check")?;
       same
     };
-    if !plain && self.plain_only {
-      let mut is_date = false;
-      let mut is_buffer = false;
-      let mut is_typed = false;
-      unsafe {
-        status(sys::napi_is_date(env, value, &mut is_date), "isDate")?;
-        status(sys::napi_is_buffer(env, value, &mut is_buffer), "isBuffer")?;
-        status(sys::napi_is_typedarray(env, value, &mut is_typed), "isTypedArray")?;
-      }
+    if !plain {
+      let (mut is_date, mut is_buffer, mut is_typed) = (false, false, false);
+      status(sys::napi_is_date(env, value, &mut is_date), "isDate")?;
+      status(sys::napi_is_buffer(env, value, &mut is_buffer), "isBuffer")?;
+      status(sys::napi_is_typedarray(env, value, &mut is_typed), "isTypedArray")?;
       return self.refuse(if is_date {
         "a Date (use date.toISOString())"
       } else if is_buffer || is_typed {
@@ -218,30 +205,28 @@ impl Reader {
     }
     let mut names = ptr::null_mut();
     self.call(
-      unsafe {
-        sys::napi_get_all_property_names(
-          env,
-          value,
-          sys::KeyCollectionMode::own_only,
-          sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-          sys::KeyConversion::numbers_to_strings,
-          &mut names,
-        )
-      },
+      sys::napi_get_all_property_names(
+        env,
+        value,
+        sys::KeyCollectionMode::own_only,
+        sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+        sys::KeyConversion::numbers_to_strings,
+        &mut names,
+      ),
       "property names",
     )?;
     let mut count = 0u32;
-    status(unsafe { sys::napi_get_array_length(env, names, &mut count) }, "property count")?;
+    status(sys::napi_get_array_length(env, names, &mut count), "property count")?;
     let mut map = Map::new();
     for i in 0..count {
       let mut key = ptr::null_mut();
-      status(unsafe { sys::napi_get_element(env, names, i, &mut key) }, "property name")?;
+      status(sys::napi_get_element(env, names, i, &mut key), "property name")?;
       self.path.push(Step::Key(String::new(), i));
       let name = self.string(key)?;
       self.path.pop();
       let mut member = ptr::null_mut();
       self.path.push(Step::Key(name, i));
-      self.call(unsafe { sys::napi_get_property(env, value, key, &mut member) }, "property")?;
+      self.call(sys::napi_get_property(env, value, key, &mut member), "property")?;
       let read = self.read(member, depth + 1)?;
       let Some(Step::Key(name, _)) = self.path.pop() else { unreachable!() };
       if let Some(v) = read {
@@ -269,45 +254,40 @@ fn number(f: f64) -> Number {
   Number::from_f64(f).expect("finite")
 }
 
-/// Reads a JS value as JSON. `name` is the argument's name in error messages.
-pub fn from_js(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
-  let mut reader = Reader::new(env, name)?;
-  match reader.read(value.raw(), 0)? {
-    Some(v) => Ok(v),
-    None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),
-  }
-}
-
-/// [`from_js`] for plain data that is not hashed or signed (options and items of a planning
-/// function): an object of any class counts as its own enumerable properties, as napi-rs's serde
-/// conversion, which this replaces, read it. Everything else is as strict (depth, cycles,
-/// getters and Proxies that throw, lone surrogates).
-pub fn from_js_data(env: &Env, value: Unknown, name: &'static str) -> Result<Value> {
-  let mut reader = Reader::new(env, name)?;
-  reader.plain_only = false;
-  match reader.read(value.raw(), 0)? {
-    Some(v) => Ok(v),
-    None => Err(LoaError::InvalidArgument(format!("`{name}` is not JSON: undefined"))),
-  }
+/// Reads a JS value as JSON (the conversion of `convert::Json`); a refusal names the place
+/// relative to the value.
+///
+/// # Safety
+/// On the JS thread, with a handle of the current scope.
+pub unsafe fn read(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Value> {
+  let mut reader = Reader::new(env)?;
+  reader.read(value, 0)?.map_or_else(|| Err(refuse_at("", "is not JSON: undefined")), Ok)
 }
 
 /// Reads a JS plain object as JSON and also returns its members' JS values (those that are
 /// not `undefined`), for building a shallow copy without re-creating every nested value.
-pub fn from_js_with_members(
-  env: &Env,
-  value: Unknown,
-  name: &'static str,
-) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
-  let mut reader = Reader::new(env, name)?;
-  reader.keep_members = Some(Vec::new());
-  let read = reader.read(value.raw(), 0)?;
-  match read {
-    Some(v @ Value::Object(_)) => Ok((v, reader.keep_members.take().unwrap_or_default())),
-    _ => Err(LoaError::InvalidArgument(format!("`{name}` must be a plain object"))),
+pub fn read_with_members(value: Unknown, name: &str) -> Result<(Value, Vec<(String, sys::napi_value)>)> {
+  let env = value.value().env;
+  // SAFETY: `value` is a handle of the current call's scope, read on the JS thread.
+  let read = unsafe {
+    Reader::new(env).and_then(|mut reader| {
+      reader.keep_members = Some(Vec::new());
+      match reader.read(value.raw(), 0)? {
+        Some(v @ Value::Object(_)) => Ok((v, reader.keep_members.take().unwrap_or_default())),
+        _ => Err(convert::refuse("must be a plain object")),
+      }
+    })
+  };
+  read.map_err(|e| convert::refusal(env, name, &e))
+}
+
+impl ToNapiValue for Json {
+  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+    build(env, &val.0)
   }
 }
 
-/// A JS value made on this thread, handed back as is.
+/// A JS value made on this thread during the current call, handed back as is.
 pub struct RawJs(pub sys::napi_value);
 
 impl TypeName for RawJs {
@@ -325,6 +305,14 @@ impl ToNapiValue for RawJs {
   }
 }
 
+fn built(code: sys::napi_status) -> napi::Result<()> {
+  if code == sys::Status::napi_ok {
+    Ok(())
+  } else {
+    Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building a value (status {code})")))
+  }
+}
+
 /// A new plain object with the given members (their JS values as they are) and extra members
 /// built from JSON values.
 pub fn shallow_object(
@@ -332,21 +320,15 @@ pub fn shallow_object(
   members: &[(String, sys::napi_value)],
   extra: &[(&str, &Value)],
 ) -> napi::Result<RawJs> {
-  let env_raw = env.raw();
-  let check = |code: sys::napi_status| {
-    if code == sys::Status::napi_ok {
-      Ok(())
-    } else {
-      Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building an object (status {code})")))
-    }
-  };
+  let env = env.raw();
+  // SAFETY: on the JS thread with its env; the member values are handles of the current call.
   unsafe {
     let mut out = ptr::null_mut();
-    check(sys::napi_create_object(env_raw, &mut out))?;
+    built(sys::napi_create_object(env, &mut out))?;
     let set = |key: &str, value: sys::napi_value| -> napi::Result<()> {
       let mut name = ptr::null_mut();
-      check(sys::napi_create_string_utf8(env_raw, key.as_ptr().cast(), key.len() as isize, &mut name))?;
-      check(sys::napi_set_property(env_raw, out, name, value))
+      built(sys::napi_create_string_utf8(env, key.as_ptr().cast(), key.len() as isize, &mut name))?;
+      built(sys::napi_set_property(env, out, name, value))
     };
     for (key, value) in members {
       if !extra.iter().any(|(k, _)| k == key) {
@@ -354,47 +336,33 @@ pub fn shallow_object(
       }
     }
     for (key, value) in extra {
-      let built = build(env_raw, value)?;
-      set(key, built)?;
+      set(key, build(env, value)?)?;
     }
     Ok(RawJs(out))
   }
 }
 
-/// Builds a JS value from a JSON value (plain objects and arrays).
-pub fn to_js<'env>(env: &'env Env, value: &Value) -> napi::Result<Unknown<'env>> {
-  let raw = unsafe { build(env.raw(), value)? };
-  Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
-}
-
+/// Builds a JS value from a JSON value (plain objects and arrays); our values are nested at
+/// most as deep as the JSON we read or wrote.
 unsafe fn build(env: sys::napi_env, value: &Value) -> napi::Result<sys::napi_value> {
   let mut out = ptr::null_mut();
-  let check = |code: sys::napi_status| {
-    if code == sys::Status::napi_ok {
-      Ok(())
-    } else {
-      Err(napi::Error::new(Status::GenericFailure, format!("N-API call failed building a value (status {code})")))
-    }
-  };
   match value {
-    Value::Null => check(sys::napi_get_null(env, &mut out))?,
-    Value::Bool(b) => check(sys::napi_get_boolean(env, *b, &mut out))?,
-    Value::Number(n) => check(sys::napi_create_double(env, n.as_f64().unwrap_or(f64::NAN), &mut out))?,
-    Value::String(s) => check(sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out))?,
+    Value::Null => built(sys::napi_get_null(env, &mut out))?,
+    Value::Bool(b) => built(sys::napi_get_boolean(env, *b, &mut out))?,
+    Value::Number(n) => built(sys::napi_create_double(env, n.as_f64().unwrap_or(f64::NAN), &mut out))?,
+    Value::String(s) => built(sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out))?,
     Value::Array(items) => {
-      check(sys::napi_create_array_with_length(env, items.len(), &mut out))?;
+      built(sys::napi_create_array_with_length(env, items.len(), &mut out))?;
       for (i, item) in items.iter().enumerate() {
-        let element = build(env, item)?;
-        check(sys::napi_set_element(env, out, i as u32, element))?;
+        built(sys::napi_set_element(env, out, i as u32, build(env, item)?))?;
       }
     }
     Value::Object(map) => {
-      check(sys::napi_create_object(env, &mut out))?;
+      built(sys::napi_create_object(env, &mut out))?;
       for (key, member) in map {
         let mut name = ptr::null_mut();
-        check(sys::napi_create_string_utf8(env, key.as_ptr().cast(), key.len() as isize, &mut name))?;
-        let member = build(env, member)?;
-        check(sys::napi_set_property(env, out, name, member))?;
+        built(sys::napi_create_string_utf8(env, key.as_ptr().cast(), key.len() as isize, &mut name))?;
+        built(sys::napi_set_property(env, out, name, build(env, member)?))?;
       }
     }
   }
@@ -415,13 +383,13 @@ unsafe fn build(env: sys::napi_env, value: &Value) -> napi::Result<sys::napi_val
 /// ```
 #[napi(ts_args_type = "value: unknown")]
 pub fn canonicalize_json(env: Env, value: Unknown) -> napi::Result<String> {
-  to_napi(&env, guard(|| jcs::to_string(&from_js(&env, value, "value")?)))
+  to_napi(&env, guard(|| jcs::to_string(&convert::arg::<Json>(value, "value")?.0)))
 }
 
 /// `canonicalizeJson` as UTF-8 bytes (what to hash or sign).
 #[napi(ts_args_type = "value: unknown")]
 pub fn canonicalize_json_buffer(env: Env, value: Unknown) -> napi::Result<Buffer> {
-  to_napi(&env, guard(|| jcs::to_vec(&from_js(&env, value, "value")?))).map(Buffer::from)
+  to_napi(&env, guard(|| jcs::to_vec(&convert::arg::<Json>(value, "value")?.0))).map(Buffer::from)
 }
 
 /// Canonicalizes JSON text (RFC 8785): parses it (duplicate member names and numbers out of
@@ -429,5 +397,5 @@ pub fn canonicalize_json_buffer(env: Env, value: Unknown) -> napi::Result<Buffer
 /// rounded to the nearest double, as `JSON.parse` would.
 #[napi(ts_args_type = "text: string")]
 pub fn canonicalize_json_text(env: Env, text: Unknown) -> napi::Result<String> {
-  to_napi(&env, guard(|| jcs::to_string(&jcs::parse_strict(&super::args::string(text, "text")?)?)))
+  to_napi(&env, guard(|| jcs::to_string(&jcs::parse_strict(&convert::arg::<Str>(text, "text")?.0)?)))
 }

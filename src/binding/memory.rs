@@ -1,4 +1,9 @@
-//! The `MemoryStore` class: capture -> consolidate -> read back.
+//! The `MemoryStore` class and the workspace functions `consolidateMemory` and
+//! `buildMemoryContext`: capture -> consolidate -> read back.
+//!
+//! A workspace's settings come from its `.loa.config.yaml` with the caller's overrides
+//! (`config::store_options`); they are read when the store opens (on the thread pool for the
+//! async calls), never on argument conversion.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -8,84 +13,192 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::args::{field, optional_f64, optional_string_array, required_object};
-use super::fs::CoreTask;
-use super::gates::{gate_result_to_js, parse_gate_overrides, GateResult, MemoryType};
-use super::{args, guard, to_napi};
-use crate::error::{LoaError, Result};
-use crate::memory as core;
+use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, JsonObject, List, Num, Obj, Str};
+use super::gates::{GateOptions, GateResult};
+use super::tokens::TokenEncoding;
+use super::{guard, js_error, sync, CoreTask};
+use crate::config::{store_options, MemoryOverrides};
+use crate::error::Result;
+use crate::memory::{self as core, MemoryKind, StoreOptions};
 use crate::redact::RedactOptions;
 
+string_union! {
+  "The five kinds of memory."
+  MemoryType <=> MemoryKind {
+    interaction = Interaction,
+    decision = Decision,
+    learning = Learning,
+    error = Error,
+    milestone = Milestone,
+  }
+}
+
 /// How `capture` redacts (see `redact`).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct MemoryRedactionOptions {
   /// Exact values never redacted (e.g. a project's public contact address).
-  pub allowlist: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub allowlist: Option<Option<List<Str>>>,
   /// Key of the fingerprints (HMAC-SHA256). Without one, a random key per process.
   #[napi(ts_type = "string | Buffer | Uint8Array")]
-  pub key: Option<Buffer>,
+  pub key: Option<Option<Bytes>>,
   /// Stable pseudonyms (`[EMAIL_3f2a9c]`) instead of `[REDACTED:EMAIL]`; needs `key`.
-  pub pseudonymize: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub pseudonymize: Option<Option<Bool>>,
+}
+
+impl From<MemoryRedactionOptions> for RedactOptions {
+  fn from(r: MemoryRedactionOptions) -> RedactOptions {
+    RedactOptions {
+      allowlist: r.allowlist.flatten().map(List::into).unwrap_or_default(),
+      key: r.key.flatten().map(|k| k.0),
+      pseudonymize: r.pseudonymize.flatten().is_some_and(|p| p.0),
+    }
+  }
 }
 
 /// Options of `MemoryStore.open`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct MemoryStoreOptions {
   /// The workspace; `.loa.config.yaml` in it supplies every default.
-  pub workspace_dir: String,
+  #[napi(ts_type = "string")]
+  pub workspace_dir: Str,
   /// Relative to the workspace. Default: `grimoiresDir` of the configuration (`grimoires/loa`),
   /// with NOTES.md and learnings.json at `memory.notesPath` / `memory.learningsPath`. When given,
   /// both live directly in it.
-  pub grimoires_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub grimoires_dir: Option<Option<Str>>,
   /// Relative to the workspace. Default: `wal.dir` of the configuration (`.loa/wal`).
-  pub wal_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub wal_dir: Option<Option<Str>>,
   /// This session's id (1-128 of `A-Z a-z 0-9 . _ -`). One open store per session at a time:
   /// a second one waits for the first to close.
-  pub session_id: String,
+  #[napi(ts_type = "string")]
+  pub session_id: Str,
   /// How long to wait for another store of the same session. Default `wal.lockTimeoutMs` (5000).
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
   /// Overrides of the configured gate thresholds.
-  pub gates: Option<super::gates::GateOptions>,
-  pub redaction: Option<MemoryRedactionOptions>,
+  #[napi(ts_type = "GateOptions")]
+  pub gates: Option<Option<Obj<GateOptions>>>,
+  #[napi(ts_type = "MemoryRedactionOptions")]
+  pub redaction: Option<Option<Obj<MemoryRedactionOptions>>>,
 }
 
 /// Where a workspace's memory lives, for `consolidateMemory`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct MemoryWorkspaceOptions {
-  pub workspace_dir: String,
+  #[napi(ts_type = "string")]
+  pub workspace_dir: Str,
   /// As in `MemoryStoreOptions`.
-  pub grimoires_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub grimoires_dir: Option<Option<Str>>,
   /// As in `MemoryStoreOptions`.
-  pub wal_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub wal_dir: Option<Option<Str>>,
   /// How long to wait for a concurrent consolidation. Default `wal.lockTimeoutMs` (5000).
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
+}
+
+/// A workspace and what the caller overrides of its configured memory settings.
+pub(crate) struct Workspace {
+  pub dir: PathBuf,
+  pub overrides: MemoryOverrides,
+}
+
+impl Workspace {
+  /// The store options: `.loa.config.yaml` read, the overrides applied.
+  pub fn options(&self) -> Result<StoreOptions> {
+    store_options(&self.dir, &self.overrides)
+  }
+}
+
+impl From<MemoryWorkspaceOptions> for Workspace {
+  fn from(o: MemoryWorkspaceOptions) -> Workspace {
+    Workspace {
+      dir: PathBuf::from(o.workspace_dir.0),
+      overrides: MemoryOverrides {
+        grimoires_dir: o.grimoires_dir.flatten().map(String::from),
+        wal_dir: o.wal_dir.flatten().map(String::from),
+        lock_timeout_ms: o.lock_timeout_ms.flatten().map(|n| n.0),
+        gates: Default::default(),
+      },
+    }
+  }
+}
+
+/// What opening a store takes: the workspace, the session, how to redact.
+struct Session {
+  workspace: Workspace,
+  session_id: String,
+  redaction: RedactOptions,
+}
+
+impl From<MemoryStoreOptions> for Session {
+  fn from(o: MemoryStoreOptions) -> Session {
+    let mut workspace = Workspace::from(MemoryWorkspaceOptions {
+      workspace_dir: o.workspace_dir,
+      grimoires_dir: o.grimoires_dir,
+      wal_dir: o.wal_dir,
+      lock_timeout_ms: o.lock_timeout_ms,
+    });
+    workspace.overrides.gates = o.gates.flatten().map(|g| g.0.into()).unwrap_or_default();
+    Session {
+      workspace,
+      session_id: o.session_id.0,
+      redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
+    }
+  }
+}
+
+impl Session {
+  fn open(self) -> Result<MemoryStore> {
+    let options = StoreOptions { session_id: self.session_id, redaction: self.redaction, ..self.workspace.options()? };
+    core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })
+  }
 }
 
 /// What `capture` is given.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field
+#[napi(object, object_to_js = false)]
 pub struct MemoryEntry {
   #[napi(js_name = "type", ts_type = "MemoryType")]
-  pub memory_type: String,
+  pub memory_type: Choice<MemoryType>,
   /// At most 1 MiB. Redacted before anything else happens to it.
-  pub content: String,
-  pub agent_id: Option<String>,
+  #[napi(ts_type = "string")]
+  pub content: Str,
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
   /// 0..1; without one the entry counts as 0.6.
-  pub confidence: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub confidence: Option<Option<Num>>,
   /// At most 64 tags of at most 256 bytes; redacted like the content.
-  pub tags: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub tags: Option<Option<List<Str>>>,
   /// RFC 3339 with any offset; default now. Stored in UTC.
-  pub timestamp: Option<String>,
+  #[napi(ts_type = "string")]
+  pub timestamp: Option<Option<Str>>,
   /// Any JSON object (at most 64 KiB); every string in it, keys included, is redacted.
   #[napi(ts_type = "Record<string, unknown>")]
-  pub metadata: Option<serde_json::Value>,
+  pub metadata: Option<Option<JsonObject>>,
+}
+
+impl From<MemoryEntry> for core::Entry {
+  fn from(e: MemoryEntry) -> core::Entry {
+    core::Entry {
+      kind: e.memory_type.0.into(),
+      content: e.content.0,
+      agent_id: e.agent_id.flatten().map(String::from),
+      confidence: e.confidence.flatten().map(|n| n.0),
+      tags: e.tags.flatten().map(List::into).unwrap_or_default(),
+      timestamp: e.timestamp.flatten().map(String::from),
+      metadata: e.metadata.flatten().map(|m| serde_json::Value::Object(m.0)),
+    }
+  }
 }
 
 /// A redaction finding of one field of a captured entry. Never contains the value.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct CaptureFinding {
   /// `content`, `agentId`, `tags[0]`, `metadata.contact`, ...
   pub field: String,
@@ -99,8 +212,21 @@ pub struct CaptureFinding {
   pub fingerprint: String,
 }
 
+impl From<core::CaptureFinding> for CaptureFinding {
+  fn from(f: core::CaptureFinding) -> CaptureFinding {
+    CaptureFinding {
+      field: f.field,
+      kind: f.kind,
+      start: f.start as u32,
+      end: f.end as u32,
+      method: f.method,
+      fingerprint: f.fingerprint,
+    }
+  }
+}
+
 /// What `capture` decided.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct CaptureResult {
   /// True when the memory is durably in the WAL.
   pub accepted: bool,
@@ -119,8 +245,23 @@ pub struct CaptureResult {
   pub tags: Vec<String>,
 }
 
+impl From<core::CaptureOutcome> for CaptureResult {
+  fn from(c: core::CaptureOutcome) -> CaptureResult {
+    CaptureResult {
+      accepted: c.accepted,
+      id: c.id,
+      seq: c.seq.map(|s| s as f64),
+      gates: c.gates.into_iter().map(Into::into).collect(),
+      findings: c.findings.into_iter().map(Into::into).collect(),
+      blocked: c.blocked,
+      score: c.score,
+      tags: c.tags,
+    }
+  }
+}
+
 /// What `consolidate` did.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct MemoryConsolidation {
   /// Files the WAL consolidation wrote or deleted in the grimoire.
   pub applied: u32,
@@ -136,8 +277,21 @@ pub struct MemoryConsolidation {
   pub learnings_total: u32,
 }
 
+impl From<core::ConsolidateOutcome> for MemoryConsolidation {
+  fn from(c: core::ConsolidateOutcome) -> MemoryConsolidation {
+    MemoryConsolidation {
+      applied: c.applied as u32,
+      notes_updated: c.notes_updated,
+      learnings: c.learnings as u32,
+      conflicts: c.conflicts as u32,
+      memories: c.memories as u32,
+      learnings_total: c.learnings_total as u32,
+    }
+  }
+}
+
 /// A session, as `recentSessions` reports it.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SessionEntry {
   pub session_id: String,
   /// Timestamps of its oldest and newest memory (UTC, RFC 3339).
@@ -154,8 +308,22 @@ pub struct SessionEntry {
   pub source: String,
 }
 
+impl From<core::SessionEntry> for SessionEntry {
+  fn from(s: core::SessionEntry) -> SessionEntry {
+    SessionEntry {
+      session_id: s.session_id,
+      started_at: s.started_at,
+      last_active_at: s.last_active_at,
+      memories: s.memories as u32,
+      types: s.kinds.into_iter().map(|(k, v)| (k.as_str().to_string(), v as u32)).collect(),
+      latest: s.latest,
+      source: s.source.as_str().to_string(),
+    }
+  }
+}
+
 /// A learning, as `activeLearnings` reports it.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct Learning {
   pub id: String,
   #[napi(js_name = "type")]
@@ -172,147 +340,88 @@ pub struct Learning {
   pub status: String,
 }
 
-fn parse_workspace_options(options: Unknown) -> Result<core::StoreOptions> {
-  let o = required_object(options, "options")?;
-  Ok(core::StoreOptions {
-    workspace_dir: PathBuf::from(
-      args::optional_string(&o, "workspaceDir")?
-        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
-    ),
-    grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
-    wal_dir: args::optional_string(&o, "walDir")?,
-    lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
-    ..Default::default()
-  })
-}
-
-fn parse_options(options: Unknown) -> Result<core::StoreOptions> {
-  let o = required_object(options, "options")?;
-  let mut parsed = core::StoreOptions {
-    workspace_dir: PathBuf::from(
-      args::optional_string(&o, "workspaceDir")?
-        .ok_or_else(|| LoaError::InvalidArgument("`workspaceDir` must be a string".into()))?,
-    ),
-    grimoires_dir: args::optional_string(&o, "grimoiresDir")?,
-    wal_dir: args::optional_string(&o, "walDir")?,
-    session_id: args::optional_string(&o, "sessionId")?
-      .ok_or_else(|| LoaError::InvalidArgument("`sessionId` must be a string".into()))?,
-    lock_timeout_ms: args::optional_u64(&o, "lockTimeoutMs")?,
-    ..Default::default()
-  };
-  if let Some(g) = field(&o, "gates")? {
-    parsed.gates = parse_gate_overrides(&required_object(g, "gates")?)?;
-  }
-  if let Some(r) = field(&o, "redaction")? {
-    let r = required_object(r, "redaction")?;
-    parsed.redaction = RedactOptions {
-      allowlist: optional_string_array(&r, "allowlist")?.unwrap_or_default(),
-      key: args::optional_bytes(&r, "key")?,
-      pseudonymize: args::optional_bool(&r, "pseudonymize")?.unwrap_or(false),
-    };
-  }
-  Ok(parsed)
-}
-
-fn parse_entry(env: &Env, entry: Unknown) -> Result<core::Entry> {
-  let e = required_object(entry, "entry")?;
-  let metadata = args::optional_json_object(env, &e, "metadata")?
-    .map(|text| serde_json::from_str(&text).map_err(|err| LoaError::Internal(err.to_string())))
-    .transpose()?;
-  Ok(core::Entry {
-    kind: memory_kind(args::field(&e, "type")?)?,
-    content: args::optional_string(&e, "content")?
-      .ok_or_else(|| LoaError::InvalidArgument("`content` must be a string".into()))?,
-    agent_id: args::optional_string(&e, "agentId")?,
-    confidence: optional_f64(&e, "confidence")?,
-    tags: optional_string_array(&e, "tags")?.unwrap_or_default(),
-    timestamp: args::optional_string(&e, "timestamp")?,
-    metadata,
-  })
-}
-
-impl From<MemoryType> for core::MemoryKind {
-  fn from(kind: MemoryType) -> core::MemoryKind {
-    match kind {
-      MemoryType::interaction => core::MemoryKind::Interaction,
-      MemoryType::decision => core::MemoryKind::Decision,
-      MemoryType::learning => core::MemoryKind::Learning,
-      MemoryType::error => core::MemoryKind::Error,
-      MemoryType::milestone => core::MemoryKind::Milestone,
+impl From<core::Learning> for Learning {
+  fn from(l: core::Learning) -> Learning {
+    Learning {
+      id: l.id,
+      memory_type: l.kind.into(),
+      content: l.content,
+      importance: l.importance,
+      confidence: l.confidence,
+      tags: l.tags,
+      session_id: l.session_id,
+      agent_id: l.agent_id,
+      created_at: l.created_at,
+      status: l.status,
     }
   }
 }
 
-/// The `type` of an entry: one of the `MemoryType` strings, else `E_INVALID_ARGUMENT` (the
-/// message never repeats the value, which is caller data).
-fn memory_kind(value: Option<Unknown>) -> Result<core::MemoryKind> {
-  let wrong = || {
-    LoaError::InvalidArgument(
-      "`type` must be one of 'interaction', 'decision', 'learning', 'error', 'milestone'".into(),
-    )
-  };
-  let value = value.ok_or_else(wrong)?;
-  // SAFETY: `value` is a live handle of the current call's scope, read by napi's own
-  // conversion of the string enum, which checks its type first.
-  unsafe { MemoryType::from_napi_value(value.value().env, value.raw()) }
-    .map(core::MemoryKind::from)
-    .map_err(|_| wrong())
+/// Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting.
+#[napi(object, object_to_js = false)]
+pub struct MemoryContextOptions {
+  /// Tokens for the whole text, header included. Default `context.tokenBudget` (2000).
+  #[napi(ts_type = "number")]
+  pub budget: Option<Option<Int>>,
+  /// Share of the room that sessions get first (the rest goes to learnings). Default
+  /// `1 - context.learningsShare` (0.7).
+  #[napi(ts_type = "number")]
+  pub session_share: Option<Option<Num>>,
+  #[napi(ts_type = "TokenEncoding")]
+  pub encoding: Option<Option<Choice<TokenEncoding>>>,
+  /// Fraction of the budget kept free for a model whose tokenizer is not public.
+  #[napi(ts_type = "number")]
+  pub safety_margin: Option<Option<Num>>,
+  /// How many recent sessions to consider. Default `context.recentSessions` (5).
+  #[napi(ts_type = "number")]
+  pub sessions: Option<Option<Int>>,
+  /// How many active learnings to consider. Default `context.activeLearnings` (3).
+  #[napi(ts_type = "number")]
+  pub learnings: Option<Option<Int>>,
 }
 
-impl From<core::MemoryKind> for MemoryType {
-  fn from(kind: core::MemoryKind) -> MemoryType {
-    match kind {
-      core::MemoryKind::Interaction => MemoryType::interaction,
-      core::MemoryKind::Decision => MemoryType::decision,
-      core::MemoryKind::Learning => MemoryType::learning,
-      core::MemoryKind::Error => MemoryType::error,
-      core::MemoryKind::Milestone => MemoryType::milestone,
+impl From<MemoryContextOptions> for core::ContextRequest {
+  fn from(o: MemoryContextOptions) -> core::ContextRequest {
+    core::ContextRequest {
+      budget: o.budget.flatten().map(|n| n.0),
+      session_share: o.session_share.flatten().map(|n| n.0),
+      encoding: o.encoding.flatten().map(|e| e.0.into()),
+      safety_margin: o.safety_margin.flatten().map(|n| n.0),
+      sessions: o.sessions.flatten().map(|n| n.0),
+      learnings: o.learnings.flatten().map(|n| n.0),
+      query: None,
+      agent_id: None,
     }
   }
 }
 
-fn capture_to_js(c: core::CaptureOutcome) -> CaptureResult {
-  CaptureResult {
-    accepted: c.accepted,
-    id: c.id,
-    seq: c.seq.map(|s| s as f64),
-    gates: c.gates.into_iter().map(gate_result_to_js).collect(),
-    findings: c
-      .findings
-      .into_iter()
-      .map(|f| CaptureFinding {
-        field: f.field,
-        kind: f.kind,
-        start: f.start as u32,
-        end: f.end as u32,
-        method: f.method,
-        fingerprint: f.fingerprint,
-      })
-      .collect(),
-    blocked: c.blocked,
-    score: c.score,
-    tags: c.tags,
-  }
+fn context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
+  Ok(opt_arg::<Obj<MemoryContextOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into()))
 }
 
-fn consolidation_to_js(c: core::ConsolidateOutcome) -> MemoryConsolidation {
-  MemoryConsolidation {
-    applied: c.applied as u32,
-    notes_updated: c.notes_updated,
-    learnings: c.learnings as u32,
-    conflicts: c.conflicts as u32,
-    memories: c.memories as u32,
-    learnings_total: c.learnings_total as u32,
-  }
+fn session(options: Unknown) -> Result<Session> {
+  Ok(arg::<Obj<MemoryStoreOptions>>(options, "options")?.0.into())
 }
 
-fn limit_of(limit: Unknown) -> Result<usize> {
-  let n = unsafe { f64::from_napi_value(limit.value().env, limit.raw()) }
-    .map_err(|_| LoaError::InvalidArgument("`limit` must be a non-negative integer".into()))?;
-  if n.is_finite() && n >= 0.0 && n.fract() == 0.0 {
-    Ok(n.min(u32::MAX as f64) as usize)
-  } else {
-    Err(LoaError::InvalidArgument("`limit` must be a non-negative integer".into()))
+fn workspace(options: Unknown, name: &str) -> Result<Workspace> {
+  Ok(arg::<Obj<MemoryWorkspaceOptions>>(options, name)?.0.into())
+}
+
+fn entry(entry: Unknown) -> Result<core::Entry> {
+  Ok(arg::<Obj<MemoryEntry>>(entry, "entry")?.0.into())
+}
+
+/// A limit argument (the number of items wanted).
+fn limit(limit: Unknown) -> Result<usize> {
+  Ok(arg::<Int>(limit, "limit")?.0.min(u64::from(u32::MAX)) as usize)
+}
+
+/// A built context as the `BuiltContext` object (made by `context`'s JavaScript helper).
+fn built_to_js<'a>(env: &Env, built: Result<crate::context::BuiltContext>) -> napi::Result<Unknown<'a>> {
+  // SAFETY: on the JS thread with its env; the value returned was made in this call.
+  match built.and_then(|built| unsafe { super::context::built_to_js(env, &built) }) {
+    Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
+    Err(e) => Err(js_error(env, &e)),
   }
 }
 
@@ -337,16 +446,13 @@ impl MemoryStore {
   /// stay inside the workspace (`E_PATH_OUTSIDE_ROOT`).
   #[napi(factory, ts_args_type = "options: MemoryStoreOptions")]
   pub fn open(env: Env, options: Unknown) -> napi::Result<MemoryStore> {
-    let store = to_napi(&env, guard(|| core::MemoryStore::open(parse_options(options)?)))?;
-    Ok(MemoryStore { inner: Arc::new(store) })
+    sync(&env, || session(options)?.open())
   }
 
   /// Same as `open`, without blocking the event loop while waiting for the session lock.
   #[napi(ts_args_type = "options: MemoryStoreOptions", ts_return_type = "Promise<MemoryStore>")]
   pub fn open_async(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryStore>> {
-    CoreTask::after(&env, guard(|| parse_options(options)), |options| {
-      core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })
-    })
+    CoreTask::after(&env, || session(options), Session::open)
   }
 
   /// Redaction -> quality gates -> WAL append; resolves once the memory is durable. A blocked
@@ -358,13 +464,13 @@ impl MemoryStore {
   #[napi(ts_args_type = "entry: MemoryEntry", ts_return_type = "Promise<CaptureResult>")]
   pub fn capture(&self, env: Env, entry: Unknown) -> AsyncTask<CoreTask<CaptureResult>> {
     let inner = Arc::clone(&self.inner);
-    CoreTask::after(&env, guard(|| parse_entry(&env, entry)), move |entry| inner.capture(entry).map(capture_to_js))
+    CoreTask::after(&env, || self::entry(entry), move |entry| inner.capture(entry).map(Into::into))
   }
 
   /// Synchronous twin of `capture`: blocks until the memory is durable.
   #[napi(ts_args_type = "entry: MemoryEntry")]
   pub fn capture_sync(&self, env: Env, entry: Unknown) -> napi::Result<CaptureResult> {
-    to_napi(&env, guard(|| self.inner.capture(parse_entry(&env, entry)?).map(capture_to_js)))
+    sync(&env, || self.inner.capture(self::entry(entry)?)).map(Into::into)
   }
 
   /// Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),
@@ -376,13 +482,13 @@ impl MemoryStore {
   #[napi(ts_return_type = "Promise<MemoryConsolidation>")]
   pub fn consolidate(&self) -> AsyncTask<CoreTask<MemoryConsolidation>> {
     let inner = Arc::clone(&self.inner);
-    AsyncTask::new(CoreTask::new(move || inner.consolidate().map(consolidation_to_js)))
+    AsyncTask::new(CoreTask::new(move || inner.consolidate().map(Into::into)))
   }
 
   /// Synchronous twin of `consolidate`.
   #[napi]
   pub fn consolidate_sync(&self, env: Env) -> napi::Result<MemoryConsolidation> {
-    to_napi(&env, guard(|| self.inner.consolidate().map(consolidation_to_js)))
+    sync(&env, || self.inner.consolidate()).map(Into::into)
   }
 
   /// The context for the next prompt, as `buildContext` builds it, from this workspace's memory:
@@ -391,56 +497,21 @@ impl MemoryStore {
   /// `options` says otherwise. `text` is null when there is nothing to remember.
   #[napi(ts_args_type = "options?: MemoryContextOptions", ts_return_type = "BuiltContext")]
   pub fn build_context(&self, env: Env, options: Option<Unknown>) -> napi::Result<Unknown<'_>> {
-    let built = guard(|| self.inner.build_context(&parse_context_request(options)?));
-    match built.and_then(|built| unsafe { super::context::built_to_js(&env, &built) }) {
-      Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
-      Err(e) => Err(super::js_error(&env, &e)),
-    }
+    built_to_js(&env, guard(|| self.inner.build_context(&context_request(options)?)))
   }
 
   /// The `limit` most recent sessions, newest first, from the memory records (consolidated or
   /// still in the WAL) and NOTES.md.
   #[napi(ts_args_type = "limit: number")]
   pub fn recent_sessions(&self, env: Env, limit: Unknown) -> napi::Result<Vec<SessionEntry>> {
-    let sessions = to_napi(&env, guard(|| self.inner.recent_sessions(limit_of(limit)?)))?;
-    Ok(
-      sessions
-        .into_iter()
-        .map(|s| SessionEntry {
-          session_id: s.session_id,
-          started_at: s.started_at,
-          last_active_at: s.last_active_at,
-          memories: s.memories as u32,
-          types: s.kinds.into_iter().map(|(k, v)| (k.as_str().to_string(), v as u32)).collect(),
-          latest: s.latest,
-          source: s.source.as_str().to_string(),
-        })
-        .collect(),
-    )
+    sync(&env, || self.inner.recent_sessions(self::limit(limit)?)).map(|s| s.into_iter().map(Into::into).collect())
   }
 
   /// The `limit` most important active learnings (then newest first). Throws
   /// `E_STATE_CORRUPT` if learnings.json is corrupt (it is left in place for `consolidate`).
   #[napi(ts_args_type = "limit: number")]
   pub fn active_learnings(&self, env: Env, limit: Unknown) -> napi::Result<Vec<Learning>> {
-    let learnings = to_napi(&env, guard(|| self.inner.active_learnings(limit_of(limit)?)))?;
-    Ok(
-      learnings
-        .into_iter()
-        .map(|l| Learning {
-          id: l.id,
-          memory_type: l.kind.into(),
-          content: l.content,
-          importance: l.importance,
-          confidence: l.confidence,
-          tags: l.tags,
-          session_id: l.session_id,
-          agent_id: l.agent_id,
-          created_at: l.created_at,
-          status: l.status,
-        })
-        .collect(),
-    )
+    sync(&env, || self.inner.active_learnings(self::limit(limit)?)).map(|l| l.into_iter().map(Into::into).collect())
   }
 
   #[napi(getter)]
@@ -458,7 +529,7 @@ impl MemoryStore {
   /// `E_WAL_CLOSED`. Calling it again does nothing.
   #[napi]
   pub fn close(&self, env: Env) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.inner.close()))
+    sync(&env, || self.inner.close())
   }
 }
 
@@ -466,15 +537,17 @@ impl MemoryStore {
 /// nothing, such as `loa consolidate`).
 #[napi(ts_args_type = "options: MemoryWorkspaceOptions", ts_return_type = "Promise<MemoryConsolidation>")]
 pub fn consolidate_memory(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
-  CoreTask::after(&env, guard(|| parse_workspace_options(options)), |options| {
-    core::consolidate_workspace(&options).map(consolidation_to_js)
-  })
+  CoreTask::after(
+    &env,
+    || workspace(options, "options"),
+    |w| core::consolidate_workspace(&w.options()?).map(Into::into),
+  )
 }
 
 /// Synchronous twin of `consolidateMemory`.
 #[napi(ts_args_type = "options: MemoryWorkspaceOptions")]
 pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<MemoryConsolidation> {
-  to_napi(&env, guard(|| core::consolidate_workspace(&parse_workspace_options(options)?).map(consolidation_to_js)))
+  sync(&env, || core::consolidate_workspace(&workspace(options, "options")?.options()?)).map(Into::into)
 }
 
 /// `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory
@@ -485,47 +558,16 @@ pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<Memor
   ts_return_type = "BuiltContext"
 )]
 pub fn build_memory_context<'a>(
-  env: Env,
+  env: &'a Env,
   workspace: Unknown<'a>,
   options: Option<Unknown<'a>>,
 ) -> napi::Result<Unknown<'a>> {
-  let built = guard(|| {
-    core::MemoryView::open(&parse_workspace_options(workspace)?)?.build_context(&parse_context_request(options)?)
-  });
-  match built.and_then(|built| unsafe { super::context::built_to_js(&env, &built) }) {
-    Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
-    Err(e) => Err(super::js_error(&env, &e)),
-  }
-}
-
-/// Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field below
-pub struct MemoryContextOptions {
-  /// Tokens for the whole text, header included. Default `context.tokenBudget` (2000).
-  pub budget: Option<u32>,
-  /// Share of the room that sessions get first (the rest goes to learnings). Default
-  /// `1 - context.learningsShare` (0.7).
-  pub session_share: Option<f64>,
-  #[napi(ts_type = "'o200k_base' | 'cl100k_base'")]
-  pub encoding: Option<String>,
-  /// Fraction of the budget kept free for a model whose tokenizer is not public.
-  pub safety_margin: Option<f64>,
-  /// How many recent sessions to consider. Default `context.recentSessions` (5).
-  pub sessions: Option<u32>,
-  /// How many active learnings to consider. Default `context.activeLearnings` (3).
-  pub learnings: Option<u32>,
-}
-
-fn parse_context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
-  let mut request = core::ContextRequest::default();
-  let Some(o) = args::optional_object(options, "options")? else { return Ok(request) };
-  request.budget = args::optional_u64(&o, "budget")?;
-  request.session_share = args::optional_f64(&o, "sessionShare")?;
-  request.encoding =
-    args::optional_string(&o, "encoding")?.map(|e| crate::tokens::TokenEncoding::parse(&e)).transpose()?;
-  request.safety_margin = args::optional_f64(&o, "safetyMargin")?;
-  request.sessions = args::optional_u64(&o, "sessions")?;
-  request.learnings = args::optional_u64(&o, "learnings")?;
-  Ok(request)
+  built_to_js(
+    env,
+    guard(|| {
+      let workspace = self::workspace(workspace, "workspace")?;
+      let request = context_request(options)?;
+      core::MemoryView::open(&workspace.options()?)?.build_context(&request)
+    }),
+  )
 }

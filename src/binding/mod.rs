@@ -1,24 +1,33 @@
 //! The Node binding: converts JavaScript arguments in, results and errors out. No logic lives
-//! here beyond that.
+//! here beyond that; napi types live here and nowhere else.
 //!
-//! Every entry point runs its core call inside [`guard`], so a Rust panic becomes an
-//! `E_INTERNAL` error instead of aborting the Node process, and every error is thrown (or a
-//! promise rejected) as a real JS `Error` with a stable string `code` built by [`js_error`].
+//! One file per part (`wal.rs` mirrors `src/wal/`), holding only the part's JS shapes (each a
+//! `#[napi(object)]` struct, converted into the part's types with one `From`/`TryFrom`) and its
+//! exports. Shared machinery: [`convert`] (arguments in: napi-rs's conversion, our rules, one
+//! coded error), [`json`] (JSON values in and out, depth-limited), [`strings`] (fast string
+//! readers), [`glue`] (JavaScript helpers for bulk results), [`promises`] (`Wal.append`'s
+//! batched promises), and here: the panic guard, the one mapping of a crate error to a JS error,
+//! and the async task.
 //!
-//! Async functions need a workaround: napi-rs rejects promises with `Error` values built from its
-//! own `Status` enum, whose `code` would be `"GenericFailure"`. We build the JS error object
-//! ourselves on the JS thread (in `Task::reject`, or in the resolver closure of a deferred),
-//! set its `code`, and hand napi-rs that object wrapped in `napi::Error::from(Unknown)`, which
-//! napi-rs rejects with verbatim.
+//! Every entry point runs inside [`guard`], so a Rust panic becomes an `E_INTERNAL` error
+//! instead of aborting the Node process, and every error is thrown (or a promise rejected) as a
+//! real JS `Error` with a stable string `code` built by [`js_error`].
+//!
+//! A promise-returning export is an `AsyncTask` of [`CoreTask`] with a synchronous twin. Its
+//! arguments are converted on the JS thread before the task exists; when that fails, the
+//! promise rejects with the coded error (nothing is thrown), so a caller has one error path.
+//! napi-rs would reject with an `Error` built from its own `Status` (`code: "GenericFailure"`):
+//! the coded JS error is built in `Task::reject` on the JS thread and handed to napi-rs as
+//! `napi::Error::from(Unknown)`, which it rejects with verbatim.
 
 #![cfg_attr(test, allow(dead_code))] // napi-derive registers exports only outside `cargo test`
 
-mod args;
 mod attention;
 mod audit;
 mod compaction;
 mod config;
 mod context;
+mod convert;
 mod dead_letter;
 mod fs;
 mod gates;
@@ -119,6 +128,70 @@ pub(crate) fn to_napi<T>(env: &Env, result: crate::Result<T>) -> napi::Result<T>
   result.map_err(|e| js_error(env, &e))
 }
 
+/// A synchronous export: `f` inside the panic guard, its error thrown as a coded JS error.
+pub(crate) fn sync<T>(env: &Env, f: impl FnOnce() -> crate::Result<T>) -> napi::Result<T> {
+  to_napi(env, guard(f))
+}
+
+type Job<T> = Box<dyn FnOnce() -> crate::Result<T> + Send>;
+
+/// Runs a core function on the libuv thread pool; a panic inside becomes `E_INTERNAL`, and a
+/// failure rejects with a coded `LoaError` (see the module docs).
+pub struct CoreTask<T> {
+  job: Option<Job<T>>,
+  failure: Option<LoaError>,
+}
+
+impl<T> CoreTask<T> {
+  pub fn new(job: impl FnOnce() -> crate::Result<T> + Send + 'static) -> Self {
+    CoreTask { job: Some(Box::new(job)), failure: None }
+  }
+
+  /// The promise of an export: `job(args)` on the thread pool once `args` (converted on the JS
+  /// thread, inside the panic guard, before this) were converted, or a rejection with their
+  /// error.
+  pub fn after<A: Send + 'static>(
+    env: &Env,
+    args: impl FnOnce() -> crate::Result<A>,
+    job: impl FnOnce(A) -> crate::Result<T> + Send + 'static,
+  ) -> AsyncTask<Self>
+  where
+    Self: Task,
+  {
+    let args = guard(args);
+    clear_pending_exception(env.raw());
+    AsyncTask::new(match args {
+      Ok(args) => CoreTask::new(move || job(args)),
+      Err(e) => CoreTask::new(move || Err(e)),
+    })
+  }
+}
+
+impl<T: ToNapiValue + TypeName + Send + 'static> Task for CoreTask<T> {
+  type Output = T;
+  type JsValue = T;
+
+  fn compute(&mut self) -> napi::Result<T> {
+    let job = self.job.take().ok_or_else(|| napi::Error::from_reason("task ran twice"))?;
+    guard(job).map_err(|e| {
+      let reason = e.to_string();
+      self.failure = Some(e);
+      napi::Error::from_reason(reason)
+    })
+  }
+
+  fn resolve(&mut self, _env: Env, output: T) -> napi::Result<T> {
+    Ok(output)
+  }
+
+  fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<T> {
+    match self.failure.take() {
+      Some(failure) => Err(js_error(&env, &failure)),
+      None => Err(err),
+    }
+  }
+}
+
 macro_rules! js_error_codes {
   ($($code:ident => $doc:literal,)*) => {
     /// Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed.
@@ -153,11 +226,13 @@ pub fn is_loa_error(env: Env, err: Unknown) -> bool {
     if err.get_type()? != ValueType::Object || !err.is_error()? {
       return Ok(false);
     }
+    // SAFETY: `err` is a handle of this call, checked to be an object; `code` to be a string.
     let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
     let code: Unknown = object.get_named_property("code")?;
     if code.get_type()? != ValueType::String {
       return Ok(false);
     }
+    // SAFETY: as above.
     let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
     Ok(ERROR_CODES.contains(&code.as_str()))
   })();

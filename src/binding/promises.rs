@@ -64,6 +64,8 @@ impl PromiseBatcher {
     let context = Arc::into_raw(Arc::clone(&shared)) as *mut c_void;
     let name = env.create_string("loa-wal-append")?;
     let mut tsfn = ptr::null_mut();
+    // SAFETY: on the JS thread with its env; `context` is a leaked `Arc<Shared>` that `finalize`
+    // takes back (or the error path below, when the function was not created).
     let status = unsafe {
       sys::napi_create_threadsafe_function(
         env.raw(),
@@ -80,10 +82,12 @@ impl PromiseBatcher {
       )
     };
     if let Err(e) = check(status, "napi_create_threadsafe_function") {
+      // SAFETY: not created, so `finalize` never runs: this is the only owner of `context`.
       drop(unsafe { Arc::from_raw(context as *const Shared) });
       return Err(e);
     }
     shared.tsfn.store(tsfn, Ordering::Release);
+    // SAFETY: on the JS thread; `tsfn` was just created.
     check(unsafe { sys::napi_unref_threadsafe_function(env.raw(), tsfn) }, "napi_unref_threadsafe_function")?;
     Ok(PromiseBatcher { shared })
   }
@@ -101,9 +105,11 @@ impl PromiseBatcher {
   pub fn create(&self, env: &Env) -> napi::Result<(Deferred, sys::napi_value)> {
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
+    // SAFETY: on the JS thread (this function's contract) with its env.
     check(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) }, "napi_create_promise")?;
     if self.shared.pending.fetch_add(1, Ordering::AcqRel) == 0 {
       let tsfn = self.shared.tsfn.load(Ordering::Acquire);
+      // SAFETY: on the JS thread; `tsfn` lives until `release`, which has not run.
       check(unsafe { sys::napi_ref_threadsafe_function(env.raw(), tsfn) }, "napi_ref_threadsafe_function")?;
     }
     Ok((Deferred(deferred), promise))
@@ -118,6 +124,7 @@ impl PromiseBatcher {
     };
     if was_empty {
       let tsfn = self.shared.tsfn.load(Ordering::Acquire);
+      // SAFETY: callable from any thread until `release` (this function's contract).
       unsafe {
         sys::napi_call_threadsafe_function(tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
       };
@@ -129,6 +136,7 @@ impl PromiseBatcher {
   pub fn release(&self) {
     if !self.shared.released.swap(true, Ordering::AcqRel) {
       let tsfn = self.shared.tsfn.load(Ordering::Acquire);
+      // SAFETY: released once (the swap above), after the last `settle` (this function's contract).
       unsafe { sys::napi_release_threadsafe_function(tsfn, sys::ThreadsafeFunctionReleaseMode::release) };
     }
   }
@@ -136,14 +144,19 @@ impl PromiseBatcher {
 
 /// Rejects or resolves a promise right away, on the JS thread.
 pub fn settle_now(env: &Env, deferred: Deferred, result: crate::Result<u64>) {
+  // SAFETY: on the JS thread (this function's contract); `deferred` is settled once, here.
   unsafe { settle_one(env, deferred, result) }
 }
 
+/// # Safety
+/// On the JS thread with its env; `deferred` not settled before (it is consumed here).
 unsafe fn settle_one(env: &Env, deferred: Deferred, result: crate::Result<u64>) {
   match result {
     Ok(seq) => {
       let mut value = ptr::null_mut();
+      // SAFETY: this function's contract.
       if unsafe { sys::napi_create_double(env.raw(), seq as f64, &mut value) } == sys::Status::napi_ok {
+        // SAFETY: this function's contract.
         unsafe { sys::napi_resolve_deferred(env.raw(), deferred.0, value) };
       }
     }
@@ -159,17 +172,21 @@ unsafe fn settle_one(env: &Env, deferred: Deferred, result: crate::Result<u64>) 
           }
         }
       };
+      // SAFETY: this function's contract.
       unsafe { sys::napi_reject_deferred(env.raw(), deferred.0, value) };
     }
   }
 }
 
+/// The thread-safe function's call: on the JS thread (N-API's contract), `context` the `Shared`
+/// that `finalize` frees only after the last call.
 unsafe extern "C" fn settle_all(
   env: sys::napi_env,
   _js_callback: sys::napi_value,
   context: *mut c_void,
   _data: *mut c_void,
 ) {
+  // SAFETY: see above: `context` outlives every call.
   let shared = unsafe { &*(context as *const Shared) };
   let batch = std::mem::take(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()));
   if env.is_null() || batch.is_empty() {
@@ -178,14 +195,18 @@ unsafe extern "C" fn settle_all(
   let count = batch.len();
   let env_handle = Env::from_raw(env);
   for (deferred, result) in batch {
+    // SAFETY: on the JS thread; each queued `deferred` is settled once, here.
     unsafe { settle_one(&env_handle, deferred, result) };
   }
   if shared.pending.fetch_sub(count, Ordering::AcqRel) == count {
     let tsfn = shared.tsfn.load(Ordering::Acquire);
+    // SAFETY: on the JS thread; `tsfn` is alive while it calls us.
     unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
   }
 }
 
+/// The thread-safe function's finalizer: called once, after its last call.
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+  // SAFETY: `data` is the `Arc<Shared>` leaked in `new` for the function, taken back once.
   drop(unsafe { Arc::from_raw(data as *const Shared) });
 }

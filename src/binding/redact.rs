@@ -4,73 +4,43 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::fs::CoreTask;
-use super::{args, glue, guard, strings, to_napi};
+use super::convert::{arg, opt_fields, Bool, Bytes, List, Obj, Text};
+use super::{glue, guard, strings, to_napi, CoreTask};
 use crate::redact as core;
 
 /// Options of `redact`.
-#[napi(object, js_name = "RedactOptions")]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
-pub struct JsRedactOptions {
+#[napi(object, object_to_js = false)]
+pub struct RedactOptions {
   /// Exact values that are never redacted, e.g. a project's public contact address.
-  pub allowlist: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub allowlist: Option<Option<List<Text>>>,
   /// Key of the fingerprint (HMAC-SHA256), e.g. 32 random bytes kept with the workspace. Without
   /// one, a random key per process is used, so fingerprints only compare within one process.
   #[napi(ts_type = "Buffer | Uint8Array | string")]
-  pub key: Option<Buffer>,
+  pub key: Option<Option<Bytes>>,
   /// Replace each value by a stable pseudonym derived from `key` (`[EMAIL_3f2a9c1d]`: the same
   /// value always gets the same placeholder) instead of `[REDACTED:EMAIL]`. Default false.
-  pub pseudonymize: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub pseudonymize: Option<Option<Bool>>,
 }
 
-/// One redacted span. Never holds the value or any part of it.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; `FastRedaction` builds the JS objects
-pub struct Finding {
-  /// What was found, snake_case: `email`, `phone`, `credit_card`, `iban`, `us_ssn`, `ipv4`,
-  /// `ipv6`, `url_credentials`, `jwt`, `private_key`, `password`, `secret`, `high_entropy`,
-  /// `aws_access_key_id`, `aws_secret_access_key`, `github_token`, `slack_token`, `stripe_key`,
-  /// ... (`redactionKinds()` lists them all).
-  pub kind: String,
-  /// Start of the value in the input, in UTF-16 code units (a JavaScript string index).
-  pub start: u32,
-  /// End of the value (exclusive), in UTF-16 code units: `input.slice(start, end)` is the value.
-  pub end: u32,
-  /// How it was found: a known format (`pattern`), a checksum (`checksum`: Luhn, mod-97), a
-  /// keyword such as `password=` or `Bearer` (`keyword`), or randomness (`entropy`).
-  #[napi(ts_type = "'pattern' | 'checksum' | 'keyword' | 'entropy'")]
-  pub method: String,
-  /// 16 hex characters of HMAC-SHA256(key, value): equal fingerprints mean the same value was
-  /// seen again (under the same key).
-  pub fingerprint: String,
-}
+impl TryFrom<RedactOptions> for core::RedactOptions {
+  type Error = crate::LoaError;
 
-/// The result of `redact`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; `FastRedaction` builds the JS objects
-pub struct Redaction {
-  /// The input with every finding replaced by a placeholder such as `[REDACTED:EMAIL]` (or
-  /// `[EMAIL_3f2a9c1d]` when pseudonymizing). Contains no part of any finding's value.
-  pub text: String,
-  /// What was replaced, in order of position; overlapping detections are merged into one.
-  pub findings: Vec<Finding>,
-  /// True when the text must not be stored at all (it contains a private key); `text` is still
-  /// redacted.
-  pub blocked: bool,
-}
-
-fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions> {
-  let mut out = core::RedactOptions::default();
-  if let Some(o) = args::optional_object(options, "options")? {
-    // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
-    out.allowlist = args::optional_text_array(&o, "allowlist")?.unwrap_or_default();
-    out.key = args::optional_bytes(&o, "key")?;
-    if out.key.as_ref().is_some_and(|k| k.is_empty()) {
+  fn try_from(o: RedactOptions) -> crate::Result<core::RedactOptions> {
+    let key = o.key.flatten().map(|k| k.0);
+    if key.as_ref().is_some_and(|k| k.is_empty()) {
       return crate::error::invalid("`key` must not be empty");
     }
-    out.pseudonymize = args::optional_bool(&o, "pseudonymize")?.unwrap_or(false);
+    // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
+    let allowlist = o.allowlist.flatten().map(List::into).unwrap_or_default();
+    Ok(core::RedactOptions { allowlist, key, pseudonymize: o.pseudonymize.flatten().is_some_and(|p| p.0) })
   }
-  Ok(out)
+}
+
+/// The options of a call; its fields are named on their own in errors (`allowlist[1]`).
+fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions> {
+  opt_fields::<Obj<RedactOptions>>(options, "options")?.map_or_else(|| Ok(Default::default()), |o| o.0.try_into())
 }
 
 /// A `Redaction` on its way to JavaScript. With thousands of findings, creating each object
@@ -99,12 +69,15 @@ impl ToNapiValue for FastRedaction {
 
 const GLUE: glue::Script = glue::Script { name: "redact", source: include_str!("redact_glue.js") };
 
+/// # Safety
+/// On the JS thread with its env: every N-API call here needs it (the contract of each
+/// `unsafe fn` of this file).
 unsafe fn js_string(env: sys::napi_env, s: &str) -> crate::Result<sys::napi_value> {
   let mut v = std::ptr::null_mut();
   let status = if s.is_ascii() {
-    unsafe { sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+    sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut v)
   } else {
-    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) }
+    sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v)
   };
   glue::check(status, "create string")?;
   Ok(v)
@@ -149,7 +122,8 @@ unsafe extern "C" fn free_external(_env: sys::napi_env, _data: *mut std::ffi::c_
   drop(unsafe { Box::from_raw(hint.cast::<Vec<u8>>()) });
 }
 
-/// `text` as a JS string, moved to V8 without a copy when it is long and ASCII.
+/// `text` as a JS string, moved to V8 without a copy when it is long and ASCII. Safety: as
+/// [`js_string`].
 unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys::napi_value> {
   if text.len() >= EXTERNAL_MIN && text.is_ascii() {
     if let Some(create) = create_external_latin1() {
@@ -161,26 +135,25 @@ unsafe fn owned_js_string(env: sys::napi_env, text: String) -> crate::Result<sys
       // SAFETY: `data` stays valid until `free_external` runs: V8 calls it when the string
       // dies, or before returning when it copied (`copied`, e.g. under a V8 sandbox). On failure
       // it is not called and V8 keeps no reference.
-      let status =
-        unsafe { create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied) };
+      let status = create(env, data.cast(), len as isize, Some(free_external), hint.cast(), &mut v, &mut copied);
       if status == sys::Status::napi_ok {
         return Ok(v);
       }
-      // Not created (and the finalizer not called): take the buffer back and copy it.
-      let bytes = *unsafe { Box::from_raw(hint) };
+      // SAFETY: not created, so the finalizer will not run: the buffer is ours again; copy it.
+      let bytes = *Box::from_raw(hint);
       let text = String::from_utf8(bytes).map_err(|_| glue::napi_failed("external string"))?;
-      return unsafe { js_string(env, &text) };
+      return js_string(env, &text);
     }
   }
-  unsafe { js_string(env, &text) }
+  js_string(env, &text)
 }
 
 /// A `Redaction` from the results of a background thread (`redactAsync`, `redactBatch`).
 unsafe fn redaction_to_js(env: &Env, r: core::Redaction) -> crate::Result<sys::napi_value> {
   let packed =
     pack(r.findings.iter().map(|f| (f.kind.as_str(), f.method.as_str(), f.start, f.end, f.fingerprint.as_bytes())))?;
-  let text = unsafe { owned_js_string(env.raw(), r.text)? };
-  unsafe { findings_to_js(env, text, r.blocked, &packed) }
+  let text = owned_js_string(env.raw(), r.text)?;
+  findings_to_js(env, text, r.blocked, &packed)
 }
 
 /// Units per finding in [`pack`]'s string (`redact_glue.js` reads 21).
@@ -220,7 +193,7 @@ thread_local! {
 unsafe fn names(env: sys::napi_env) -> crate::Result<(sys::napi_value, sys::napi_value)> {
   let deref = |r: sys::napi_ref| -> crate::Result<sys::napi_value> {
     let mut v = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_get_reference_value(env, r, &mut v) }, "names reference")?;
+    glue::check(sys::napi_get_reference_value(env, r, &mut v), "names reference")?;
     Ok(v)
   };
   if let Some((_, k, m)) = NAMES.with_borrow(|n| n.iter().find(|e| e.0 == env as usize).copied()) {
@@ -231,12 +204,12 @@ unsafe fn names(env: sys::napi_env) -> crate::Result<(sys::napi_value, sys::napi
   }
   let array = |list: &[&str]| -> crate::Result<sys::napi_ref> {
     let mut array = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_create_array_with_length(env, list.len(), &mut array) }, "create array")?;
+    glue::check(sys::napi_create_array_with_length(env, list.len(), &mut array), "create array")?;
     for (i, s) in list.iter().enumerate() {
-      glue::check(unsafe { sys::napi_set_element(env, array, i as u32, js_string(env, s)?) }, "set element")?;
+      glue::check(sys::napi_set_element(env, array, i as u32, js_string(env, s)?), "set element")?;
     }
     let mut reference = std::ptr::null_mut();
-    glue::check(unsafe { sys::napi_create_reference(env, array, 1, &mut reference) }, "names reference")?;
+    glue::check(sys::napi_create_reference(env, array, 1, &mut reference), "names reference")?;
     Ok(reference)
   };
   let (k, m) = (array(core::KINDS)?, array(core::METHODS)?);
@@ -256,15 +229,12 @@ unsafe fn findings_to_js(
 ) -> crate::Result<sys::napi_value> {
   let raw = env.raw();
   let mut blocked_value = std::ptr::null_mut();
-  glue::check(unsafe { sys::napi_get_boolean(raw, blocked, &mut blocked_value) }, "create boolean")?;
+  glue::check(sys::napi_get_boolean(raw, blocked, &mut blocked_value), "create boolean")?;
   let mut data = std::ptr::null_mut();
-  glue::check(
-    unsafe { sys::napi_create_string_utf16(raw, packed.as_ptr(), packed.len() as isize, &mut data) },
-    "create string",
-  )?;
-  let (kinds, methods) = unsafe { names(raw)? };
-  let helpers = unsafe { glue::load(env, &GLUE)? };
-  unsafe { glue::call(raw, helpers, c"redaction", &[text, blocked_value, data, kinds, methods]) }
+  glue::check(sys::napi_create_string_utf16(raw, packed.as_ptr(), packed.len() as isize, &mut data), "create string")?;
+  let (kinds, methods) = names(raw)?;
+  let helpers = glue::load(env, &GLUE)?;
+  glue::call(raw, helpers, c"redaction", &[text, blocked_value, data, kinds, methods])
 }
 
 /// Buffers of the `redact` calls on this thread, reused: allocating (and page-faulting in) fresh
@@ -344,13 +314,14 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
       })
     }),
   )?;
+  // SAFETY: a value of this call's scope, made above.
   Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
 }
 
 /// `redact` on the libuv thread pool, for large texts: the event loop keeps running.
 #[napi(ts_args_type = "text: string, options?: RedactOptions", ts_return_type = "Promise<Redaction>")]
 pub fn redact_async(env: Env, text: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<FastRedaction>> {
-  let args = guard(|| Ok((args::text(text, "text")?, parse_options(options)?)));
+  let args = || Ok((arg::<Text>(text, "text")?.0, parse_options(options)?));
   CoreTask::after(&env, args, |(text, options)| Ok(FastRedaction(core::redact(&text, &options))))
 }
 
@@ -361,7 +332,7 @@ pub fn redact_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi:
   to_napi(
     &env,
     guard(|| {
-      let texts = args::text_array(texts, "texts")?;
+      let texts: Vec<String> = arg::<List<Text>>(texts, "texts")?.into();
       let options = parse_options(options)?;
       Ok(core::redact_batch(&texts, &options).into_iter().map(FastRedaction).collect())
     }),

@@ -1,55 +1,72 @@
 //! `KeyRing`, `createManifest`, `signManifest`, `verifyManifest` and friends.
+//!
+//! Manifests are signed data: they cross as JSON values, read strictly by `json`'s walker
+//! (unknown members are the core's to refuse, nothing is changed on the way) and written back
+//! the same way. Their TypeScript shapes (`Manifest`, `SignedManifest`, ...) are therefore
+//! declared in `header.d.ts`, not by a Rust struct.
 
 use std::path::PathBuf;
 use std::ptr;
+use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::{sys, Env, JsValue, Unknown, ValueType};
+use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
-use serde_json::Value;
 
-use super::fs::CoreTask;
-use super::{args, guard, json, to_napi};
+use super::convert::{arg, member, on, opt_arg, refuse, type_of, Bool, Func, Int, Json, List, Obj, Str};
+use super::{guard, json, sync, CoreTask};
 use crate::error::{LoaError, Result};
 use crate::sign::keys::{self as core_keys, KeyPolicy};
 use crate::sign::manifest::{self as core, ManifestOptions, TrustedKey};
 
-/// A JSON value handed to JS as plain objects and arrays (see `json::to_js`).
-pub struct JsonOut(pub Value);
-
-impl TypeName for JsonOut {
-  fn type_name() -> &'static str {
-    "Object"
-  }
-  fn value_type() -> ValueType {
-    ValueType::Object
-  }
-}
-
-impl ToNapiValue for JsonOut {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    let env = Env::from_raw(env);
-    Ok(json::to_js(&env, &val.0)?.raw())
-  }
-}
-
 /// Options of `KeyRing.open`. Defaults are those of `signing` in `.loa.config.yaml`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct KeyRingOpenOptions {
   /// The active key is due for rotation this many days after creation; `signManifest`
   /// rotates a due key before signing. Default 90.
-  pub rotation_days: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub rotation_days: Option<Option<Int>>,
   /// A retired key still verifies this many days after rotation. Default 7.
-  pub overlap_days: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub overlap_days: Option<Option<Int>>,
   /// Retired keys kept in the registry; older ones are dropped. Default 3.
-  pub max_retired_keys: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub max_retired_keys: Option<Option<Int>>,
   /// Read `LOA_SIGNING_KEY` (a hex Ed25519 seed) from the environment. Default true.
-  pub use_env: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub use_env: Option<Option<Bool>>,
+}
+
+/// How a key ring is opened: its policy, and whether `LOA_SIGNING_KEY` is read.
+struct Opening {
+  policy: KeyPolicy,
+  use_env: bool,
+}
+
+impl TryFrom<Option<Obj<KeyRingOpenOptions>>> for Opening {
+  type Error = LoaError;
+
+  fn try_from(options: Option<Obj<KeyRingOpenOptions>>) -> Result<Opening> {
+    let d = KeyPolicy::default();
+    let Some(Obj(o)) = options else { return Ok(Opening { policy: d, use_env: true }) };
+    let days = |n: Option<Option<Int>>, name: &str, default: u32| -> Result<u32> {
+      n.flatten().map_or(Ok(default), |n| {
+        u32::try_from(n.0).map_err(|_| LoaError::InvalidArgument(format!("`{name}` is too large")))
+      })
+    };
+    Ok(Opening {
+      policy: KeyPolicy {
+        rotation_days: days(o.rotation_days, "rotationDays", d.rotation_days)?,
+        overlap_days: days(o.overlap_days, "overlapDays", d.overlap_days)?,
+        max_retired_keys: days(o.max_retired_keys, "maxRetiredKeys", d.max_retired_keys)?,
+      },
+      use_env: o.use_env.flatten().is_none_or(|b| b.0),
+    })
+  }
 }
 
 /// Public information about a key. Never holds private material.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct KeyInfo {
   /// First 16 bytes of SHA-256 of the public key, hex. Derived from the key, never chosen.
   pub key_id: String,
@@ -74,23 +91,41 @@ pub struct KeyInfo {
   pub revoked_reason: Option<String>,
 }
 
-fn enum_str<T: serde::Serialize>(value: &T) -> String {
+/// The name serde gives a unit variant (`KeyStatus::Active` is `active`).
+fn name_of<T: serde::Serialize>(value: &T) -> String {
   serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-fn key_to_js(k: core_keys::KeyInfo) -> KeyInfo {
-  KeyInfo {
-    status: enum_str(&k.status),
-    source: enum_str(&k.source),
-    key_id: k.key_id,
-    public_key: k.public_key,
-    created_at: k.created_at,
-    expires_at: k.expires_at,
-    rotation_due: k.rotation_due,
-    retired_at: k.retired_at,
-    revoked_at: k.revoked_at,
-    revoked_reason: k.revoked_reason,
+impl From<core_keys::KeyInfo> for KeyInfo {
+  fn from(k: core_keys::KeyInfo) -> KeyInfo {
+    KeyInfo {
+      status: name_of(&k.status),
+      source: name_of(&k.source),
+      key_id: k.key_id,
+      public_key: k.public_key,
+      created_at: k.created_at,
+      expires_at: k.expires_at,
+      rotation_due: k.rotation_due,
+      retired_at: k.retired_at,
+      revoked_at: k.revoked_at,
+      revoked_reason: k.revoked_reason,
+    }
   }
+}
+
+fn keys(list: Vec<core_keys::KeyInfo>) -> Vec<KeyInfo> {
+  list.into_iter().map(Into::into).collect()
+}
+
+/// A key id argument. Ids are 32 lower-case hex characters (derived from the public key); any
+/// other string names no key, and is answered `E_KEY_NOT_FOUND` here so that it never reaches a
+/// message (it may be anything the caller holds, a secret included).
+fn key_id(value: Unknown) -> Result<String> {
+  let id = arg::<Str>(value, "keyId")?.0;
+  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
+  }
+  Ok(id)
 }
 
 /// Ed25519 signing keys in a directory (mode 0700): the active key's seed in `<keyId>.key`
@@ -104,43 +139,7 @@ fn key_to_js(k: core_keys::KeyInfo) -> KeyInfo {
 /// ```
 #[napi]
 pub struct KeyRing {
-  pub(crate) inner: core_keys::KeyRing,
-}
-
-fn parse_policy(options: Option<Unknown>) -> Result<(KeyPolicy, bool)> {
-  let mut policy = KeyPolicy::default();
-  let mut use_env = true;
-  if let Some(o) = args::optional_object(options, "options")? {
-    let small = |key: &str| -> Result<Option<u32>> {
-      args::optional_u64(&o, key)?
-        .map(|n| u32::try_from(n).map_err(|_| LoaError::InvalidArgument(format!("`{key}` is too large"))))
-        .transpose()
-    };
-    if let Some(n) = small("rotationDays")? {
-      policy.rotation_days = n;
-    }
-    if let Some(n) = small("overlapDays")? {
-      policy.overlap_days = n;
-    }
-    if let Some(n) = small("maxRetiredKeys")? {
-      policy.max_retired_keys = n;
-    }
-    if let Some(b) = args::optional_bool(&o, "useEnv")? {
-      use_env = b;
-    }
-  }
-  Ok((policy, use_env))
-}
-
-/// A key id argument. Ids are 32 lower-case hex characters (derived from the public key); any
-/// other string names no key, and is answered `E_KEY_NOT_FOUND` here so that it never reaches a
-/// message (it may be anything the caller holds, a secret included).
-fn key_id_arg(value: Unknown) -> Result<String> {
-  let id = args::string(value, "keyId")?;
-  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
-  }
-  Ok(id)
+  inner: Arc<core_keys::KeyRing>,
 }
 
 #[napi]
@@ -150,15 +149,11 @@ impl KeyRing {
   /// public key is derived (an invalid value throws `E_KEY_INVALID`, without echoing it).
   #[napi(factory, ts_args_type = "dir: string, options?: KeyRingOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<KeyRing> {
-    let inner = to_napi(
-      &env,
-      guard(|| {
-        let dir = PathBuf::from(args::string(dir, "dir")?);
-        let (policy, use_env) = parse_policy(options)?;
-        core_keys::KeyRing::open(&dir, policy, use_env)
-      }),
-    )?;
-    Ok(KeyRing { inner })
+    sync(&env, || {
+      let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+      let o = Opening::try_from(opt_arg::<Obj<KeyRingOpenOptions>>(options, "options")?)?;
+      core_keys::KeyRing::open(&dir, o.policy, o.use_env).map(|inner| KeyRing { inner: Arc::new(inner) })
+    })
   }
 
   /// The directory of the ring.
@@ -170,47 +165,138 @@ impl KeyRing {
   /// Creates the first active key. `E_KEY_EXISTS` if there is one already (use `rotate`).
   #[napi]
   pub fn generate(&self, env: Env) -> napi::Result<KeyInfo> {
-    to_napi(&env, guard(|| self.inner.generate())).map(key_to_js)
+    sync(&env, || self.inner.generate()).map(Into::into)
   }
 
   /// Makes a new active key; the previous one is retired and still verifies for `overlapDays`.
   /// Its private key file is deleted: only the active key signs.
   #[napi]
   pub fn rotate(&self, env: Env) -> napi::Result<KeyInfo> {
-    to_napi(&env, guard(|| self.inner.rotate())).map(key_to_js)
+    sync(&env, || self.inner.rotate()).map(Into::into)
   }
 
   /// Revokes a key (also the one from `LOA_SIGNING_KEY`): it never signs or verifies again, and
   /// its private key file is deleted. `E_KEY_NOT_FOUND` for an unknown id.
   #[napi(ts_args_type = "keyId: string, reason: string")]
   pub fn revoke(&self, env: Env, key_id: Unknown, reason: Unknown) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.inner.revoke(&key_id_arg(key_id)?, &args::string(reason, "reason")?)))
+    sync(&env, || self.inner.revoke(&self::key_id(key_id)?, &arg::<Str>(reason, "reason")?.0))
   }
 
   /// Every key: `LOA_SIGNING_KEY`'s first, then the ring's, newest first.
   #[napi]
   pub fn list(&self, env: Env) -> napi::Result<Vec<KeyInfo>> {
-    to_napi(&env, guard(|| self.inner.list())).map(|v| v.into_iter().map(key_to_js).collect())
+    sync(&env, || self.inner.list()).map(keys)
   }
 
   /// The keys a verifier should trust now: active, and retired within the overlap; never
   /// revoked or expired ones.
   #[napi]
   pub fn verification_keys(&self, env: Env) -> napi::Result<Vec<KeyInfo>> {
-    to_napi(&env, guard(|| self.inner.verification_keys())).map(|v| v.into_iter().map(key_to_js).collect())
+    sync(&env, || self.inner.verification_keys()).map(keys)
   }
 
   /// The hex seed of the active key, e.g. to set `LOA_SIGNING_KEY` in CI. The only way a
   /// private key leaves the library; treat the result as a secret.
   #[napi(ts_args_type = "keyId: string")]
   pub fn export_private_key(&self, env: Env, key_id: Unknown) -> napi::Result<String> {
-    to_napi(&env, guard(|| self.inner.export_private_key(&key_id_arg(key_id)?).map(|s| s.to_string())))
+    sync(&env, || self.inner.export_private_key(&self::key_id(key_id)?).map(|s| s.to_string()))
+  }
+}
+
+fn keys_dir(dir: Unknown) -> Result<PathBuf> {
+  Ok(PathBuf::from(arg::<Str>(dir, "keysDir")?.0))
+}
+
+fn redaction_key(dir: &std::path::Path) -> Result<Buffer> {
+  core_keys::load_or_create_redaction_key(dir).map(|key| Buffer::from(key.to_vec()))
+}
+
+/// The workspace's redaction key, for `redact`'s and `MemoryStoreOptions.redaction`'s `key`:
+/// read from `<keysDir>/redaction.key`, or made once of 32 random bytes (mode 0600, in a 0700
+/// directory) when missing, so that pseudonyms stay the same across sessions and processes.
+/// Pass the workspace's `signing.keysDir` (`.loa/keys` unless configured). A symlink or anything
+/// but a regular file there is refused with `E_NOT_REGULAR_FILE` (never followed); an empty
+/// file is `E_KEY_INVALID`. Treat the result as a secret.
+#[napi(ts_args_type = "keysDir: string", ts_return_type = "Promise<Buffer>")]
+pub fn load_redaction_key(env: Env, keys_dir: Unknown) -> AsyncTask<CoreTask<Buffer>> {
+  CoreTask::after(&env, || self::keys_dir(keys_dir), |dir| redaction_key(&dir))
+}
+
+/// Synchronous twin of `loadRedactionKey`.
+#[napi(ts_args_type = "keysDir: string")]
+pub fn load_redaction_key_sync(env: Env, keys_dir: Unknown) -> napi::Result<Buffer> {
+  sync(&env, || redaction_key(&self::keys_dir(keys_dir)?))
+}
+
+/// A `KeyRing` argument: the ring it wraps (napi-rs checks the class recorded when the object
+/// was made, so an object of another class or with a spoofed prototype is refused).
+pub struct Ring(pub Arc<core_keys::KeyRing>);
+
+impl FromNapiValue for Ring {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    const EXPECTED: &str = "must be a KeyRing (from KeyRing.open)";
+    if type_of(env, value)? != ValueType::Object {
+      return Err(refuse(EXPECTED));
+    }
+    let ring = ClassInstance::<KeyRing>::from_napi_value(env, value).map_err(|_| refuse(EXPECTED))?;
+    Ok(Ring(Arc::clone(&ring.inner)))
+  }
+}
+
+/// The public key of a `KeyInfo`, or `None` for a revoked or expired one (never trusted). Only
+/// `status` and `publicKey` are read: a verifier needs nothing else of it.
+struct PublicKey(Option<TrustedKey>);
+
+impl FromNapiValue for PublicKey {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    if type_of(env, value)? != ValueType::Object {
+      return Err(refuse("must be a KeyInfo"));
+    }
+    let status = member::<Str>(env, value, "KeyInfo", c"status")?;
+    if matches!(status.as_ref().map(|s| s.0.as_str()), Some("revoked" | "expired")) {
+      return Ok(PublicKey(None));
+    }
+    let Some(Str(hex)) = member::<Str>(env, value, "KeyInfo", c"publicKey")? else {
+      return Err(on(refuse("must be a string"), "KeyInfo", "publicKey"));
+    };
+    let key =
+      TrustedKey::from_hex(&hex).map_err(|_| on(refuse("must be 64 hex characters"), "KeyInfo", "publicKey"))?;
+    Ok(PublicKey(Some(key)))
+  }
+}
+
+/// The keys a verifier trusts: `KeyInfo[]` (revoked and expired entries skipped) or a `KeyRing`
+/// (its verification keys, read when the verification runs).
+pub enum Keys {
+  Ring(Arc<core_keys::KeyRing>),
+  Listed(Vec<TrustedKey>),
+}
+
+impl FromNapiValue for Keys {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    if let Ok(Ring(ring)) = Ring::from_napi_value(env, value) {
+      return Ok(Keys::Ring(ring));
+    }
+    let mut is_array = false;
+    if sys::napi_is_array(env, value, &mut is_array) != sys::Status::napi_ok || !is_array {
+      return Err(refuse("must be an array of KeyInfo (keyRing.verificationKeys()) or a KeyRing"));
+    }
+    let listed = List::<PublicKey>::from_napi_value(env, value)?;
+    Ok(Keys::Listed(listed.0.into_iter().filter_map(|k| k.0).collect()))
+  }
+}
+
+impl Keys {
+  pub fn trusted(self) -> Result<Vec<TrustedKey>> {
+    match self {
+      Keys::Ring(ring) => TrustedKey::from_ring(&ring),
+      Keys::Listed(keys) => Ok(keys),
+    }
   }
 }
 
 /// Progress of `createManifest`, reported about every 100 ms while hashing.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
+#[napi(object, object_from_js = false)]
 pub struct ManifestProgress {
   pub files_done: f64,
   pub files_total: f64,
@@ -218,98 +304,178 @@ pub struct ManifestProgress {
   pub bytes_total: f64,
 }
 
+impl From<core::Progress> for ManifestProgress {
+  fn from(p: core::Progress) -> ManifestProgress {
+    ManifestProgress {
+      files_done: p.files_done as f64,
+      files_total: p.files_total as f64,
+      bytes_done: p.bytes_done as f64,
+      bytes_total: p.bytes_total as f64,
+    }
+  }
+}
+
 /// Options of `createManifest`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct CreateManifestOptions {
   /// Globs of files to cover, over `/`-separated relative paths: `*` and `?` within a
   /// component, `**` across components; a pattern without `/` matches the file name at any
   /// depth, a leading `./` anchors it at the root. Default `['**']` (everything).
-  pub include: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub include: Option<Option<List<Str>>>,
   /// Globs of files to leave out, e.g. `['./manifest.json', '*.tmp']`. Kept in the manifest
   /// (and signed), so verification reports files they do not exclude as `unexpected`.
-  pub exclude: Option<Vec<String>>,
+  #[napi(ts_type = "Array<string>")]
+  pub exclude: Option<Option<List<Str>>>,
   /// Hashing threads. Default: one per core, at most 8.
-  pub threads: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub threads: Option<Option<Int>>,
   /// Called with progress about every 100 ms while hashing (synchronous `createManifest` only).
   /// An exception thrown by it stops hashing and is rethrown.
   #[napi(ts_type = "(progress: ManifestProgress) => void")]
-  pub on_progress: Option<serde_json::Value>,
+  pub on_progress: Option<Option<Func>>,
   /// An audit log directory, relative to `rootDir`, whose head (last seq and hash) the manifest
   /// records as `auditHead`, so that `verifyManifest` can tell when entries are later cut off
   /// the end (`truncated`), even together with the log's own checkpoint. Its directory is added
   /// to `exclude` (the log grows; the anchor covers it). The log must verify.
-  pub audit_dir: Option<String>,
+  #[napi(ts_type = "string")]
+  pub audit_dir: Option<Option<Str>>,
 }
 
-/// The head of an audit log that a manifest anchors (covered by its signature).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
-pub struct ManifestAuditHead {
-  /// The log's directory, relative to the manifest's root.
-  pub dir: String,
-  pub seq: f64,
-  /// The hash of the entry at `seq`.
-  pub hash: String,
+/// The options, and the progress callback (for the synchronous call).
+impl TryFrom<CreateManifestOptions> for (ManifestOptions, Option<Func>) {
+  type Error = LoaError;
+
+  fn try_from(o: CreateManifestOptions) -> Result<(ManifestOptions, Option<Func>)> {
+    let threads = o.threads.flatten().map(|n| n.0 as usize);
+    if threads == Some(0) {
+      return crate::error::invalid("`threads` must be at least 1");
+    }
+    let options = ManifestOptions {
+      include: o.include.flatten().map(List::into).unwrap_or_default(),
+      exclude: o.exclude.flatten().map(List::into).unwrap_or_default(),
+      threads,
+      audit_dir: o.audit_dir.flatten().map(String::from),
+    };
+    Ok((options, o.on_progress.flatten()))
+  }
 }
 
-/// One covered file.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
-pub struct ManifestFile {
-  /// Relative, `/`-separated, without `.` or `..` components.
-  pub path: String,
-  pub size: f64,
-  /// SHA-256 of the content, 64 lower-case hex characters.
-  pub sha256: String,
+fn manifest_args(root_dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, ManifestOptions, Option<Func>)> {
+  let root = PathBuf::from(arg::<Str>(root_dir, "rootDir")?.0);
+  let (options, progress) = match opt_arg::<Obj<CreateManifestOptions>>(options, "options")? {
+    Some(o) => o.0.try_into()?,
+    None => (ManifestOptions::default(), None),
+  };
+  Ok((root, options, progress))
 }
 
-/// A manifest of every covered file of a directory (unsigned).
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
-pub struct Manifest {
-  #[napi(ts_type = "1")]
-  pub version: u32,
-  /// RFC 3339 (UTC).
-  pub created_at: String,
-  pub include: Vec<String>,
-  pub exclude: Vec<String>,
-  /// Sorted by path.
-  pub files: Vec<ManifestFile>,
-  /// With `auditDir`: the audit log's head when the manifest was made.
-  pub audit_head: Option<ManifestAuditHead>,
+/// Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
+/// the patterns cover. Symlinks to files inside the root are covered by content; symlinked
+/// directories are not followed; a symlink leading outside the root throws
+/// `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
+/// `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
+/// interrupted atomic writes are left out. Each file is read at most to the size it had when
+/// opened. Blocks until done; see `createManifestAsync`.
+#[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Manifest")]
+pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) -> napi::Result<Json> {
+  let raw = env.raw();
+  let mut thrown: Option<sys::napi_value> = None;
+  let result = guard(|| {
+    let (root, options, callback) = manifest_args(root_dir, options)?;
+    let mut progress = |p: core::Progress| -> Result<()> {
+      let Some(Func(function)) = callback else { return Ok(()) };
+      // SAFETY: on the JS thread, during this call: `function` is a handle of it, and the
+      // progress object is made here.
+      unsafe {
+        let arg = ManifestProgress::to_napi_value(raw, p.into()).map_err(|e| LoaError::Internal(e.reason))?;
+        let mut undefined = ptr::null_mut();
+        sys::napi_get_undefined(raw, &mut undefined);
+        let mut ignored = ptr::null_mut();
+        if sys::napi_call_function(raw, undefined, function, 1, &arg, &mut ignored) != sys::Status::napi_ok {
+          // Rethrown as it is, below: the caller's own error.
+          let mut exception = ptr::null_mut();
+          sys::napi_get_and_clear_last_exception(raw, &mut exception);
+          thrown = Some(exception);
+          return Err(LoaError::InvalidArgument("onProgress threw".into()));
+        }
+      }
+      Ok(())
+    };
+    core::create_manifest(&root, &options, &mut progress).map(|m| Json(m.to_value()))
+  });
+  if let Some(exception) = thrown {
+    // SAFETY: the exception was taken from this env in this call.
+    return Err(napi::Error::from(unsafe { Unknown::from_raw_unchecked(raw, exception) }));
+  }
+  super::to_napi(&env, result)
 }
 
-/// Ed25519 over `"loa-core/manifest/v1\0"` + the RFC 8785 bytes of the manifest without its
-/// `signature` member.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
-pub struct ManifestSignature {
-  #[napi(ts_type = "'ed25519'")]
-  pub algorithm: String,
-  pub key_id: String,
-  /// 64 bytes, 128 lower-case hex characters.
-  pub value: String,
+/// Same as `createManifest` on the libuv thread pool, without blocking the event loop
+/// (`onProgress` is not called).
+#[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Promise<Manifest>")]
+pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Json>> {
+  let args = || manifest_args(root_dir, options).map(|(root, options, _)| (root, options));
+  CoreTask::after(&env, args, |(root, options)| {
+    core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| Json(m.to_value()))
+  })
 }
 
-/// A manifest with its signature; every other member is covered by it. No other member is
-/// accepted anywhere (top level, file entries, `signature`): signing throws
-/// `E_INVALID_ARGUMENT`, verifying reports a `signature` problem.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; values cross as plain JSON
-pub struct SignedManifest {
-  #[napi(ts_type = "1")]
-  pub version: u32,
-  pub created_at: String,
-  pub include: Vec<String>,
-  pub exclude: Vec<String>,
-  pub files: Vec<ManifestFile>,
-  pub audit_head: Option<ManifestAuditHead>,
-  pub signature: ManifestSignature,
+/// Signs a manifest with the key ring's signing key (`LOA_SIGNING_KEY`, else the ring's active
+/// key, rotated first when its rotation is due). Ed25519 over `"loa-core/manifest/v1\0"` + the
+/// RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
+/// file entry is covered. Refuses malformed manifests (`E_INVALID_ARGUMENT`) and entries that
+/// escape the root (`E_PATH_OUTSIDE_ROOT`); `E_KEY_NOT_FOUND` without a signing key.
+///
+/// Returns `{ ...manifest, signature }`: a new object whose other members are the manifest's
+/// own values (nested arrays are shared, as with a spread); changing them afterwards makes the
+/// signature fail to verify.
+#[napi(ts_args_type = "manifest: Manifest | SignedManifest, keyRing: KeyRing", ts_return_type = "SignedManifest")]
+pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<json::RawJs> {
+  let (members, signature) = sync(&env, || {
+    let ring = arg::<Ring>(key_ring, "keyRing")?.0;
+    let (value, members) = json::read_with_members(manifest, "manifest")?;
+    Ok((members, core::manifest_signature(&value, &ring)?))
+  })?;
+  json::shallow_object(&env, &members, &[("signature", &signature)])
+}
+
+/// The inline `{ threads?: number }` options of `verifyManifest` (a `#[napi(object)]` of its own
+/// would add a type to the API).
+struct VerifyOptions {
+  /// At least 1.
+  threads: Option<usize>,
+}
+
+impl FromNapiValue for VerifyOptions {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    let threads = member::<Int>(env, value, "VerifyOptions", c"threads")?;
+    Ok(VerifyOptions { threads: threads.map(|n| n.0.max(1) as usize) })
+  }
+}
+
+struct Verify {
+  root: PathBuf,
+  signed: serde_json::Value,
+  keys: Keys,
+  threads: Option<usize>,
+}
+
+fn verify_args(root_dir: Unknown, signed: Unknown, keys: Unknown, options: Option<Unknown>) -> Result<Verify> {
+  Ok(Verify {
+    root: PathBuf::from(arg::<Str>(root_dir, "rootDir")?.0),
+    signed: arg::<Json>(signed, "signed")?.0,
+    keys: arg::<Keys>(keys, "keys")?,
+    threads: opt_arg::<Obj<VerifyOptions>>(options, "options")?.and_then(|o| o.0.threads),
+  })
+}
+
+fn verify(v: Verify) -> Result<ManifestVerification> {
+  core::verify_manifest(&v.root, &v.signed, &v.keys.trusted()?, v.threads).map(Into::into)
 }
 
 /// One thing wrong found by `verifyManifest`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct ManifestProblem {
   /// The relative path concerned; `''` for problems of the manifest as a whole.
   pub path: String,
@@ -326,7 +492,7 @@ pub struct ManifestProblem {
 }
 
 /// What `verifyManifest` / `verifyManifestSignature` found.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct ManifestVerification {
   /// True when there is no problem at all.
   pub ok: bool,
@@ -342,152 +508,20 @@ pub struct ManifestVerification {
   pub temp_files: Option<Vec<String>>,
 }
 
-fn verification_to_js(v: core::Verification) -> ManifestVerification {
-  ManifestVerification {
-    ok: v.ok,
-    problems: v
-      .problems
-      .into_iter()
-      .map(|p| ManifestProblem { kind: enum_str(&p.kind), path: p.path, detail: p.detail })
-      .collect(),
-    files: v.files as f64,
-    signed_by: v.signed_by,
-    temp_files: (!v.temp_files.is_empty()).then_some(v.temp_files),
-  }
-}
-
-fn string_array(object: &Object, key: &str) -> Result<Vec<String>> {
-  Ok(args::optional_string_array(object, key)?.unwrap_or_default())
-}
-
-fn parse_manifest_options(options: Option<Unknown>) -> Result<(ManifestOptions, Option<sys::napi_value>)> {
-  let mut parsed = ManifestOptions::default();
-  let mut callback = None;
-  if let Some(o) = args::optional_object(options, "options")? {
-    parsed.include = string_array(&o, "include")?;
-    parsed.exclude = string_array(&o, "exclude")?;
-    parsed.threads = args::optional_u64(&o, "threads")?.map(|n| n as usize);
-    parsed.audit_dir = args::optional_string(&o, "auditDir")?;
-    if parsed.threads == Some(0) {
-      return crate::error::invalid("`threads` must be at least 1");
-    }
-    match args::field(&o, "onProgress")? {
-      None => {}
-      Some(progress) if progress.get_type().ok() == Some(ValueType::Function) => callback = Some(progress.raw()),
-      Some(_) => return crate::error::invalid("`onProgress` must be a function"),
+impl From<core::Verification> for ManifestVerification {
+  fn from(v: core::Verification) -> ManifestVerification {
+    ManifestVerification {
+      ok: v.ok,
+      problems: v
+        .problems
+        .into_iter()
+        .map(|p| ManifestProblem { kind: name_of(&p.kind), path: p.path, detail: p.detail })
+        .collect(),
+      files: v.files as f64,
+      signed_by: v.signed_by,
+      temp_files: (!v.temp_files.is_empty()).then_some(v.temp_files),
     }
   }
-  Ok((parsed, callback))
-}
-
-/// Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
-/// the patterns cover. Symlinks to files inside the root are covered by content; symlinked
-/// directories are not followed; a symlink leading outside the root throws
-/// `E_PATH_OUTSIDE_ROOT`; a special file (FIFO, socket, device), or a symlink to one, throws
-/// `E_NOT_REGULAR_FILE` (exclude it) and is never opened. Temp files of the library's own
-/// interrupted atomic writes are left out. Each file is read at most to the size it had when
-/// opened. Blocks until done; see `createManifestAsync`.
-#[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Manifest")]
-pub fn create_manifest(env: Env, root_dir: Unknown, options: Option<Unknown>) -> napi::Result<JsonOut> {
-  let mut thrown: Option<sys::napi_value> = None;
-  let result = guard(|| {
-    let root = PathBuf::from(args::string(root_dir, "rootDir")?);
-    let (options, callback) = parse_manifest_options(options)?;
-    let mut progress = |p: core::Progress| -> Result<()> {
-      let Some(function) = callback else { return Ok(()) };
-      let arg = json::to_js(&env, &serde_json::to_value(p).expect("progress is JSON"))
-        .map_err(|e| LoaError::Internal(e.to_string()))?
-        .raw();
-      unsafe {
-        let mut undefined = ptr::null_mut();
-        sys::napi_get_undefined(env.raw(), &mut undefined);
-        let mut ignored = ptr::null_mut();
-        if sys::napi_call_function(env.raw(), undefined, function, 1, &arg, &mut ignored) != sys::Status::napi_ok {
-          let mut exception = ptr::null_mut();
-          sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
-          thrown = Some(exception);
-          return Err(LoaError::InvalidArgument("onProgress threw".into()));
-        }
-      }
-      Ok(())
-    };
-    core::create_manifest(&root, &options, &mut progress).map(|m| m.to_value())
-  });
-  if let Some(exception) = thrown {
-    return Err(napi::Error::from(unsafe { Unknown::from_raw_unchecked(env.raw(), exception) }));
-  }
-  to_napi(&env, result).map(JsonOut)
-}
-
-/// Same as `createManifest` on the libuv thread pool, without blocking the event loop
-/// (`onProgress` is not called).
-#[napi(ts_args_type = "rootDir: string, options?: CreateManifestOptions", ts_return_type = "Promise<Manifest>")]
-pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<JsonOut>> {
-  let args = guard(|| Ok((PathBuf::from(args::string(root_dir, "rootDir")?), parse_manifest_options(options)?.0)));
-  CoreTask::after(&env, args, |(root, options)| {
-    core::create_manifest(&root, &options, &mut |_| Ok(())).map(|m| JsonOut(m.to_value()))
-  })
-}
-
-pub(crate) fn ring_arg<'a>(env: &'a Env, value: &Unknown<'a>, name: &str) -> Result<ClassInstance<'a, KeyRing>> {
-  let not_ring = || LoaError::InvalidArgument(format!("`{name}` must be a KeyRing (from KeyRing.open)"));
-  if value.get_type().ok() != Some(ValueType::Object) {
-    return Err(not_ring());
-  }
-  // Unwraps and checks the class recorded when the object was created (an object of another
-  // class, or one with a spoofed prototype, is refused before any cast).
-  unsafe { ClassInstance::<KeyRing>::from_napi_value(env.raw(), value.raw()) }.map_err(|_| not_ring())
-}
-
-/// Signs a manifest with the key ring's signing key (`LOA_SIGNING_KEY`, else the ring's active
-/// key, rotated first when its rotation is due). Ed25519 over `"loa-core/manifest/v1\0"` + the
-/// RFC 8785 bytes of the whole manifest minus any previous `signature`, so every member and every
-/// file entry is covered. Refuses malformed manifests (`E_INVALID_ARGUMENT`) and entries that
-/// escape the root (`E_PATH_OUTSIDE_ROOT`); `E_KEY_NOT_FOUND` without a signing key.
-///
-/// Returns `{ ...manifest, signature }`: a new object whose other members are the manifest's
-/// own values (nested arrays are shared, as with a spread); changing them afterwards makes the
-/// signature fail to verify.
-#[napi(ts_args_type = "manifest: Manifest | SignedManifest, keyRing: KeyRing", ts_return_type = "SignedManifest")]
-pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<json::RawJs> {
-  let (members, signature) = to_napi(
-    &env,
-    guard(|| {
-      let ring = ring_arg(&env, &key_ring, "keyRing")?;
-      let (value, members) = json::from_js_with_members(&env, manifest, "manifest")?;
-      Ok((members, core::manifest_signature(&value, &ring.inner)?))
-    }),
-  )?;
-  json::shallow_object(&env, &members, &[("signature", &signature)])
-}
-
-/// Trusted keys from `KeyInfo[]` (revoked and expired entries are skipped) or a `KeyRing`.
-pub(crate) fn trusted_keys(env: &Env, value: Unknown) -> Result<Vec<TrustedKey>> {
-  if let Ok(ring) = ring_arg(env, &value, "keys") {
-    return TrustedKey::from_ring(&ring.inner);
-  }
-  if value.get_type().ok() != Some(ValueType::Object) || !value.is_array().unwrap_or(false) {
-    return crate::error::invalid("`keys` must be an array of KeyInfo (keyRing.verificationKeys()) or a KeyRing");
-  }
-  let array = unsafe { Array::from_napi_value(env.raw(), value.raw()) }
-    .map_err(|_| LoaError::InvalidArgument("`keys` must be an array".into()))?;
-  let mut out = Vec::new();
-  for i in 0..array.len() {
-    let name = format!("keys[{i}]");
-    let item: Unknown = match array.get(i) {
-      Ok(Some(item)) => item,
-      Ok(None) => return Err(args::wrong(&name, "a KeyInfo")),
-      Err(_) => return Err(args::unreadable(env.raw(), &name)),
-    };
-    let key = args::optional_object(Some(item), &name)?.ok_or_else(|| args::wrong(&name, "a KeyInfo"))?;
-    if matches!(args::optional_string(&key, "status")?.as_deref(), Some("revoked" | "expired")) {
-      continue;
-    }
-    let public =
-      args::optional_string(&key, "publicKey")?.ok_or_else(|| args::wrong(&format!("{name}.publicKey"), "a string"))?;
-    out.push(TrustedKey::from_hex(&public)?);
-  }
-  Ok(out)
 }
 
 /// Verifies a signed manifest against `keys` and the files under `rootDir`: the signature
@@ -506,20 +540,7 @@ pub fn verify_manifest(
   keys: Unknown,
   options: Option<Unknown>,
 ) -> napi::Result<ManifestVerification> {
-  to_napi(
-    &env,
-    guard(|| {
-      let root = PathBuf::from(args::string(root_dir, "rootDir")?);
-      let value = json::from_js(&env, signed, "signed")?;
-      let keys = trusted_keys(&env, keys)?;
-      let threads = match args::optional_object(options, "options")? {
-        Some(o) => args::optional_u64(&o, "threads")?.map(|n| n.max(1) as usize),
-        None => None,
-      };
-      core::verify_manifest(&root, &value, &keys, threads)
-    }),
-  )
-  .map(verification_to_js)
+  sync(&env, || verify(verify_args(root_dir, signed, keys, options)?))
 }
 
 /// Same as `verifyManifest` on the libuv thread pool.
@@ -534,36 +555,18 @@ pub fn verify_manifest_async(
   keys: Unknown,
   options: Option<Unknown>,
 ) -> AsyncTask<CoreTask<ManifestVerification>> {
-  let parsed = guard(|| {
-    let threads = match args::optional_object(options, "options")? {
-      Some(o) => args::optional_u64(&o, "threads")?.map(|n| n.max(1) as usize),
-      None => None,
-    };
-    Ok((
-      PathBuf::from(args::string(root_dir, "rootDir")?),
-      json::from_js(&env, signed, "signed")?,
-      trusted_keys(&env, keys)?,
-      threads,
-    ))
-  });
-  CoreTask::after(&env, parsed, |(root, value, keys, threads)| {
-    core::verify_manifest(&root, &value, &keys, threads).map(verification_to_js)
-  })
+  CoreTask::after(&env, || verify_args(root_dir, signed, keys, options), verify)
 }
 
 /// Checks only the signature of a signed manifest (no file is read), e.g. before restoring
 /// from a backup. Same result shape as `verifyManifest`.
 #[napi(ts_args_type = "signed: SignedManifest, keys: KeyInfo[] | KeyRing", ts_return_type = "ManifestVerification")]
 pub fn verify_manifest_signature(env: Env, signed: Unknown, keys: Unknown) -> napi::Result<ManifestVerification> {
-  to_napi(
-    &env,
-    guard(|| {
-      let value = json::from_js(&env, signed, "signed")?;
-      let keys = trusted_keys(&env, keys)?;
-      Ok(core::verify_signature(&value, &keys))
-    }),
-  )
-  .map(verification_to_js)
+  sync(&env, || {
+    let value = arg::<Json>(signed, "signed")?.0;
+    let keys = arg::<Keys>(keys, "keys")?.trusted()?;
+    Ok(core::verify_signature(&value, &keys).into())
+  })
 }
 
 /// Reads a manifest file written by `writeManifest`. It must hold exactly the canonical JSON of
@@ -571,20 +574,16 @@ pub fn verify_manifest_signature(env: Env, signed: Unknown, keys: Unknown) -> na
 /// `E_STATE_CORRUPT` (the file is left untouched). A symlink, FIFO or directory at `path` is
 /// `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
 #[napi(ts_args_type = "path: string", ts_return_type = "SignedManifest")]
-pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<JsonOut> {
-  to_napi(&env, guard(|| core::read_manifest(&PathBuf::from(args::string(path, "path")?)))).map(JsonOut)
+pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<Json> {
+  sync(&env, || core::read_manifest(&PathBuf::from(arg::<Str>(path, "path")?.0)).map(Json))
 }
 
 /// Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
 /// A symlink or other non-regular file at `path` is `E_NOT_REGULAR_FILE`, never written through.
 #[napi(ts_args_type = "path: string, manifest: Manifest | SignedManifest")]
 pub fn write_manifest(env: Env, path: Unknown, manifest: Unknown) -> napi::Result<()> {
-  to_napi(
-    &env,
-    guard(|| {
-      let path = PathBuf::from(args::string(path, "path")?);
-      let value = json::from_js(&env, manifest, "manifest")?;
-      core::write_manifest(&path, &value)
-    }),
-  )
+  sync(&env, || {
+    let path = PathBuf::from(arg::<Str>(path, "path")?.0);
+    core::write_manifest(&path, &arg::<Json>(manifest, "manifest")?.0)
+  })
 }

@@ -8,6 +8,9 @@
 //! analysed: counted, redacted, gated) or refuses the string with `E_INVALID_ARGUMENT` (strings
 //! that are stored, name files, or are hashed or signed: a silent replacement would store
 //! something other than what the caller gave).
+//!
+//! Safety: every `unsafe fn` of this module takes raw N-API handles and has one contract: it is
+//! called on the JS thread, with the env of the current call and handles of that call's scope.
 
 use std::ptr;
 
@@ -24,9 +27,37 @@ pub enum Surrogates {
   Replace,
 }
 
-fn failed(what: &str) -> LoaError {
-  LoaError::InvalidArgument(format!("`{what}` could not be read as a string"))
+/// Why a string was not read. The readers do not know the string's name; the caller says it
+/// ([`Refusal::named`], or the argument conversion of `convert`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Refusal {
+  LoneSurrogate,
+  /// N-API refused to read it (not a string after all, or the environment is going away).
+  Unreadable,
+  /// V8 wrote bytes that are not UTF-8: a bug, not the caller's doing.
+  NotUtf8,
 }
+
+impl Refusal {
+  /// What is wrong, for a message that names the string first.
+  pub fn problem(self) -> &'static str {
+    match self {
+      Refusal::LoneSurrogate => "holds a lone surrogate (half of a UTF-16 pair), which is not Unicode text",
+      Refusal::Unreadable => "could not be read as a string",
+      Refusal::NotUtf8 => "was written by V8 as invalid UTF-8",
+    }
+  }
+
+  /// The error for the string named `what`.
+  pub fn named(self, what: &str) -> LoaError {
+    match self {
+      Refusal::NotUtf8 => LoaError::Internal(format!("`{what}` {}", self.problem())),
+      _ => LoaError::InvalidArgument(format!("`{what}` {}", self.problem())),
+    }
+  }
+}
+
+type Read<T> = std::result::Result<T, Refusal>;
 
 /// Whether `value` is a JS string.
 pub unsafe fn is_string(env: sys::napi_env, value: sys::napi_value) -> bool {
@@ -35,37 +66,31 @@ pub unsafe fn is_string(env: sys::napi_env, value: sys::napi_value) -> bool {
 }
 
 /// Length of a JS string in UTF-16 code units (constant time).
-unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<usize> {
+unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value) -> Read<usize> {
   let mut units = 0usize;
   if sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) != sys::Status::napi_ok {
-    return Err(failed(what));
+    return Err(Refusal::Unreadable);
   }
   Ok(units)
 }
 
 /// Length of a JS string in UTF-8 bytes (a pass over the string).
-unsafe fn utf8_len(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<usize> {
+unsafe fn utf8_len(env: sys::napi_env, value: sys::napi_value) -> Read<usize> {
   let mut len = 0usize;
   if sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) != sys::Status::napi_ok {
-    return Err(failed(what));
+    return Err(Refusal::Unreadable);
   }
   Ok(len)
 }
 
 /// Writes the string's UTF-8 into the spare capacity of `buf` (cleared first) and sets its
 /// length. `cap` must not exceed `buf.capacity()`.
-unsafe fn write_utf8(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  buf: &mut Vec<u8>,
-  cap: usize,
-  what: &str,
-) -> Result<()> {
+unsafe fn write_utf8(env: sys::napi_env, value: sys::napi_value, buf: &mut Vec<u8>, cap: usize) -> Read<()> {
   debug_assert!(cap <= buf.capacity());
   buf.clear();
   let mut written = 0usize;
   if sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), cap, &mut written) != sys::Status::napi_ok {
-    return Err(failed(what));
+    return Err(Refusal::Unreadable);
   }
   // SAFETY: napi wrote `written` (< cap) initialised bytes at the start of the buffer.
   buf.set_len(written);
@@ -81,19 +106,10 @@ fn maybe_cut(written: usize, cap: usize) -> bool {
 }
 
 /// `utf8` as a `str`, after checking it for lone surrogates when `surrogates` refuses them.
-unsafe fn finish<'b>(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  utf8: &'b [u8],
-  surrogates: Surrogates,
-  what: &dyn Fn() -> String,
-) -> Result<&'b str> {
-  let text = std::str::from_utf8(utf8).map_err(|_| LoaError::Internal("V8 wrote invalid UTF-8".into()))?;
-  if surrogates == Surrogates::Refuse && has_lone_surrogate(env, value, utf8, what)? {
-    return Err(LoaError::InvalidArgument(format!(
-      "`{}` holds a lone surrogate (half of a UTF-16 pair), which is not Unicode text",
-      what()
-    )));
+unsafe fn finish(env: sys::napi_env, value: sys::napi_value, utf8: &[u8], surrogates: Surrogates) -> Read<&str> {
+  let text = std::str::from_utf8(utf8).map_err(|_| Refusal::NotUtf8)?;
+  if surrogates == Surrogates::Refuse && has_lone_surrogate(env, value, utf8)? {
+    return Err(Refusal::LoneSurrogate);
   }
   Ok(text)
 }
@@ -101,20 +117,15 @@ unsafe fn finish<'b>(
 /// Whether the string whose UTF-8 (as V8 wrote it) is `utf8` holds a lone surrogate. Only a
 /// string whose UTF-8 holds U+FFFD can: it is then read again as UTF-16 to tell a real U+FFFD
 /// from a replaced surrogate.
-unsafe fn has_lone_surrogate(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  utf8: &[u8],
-  what: &dyn Fn() -> String,
-) -> Result<bool> {
+unsafe fn has_lone_surrogate(env: sys::napi_env, value: sys::napi_value, utf8: &[u8]) -> Read<bool> {
   if memchr::memmem::find(utf8, "\u{FFFD}".as_bytes()).is_none() {
     return Ok(false);
   }
-  let len = utf16_len(env, value, &what())?;
+  let len = utf16_len(env, value)?;
   let mut units: Vec<u16> = Vec::with_capacity(len + 1);
   let mut written = 0usize;
   if sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) != sys::Status::napi_ok {
-    return Err(failed(&what()));
+    return Err(Refusal::Unreadable);
   }
   // SAFETY: napi wrote `written` units.
   units.set_len(written);
@@ -122,32 +133,30 @@ unsafe fn has_lone_surrogate(
 }
 
 /// Reads the JS string `value` into `buf` (reused between calls) and returns it: one N-API call
-/// when the buffer is large enough, which it soon is when reading many strings. `what` names the
-/// string in errors (built only on error).
-pub unsafe fn read_into<'b>(
+/// when the buffer is large enough, which it soon is when reading many strings.
+pub unsafe fn read_into(
   env: sys::napi_env,
   value: sys::napi_value,
-  buf: &'b mut Vec<u8>,
+  buf: &mut Vec<u8>,
   surrogates: Surrogates,
-  what: &dyn Fn() -> String,
-) -> Result<&'b str> {
+) -> Read<&str> {
   const MIN: usize = 4096;
   if buf.capacity() < MIN {
     buf.clear();
     buf.reserve(MIN);
   }
   let cap = buf.capacity();
-  write_utf8(env, value, buf, cap, &what())?;
+  write_utf8(env, value, buf, cap)?;
   if maybe_cut(buf.len(), cap) {
-    let len = utf8_len(env, value, &what())?;
+    let len = utf8_len(env, value)?;
     if len > buf.len() {
       buf.clear();
       buf.reserve(len + 1);
       let cap = buf.capacity();
-      write_utf8(env, value, buf, cap, &what())?;
+      write_utf8(env, value, buf, cap)?;
     }
   }
-  finish(env, value, buf, surrogates, what)
+  finish(env, value, buf, surrogates)
 }
 
 /// Reads the whole JS string `value` into `buf` (reused between calls) with one copy: the UTF-16
@@ -155,34 +164,34 @@ pub unsafe fn read_into<'b>(
 /// needs at most 3 bytes per UTF-16 unit, so no measuring pass is needed. For large strings
 /// (`redact`'s input); [`read_into`] suits many small ones. A lone surrogate is read as U+FFFD,
 /// one UTF-16 unit like the surrogate, so UTF-16 offsets computed on the result match the JS
-/// string's.
+/// string's. `what` names the string in errors.
 pub unsafe fn read_whole_into<'b>(
   env: sys::napi_env,
   value: sys::napi_value,
   buf: &'b mut Vec<u8>,
   what: &str,
 ) -> Result<&'b str> {
-  let cap = utf16_len(env, value, what)?.saturating_mul(3) + 1;
-  buf.clear();
-  buf.reserve(cap);
-  write_utf8(env, value, buf, cap, what)?;
-  finish(env, value, buf, Surrogates::Replace, &|| what.to_string())
+  match utf16_len(env, value) {
+    Ok(units) => {
+      let cap = units.saturating_mul(3) + 1;
+      buf.clear();
+      buf.reserve(cap);
+      write_utf8(env, value, buf, cap).map_err(|r| r.named(what))?;
+      finish(env, value, buf, Surrogates::Replace).map_err(|r| r.named(what))
+    }
+    Err(r) => Err(r.named(what)),
+  }
 }
 
 /// The JS string `value` as an owned `String`.
-pub unsafe fn read_string(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  surrogates: Surrogates,
-  what: &dyn Fn() -> String,
-) -> Result<String> {
-  let units = utf16_len(env, value, &what())?;
+pub unsafe fn read_string(env: sys::napi_env, value: sys::napi_value, surrogates: Surrogates) -> Read<String> {
+  let units = utf16_len(env, value)?;
   // Short strings: room for the worst case (3 bytes per unit), no measuring pass. Long ones:
   // measured first, so that a large ASCII string does not take three times its size.
-  let cap = if units <= 16 * 1024 { units * 3 + 1 } else { utf8_len(env, value, &what())? + 1 };
+  let cap = if units <= 16 * 1024 { units * 3 + 1 } else { utf8_len(env, value)? + 1 };
   let mut buf = Vec::with_capacity(cap);
-  write_utf8(env, value, &mut buf, cap, &what())?;
-  finish(env, value, &buf, surrogates, what)?;
+  write_utf8(env, value, &mut buf, cap)?;
+  finish(env, value, &buf, surrogates)?;
   // SAFETY: `finish` checked that the bytes are UTF-8.
   Ok(String::from_utf8_unchecked(buf))
 }
@@ -190,19 +199,14 @@ pub unsafe fn read_string(
 /// At least the first `max_bytes` UTF-8 bytes of the JS string `value` (cut at a character
 /// boundary), converting no more than about that much of it; and whether that is all of it. A
 /// lone surrogate is read as U+FFFD.
-pub unsafe fn read_prefix(
-  env: sys::napi_env,
-  value: sys::napi_value,
-  max_bytes: usize,
-  what: &str,
-) -> Result<(String, bool)> {
-  let units = utf16_len(env, value, what)?;
+pub unsafe fn read_prefix(env: sys::napi_env, value: sys::napi_value, max_bytes: usize) -> Read<(String, bool)> {
+  let units = utf16_len(env, value)?;
   // A UTF-16 unit is at most 3 UTF-8 bytes (a surrogate pair, 2 units, is 4).
   let whole = units.saturating_mul(3) <= max_bytes;
   let cap = if whole { units * 3 + 1 } else { max_bytes + 1 };
   let mut buf: Vec<u8> = Vec::with_capacity(cap);
-  write_utf8(env, value, &mut buf, cap, what)?;
-  let text = String::from(finish(env, value, &buf, Surrogates::Replace, &|| what.to_string())?);
+  write_utf8(env, value, &mut buf, cap)?;
+  let text = String::from(finish(env, value, &buf, Surrogates::Replace)?);
   let complete = whole || text.chars().map(char::len_utf16).sum::<usize>() == units;
   Ok((text, complete))
 }

@@ -21,8 +21,9 @@ use napi::{sys, Env, JsValue, Unknown};
 use napi_derive::napi;
 use serde_json::{json, Value};
 
+use super::convert::{arg, opt_arg, refusal, Int, Str};
 use super::strings::{self, Surrogates};
-use super::{args, fs, guard, to_napi};
+use super::{sync, CoreTask};
 
 /// The property key of the hooks object, as `Symbol.for` takes it.
 const HOOKS_KEY: &str = "@loa/core/test-hooks";
@@ -79,11 +80,11 @@ pub fn hide_test_hooks(mut exports: Object, env: Env) -> napi::Result<()> {
 /// Panics inside the library, synchronously (`'sync'`) or on a worker thread behind a promise
 /// (`'async'`), to prove a panic becomes an `E_INTERNAL` error and never aborts Node.
 #[napi(js_name = "__panicForTesting", skip_typescript)]
-pub fn panic_for_testing(env: Env, mode: Unknown) -> napi::Result<Option<AsyncTask<fs::CoreTask<()>>>> {
-  let mode = to_napi(&env, guard(|| args::string(mode, "mode")))?;
+pub fn panic_for_testing(env: Env, mode: Unknown) -> napi::Result<Option<AsyncTask<CoreTask<()>>>> {
+  let mode = sync(&env, || arg::<Str>(mode, "mode"))?.0;
   match mode.as_str() {
-    "async" => Ok(Some(AsyncTask::new(fs::CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
-    _ => to_napi(&env, guard(|| -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") })),
+    "async" => Ok(Some(AsyncTask::new(CoreTask::new(|| panic!("deliberate panic for testing (async)"))))),
+    _ => sync(&env, || -> crate::Result<Option<_>> { panic!("deliberate panic for testing (sync)") }),
   }
 }
 
@@ -94,53 +95,51 @@ pub fn panic_for_testing(env: Env, mode: Unknown) -> napi::Result<Option<AsyncTa
 /// tests that compare each reader with `Buffer.from(s, 'utf8')`.
 #[napi(js_name = "__readStrings", skip_typescript)]
 pub fn read_strings(env: Env, mode: Unknown, strings: Unknown, max_bytes: Option<Unknown>) -> napi::Result<Value> {
-  to_napi(
-    &env,
-    guard(|| {
-      let mode = args::string(mode, "mode")?;
-      let max_bytes = max_bytes.map(|m| args::u64_value(m, "maxBytes")).transpose()?.unwrap_or(u64::MAX) as usize;
-      if !strings.is_array().unwrap_or(false) {
-        return Err(args::wrong("strings", "an array of strings"));
-      }
-      let raw = env.raw();
-      let mut len = 0u32;
-      // SAFETY: on the JS thread with its env; `strings` is an array.
-      unsafe { sys::napi_get_array_length(raw, strings.raw(), &mut len) };
-      let mut buf = Vec::new();
-      let (mut out, mut complete) = (Vec::new(), Vec::new());
-      for i in 0..len {
-        let what = || format!("strings[{i}]");
-        let mut item = ptr::null_mut();
-        // SAFETY: as above; `item` is checked to be a string before any reader sees it.
-        unsafe {
-          if sys::napi_get_element(raw, strings.raw(), i, &mut item) != sys::Status::napi_ok
-            || !strings::is_string(raw, item)
-          {
-            return Err(args::wrong(&what(), "a string"));
-          }
-          let bytes: Vec<u8> = match mode.as_str() {
-            "into" => strings::read_into(raw, item, &mut buf, Surrogates::Replace, &what)?.into(),
-            "intoStrict" => strings::read_into(raw, item, &mut buf, Surrogates::Refuse, &what)?.into(),
-            "whole" => strings::read_whole_into(raw, item, &mut buf, "strings[]")?.into(),
-            "string" => strings::read_string(raw, item, Surrogates::Refuse, &what)?.into(),
-            "text" => strings::read_string(raw, item, Surrogates::Replace, &what)?.into(),
-            "prefix" => {
-              let (text, whole) = strings::read_prefix(raw, item, max_bytes, "strings[]")?;
-              complete.push(whole);
-              text.into()
-            }
-            "json" => match super::json::from_js(&env, Unknown::from_raw_unchecked(raw, item), "strings[]")? {
-              Value::String(s) => s.into(),
-              _ => return Err(crate::LoaError::Internal("the JSON reader changed a string's type".into())),
-            },
-            _ => return Err(args::wrong("mode", "a reader's name")),
-          };
-          out.push(hex::encode(bytes));
+  sync(&env, || {
+    let mode = arg::<Str>(mode, "mode")?.0;
+    let max_bytes = opt_arg::<Int>(max_bytes, "maxBytes")?.map_or(usize::MAX, |n| n.0 as usize);
+    if !strings.is_array().unwrap_or(false) {
+      return crate::error::invalid("`strings` must be an array of strings");
+    }
+    let raw = env.raw();
+    let mut len = 0u32;
+    // SAFETY: on the JS thread with its env; `strings` is an array.
+    unsafe { sys::napi_get_array_length(raw, strings.raw(), &mut len) };
+    let mut buf = Vec::new();
+    let (mut out, mut complete) = (Vec::new(), Vec::new());
+    for i in 0..len {
+      let what = || format!("strings[{i}]");
+      let mut item = ptr::null_mut();
+      // SAFETY: as above; `item` is checked to be a string before any reader sees it.
+      unsafe {
+        if sys::napi_get_element(raw, strings.raw(), i, &mut item) != sys::Status::napi_ok
+          || !strings::is_string(raw, item)
+        {
+          return Err(crate::LoaError::InvalidArgument(format!("`{}` must be a string", what())));
         }
+        let named = |r: strings::Refusal| r.named(&what());
+        let bytes: Vec<u8> = match mode.as_str() {
+          "into" => strings::read_into(raw, item, &mut buf, Surrogates::Replace).map_err(named)?.into(),
+          "intoStrict" => strings::read_into(raw, item, &mut buf, Surrogates::Refuse).map_err(named)?.into(),
+          "whole" => strings::read_whole_into(raw, item, &mut buf, "strings[]")?.into(),
+          "string" => strings::read_string(raw, item, Surrogates::Refuse).map_err(named)?.into(),
+          "text" => strings::read_string(raw, item, Surrogates::Replace).map_err(named)?.into(),
+          "prefix" => {
+            let (text, whole) = strings::read_prefix(raw, item, max_bytes).map_err(named)?;
+            complete.push(whole);
+            text.into()
+          }
+          "json" => match super::json::read(raw, item).map_err(|e| refusal(raw, "strings[]", &e))? {
+            Value::String(s) => s.into(),
+            _ => return Err(crate::LoaError::Internal("the JSON reader changed a string's type".into())),
+          },
+          _ => return crate::error::invalid("`mode` must be a reader's name"),
+        };
+        out.push(hex::encode(bytes));
       }
-      Ok(if mode == "prefix" { json!({ "bytes": out, "complete": complete }) } else { json!({ "bytes": out }) })
-    }),
-  )
+    }
+    Ok(if mode == "prefix" { json!({ "bytes": out, "complete": complete }) } else { json!({ "bytes": out }) })
+  })
 }
 
 /// For the benchmark: the provider token patterns, to run the same list with JavaScript

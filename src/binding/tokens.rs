@@ -1,42 +1,55 @@
 //! `countTokens`, `countTokensBatch`, `estimateTokens`.
 
-use napi::{Env, JsValue, Unknown};
+use napi::{sys, Env, JsValue, Unknown};
 use napi_derive::napi;
 
-use super::{args, guard, strings, to_napi};
-use crate::error::LoaError;
-use crate::tokens::{self, TokenEncoding};
+use super::convert::{arg, opt_arg, string_union, Choice, Num, Obj, Text};
+use super::{strings, sync};
+use crate::error::{LoaError, Result};
+use crate::tokens::{self, TokenEncoding as Encoding};
+
+string_union! {
+  "BPE encoding used to count tokens."
+  TokenEncoding <=> Encoding {
+    o200k_base = O200kBase,
+    cl100k_base = Cl100kBase,
+  }
+}
 
 /// Options of `countTokens` / `countTokensBatch`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct CountTokensOptions {
   /// BPE encoding to count in. Default `'o200k_base'` (GPT-4o and later); `'cl100k_base'` is
   /// GPT-4 / GPT-3.5's.
   #[napi(ts_type = "TokenEncoding")]
-  pub encoding: Option<String>,
+  pub encoding: Option<Option<Choice<TokenEncoding>>>,
   /// For models whose tokenizer is not public (Claude 3 and later): returns
   /// `ceil(count / (1 - safetyMargin))`, the count a budget with that margin reserves. A fraction
   /// from 0 (default, the exact count) up to, not including, 1.
-  pub safety_margin: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub safety_margin: Option<Option<Num>>,
 }
 
+/// How to count: the encoding and the safety margin (checked).
 struct Counting {
-  encoding: TokenEncoding,
+  encoding: Encoding,
   margin: f64,
 }
 
-fn parse_options(options: Option<Unknown>) -> crate::Result<Counting> {
-  let mut c = Counting { encoding: TokenEncoding::O200kBase, margin: 0.0 };
-  if let Some(o) = args::optional_object(options, "options")? {
-    if let Some(e) = args::optional_string(&o, "encoding")? {
-      c.encoding = TokenEncoding::parse(&e)?;
-    }
-    if let Some(m) = args::optional_f64(&o, "safetyMargin")? {
-      c.margin = tokens::check_margin(m, "safetyMargin")?;
-    }
+impl TryFrom<Option<Obj<CountTokensOptions>>> for Counting {
+  type Error = LoaError;
+
+  fn try_from(options: Option<Obj<CountTokensOptions>>) -> Result<Counting> {
+    let (encoding, margin) = options.map_or((None, None), |o| (o.0.encoding.flatten(), o.0.safety_margin.flatten()));
+    Ok(Counting {
+      encoding: encoding.map_or(Encoding::O200kBase, |e| e.0.into()),
+      margin: margin.map(|m| tokens::check_margin(m.0, "safetyMargin")).transpose()?.unwrap_or(0.0),
+    })
   }
-  Ok(c)
+}
+
+fn counting(options: Option<Unknown>) -> Result<Counting> {
+  opt_arg::<Obj<CountTokensOptions>>(options, "options")?.try_into()
 }
 
 /// The exact number of tokens of `text` in a public BPE encoding (default `o200k_base`), the same
@@ -46,52 +59,53 @@ fn parse_options(options: Option<Unknown>) -> crate::Result<Counting> {
 /// tokenizer is not public).
 #[napi(ts_args_type = "text: string, options?: CountTokensOptions")]
 pub fn count_tokens(env: Env, text: Unknown, options: Option<Unknown>) -> napi::Result<u32> {
-  to_napi(
-    &env,
-    guard(|| {
-      // Counted as tiktoken counts it: a lone surrogate is U+FFFD (see the README).
-      let text = args::text(text, "text")?;
-      let c = parse_options(options)?;
-      Ok(tokens::with_margin(tokens::count_tokens(&text, c.encoding), c.margin) as u32)
-    }),
-  )
+  sync(&env, || {
+    // Counted as tiktoken counts it: a lone surrogate is U+FFFD (see the README).
+    let text = arg::<Text>(text, "text")?.0;
+    let c = counting(options)?;
+    Ok(tokens::with_margin(tokens::count_tokens(&text, c.encoding), c.margin) as u32)
+  })
 }
 
 /// `countTokens` for many strings in one call (one crossing of the JS/native boundary): returns
 /// the counts in the same order.
 #[napi(ts_args_type = "texts: string[], options?: CountTokensOptions")]
 pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) -> napi::Result<Vec<u32>> {
-  to_napi(
-    &env,
-    guard(|| {
-      let c = parse_options(options)?;
-      if !texts.is_array().unwrap_or(false) {
-        return crate::error::invalid("`texts` must be an array of strings");
-      }
-      let raw_env = env.raw();
-      let array = texts.raw();
-      let encoder = tokens::encoder(c.encoding);
-      let mut len = 0u32;
-      unsafe { napi::sys::napi_get_array_length(raw_env, array, &mut len) };
+  sync(&env, || {
+    let c = counting(options)?;
+    if !texts.is_array().unwrap_or(false) {
+      return crate::error::invalid("`texts` must be an array of strings");
+    }
+    // Each string is read into one reused buffer and counted there: no `String` per text.
+    let encoder = tokens::encoder(c.encoding);
+    let (raw, array) = (env.raw(), texts.raw());
+    let mut len = 0u32;
+    let mut buf = Vec::new();
+    // SAFETY: on the JS thread with its env; `array` is an array of this call, each element is
+    // checked to be a string before it is read.
+    unsafe {
+      sys::napi_get_array_length(raw, array, &mut len);
       let mut out = Vec::with_capacity(len as usize);
-      let mut buf = Vec::new();
       for i in 0..len {
-        let mut item = std::ptr::null_mut();
         let what = || format!("texts[{i}]");
-        unsafe {
-          if napi::sys::napi_get_element(raw_env, array, i, &mut item) != napi::sys::Status::napi_ok {
-            return Err(args::unreadable(raw_env, &what()));
-          }
-          if !strings::is_string(raw_env, item) {
-            return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
-          }
-          let text = strings::read_into(raw_env, item, &mut buf, strings::Surrogates::Replace, &what)?;
-          out.push(tokens::with_margin(encoder.count(text), c.margin) as u32);
+        let mut item = std::ptr::null_mut();
+        if sys::napi_get_element(raw, array, i, &mut item) != sys::Status::napi_ok {
+          super::clear_pending_exception(raw);
+          return Err(LoaError::InvalidArgument(format!(
+            "`{}` could not be read (a getter or Proxy trap threw)",
+            what()
+          )));
         }
+        if !strings::is_string(raw, item) {
+          return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
+        }
+        let text =
+          strings::read_into(raw, item, &mut buf, strings::Surrogates::Replace).map_err(|r| r.named(&what()))?;
+        out.push(tokens::with_margin(encoder.count(text), c.margin) as u32);
       }
       Ok(out)
-    }),
-  )
+    }
+  })
 }
 
 /// A fast estimate of the token count of `text` (one pass over the characters, no vocabulary,
@@ -102,5 +116,5 @@ pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) ->
 /// budget must hold.
 #[napi(ts_args_type = "text: string")]
 pub fn estimate_tokens(env: Env, text: Unknown) -> napi::Result<u32> {
-  to_napi(&env, guard(|| Ok(tokens::estimate_tokens(&args::text(text, "text")?) as u32)))
+  sync(&env, || Ok(tokens::estimate_tokens(&arg::<Text>(text, "text")?.0) as u32))
 }

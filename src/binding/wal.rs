@@ -8,53 +8,92 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::fs::CoreTask;
+use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, Json, JsonObject, Obj, Str};
 use super::promises::{settle_now, Deferred, PromiseBatcher};
-use super::{args, guard, js_error, to_napi};
+use super::{clear_pending_exception, guard, js_error, sync, CoreTask};
 use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
 
+string_union! {
+  "fsync policy of the WAL: before every append, group commit, or never explicitly."
+  WalSync <=> SyncMode {
+    always = Always,
+    batch = Batch,
+    none = None,
+  }
+}
+
 /// Options of `Wal.open`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct WalOpenOptions {
   /// Whose log this is. One writer per session at a time; sessions are merged on
   /// consolidation. 1-128 characters of `A-Z a-z 0-9 . _ -`. Default `'default'`.
-  pub session_id: Option<String>,
+  #[napi(ts_type = "string")]
+  pub session_id: Option<Option<Str>>,
   /// How long to wait for another writer of the same session to let go before failing with
   /// `E_WAL_LOCKED`. Default 5000.
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
   /// Start a new segment once the current one would exceed this size. Default 10 MiB, minimum
   /// 4096, maximum 256 MiB (the largest segment readers accept). A single record larger than
   /// this gets a segment of its own.
-  pub segment_max_bytes: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub segment_max_bytes: Option<Option<Int>>,
   /// Start a new segment once the current one is this old. Default one hour.
-  pub segment_max_age_ms: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub segment_max_age_ms: Option<Option<Int>>,
   /// When `append` resolves: `'always'` after fdatasync (survives power loss; concurrent appends
   /// share one fsync), `'batch'` after write with an fsync within 100 ms, `'none'` after write
   /// with fsync only at segment rotation and close. Default `'always'`.
-  #[napi(ts_type = "'always' | 'batch' | 'none'")]
-  pub sync: Option<String>,
+  #[napi(ts_type = "WalSync")]
+  pub sync: Option<Option<Choice<WalSync>>>,
+}
+
+impl From<WalOpenOptions> for WalOptions {
+  fn from(o: WalOpenOptions) -> WalOptions {
+    let d = WalOptions::default();
+    let ms =
+      |v: Option<Option<Int>>, default: Duration| v.flatten().map_or(default, |Int(ms)| Duration::from_millis(ms));
+    WalOptions {
+      session_id: o.session_id.flatten().map_or(d.session_id, String::from),
+      lock_timeout: ms(o.lock_timeout_ms, d.lock_timeout),
+      segment_max_bytes: o.segment_max_bytes.flatten().map_or(d.segment_max_bytes, |n| n.0),
+      segment_max_age: ms(o.segment_max_age_ms, d.segment_max_age),
+      sync: o.sync.flatten().map_or(d.sync, |s| s.0.into()),
+    }
+  }
 }
 
 /// A record to append.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct WalAppendRecord {
   /// What the record means, e.g. `'write'` or `'delete'` (the two ops consolidation applies to
   /// `path`) or any other name of yours (kept in the log, not applied). 1-256 bytes.
-  pub op: String,
+  #[napi(ts_type = "string")]
+  pub op: Str,
   /// File the record concerns, relative to the consolidation target; no `..`, not absolute.
-  pub path: Option<String>,
+  #[napi(ts_type = "string")]
+  pub path: Option<Option<Str>>,
   /// Payload; stored as exact bytes (a string is stored as UTF-8) and returned as a Buffer.
   #[napi(ts_type = "Buffer | Uint8Array | string")]
-  pub data: Option<Buffer>,
+  pub data: Option<Option<Bytes>>,
   /// Any JSON-serialisable object, stored as JSON.
   #[napi(ts_type = "Record<string, unknown>")]
-  pub meta: Option<serde_json::Value>,
+  pub meta: Option<Option<JsonObject>>,
+}
+
+impl From<WalAppendRecord> for AppendRequest {
+  fn from(r: WalAppendRecord) -> AppendRequest {
+    AppendRequest {
+      op: r.op.0,
+      path: r.path.flatten().map(String::from),
+      meta: r.meta.flatten().map(|m| serde_json::Value::Object(m.0).to_string()),
+      data: r.data.flatten().map(|d| d.0),
+    }
+  }
 }
 
 /// A record read back from the log.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalRecord {
   /// Position in its session's log: 1, 2, 3, ... never reused, even after a crash.
   pub seq: f64,
@@ -65,21 +104,37 @@ pub struct WalRecord {
   pub path: Option<String>,
   pub data: Option<Buffer>,
   #[napi(ts_type = "Record<string, unknown>")]
-  pub meta: Option<serde_json::Value>,
+  pub meta: Option<Json>,
+}
+
+impl From<Record> for WalRecord {
+  fn from(record: Record) -> WalRecord {
+    WalRecord {
+      seq: record.seq as f64,
+      ts: record.ts_ms as f64,
+      session_id: record.session_id,
+      op: record.op,
+      path: record.path,
+      data: record.data.map(Buffer::from),
+      // Meta was checked to be JSON when appended and is covered by the record checksum.
+      meta: record.meta.and_then(|m| serde_json::from_str(&m).ok()).map(Json),
+    }
+  }
 }
 
 /// Options of `Wal.replay`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct WalReplayOptions {
   /// Only records with a greater seq. Default 0 (all).
-  pub since_seq: Option<f64>,
+  #[napi(ts_type = "number")]
+  pub since_seq: Option<Option<Int>>,
   /// At most this many records.
-  pub limit: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub limit: Option<Option<Int>>,
 }
 
 /// Damage found in a segment, or something that is not a segment where one belongs.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalSegmentProblem {
   pub session_id: String,
   /// Path of the segment file (or of the session directory, for a session that cannot be read).
@@ -97,8 +152,21 @@ pub struct WalSegmentProblem {
   pub code: String,
 }
 
+impl From<core::SegmentProblem> for WalSegmentProblem {
+  fn from(p: core::SegmentProblem) -> WalSegmentProblem {
+    WalSegmentProblem {
+      session_id: p.session_id,
+      segment: p.segment.display().to_string(),
+      offset: p.offset as f64,
+      bytes: p.bytes as f64,
+      reason: p.reason,
+      code: p.code.into(),
+    }
+  }
+}
+
 /// What `Wal.stats` reports.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalStats {
   pub session_id: String,
   /// Segment files of this session on disk now.
@@ -111,14 +179,28 @@ pub struct WalStats {
   pub appended: f64,
   /// Path of the segment being written.
   pub active_segment: String,
-  #[napi(ts_type = "'always' | 'batch' | 'none'")]
-  pub sync: String,
+  pub sync: WalSync,
   /// The torn tail cut off when this Wal was opened (left by a crash), if any.
   pub truncated_tail: Option<WalSegmentProblem>,
 }
 
+impl From<core::WalStats> for WalStats {
+  fn from(s: core::WalStats) -> WalStats {
+    WalStats {
+      session_id: s.session_id,
+      segments: s.segments as u32,
+      bytes: s.bytes as f64,
+      last_seq: s.last_seq as f64,
+      appended: s.appended as f64,
+      active_segment: s.active_segment.display().to_string(),
+      sync: s.sync.into(),
+      truncated_tail: s.truncated_tail.map(Into::into),
+    }
+  }
+}
+
 /// What `verifyWal` found.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalVerification {
   /// False when any segment is corrupt. Torn tails alone leave it true: they are the normal
   /// residue of a crash and the next writer cuts them off.
@@ -131,8 +213,22 @@ pub struct WalVerification {
   pub corrupt: Vec<WalSegmentProblem>,
 }
 
+impl From<core::reader::Verification> for WalVerification {
+  fn from(v: core::reader::Verification) -> WalVerification {
+    WalVerification {
+      ok: v.ok(),
+      records: v.records as u32,
+      sessions: v.sessions as u32,
+      segments: v.segments as u32,
+      bytes: v.bytes as f64,
+      truncated_tails: v.truncated_tails.into_iter().map(Into::into).collect(),
+      corrupt: v.corrupt.into_iter().map(Into::into).collect(),
+    }
+  }
+}
+
 /// One side of a conflict.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalConflictSide {
   pub session_id: String,
   pub seq: f64,
@@ -142,29 +238,52 @@ pub struct WalConflictSide {
   pub hash: String,
 }
 
+impl From<core::ConflictSide> for WalConflictSide {
+  fn from(s: core::ConflictSide) -> WalConflictSide {
+    WalConflictSide { session_id: s.session_id, seq: s.seq as f64, ts: s.ts as f64, op: s.op, hash: s.hash }
+  }
+}
+
 /// Two sessions wrote the same path; `winner` (greatest ts, then sessionId, then seq) is what
 /// the target holds, `overwritten` is logged in `conflicts.jsonl`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalConflict {
   pub path: String,
   pub winner: WalConflictSide,
   pub overwritten: WalConflictSide,
 }
 
+impl From<core::Conflict> for WalConflict {
+  fn from(c: core::Conflict) -> WalConflict {
+    WalConflict { path: c.path, winner: c.winner.into(), overwritten: c.overwritten.into() }
+  }
+}
+
 /// Options of `consolidateWal`.
-#[napi(object)]
-#[allow(dead_code)] // declares the TypeScript shape; read field by field in `args`
+#[napi(object, object_to_js = false)]
 pub struct ConsolidateWalOptions {
   /// Remove segments whose records have all been applied (never a session's newest). Default true.
-  pub prune: Option<bool>,
+  #[napi(ts_type = "boolean")]
+  pub prune: Option<Option<Bool>>,
   /// How long to wait for a concurrent consolidation of the same directory. Default 5000.
-  pub lock_timeout_ms: Option<u32>,
+  #[napi(ts_type = "number")]
+  pub lock_timeout_ms: Option<Option<Int>>,
+}
+
+impl From<ConsolidateWalOptions> for ConsolidateOptions {
+  fn from(o: ConsolidateWalOptions) -> ConsolidateOptions {
+    let d = ConsolidateOptions::default();
+    ConsolidateOptions {
+      prune: o.prune.flatten().map_or(d.prune, |b| b.0),
+      lock_timeout: o.lock_timeout_ms.flatten().map_or(d.lock_timeout, |Int(ms)| Duration::from_millis(ms)),
+    }
+  }
 }
 
 /// A record `consolidateWal` could not apply because of what it names (its target is a
 /// directory, symlink or FIFO, a parent is a file or a symlink, a name too long for the file
 /// system). The whole record is kept in `<dir>/dead-letter.jsonl`; this report carries no data.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalDeadLetter {
   pub path: String,
   pub session_id: String,
@@ -176,8 +295,14 @@ pub struct WalDeadLetter {
   pub reason: String,
 }
 
+impl From<core::consolidate::DeadLetter> for WalDeadLetter {
+  fn from(d: core::consolidate::DeadLetter) -> WalDeadLetter {
+    WalDeadLetter { path: d.path, session_id: d.session_id, seq: d.seq as f64, code: d.code.into(), reason: d.reason }
+  }
+}
+
 /// What `consolidateWal` did.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct WalConsolidation {
   /// Files written or deleted in the target directory.
   pub applied: u32,
@@ -191,65 +316,26 @@ pub struct WalConsolidation {
   pub dead_letters: Vec<WalDeadLetter>,
 }
 
-fn record_to_js(record: Record) -> WalRecord {
-  WalRecord {
-    seq: record.seq as f64,
-    ts: record.ts_ms as f64,
-    session_id: record.session_id,
-    op: record.op,
-    path: record.path,
-    data: record.data.map(Buffer::from),
-    // Meta was validated as JSON when appended and is covered by the record checksum.
-    meta: record.meta.and_then(|m| serde_json::from_str(&m).ok()),
+impl From<core::Consolidation> for WalConsolidation {
+  fn from(c: core::Consolidation) -> WalConsolidation {
+    WalConsolidation {
+      applied: c.applied as u32,
+      records: c.records as u32,
+      conflicts: c.conflicts.into_iter().map(Into::into).collect(),
+      pruned_segments: c.pruned_segments as u32,
+      dead_letters: c.dead_letters.into_iter().map(Into::into).collect(),
+    }
   }
 }
 
-fn problem_to_js(p: core::SegmentProblem) -> WalSegmentProblem {
-  WalSegmentProblem {
-    session_id: p.session_id,
-    segment: p.segment.display().to_string(),
-    offset: p.offset as f64,
-    bytes: p.bytes as f64,
-    reason: p.reason,
-    code: p.code.into(),
-  }
+fn open_args(dir: Unknown, options: Option<Unknown>) -> crate::Result<(PathBuf, WalOptions)> {
+  let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+  let options = opt_arg::<Obj<WalOpenOptions>>(options, "options")?.map_or_else(WalOptions::default, |o| o.0.into());
+  Ok((dir, options))
 }
 
-fn side_to_js(s: core::ConflictSide) -> WalConflictSide {
-  WalConflictSide { session_id: s.session_id, seq: s.seq as f64, ts: s.ts as f64, op: s.op, hash: s.hash }
-}
-
-fn parse_open_options(options: Option<Unknown>) -> crate::Result<WalOptions> {
-  let mut parsed = WalOptions::default();
-  let Some(o) = args::optional_object(options, "options")? else { return Ok(parsed) };
-  if let Some(id) = args::optional_string(&o, "sessionId")? {
-    parsed.session_id = id;
-  }
-  if let Some(ms) = args::optional_u64(&o, "lockTimeoutMs")? {
-    parsed.lock_timeout = Duration::from_millis(ms);
-  }
-  if let Some(bytes) = args::optional_u64(&o, "segmentMaxBytes")? {
-    parsed.segment_max_bytes = bytes;
-  }
-  if let Some(ms) = args::optional_u64(&o, "segmentMaxAgeMs")? {
-    parsed.segment_max_age = Duration::from_millis(ms);
-  }
-  if let Some(sync) = args::optional_string(&o, "sync")? {
-    parsed.sync = SyncMode::parse(&sync)?;
-  }
-  Ok(parsed)
-}
-
-fn parse_record(env: &Env, rec: Unknown) -> crate::Result<AppendRequest> {
-  let o = args::optional_object(Some(rec), "record")?
-    .ok_or_else(|| crate::LoaError::InvalidArgument("`record` must be an object".into()))?;
-  Ok(AppendRequest {
-    op: args::optional_string(&o, "op")?
-      .ok_or_else(|| crate::LoaError::InvalidArgument("`op` must be a string".into()))?,
-    path: args::optional_string(&o, "path")?,
-    meta: args::optional_json_object(env, &o, "meta")?,
-    data: args::optional_bytes(&o, "data")?,
-  })
+fn record_arg(record: Unknown) -> crate::Result<AppendRequest> {
+  Ok(arg::<Obj<WalAppendRecord>>(record, "record")?.0.into())
 }
 
 /// One session's write-ahead log, open for appending.
@@ -280,6 +366,21 @@ impl Wal {
     }
     result
   }
+
+  /// A promise already rejected with `error` (built on this thread).
+  fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
+    clear_pending_exception(env.raw());
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    // SAFETY: on the JS thread with its env; both out-pointers are written by the call.
+    let status = unsafe { napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
+    if status != napi::sys::Status::napi_ok {
+      return Err(js_error(env, &error));
+    }
+    settle_now(env, Deferred::from_raw(deferred), Err(error));
+    // SAFETY: `promise` was just created in this env.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
+  }
 }
 
 impl Drop for Wal {
@@ -300,22 +401,17 @@ impl Wal {
   /// in each case changing nothing.
   #[napi(factory, ts_args_type = "dir: string, options?: WalOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<Wal> {
-    let wal = to_napi(
-      &env,
-      guard(|| {
-        let dir = PathBuf::from(args::string(dir, "dir")?);
-        core::Wal::open(&dir, parse_open_options(options)?)
-      }),
-    )?;
-    Ok(Wal::wrap(wal))
+    sync(&env, || {
+      let (dir, options) = open_args(dir, options)?;
+      core::Wal::open(&dir, options).map(Wal::wrap)
+    })
   }
 
   /// Same as `open`, without blocking the event loop while it waits for the session lock or
   /// reads the newest segment.
   #[napi(ts_args_type = "dir: string, options?: WalOpenOptions", ts_return_type = "Promise<Wal>")]
   pub fn open_async(env: Env, dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<Wal>> {
-    let args = guard(|| Ok((PathBuf::from(args::string(dir, "dir")?), parse_open_options(options)?)));
-    CoreTask::after(&env, args, |(dir, options)| core::Wal::open(&dir, options).map(Wal::wrap))
+    CoreTask::after(&env, || open_args(dir, options), |(dir, options)| core::Wal::open(&dir, options).map(Wal::wrap))
   }
 
   /// Appends a record; resolves with its seq once it is durable under the `sync` mode. Never
@@ -326,9 +422,10 @@ impl Wal {
   /// that resolved), `E_WAL_CLOSED` after `close()`.
   #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
   pub fn append(&self, env: Env, record: Unknown) -> napi::Result<Unknown<'_>> {
-    // The record is read before any promise exists: a getter or Proxy that throws becomes a
-    // rejection, never a throw beside a pending promise.
-    let request = guard(|| parse_record(&env, record));
+    // The record is converted before any promise exists: a getter or Proxy that throws becomes a
+    // rejection, never a throw beside a pending promise. The promises of all appends are
+    // settled in batches through one thread-safe function (`promises`), not one per promise.
+    let request = guard(|| record_arg(record));
     if self.promises.get().is_some_and(PromiseBatcher::is_released) {
       // Closed: answer on this thread, the background channel is gone.
       return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
@@ -347,59 +444,32 @@ impl Wal {
     let (deferred, promise) = promises.create(&env)?;
     let batcher = PromiseBatcher::clone_handle(promises);
     self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
-  }
-
-  fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
-    super::clear_pending_exception(env.raw());
-    let mut deferred = std::ptr::null_mut();
-    let mut promise = std::ptr::null_mut();
-    let status = unsafe { napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
-    if status != napi::sys::Status::napi_ok {
-      return Err(js_error(env, &error));
-    }
-    settle_now(env, Deferred::from_raw(deferred), Err(error));
+    // SAFETY: `promise` was just created in this env.
     Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
   }
 
   /// Synchronous twin of `append`: blocks until the record is durable, returns its seq.
   #[napi(ts_args_type = "record: WalAppendRecord")]
   pub fn append_sync(&self, env: Env, record: Unknown) -> napi::Result<f64> {
-    to_napi(&env, guard(|| self.inner.append(parse_record(&env, record)?))).map(|seq| seq as f64)
+    sync(&env, || self.inner.append(record_arg(record)?)).map(|seq| seq as f64)
   }
 
   /// This session's records on disk, in seq order. Throws `E_WAL_CORRUPT` (with `segment` and
   /// `offset`) if any segment is damaged; reading never modifies the log.
   #[napi(ts_args_type = "options?: WalReplayOptions")]
   pub fn replay(&self, env: Env, options: Option<Unknown>) -> napi::Result<Vec<WalRecord>> {
-    let records = to_napi(
-      &env,
-      guard(|| {
-        let (mut since, mut limit) = (0, None);
-        if let Some(o) = args::optional_object(options, "options")? {
-          since = args::optional_u64(&o, "sinceSeq")?.unwrap_or(0);
-          limit = args::optional_u64(&o, "limit")?.map(|l| l as usize);
-        }
-        self.inner.replay(since, limit)
-      }),
-    )?;
-    Ok(records.into_iter().map(record_to_js).collect())
+    sync(&env, || {
+      let o = opt_arg::<Obj<WalReplayOptions>>(options, "options")?.map(|o| o.0);
+      let (since, limit) = o.map_or((None, None), |o| (o.since_seq.flatten(), o.limit.flatten()));
+      self.inner.replay(since.map_or(0, |s| s.0), limit.map(|l| l.0 as usize))
+    })
+    .map(|records| records.into_iter().map(Into::into).collect())
   }
 
   /// Size and progress of this session's log.
   #[napi]
   pub fn stats(&self, env: Env) -> napi::Result<WalStats> {
-    let s = to_napi(&env, guard(|| self.inner.stats()))?;
-    Ok(WalStats {
-      session_id: s.session_id,
-      segments: s.segments as u32,
-      bytes: s.bytes as f64,
-      last_seq: s.last_seq as f64,
-      appended: s.appended as f64,
-      active_segment: s.active_segment.display().to_string(),
-      sync: s.sync.as_str().into(),
-      truncated_tail: s.truncated_tail.map(problem_to_js),
-    })
+    sync(&env, || self.inner.stats()).map(Into::into)
   }
 
   /// True once `close()` was called (or a failed fsync stopped the log).
@@ -412,7 +482,7 @@ impl Wal {
   /// appends reject with `E_WAL_CLOSED`. Calling it again does nothing.
   #[napi]
   pub fn close(&self, env: Env) -> napi::Result<()> {
-    to_napi(&env, guard(|| self.shut_down()))
+    sync(&env, || self.shut_down())
   }
 }
 
@@ -424,8 +494,8 @@ impl Wal {
 /// consolidation's retention was consolidated and is skipped.
 #[napi(ts_args_type = "dir: string")]
 pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
-  let records = to_napi(&env, guard(|| core::read_dir_merged(&PathBuf::from(args::string(dir, "dir")?))))?;
-  Ok(records.into_iter().map(record_to_js).collect())
+  sync(&env, || core::read_dir_merged(&PathBuf::from(arg::<Str>(dir, "dir")?.0)))
+    .map(|records| records.into_iter().map(Into::into).collect())
 }
 
 /// Checks every segment of every session under `dir` and reports what it found (each problem
@@ -434,16 +504,7 @@ pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
 /// (`E_INVALID_ARGUMENT`) or cannot be listed (`E_IO`).
 #[napi(ts_args_type = "dir: string")]
 pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
-  let v = to_napi(&env, guard(|| core::verify_dir(&PathBuf::from(args::string(dir, "dir")?))))?;
-  Ok(WalVerification {
-    ok: v.ok(),
-    records: v.records as u32,
-    sessions: v.sessions as u32,
-    segments: v.segments as u32,
-    bytes: v.bytes as f64,
-    truncated_tails: v.truncated_tails.into_iter().map(problem_to_js).collect(),
-    corrupt: v.corrupt.into_iter().map(problem_to_js).collect(),
-  })
+  sync(&env, || core::verify_dir(&PathBuf::from(arg::<Str>(dir, "dir")?.0))).map(Into::into)
 }
 
 /// Applies every session's new records under `dir` to `targetDir`: `write` records become files
@@ -460,40 +521,11 @@ pub fn consolidate_wal(
   target_dir: Unknown,
   options: Option<Unknown>,
 ) -> napi::Result<WalConsolidation> {
-  let c = to_napi(
-    &env,
-    guard(|| {
-      let dir = PathBuf::from(args::string(dir, "dir")?);
-      let target = PathBuf::from(args::string(target_dir, "targetDir")?);
-      let mut opts = ConsolidateOptions::default();
-      if let Some(o) = args::optional_object(options, "options")? {
-        opts.prune = args::optional_bool(&o, "prune")?.unwrap_or(true);
-        if let Some(ms) = args::optional_u64(&o, "lockTimeoutMs")? {
-          opts.lock_timeout = Duration::from_millis(ms);
-        }
-      }
-      core::consolidate(&dir, &target, &opts)
-    }),
-  )?;
-  Ok(WalConsolidation {
-    applied: c.applied as u32,
-    records: c.records as u32,
-    conflicts: c
-      .conflicts
-      .into_iter()
-      .map(|c| WalConflict { path: c.path, winner: side_to_js(c.winner), overwritten: side_to_js(c.overwritten) })
-      .collect(),
-    pruned_segments: c.pruned_segments as u32,
-    dead_letters: c
-      .dead_letters
-      .into_iter()
-      .map(|d| WalDeadLetter {
-        path: d.path,
-        session_id: d.session_id,
-        seq: d.seq as f64,
-        code: d.code.into(),
-        reason: d.reason,
-      })
-      .collect(),
+  sync(&env, || {
+    let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+    let target = PathBuf::from(arg::<Str>(target_dir, "targetDir")?.0);
+    let options = opt_arg::<Obj<ConsolidateWalOptions>>(options, "options")?;
+    core::consolidate(&dir, &target, &options.map_or_else(ConsolidateOptions::default, |o| o.0.into()))
   })
+  .map(Into::into)
 }

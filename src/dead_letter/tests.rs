@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::*;
 use crate::fsutil::faults;
+use crate::memory::StoreOptions;
 use crate::wal::reader::{list_sessions, read_session};
 
 fn workspace() -> tempfile::TempDir {
@@ -16,6 +17,11 @@ fn queue(ws: &Path) -> DeadLetterQueue {
 
 fn store_options(ws: &Path) -> StoreOptions {
   StoreOptions { workspace_dir: ws.to_path_buf(), ..Default::default() }
+}
+
+/// What the binding hands `replay`: a store of the workspace per session.
+fn stores(ws: &Path) -> impl Fn(&str) -> Result<MemoryStore> + '_ {
+  move |session| MemoryStore::open(StoreOptions { session_id: session.into(), ..store_options(ws) })
 }
 
 /// An address made at run time, so that no personal-data-shaped literal sits in the repository.
@@ -85,11 +91,11 @@ fn append_redacts_every_field_and_list_reads_it_back() {
 fn list_of_a_workspace_without_a_queue_is_empty_and_creates_nothing() {
   let ws = workspace();
   assert_eq!(queue(ws.path()).list().unwrap(), Listing::default());
-  assert_eq!(queue(ws.path()).replay(&store_options(ws.path())).unwrap(), ReplayReport::default());
+  assert_eq!(queue(ws.path()).replay(&stores(ws.path())).unwrap(), ReplayReport::default());
   assert_eq!(fs::read_dir(ws.path()).unwrap().count(), 0);
   // With the directory there but no queue, a replay takes no lock (and makes no lock file).
   fs::create_dir(ws.path().join(DIR)).unwrap();
-  assert_eq!(queue(ws.path()).replay(&store_options(ws.path())).unwrap(), ReplayReport::default());
+  assert_eq!(queue(ws.path()).replay(&stores(ws.path())).unwrap(), ReplayReport::default());
   assert_eq!(fs::read_dir(ws.path().join(DIR)).unwrap().count(), 0);
 }
 
@@ -102,7 +108,7 @@ fn replay_stores_once_and_a_second_replay_stores_nothing() {
   let b =
     q.append(letter("s2", "We decided to rotate the staging keys every Monday"), &RedactOptions::default()).unwrap();
 
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Stored), 2, "{report:?}");
   assert_eq!(report.remaining, 0);
   assert_eq!(report.results.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), vec![a.id, b.id]);
@@ -115,7 +121,7 @@ fn replay_stores_once_and_a_second_replay_stores_nothing() {
   let sessions = list_sessions(&ws.path().join(".loa/wal")).unwrap();
   assert_eq!(sessions, vec!["s1".to_string(), "s2".to_string()]);
 
-  assert_eq!(q.replay(&store_options(ws.path())).unwrap(), ReplayReport::default());
+  assert_eq!(q.replay(&stores(ws.path())).unwrap(), ReplayReport::default());
   assert_eq!(memory_writes(ws.path()), writes);
 }
 
@@ -133,7 +139,7 @@ fn a_letter_whose_capture_is_already_stored_is_a_duplicate_and_is_removed() {
 
   let q = queue(ws.path());
   q.append(letter("s1", &content), &RedactOptions::default()).unwrap();
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Duplicate), 1, "{report:?}");
   assert_eq!(report.remaining, 0);
   assert_eq!(memory_writes(ws.path()).values().sum::<usize>(), 1, "stored exactly once");
@@ -148,7 +154,7 @@ fn a_letter_that_still_fails_stays_with_its_attempts_counted_then_is_stored_once
   // A file where the WAL directory belongs: the disk refuses every capture.
   fs::write(ws.path().join(".loa/wal"), b"not a directory").unwrap();
 
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Failed), 1, "{report:?}");
   assert_eq!(report.remaining, 1);
   let listed = q.list().unwrap().letters;
@@ -159,7 +165,7 @@ fn a_letter_that_still_fails_stays_with_its_attempts_counted_then_is_stored_once
   assert_ne!(listed[0].error.as_ref().unwrap().code, "");
 
   fs::remove_file(ws.path().join(".loa/wal")).unwrap();
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Stored), 1, "{report:?}");
   assert_eq!(report.results[0].attempts, 5);
   assert_eq!(memory_writes(ws.path()).values().sum::<usize>(), 1);
@@ -178,11 +184,11 @@ fn blocked_and_rejected_letters_are_settled_without_storing() {
   assert!(!text.contains(&body[..20]), "a blocked value reached the queue");
   q.append(letter("s1", "ok"), &RedactOptions::default()).unwrap(); // too short for the content gate
 
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Blocked), 1, "{report:?}");
   assert_eq!(report.count(Outcome::Rejected), 1, "{report:?}");
   let rejected = report.results.iter().find(|r| r.outcome == Outcome::Rejected).unwrap();
-  assert!(rejected.failed_gates.contains(&"content".to_string()));
+  assert!(rejected.failed_gates.contains(&crate::gates::Gate::Content));
   assert_eq!(report.remaining, 0);
   assert!(memory_writes(ws.path()).is_empty());
 }
@@ -211,7 +217,7 @@ fn unreadable_lines_are_kept_byte_for_byte_and_reported_without_content() {
     assert!(!u.reason.contains("quick brown"), "{u:?}");
   }
 
-  let report = q.replay(&store_options(ws.path())).unwrap();
+  let report = q.replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Stored), 2);
   assert_eq!(report.unreadable.len(), 3);
   let left = fs::read_to_string(&path).unwrap();
@@ -238,7 +244,7 @@ fn lines_of_the_plugins_earlier_format_are_read_and_replayed() {
   let l = &listing.letters[0];
   assert_eq!((l.attempts, l.first_failed_at.as_str()), (3, "2026-01-02T10:00:01.000Z"));
   assert_eq!(l.findings[0].field, "content");
-  let report = queue(ws.path()).replay(&store_options(ws.path())).unwrap();
+  let report = queue(ws.path()).replay(&stores(ws.path())).unwrap();
   assert_eq!(report.count(Outcome::Stored), 1, "{report:?}");
 }
 
@@ -257,7 +263,7 @@ fn a_symlink_fifo_or_directory_where_the_queue_belongs_is_refused_and_never_foll
   for err in [q.append(new(), &RedactOptions::default()).unwrap_err(), q.list().unwrap_err()] {
     assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{err}");
   }
-  assert_eq!(q.replay(&store_options(ws.path())).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+  assert_eq!(q.replay(&stores(ws.path())).unwrap_err().code(), "E_NOT_REGULAR_FILE");
   assert_eq!(fs::read(&target).unwrap(), b"keep me");
   fs::remove_file(&file).unwrap();
 

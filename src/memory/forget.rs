@@ -132,12 +132,11 @@ pub(super) fn run_locked(
 
   // Before any change (the locks are held, nothing is written yet): the key, and an audit log
   // that can take the event.
-  let audit_dir = layout.workspace.join(&layout.config.audit.dir);
-  crate::fsutil::relative_components(std::path::Path::new(&layout.config.audit.dir))?;
+  let audit_dir = layout.workspace.join(&layout.audit);
   let audit = AuditLog::open(
     &audit_dir,
     AuditOptions {
-      max_segment_bytes: layout.config.audit.segment_max_bytes,
+      max_segment_bytes: layout.audit_segment_max_bytes,
       hmac_key: audit_key.cloned(),
       lock_timeout: layout.lock_timeout,
     },

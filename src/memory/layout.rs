@@ -10,7 +10,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::{load_config, Config};
 use crate::error::{invalid, Result};
 use crate::fsutil::{relative_components, StateDir};
 
@@ -34,8 +33,15 @@ pub(crate) struct Layout {
   pub wal: PathBuf,
   pub notes: FileSpot,
   pub learnings: FileSpot,
-  pub config: Config,
   pub lock_timeout: Duration,
+  /// Relative to the workspace, checked.
+  pub keys: PathBuf,
+  pub audit: PathBuf,
+  pub audit_segment_max_bytes: u64,
+  /// The WAL's fsync policy, which the search index's own log follows.
+  pub sync: crate::wal::SyncMode,
+  pub sharing: super::types::Sharing,
+  pub search: super::types::SearchSettings,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -50,26 +56,37 @@ fn file_spot(relative: &str) -> Result<FileSpot> {
   Ok(FileSpot { dir: parts.into_iter().collect(), name })
 }
 
+/// The checks a workspace directory passes before anything is read or created in it:
+/// `E_INVALID_ARGUMENT` when it is empty or not a directory.
+pub fn check_workspace(workspace: &Path) -> Result<()> {
+  if workspace.as_os_str().is_empty() {
+    return invalid("workspaceDir must not be empty");
+  }
+  if !workspace.is_dir() {
+    return invalid(format!("workspaceDir {} is not a directory", workspace.display()));
+  }
+  Ok(())
+}
+
 impl Layout {
-  /// Reads `.loa.config.yaml` and resolves the places named by it and by `options`. Touches
-  /// nothing else; see [`create`](Self::create).
+  /// Resolves (and checks: no absolute path, no `..`) the places `options` names. Touches
+  /// nothing; see [`create`](Self::create).
   pub fn resolve(options: &StoreOptions) -> Result<Layout> {
-    let workspace = &options.workspace_dir;
-    if workspace.as_os_str().is_empty() {
-      return invalid("workspaceDir must not be empty");
-    }
-    if !workspace.is_dir() {
-      return invalid(format!("workspaceDir {} is not a directory", workspace.display()));
-    }
-    let config = load_config(workspace)?.config;
-    let grimoire = checked(options.grimoires_dir.as_deref().unwrap_or(&config.grimoires_dir))?;
-    let wal = checked(options.wal_dir.as_deref().unwrap_or(&config.wal.dir))?;
-    let (notes, learnings) = match &options.grimoires_dir {
-      Some(dir) => (file_spot(&format!("{dir}/NOTES.md"))?, file_spot(&format!("{dir}/learnings.json"))?),
-      None => (file_spot(&config.memory.notes_path)?, file_spot(&config.memory.learnings_path)?),
-    };
-    let lock_timeout = Duration::from_millis(options.lock_timeout_ms.unwrap_or(config.wal.lock_timeout_ms));
-    Ok(Layout { workspace: workspace.clone(), grimoire, wal, notes, learnings, config, lock_timeout })
+    check_workspace(&options.workspace_dir)?;
+    Ok(Layout {
+      workspace: options.workspace_dir.clone(),
+      grimoire: checked(&options.grimoire_dir)?,
+      wal: checked(&options.wal_dir)?,
+      notes: file_spot(&options.notes_path)?,
+      learnings: file_spot(&options.learnings_path)?,
+      lock_timeout: options.wal.lock_timeout,
+      keys: checked(&options.keys_dir)?,
+      audit: checked(&options.audit_dir)?,
+      audit_segment_max_bytes: options.audit_segment_max_bytes,
+      sync: options.wal.sync,
+      sharing: options.sharing.clone(),
+      search: options.search.clone(),
+    })
   }
 
   /// Creates the grimoire, the WAL directory and the directories of NOTES.md and

@@ -72,14 +72,15 @@ mod view;
 
 pub use import::{ImportOptions, ImportReport};
 pub use markdown::{MarkdownRead, ReadOptions};
+pub use layout::check_workspace;
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
   CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
-  ForgetOutcome, ForgetSelector, GateOverrides, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults,
-  RedactionNote, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, MAX_CONTENT_BYTES,
-  MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR,
-  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,
+  RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR,
+  DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES,
+  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 

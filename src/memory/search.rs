@@ -36,7 +36,7 @@ pub const QUERY_HEADER: &str = "## Recalled memories (from LOA memory)\n\nUntrus
 
 pub(super) fn index_options(layout: &Layout) -> IndexOptions {
   IndexOptions {
-    sync: layout.config.wal.sync != crate::wal::SyncMode::None,
+    sync: layout.sync != crate::wal::SyncMode::None,
     lock_timeout: layout.lock_timeout,
     ..IndexOptions::default()
   }
@@ -190,7 +190,7 @@ pub(super) fn get_visible(layout: &Layout, id: &str, agent_id: Option<&str>, now
     return Ok(None);
   }
   if let (Some(agent), Some(owner)) = (agent_id, record.agent_id.as_deref()) {
-    if let Some(visible) = layout.config.memory.sharing.visible_to(agent) {
+    if let Some(visible) = layout.sharing.visible_to(agent) {
       if !visible.iter().any(|a| a == owner) {
         return Ok(None);
       }
@@ -208,7 +208,7 @@ fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64)
     None => None,
     Some(agent) => {
       check_agent_id(agent)?;
-      layout.config.memory.sharing.visible_to(agent)
+      layout.sharing.visible_to(agent)
     }
   };
   let since_ms = options.since.as_deref().map(|s| parse_rfc3339_ms(s, "since")).transpose()?;
@@ -220,7 +220,7 @@ fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64)
     include_unassigned: true,
     since_ms,
     now_ms: now,
-    rank: layout.config.memory.search.rank(),
+    rank: layout.search.rank(),
   })
 }
 

@@ -61,37 +61,28 @@ pub fn consolidate_workspace(options: &StoreOptions) -> Result<ConsolidateOutcom
 }
 
 impl MemoryStore {
-  /// Opens the memory of `options.workspace_dir` for one session: reads `.loa.config.yaml`,
-  /// creates the grimoire and WAL directories (never through a symlink: a symlinked directory
-  /// on the way is `E_PATH_OUTSIDE_ROOT` before anything is created), takes the session's WAL
-  /// lock (waiting up to the lock timeout) and collects the hashes of stored memories for the
+  /// Opens the memory of `options.workspace_dir` for one session: creates the grimoire and WAL
+  /// directories (never through a symlink: a symlinked directory on the way is
+  /// `E_PATH_OUTSIDE_ROOT` before anything is created), takes the session's WAL lock (waiting up to the lock timeout) and collects the hashes of stored memories for the
   /// duplicate gate.
   pub fn open(options: StoreOptions) -> Result<MemoryStore> {
     wal::reader::validate_session_id(&options.session_id)?;
     let layout = Layout::resolve(&options)?;
-    let gates = options.gates.apply(layout.config.memory.quality_gates.clone());
-    gates.validate()?;
+    options.gates.validate()?;
     layout.create()?;
-    let config = &layout.config;
-    let wal_options = WalOptions {
-      session_id: options.session_id.clone(),
-      lock_timeout: layout.lock_timeout,
-      segment_max_bytes: config.wal.segment_max_bytes,
-      segment_max_age: Duration::from_millis(config.wal.segment_max_age_ms),
-      sync: config.wal.sync,
-    };
+    let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
     let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
     let known = known_hashes(&layout)?;
     let index = msearch::open_index(&layout, &known)?;
     Ok(MemoryStore {
       session_id: options.session_id,
-      gates,
+      gates: options.gates,
       redaction: options.redaction,
-      max_attempts: config.memory.retry.max_attempts.max(1),
-      backoff_base_ms: config.memory.retry.backoff_base_ms,
+      max_attempts: options.retry.max_attempts.max(1),
+      backoff_base_ms: options.retry.backoff_base_ms,
       wal: Mutex::new(Some(Arc::new(wal))),
       known: Mutex::new(known),
-      view: MemoryView::from_layout(layout.clone()),
+      view: MemoryView::from_layout(layout.clone(), options.context),
       index,
       index_stale: AtomicBool::new(false),
       gate: RwLock::new(()),
@@ -411,7 +402,7 @@ impl MemoryStore {
           report.imported += 1;
         } else if outcome.blocked {
           report.blocked += 1;
-        } else if outcome.gates.iter().any(|g| g.name == "duplicate" && !g.pass) {
+        } else if outcome.gates.iter().any(|g| g.name == crate::gates::Gate::Duplicate && !g.pass) {
           report.duplicates += 1;
         } else {
           report.rejected += 1;

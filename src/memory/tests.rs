@@ -241,7 +241,7 @@ fn same_session_waits_for_the_lock() {
   let opts = StoreOptions {
     workspace_dir: ws.path().to_path_buf(),
     session_id: "same".into(),
-    lock_timeout_ms: Some(50),
+    wal: crate::wal::WalOptions { lock_timeout: std::time::Duration::from_millis(50), ..Default::default() },
     ..Default::default()
   };
   assert_eq!(MemoryStore::open(opts.clone()).err().unwrap().code(), "E_WAL_LOCKED");
@@ -250,13 +250,15 @@ fn same_session_waits_for_the_lock() {
 }
 
 #[test]
-fn paths_come_from_options_and_config_and_stay_inside() {
+fn paths_come_from_options_and_stay_inside() {
   let ws = tempfile::tempdir().unwrap();
   let store = MemoryStore::open(StoreOptions {
     workspace_dir: ws.path().to_path_buf(),
     session_id: "s".into(),
-    grimoires_dir: Some("state/g".into()),
-    wal_dir: Some("state/wal".into()),
+    grimoire_dir: "state/g".into(),
+    wal_dir: "state/wal".into(),
+    notes_path: "state/g/NOTES.md".into(),
+    learnings_path: "state/g/learnings.json".into(),
     ..Default::default()
   })
   .unwrap();
@@ -266,19 +268,24 @@ fn paths_come_from_options_and_config_and_stay_inside() {
   assert!(ws.path().join("state/g/NOTES.md").is_file());
   assert!(ws.path().join("state/wal/sessions/s").is_dir());
   for bad in ["../outside", "/etc"] {
-    let err = MemoryStore::open(StoreOptions {
-      workspace_dir: ws.path().to_path_buf(),
-      session_id: "t".into(),
-      grimoires_dir: Some(bad.into()),
-      ..Default::default()
-    })
-    .err()
-    .unwrap();
-    assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT");
+    for options in [
+      StoreOptions { grimoire_dir: bad.into(), ..Default::default() },
+      StoreOptions { wal_dir: bad.into(), ..Default::default() },
+      StoreOptions { notes_path: format!("{bad}/NOTES.md"), ..Default::default() },
+    ] {
+      let options = StoreOptions { workspace_dir: ws.path().to_path_buf(), session_id: "t".into(), ..options };
+      let err = MemoryStore::open(options).err().unwrap();
+      assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT");
+    }
   }
-  fs::write(ws.path().join(".loa.config.yaml"), "memory:\n  quality_gates:\n    min_confidence: 0.95\n").unwrap();
-  let strict = open(ws.path(), "strict");
-  assert!(!strict.capture(entry("learning", "Configured thresholds apply to captures")).unwrap().accepted);
+  let strict = MemoryStore::open(StoreOptions {
+    workspace_dir: ws.path().to_path_buf(),
+    session_id: "strict".into(),
+    gates: gates::GateConfig { min_confidence: 0.95, ..Default::default() },
+    ..Default::default()
+  })
+  .unwrap();
+  assert!(!strict.capture(entry("learning", "The store's thresholds apply to captures")).unwrap().accepted);
 }
 
 #[test]
@@ -648,12 +655,14 @@ fn injected_faults_on_notes_and_learnings_writes_lose_nothing() {
   use crate::fsutil::faults::{inject, Op};
   let (_tmp, ws, _outside) = workspace_with_outside();
   // NOTES.md and learnings.json in directories of their own, so that faults hit only them.
-  fs::write(
-    ws.join(".loa.config.yaml"),
-    "memory:\n  notes_path: notes/NOTES.md\n  learnings_path: learn/learnings.json\n",
-  )
+  let store = MemoryStore::open(StoreOptions {
+    workspace_dir: ws.clone(),
+    session_id: "s".into(),
+    notes_path: "notes/NOTES.md".into(),
+    learnings_path: "learn/learnings.json".into(),
+    ..Default::default()
+  })
   .unwrap();
-  let store = open(&ws, "s");
   store.capture(entry("decision", "The first decision is acknowledged and stays")).unwrap();
   store.capture(entry("learning", "The first learning is acknowledged and stays")).unwrap();
   store.consolidate().unwrap();

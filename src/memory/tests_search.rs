@@ -168,7 +168,9 @@ fn agents_see_their_own_the_workspaces_and_what_config_shares() {
     "memory:\n  sharing:\n    reviewer: [coder]\n    '*': [librarian]\n    auditor: ['*']\n",
   )
   .unwrap();
-  let store = open(ws.path(), "s");
+  // The store reads no configuration itself: its caller resolves it (as the binding does).
+  let options = crate::config::store_options(ws.path(), &Default::default()).unwrap();
+  let store = MemoryStore::open(StoreOptions { session_id: "s".into(), ..options }).unwrap();
   store.capture(by("coder", "The coder found that the cache layer drops stale keys")).unwrap();
   store.capture(by("planner", "The planner scheduled the cache migration for May")).unwrap();
   store.capture(by("librarian", "The librarian indexed the cache documentation pages")).unwrap();

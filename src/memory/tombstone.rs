@@ -14,7 +14,6 @@
 //! of another version, or that do not parse, are kept as they are and ignored.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -45,7 +44,7 @@ struct Line {
 
 /// The keys directory, created (mode 0700 for its last component) when `create`.
 fn keys_dir(layout: &Layout, create: bool) -> Result<Option<StateDir>> {
-  let mut parts = relative_components(Path::new(&layout.config.signing.keys_dir))?;
+  let mut parts = relative_components(&layout.keys)?;
   let last = parts.pop().expect("relative_components is never empty");
   let parent: std::path::PathBuf = parts.into_iter().collect();
   let Some(parent) = layout.dir(&parent, create)? else { return Ok(None) };

@@ -8,10 +8,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::context::ContextConfig;
 use crate::error::{invalid, LoaError, Result};
 use crate::gates::{GateConfig, GateResult};
 use crate::redact::RedactOptions;
+use crate::settings::uint;
 use crate::timestamp::parse_rfc3339_ms;
+use crate::wal::WalOptions;
 
 /// Directory of memory records inside the grimoire.
 pub const MEMORY_DIR: &str = "memory";
@@ -75,45 +78,95 @@ impl fmt::Display for MemoryKind {
   }
 }
 
-/// Threshold overrides of the quality gates; `None` keeps the configured value.
-#[derive(Debug, Clone, Default)]
-pub struct GateOverrides {
-  pub min_confidence: Option<f64>,
-  pub speculation_min_confidence: Option<f64>,
-  pub min_content_length: Option<u64>,
-  pub repetition_min_unique_ratio: Option<f64>,
-  pub repetition_min_words: Option<u64>,
-  pub max_age_ms: Option<u64>,
-  pub instruction_boost: Option<f64>,
+/// Where a workspace's memory lives and how a store of it behaves, every setting resolved: the
+/// binding and the CLI build it with `config::store_options` from `.loa.config.yaml` and the
+/// caller's overrides (this part never reads the configuration itself). The default is what an
+/// absent configuration file gives.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+  pub workspace_dir: PathBuf,
+  /// The session a [`MemoryStore`](super::MemoryStore) opens (unused by the calls that open
+  /// none).
+  pub session_id: String,
+  /// The grimoire, relative to the workspace (`grimoires/loa`).
+  pub grimoire_dir: String,
+  /// The WAL directory, relative to the workspace (`.loa/wal`).
+  pub wal_dir: String,
+  /// NOTES.md and learnings.json, relative to the workspace.
+  pub notes_path: String,
+  pub learnings_path: String,
+  /// Lock timeout, segment limits and fsync policy of the session's WAL (its `session_id` is
+  /// replaced by the store's); the lock timeout also bounds the wait for a concurrent
+  /// consolidation.
+  pub wal: WalOptions,
+  /// The quality gates' thresholds.
+  pub gates: GateConfig,
+  pub retry: RetryConfig,
+  /// The defaults of `build_context`.
+  pub context: ContextConfig,
+  pub redaction: RedactOptions,
+  /// Ranking of `search` (recency half-life and floor).
+  pub search: SearchSettings,
+  /// Which agents see which other agents' memories.
+  pub sharing: Sharing,
+  /// The key directory, relative to the workspace (`.loa/keys`): the tombstone key lives there.
+  pub keys_dir: String,
+  /// The audit log `forget` appends to, relative to the workspace (`.loa/audit`), and its
+  /// segment size.
+  pub audit_dir: String,
+  pub audit_segment_max_bytes: u64,
 }
 
-impl GateOverrides {
-  pub fn apply(&self, mut base: GateConfig) -> GateConfig {
-    base.min_confidence = self.min_confidence.unwrap_or(base.min_confidence);
-    base.speculation_min_confidence = self.speculation_min_confidence.unwrap_or(base.speculation_min_confidence);
-    base.min_content_length = self.min_content_length.unwrap_or(base.min_content_length);
-    base.repetition_min_unique_ratio = self.repetition_min_unique_ratio.unwrap_or(base.repetition_min_unique_ratio);
-    base.repetition_min_words = self.repetition_min_words.unwrap_or(base.repetition_min_words);
-    base.max_age_ms = self.max_age_ms.or(base.max_age_ms);
-    base.instruction_boost = self.instruction_boost.unwrap_or(base.instruction_boost);
-    base
+impl Default for StoreOptions {
+  fn default() -> Self {
+    StoreOptions {
+      workspace_dir: PathBuf::new(),
+      session_id: String::new(),
+      grimoire_dir: DEFAULT_GRIMOIRE_DIR.into(),
+      wal_dir: DEFAULT_WAL_DIR.into(),
+      notes_path: format!("{DEFAULT_GRIMOIRE_DIR}/NOTES.md"),
+      learnings_path: format!("{DEFAULT_GRIMOIRE_DIR}/learnings.json"),
+      wal: WalOptions::default(),
+      gates: GateConfig::default(),
+      retry: RetryConfig::default(),
+      context: ContextConfig::default(),
+      redaction: RedactOptions::default(),
+      search: SearchSettings::default(),
+      sharing: Sharing::default(),
+      keys_dir: DEFAULT_KEYS_DIR.into(),
+      audit_dir: DEFAULT_AUDIT_DIR.into(),
+      audit_segment_max_bytes: DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
+    }
   }
 }
 
-/// Options of [`MemoryStore::open`](super::MemoryStore::open).
-#[derive(Debug, Clone, Default)]
-pub struct StoreOptions {
-  pub workspace_dir: PathBuf,
-  /// Relative to the workspace; default `grimoiresDir` of `.loa.config.yaml` (`grimoires/loa`).
-  /// When given, NOTES.md and learnings.json live directly in it.
-  pub grimoires_dir: Option<String>,
-  /// Relative to the workspace; default `wal.dir` of the configuration (`.loa/wal`).
-  pub wal_dir: Option<String>,
-  pub session_id: String,
-  pub gates: GateOverrides,
-  pub redaction: RedactOptions,
-  /// How long to wait for another writer of the same session; default `wal.lockTimeoutMs`.
-  pub lock_timeout_ms: Option<u64>,
+/// Default grimoire, relative to the workspace.
+pub const DEFAULT_GRIMOIRE_DIR: &str = "grimoires/loa";
+/// Default WAL directory, relative to the workspace.
+pub const DEFAULT_WAL_DIR: &str = ".loa/wal";
+/// Default key directory, relative to the workspace.
+pub const DEFAULT_KEYS_DIR: &str = ".loa/keys";
+/// Default audit log directory, relative to the workspace, and its segment size.
+pub const DEFAULT_AUDIT_DIR: &str = ".loa/audit";
+pub const DEFAULT_AUDIT_SEGMENT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Retry policy of failed memory captures (YAML section `memory.retry`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct RetryConfig {
+  /// Total tries, the first included. Default 3 (seed 002 §6, SPEC). 1 means no retry.
+  #[serde(deserialize_with = "uint::<_, _, 1, 100>")]
+  pub max_attempts: u64,
+  /// Exponential backoff: after the n-th failed try, wait `backoffBaseMs * 2^n` ms before the next
+  /// (seed 002: 2 s, then 4 s). Default 1000.
+  #[serde(deserialize_with = "uint::<_, _, 0, 3_600_000>")]
+  pub backoff_base_ms: u64,
+}
+
+impl Default for RetryConfig {
+  fn default() -> Self {
+    RetryConfig { max_attempts: 3, backoff_base_ms: 1000 }
+  }
 }
 
 /// What `capture` is given.

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use crate::context::ContextConfig;
 use crate::error::{LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir};
 use crate::timestamp::{format_ms, parse_rfc3339_ms};
@@ -24,17 +25,19 @@ use super::types::{
 #[derive(Debug, Clone)]
 pub struct MemoryView {
   layout: Layout,
+  /// The defaults of [`build_context`](Self::build_context).
+  context: ContextConfig,
 }
 
 impl MemoryView {
-  /// Resolves the workspace's memory layout from `.loa.config.yaml` and `options` (the session
-  /// id is not used). Creates nothing.
+  /// The memory of the workspace `options` names (the session id is not used). Creates
+  /// nothing.
   pub fn open(options: &StoreOptions) -> Result<MemoryView> {
-    Ok(MemoryView { layout: Layout::resolve(options)? })
+    Ok(MemoryView { layout: Layout::resolve(options)?, context: options.context.clone() })
   }
 
-  pub(super) fn from_layout(layout: Layout) -> MemoryView {
-    MemoryView { layout }
+  pub(super) fn from_layout(layout: Layout, context: ContextConfig) -> MemoryView {
+    MemoryView { layout, context }
   }
 
   /// Memory records of all sessions: consolidated ones, plus those still only in the WAL.
@@ -137,7 +140,7 @@ impl MemoryView {
     if let Some(query) = &options.query {
       return self.query_context(&super::search::Searcher::for_view(&self.layout)?, query, options);
     }
-    let settings = &self.layout.config.context;
+    let settings = &self.context;
     let mut packing = crate::context::ContextOptions::from_config(settings);
     if let Some(budget) = options.budget {
       packing.budget = budget;
@@ -207,7 +210,7 @@ impl MemoryView {
 
   /// The packing options `options` asks for, over the workspace's `context` settings.
   fn packing(&self, options: &ContextRequest) -> crate::context::ContextOptions {
-    let mut packing = crate::context::ContextOptions::from_config(&self.layout.config.context);
+    let mut packing = crate::context::ContextOptions::from_config(&self.context);
     if let Some(budget) = options.budget {
       packing.budget = budget;
     }

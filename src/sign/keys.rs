@@ -506,26 +506,8 @@ impl KeyRing {
     Ok(key)
   }
 
-  /// Creates the ring's directory (mode 0700) when missing and makes sure nobody else can
-  /// read it; returns it opened.
   fn ensure_dir(&self) -> Result<StateDir> {
-    if !self.dir.is_dir() {
-      if let Some(parent) = self.dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        create_dir_durable(parent)?;
-      }
-      match fs::DirBuilder::new().mode(0o700).create(&self.dir) {
-        Ok(()) => sync_dir(self.dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(LoaError::io("create directory", &self.dir, e)),
-      }
-    }
-    let dir = StateDir::open_root(&self.dir)?;
-    let mode = rustix::fs::fstat(dir.fd()).map_err(|e| LoaError::io("stat", &self.dir, e.into()))?.st_mode;
-    if mode & 0o077 != 0 {
-      rustix::fs::fchmod(dir.fd(), rustix::fs::Mode::from_raw_mode(0o700))
-        .map_err(|e| LoaError::io("chmod 700", &self.dir, e.into()))?;
-    }
-    Ok(dir)
+    ensure_private_dir(&self.dir)
   }
 
   /// Runs a change under the ring's lock: read, change, write the registry atomically, then
@@ -561,7 +543,7 @@ impl KeyRing {
     let mut removed = false;
     for entry in dir.entries()? {
       let Some(name) = entry.name_str() else { continue };
-      if name.ends_with(".key") && !entry.is_dir() && Some(name) != active.as_deref() {
+      if is_private_key_name(name) && !entry.is_dir() && Some(name) != active.as_deref() {
         removed |= dir.remove_file(&entry.name)?;
       }
     }
@@ -597,6 +579,74 @@ impl KeyRing {
     registry.keys.push(stored);
     Ok(info)
   }
+}
+
+/// Creates the keys directory `dir` (mode 0700) when missing and makes sure nobody else can
+/// read it; returns it opened.
+fn ensure_private_dir(dir: &Path) -> Result<StateDir> {
+  if !dir.is_dir() {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+      create_dir_durable(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+      Ok(()) => sync_dir(dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?,
+      Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+      Err(e) => return Err(LoaError::io("create directory", dir, e)),
+    }
+  }
+  let opened = StateDir::open_root(dir)?;
+  let mode = rustix::fs::fstat(opened.fd()).map_err(|e| LoaError::io("stat", dir, e.into()))?.st_mode;
+  if mode & 0o077 != 0 {
+    rustix::fs::fchmod(opened.fd(), rustix::fs::Mode::from_raw_mode(0o700))
+      .map_err(|e| LoaError::io("chmod 700", dir, e.into()))?;
+  }
+  Ok(opened)
+}
+
+/// Whether `name` is the private half of a ring key (`<keyId>.key`, 32 hex digits), which a
+/// change may delete; anything else in the directory (`redaction.key`) is not the ring's.
+fn is_private_key_name(name: &str) -> bool {
+  name.strip_suffix(".key").is_some_and(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The file of the workspace's redaction key in its keys directory.
+pub const REDACTION_KEY_FILE: &str = "redaction.key";
+
+/// The workspace's redaction key: the key of `redact`'s fingerprints and pseudonyms, so that one
+/// value gets the same pseudonym in every session and process. Kept as raw bytes in
+/// `<dir>/redaction.key` (mode 0600, `dir` 0700 like the ring, whose changes leave it alone).
+/// Made once, of 32 random bytes, when missing: under the ring's lock and written atomically, so
+/// that processes starting together all get the one key written. The file is opened without
+/// following a symlink and only as a regular file (`E_NOT_REGULAR_FILE` otherwise), read at
+/// most [`MAX_KEY_FILE_BYTES`] (`E_TOO_LARGE`); an empty one is `E_KEY_INVALID`.
+pub fn load_or_create_redaction_key(dir: &Path) -> Result<Zeroizing<Vec<u8>>> {
+  let existing = match StateDir::open_root(dir) {
+    Ok(opened) => read_redaction_key(&opened)?,
+    Err(e) if e.is_not_found() => None,
+    Err(e) => return Err(e),
+  };
+  if let Some(key) = existing {
+    return Ok(key);
+  }
+  let opened = ensure_private_dir(dir)?;
+  let lock = opened.open_file(LOCK, OpenMode::CREATE.with_mode(0o600))?;
+  lock_file(lock.file(), LOCK_TIMEOUT, "key ring")?;
+  if let Some(key) = read_redaction_key(&opened)? {
+    return Ok(key);
+  }
+  let mut key = Zeroizing::new(vec![0u8; 32]);
+  getrandom::fill(&mut key).map_err(|e| LoaError::Internal(format!("no randomness from the OS: {e}")))?;
+  opened.write_atomic(REDACTION_KEY_FILE, &key, Some(0o600))?;
+  Ok(key)
+}
+
+fn read_redaction_key(dir: &StateDir) -> Result<Option<Zeroizing<Vec<u8>>>> {
+  let Some(file) = dir.open_file_if_exists(REDACTION_KEY_FILE, OpenMode::READ)? else { return Ok(None) };
+  let key = Zeroizing::new(file.read_to_end_bounded(MAX_KEY_FILE_BYTES)?);
+  if key.is_empty() {
+    return Err(LoaError::KeyInvalid(format!("redaction key file {} is empty", file.path().display())));
+  }
+  Ok(Some(key))
 }
 
 #[cfg(test)]
@@ -763,6 +813,67 @@ mod tests {
       .unwrap();
     assert_eq!(r.signing_key(false).unwrap_err().code(), "E_NOT_REGULAR_FILE");
     assert!(other.signing_key(false).is_ok(), "the outside ring is intact");
+  }
+
+  #[test]
+  fn the_redaction_key_is_made_once_private_and_survives_ring_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("keys");
+    let key = load_or_create_redaction_key(&dir).unwrap();
+    assert_eq!(key.len(), 32);
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join(REDACTION_KEY_FILE)), 0o600);
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap(), key, "read back, not made again");
+    // Ring changes delete private halves that no longer sign; the redaction key is not one.
+    // Other parts keep their keys there too (the memory store's `tombstone.key`).
+    fs::write(dir.join("tombstone.key"), b"another part's key").unwrap();
+    let r = ring(&dir);
+    r.generate().unwrap();
+    r.rotate().unwrap();
+    assert_eq!(fs::read(dir.join(REDACTION_KEY_FILE)).unwrap(), *key);
+    assert_eq!(fs::read(dir.join("tombstone.key")).unwrap(), b"another part's key");
+    // A key written by an earlier version (any length of raw bytes) is used as it is.
+    fs::write(dir.join(REDACTION_KEY_FILE), b"an older key").unwrap();
+    assert_eq!(*load_or_create_redaction_key(&dir).unwrap(), b"an older key");
+  }
+
+  #[test]
+  fn processes_starting_together_get_one_redaction_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("keys");
+    let keys: Vec<_> = std::thread::scope(|s| {
+      let workers: Vec<_> = (0..8).map(|_| s.spawn(|| load_or_create_redaction_key(&dir).unwrap())).collect();
+      workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert!(keys.iter().all(|k| *k == keys[0]));
+    assert_eq!(fs::read(dir.join(REDACTION_KEY_FILE)).unwrap(), *keys[0]);
+  }
+
+  #[test]
+  fn a_redaction_key_that_is_not_a_regular_file_is_refused_and_nothing_outside_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("keys");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(outside.join("secret"), b"not a key").unwrap();
+    let link = dir.join(REDACTION_KEY_FILE);
+    std::os::unix::fs::symlink(outside.join("secret"), &link).unwrap();
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    fs::remove_file(&link).unwrap();
+    // A dangling link is not a missing key: nothing is created through it.
+    std::os::unix::fs::symlink(outside.join("new"), &link).unwrap();
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    assert!(!outside.join("new").exists());
+    assert_eq!(fs::read(outside.join("secret")).unwrap(), b"not a key");
+    fs::remove_file(&link).unwrap();
+    fs::create_dir(&link).unwrap();
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap_err().code(), "E_NOT_REGULAR_FILE");
+    fs::remove_dir(&link).unwrap();
+    fs::write(&link, b"").unwrap();
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap_err().code(), "E_KEY_INVALID");
+    fs::write(&link, vec![7u8; MAX_KEY_FILE_BYTES as usize + 1]).unwrap();
+    assert_eq!(load_or_create_redaction_key(&dir).unwrap_err().code(), "E_TOO_LARGE");
   }
 
   #[test]

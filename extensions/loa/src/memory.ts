@@ -2,16 +2,16 @@
 // captures, the dead-letter queue for captures that still fail (replayed when the plugin starts
 // on a state root and when a session starts), consolidation when a session ends or its context
 // is compacted.
-import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readFile } from 'node:fs/promises'
-import { isAbsolute, join } from 'node:path'
+import { createHash } from 'node:crypto'
+import { isAbsolute, resolve } from 'node:path'
 
 import {
   MemoryStore,
   appendDeadLetter,
   isLoaError,
+  loadConfig,
+  loadRedactionKey,
   replayDeadLetters,
-  writeFileAtomic,
   type MemoryEntry,
   type MemoryRedactionOptions,
   type MemoryStoreOptions,
@@ -329,19 +329,17 @@ export class LoaMemory {
     }
   }
 
-  /** The workspace's pseudonymization key: random, created once, readable by its owner only. */
+  /**
+   * The workspace's pseudonymization key, `redaction.key` in its `signing.keysDir` (`.loa/keys`
+   * unless `.loa.config.yaml` says otherwise): random, created once, readable by its owner only,
+   * never read through a symlink (the core's `loadRedactionKey`). A failed load is not cached.
+   */
   private redactionKey(root: string): Promise<Buffer> {
     let key = this.keys.get(root)
     if (!key) {
-      const path = join(root, '.loa', 'keys', 'redaction.key')
-      key = readFile(path).catch(async (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err
-        await mkdir(join(root, '.loa', 'keys'), { recursive: true, mode: 0o700 })
-        const fresh = randomBytes(32)
-        await writeFileAtomic(path, fresh, { mode: 0o600 })
-        return fresh
-      })
-      this.keys.set(root, key)
+      const pending = (async () => loadRedactionKey(resolve(root, loadConfig(root).config.signing.keysDir)))()
+      pending.catch(() => this.keys.get(root) === pending && this.keys.delete(root))
+      this.keys.set(root, (key = pending))
     }
     return key
   }

@@ -3,7 +3,7 @@
 // fired through OpenClaw's global hook runner, state on real disk.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { createRequire } from 'node:module'
@@ -313,6 +313,33 @@ test('a session start replays what the disk refused earlier in the same run', as
   await runner.runSessionEnd({ sessionId: 'a', sessionKey: 'agent:main:a', messageCount: 0 }, sessionCtx('a'))
   assert.match(readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8'), /on-call rotation changes every Thursday/)
 })
+
+test('pseudonyms use redaction.key in the configured signing.keysDir, which is never read through a symlink', async () => {
+  const { runner, workspaceDir, logs } = load({ pluginConfig: { redaction: { pseudonymize: true } } })
+  writeFileSync(join(workspaceDir, '.loa.config.yaml'), 'signing:\n  keys_dir: secrets/keys\n')
+  const ctx = agentCtx(workspaceDir, 'pseudo')
+  const messages = [{ role: 'user', content: `Remember that the weekly report always goes to ${email}.` }]
+  await runner.runAgentEnd({ messages, success: true }, ctx)
+  await runner.runSessionEnd({ sessionId: 'pseudo', sessionKey: 'agent:main:pseudo', messageCount: 1, reason: 'new' }, sessionCtx('pseudo'))
+  const keyFile = join(workspaceDir, 'secrets', 'keys', 'redaction.key')
+  assert.ok(existsSync(keyFile), `no key in the configured directory; logs: ${JSON.stringify(logs)}`)
+  assert.equal(statSync(keyFile).mode & 0o777, 0o600)
+  assert.ok(!existsSync(join(workspaceDir, '.loa', 'keys')), 'nothing in the default directory')
+  const key = readFileSync(keyFile)
+  const pseudonym = core.redact(email, { key, pseudonymize: true }).text
+  const context = (await runner.runBeforePromptBuild({ prompt: 'Where does the weekly report go?', messages: [] }, { ...agentCtx(workspaceDir, 'pseudo-2'), contextTokenBudget: 200_000 }))?.prependContext
+  assert.ok(typeof context === 'string' && context.includes(pseudonym), 'the stored pseudonym is the one of that key')
+
+  // A symlink where the key belongs: refused, the file it points to neither read nor changed.
+  const other = load({ pluginConfig: { redaction: { pseudonymize: true } } })
+  const keys = join(other.workspaceDir, '.loa', 'keys')
+  mkdirSync(keys, { recursive: true })
+  const outside = join(scratch, `outside-${randomBytes(4).toString('hex')}`)
+  writeFileSync(outside, 'not a key')
+  symlinkSync(outside, join(keys, 'redaction.key'))
+  assert.equal(await other.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(other.workspaceDir, 'linked')).then((r) => r?.prependContext), undefined)
+  assert.ok(other.logs.some((l) => l.level === 'error' && /E_NOT_REGULAR_FILE/.test(l.msg)), JSON.stringify(other.logs))
+  assert.equal(readFileSync(outside, 'utf8'), 'not a key')
 
 // ---------------------------------------------------------------------------------------------
 // The memory slot: plugins.slots.memory = "loa"
