@@ -71,8 +71,8 @@ pub mod types;
 mod view;
 
 pub use import::{ImportOptions, ImportReport};
-pub use markdown::{MarkdownRead, ReadOptions};
 pub use layout::check_workspace;
+pub use markdown::{MarkdownRead, ReadOptions};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{
