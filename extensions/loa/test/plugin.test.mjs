@@ -340,6 +340,7 @@ test('pseudonyms use redaction.key in the configured signing.keysDir, which is n
   assert.equal(await other.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(other.workspaceDir, 'linked')).then((r) => r?.prependContext), undefined)
   assert.ok(other.logs.some((l) => l.level === 'error' && /E_NOT_REGULAR_FILE/.test(l.msg)), JSON.stringify(other.logs))
   assert.equal(readFileSync(outside, 'utf8'), 'not a key')
+})
 
 // ---------------------------------------------------------------------------------------------
 // The memory slot: plugins.slots.memory = "loa"
@@ -413,7 +414,8 @@ test('in the memory slot: captured in one session, found by memory_search and by
   assert.match(whole.text, /^# Memory [0-9a-f]{64}\n/)
 
   // The host's own way in: the active memory search manager of the agent.
-  const { manager, error } = await getActiveMemorySearchManager({ cfg: config, agentId: 'main' })
+  const cfg = { ...config, agents: { entries: { main: { workspace: workspaceDir } } } }
+  const { manager, error } = await getActiveMemorySearchManager({ cfg, agentId: 'main' })
   assert.ok(manager, error)
   const hostHits = await manager.search('capacity review', { maxResults: 3 })
   assert.deepEqual(hostHits.map((h) => h.path), [hit.path])
