@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { lstatSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { core, tempDir } from './helpers.mjs'
+import { core, runCli, tempDir } from './helpers.mjs'
 
 const { MemoryStore, isLoaError } = core
 const code = (expected) => (err) => isLoaError(err) && err.code === expected
@@ -244,4 +244,52 @@ test('importMarkdown brings in MEMORY.md and memory/*.md once, and never what wa
   assert.equal(agent.forgotten, 1)
   await assert.rejects(store.importMarkdown(42), code('E_INVALID_ARGUMENT'))
   await assert.rejects(store.importMarkdown(source, { confidence: 2 }), code('E_INVALID_ARGUMENT'))
+})
+
+test('loa import memory-core, loa search and loa forget: results with why, previews, coded one-line errors', async (t) => {
+  const ws = workspace(t)
+  const word = `qx${randomBytes(4).toString('hex')}`
+  writeFileSync(join(ws, 'MEMORY.md'), `- The ${word} release train leaves every Tuesday at noon.\n- Always run the linter before pushing.\n`)
+  const loa = (...args) => runCli([...args, '--workspace', ws])
+
+  const imported = await loa('import', 'memory-core', '--json')
+  assert.equal(imported.code, 0, imported.stderr)
+  assert.equal(JSON.parse(imported.stdout).imported, 2)
+  assert.match((await loa('import', 'memory-core')).stdout, /^read 1 file\(s\), 2 block\(s\): 0 imported, 2 already stored/)
+
+  const found = await loa('search', 'when', 'does', 'the', 'release', 'train', 'leave')
+  assert.equal(found.code, 0, found.stderr)
+  assert.match(found.stdout, /memory\/shared\/[0-9a-f]{64}\.md#L\d+-L\d+/)
+  assert.match(found.stdout, /matched release, train, leave; relevance/)
+  const json = JSON.parse((await loa('search', 'release train', '--json', '--limit', '1')).stdout)
+  assert.equal(json.hits.length, 1)
+  const id = json.hits[0].id
+
+  const preview = await loa('forget', '--id', id)
+  assert.equal(preview.code, 1)
+  assert.match(preview.stdout, /would forget .*--confirm/)
+  assert.ok(filesHolding(ws, word).length > 0)
+  const forgot = await loa('forget', '--id', id, '--confirm', '--json')
+  assert.equal(forgot.code, 0, forgot.stderr)
+  assert.equal(JSON.parse(forgot.stdout).tombstones.length, 1)
+  assert.ok(!forgot.stdout.includes(word), 'forget prints no content')
+  assert.deepEqual(filesHolding(ws, word).filter((f) => f !== 'MEMORY.md'), [], 'only the imported source still holds it')
+  assert.match((await loa('search', 'release train')).stdout, /^no memory matches/)
+  assert.match((await loa('import', 'memory-core')).stdout, /1 forgotten earlier/, 'an import does not bring it back')
+
+  for (const [args, pattern] of [
+    [['search'], /^loa: E_USAGE: 'loa search' needs a query/],
+    [['search', '   '], /^loa: E_INVALID_ARGUMENT: /],
+    [['search', 'x', '--limit', '0'], /^loa: E_USAGE: --limit must be a positive integer/],
+    [['forget'], /^loa: E_USAGE: 'loa forget' needs exactly one of --id ID and --query TEXT/],
+    [['forget', '--id', 'abc'], /^loa: E_USAGE: --id must be a memory id/],
+    [['forget', '--id', id, '--query', 'x'], /^loa: E_USAGE: /],
+    [['import', 'other'], /^loa: E_USAGE: unknown import action 'other'/],
+    [['search', 'x', '--confirm'], /^loa: E_USAGE: --confirm does not apply to 'loa search'/],
+  ]) {
+    const r = await loa(...args)
+    assert.equal(r.code, 2, args.join(' '))
+    assert.match(r.stderr, pattern, args.join(' '))
+    assert.equal(r.stderr.trim().split('\n').length, 1, 'one line')
+  }
 })
