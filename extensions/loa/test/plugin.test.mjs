@@ -214,6 +214,7 @@ test('the README is what this test does: loa plugin install, then plugins.load.p
   const readme = readFileSync(join(sourceDir, 'README.md'), 'utf8')
   assert.match(readme, /loa plugin install ~\/\.openclaw\/extensions/)
   assert.match(readme, /load: \{ paths: \["~\/\.openclaw\/extensions\/loa"\] \}/)
+  assert.match(readme, /slots: \{ memory: "loa" \}/, 'the README sets the memory slot, as load() does')
   assert.match(installed.stdout, /^installed the loa plugin in .*openclaw-setup\/extensions\/loa \(@loa\/core /)
   for (const file of ['index.ts', 'openclaw.plugin.json', 'package.json', 'src/memory.ts', 'node_modules/@loa/core/index.js', 'node_modules/@loa/core/package.json']) {
     assert.ok(existsSync(join(pluginDir, file)), `${file} was not installed`)
