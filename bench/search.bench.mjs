@@ -157,13 +157,17 @@ say()
 
 const steps = []
 let captured = 0
+let duplicates = 0
 let buildMs = 0
 for (const target of STEPS) {
   let store = open(ws, 'bench-build')
   const t = now()
   while (captured < target) {
     const r = store.captureSync(entryOf(corpus[captured++]))
-    if (!r.accepted) throw new Error(`memory ${captured} was not accepted: ${JSON.stringify(r.gates.filter((g) => !g.pass))}`)
+    if (r.accepted) continue
+    // The generator repeats a short template now and then: stored once (content-addressed).
+    if (r.gates.some((g) => g.name === 'duplicate' && !g.pass)) duplicates++
+    else throw new Error(`memory ${captured} was not accepted: ${JSON.stringify(r.gates.filter((g) => !g.pass))}`)
   }
   store.consolidateSync()
   buildMs += now() - t
@@ -174,7 +178,8 @@ for (const target of STEPS) {
   const capture = []
   const consolidate = []
   for (let i = 0; i < REPEAT; i++) {
-    const m = extra[steps.length * REPEAT + i]
+    const m = { ...extra[steps.length * REPEAT + i] }
+    m.text = `${m.text} (measured capture ${steps.length}.${i})`
     let c = now()
     const r = store.captureSync(entryOf(m))
     capture.push(now() - c)
@@ -218,7 +223,7 @@ say(`| SQLite FTS5 bm25() (porter unicode61) | ${ms(ftsSpeed.p50)} | ${ms(ftsSpe
 say()
 say(`p50 ratio loa / FTS5: ${(loaSpeed.p50 / ftsSpeed.p50).toFixed(2)}; p99 ratio: ${(loaSpeed.p99 / ftsSpeed.p99).toFixed(2)}`)
 say(`Resident memory of a fresh process: ${mib(rssBefore)} with the addon loaded, ${mib(rssAfter)} after opening the store and running the searches (+${mib(rssAfter - rssBefore)}); opening took ${ms(openMs)}.`)
-say(`Building: loa ${(buildMs / 1000).toFixed(1)} s for ${TOTAL.toLocaleString('en')} captures and consolidations (wal.sync none); FTS5 ${(ftsBuildMs / 1000).toFixed(1)} s (one transaction).`)
+say(`Building: loa ${(buildMs / 1000).toFixed(1)} s for ${TOTAL.toLocaleString('en')} captures (${duplicates} repeated texts stored once) and consolidations (wal.sync none); FTS5 ${(ftsBuildMs / 1000).toFixed(1)} s (one transaction).`)
 say()
 say(`## Capture of one more memory, and the consolidation after it (median of ${REPEAT}, wal.sync always)`)
 say()

@@ -41,6 +41,11 @@ const pluginDir = join(extensionsDir, 'loa')
 const openclawRoot = resolve(dirname(require.resolve('openclaw')), '..')
 const { loadOpenClawPlugins } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/loader.js')).href)
 const { getGlobalHookRunner } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/hook-runner-global.js')).href)
+// The memory slot's host side: the active memory search manager and the prompt section. Imported
+// here, before any test is declared: a top-level await between tests lets node:test finish the
+// tests declared so far and run the file's after hook (removing the scratch directory).
+const { getActiveMemorySearchManager } = await import(pathToFileURL(join(openclawRoot, 'dist/plugin-sdk/memory-host-search.js')).href)
+const { buildMemoryPromptSection } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/memory-state.js')).href)
 
 const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end', 'session_start']
 
@@ -347,8 +352,6 @@ test('pseudonyms use redaction.key in the configured signing.keysDir, which is n
 // The memory slot: plugins.slots.memory = "loa"
 // ---------------------------------------------------------------------------------------------
 
-const { getActiveMemorySearchManager } = await import(pathToFileURL(join(openclawRoot, 'dist/plugin-sdk/memory-host-search.js')).href)
-const { buildMemoryPromptSection } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/memory-state.js')).href)
 
 /** The plugin's tools as OpenClaw's registry builds them for one agent turn. */
 function tools(registry, ctx) {
@@ -369,7 +372,7 @@ function filesHolding(dir, needle) {
 test('in the memory slot: captured in one session, found by memory_search and by the next prompt in another, read by memory_get, forgotten everywhere', async () => {
   const { registry, runner, workspaceDir, config, logs } = load()
   const plugin = registry.plugins.find((p) => p.id === 'loa')
-  assert.equal(plugin?.status, 'loaded', JSON.stringify(plugin))
+  assert.equal(plugin?.status, 'loaded', JSON.stringify({ plugins: registry.plugins.map((p) => [p.id, p.status, p.error]), diagnostics: registry.diagnostics, logs }))
   assert.equal(plugin.memorySlotSelected, true)
   assert.deepEqual(registry.diagnostics.filter((d) => d.level === 'error'), [])
   const capability = registry.memoryCapabilities.find((c) => c.pluginId === 'loa')
