@@ -280,7 +280,7 @@ export interface MemoryConfig {
    * (`*`: everyone's). Memories captured without an agent id are the workspace's: every agent
    * sees them. Default `{}`.
    */
-  sharing: Record<string, Array<string>>;
+  sharing: Record<string, string[]>;
 }
 
 /** Ranking of searches (YAML section `memory.search`): `score = relevance × recency × importance`. */

@@ -279,7 +279,8 @@ fn context_for_a_query_packs_the_best_hits_quoted_into_the_exact_budget() {
 fn hits_point_into_the_markdown_view_which_reads_them_by_line_and_scope() {
   let ws = tempfile::tempdir().unwrap();
   fs::write(ws.path().join(".loa.config.yaml"), "memory:\n  sharing:\n    reviewer: [coder]\n").unwrap();
-  let store = open(ws.path(), "s");
+  let options = crate::config::store_options(ws.path(), &Default::default()).unwrap();
+  let store = MemoryStore::open(StoreOptions { session_id: "s".into(), ..options }).unwrap();
   store.capture(by("coder", "The cache layer drops stale keys\nafter ten minutes, by design")).unwrap();
   store.capture(entry(MemoryKind::Decision, "Workspace decision: the cache runs on Redis 7")).unwrap();
   let read = |path: &str, from: Option<u64>, lines: Option<u64>, agent: Option<&str>| {
