@@ -1513,9 +1513,9 @@ persistence:
         return v.as_str() == Some(lit);
       }
       if let Some(value_type) = alt.strip_prefix("Record<string, ").and_then(|a| a.strip_suffix('>')) {
-        return v.as_object().is_some_and(|map| {
-          map.iter().all(|(key, item)| type_ok(dts, value_type, item, &format!("{path}.{key}")))
-        });
+        return v
+          .as_object()
+          .is_some_and(|map| map.iter().all(|(key, item)| type_ok(dts, value_type, item, &format!("{path}.{key}"))));
       }
       match alt {
         "null" => v.is_null(),
