@@ -272,6 +272,23 @@ export interface MemoryConfig {
   qualityGates: QualityGatesConfig;
   /** Retry policy when capturing a memory fails (the pipeline is fail-open). */
   retry: RetryConfig;
+  /** How searches rank memories (YAML section `memory.search`). */
+  search: MemorySearchConfig;
+  /**
+   * Which agents see which other agents' memories (YAML section `memory.sharing`): each key an
+   * agent id (or `*`, every agent), its list the agents whose memories it sees besides its own
+   * (`*`: everyone's). Memories captured without an agent id are the workspace's: every agent
+   * sees them. Default `{}`.
+   */
+  sharing: Record<string, string[]>;
+}
+
+/** Ranking of searches (YAML section `memory.search`): `score = relevance × recency × importance`. */
+export interface MemorySearchConfig {
+  /** Age in days at which the decaying part of a memory's recency factor has halved. 1..365000, default 365. */
+  halfLifeDays: number;
+  /** What a very old memory keeps of its recency factor, 0..1. Default 0.7. */
+  recencyFloor: number;
 }
 
 /** Quality-gate thresholds (YAML section `memory.quality_gates`). */
@@ -674,10 +691,12 @@ export declare class MemoryStore {
    * `accepted: false` and every gate's reason. Nothing unredacted is ever written, and errors
    * never carry content. Rejects with `E_INVALID_ARGUMENT`/`E_TOO_LARGE` for a bad entry,
    * `E_WAL_CLOSED` after `close()`, `E_IO` when the disk refuses (after `memory.retry` tries).
+   *
+   * `options` may give the memory an expiry (`expiresAt`, `ttlMs`).
    */
-  capture(entry: MemoryEntry): Promise<CaptureResult>
+  capture(entry: MemoryEntry, options?: MemoryCaptureOptions): Promise<CaptureResult>
   /** Synchronous twin of `capture`: blocks until the memory is durable. */
-  captureSync(entry: MemoryEntry): CaptureResult
+  captureSync(entry: MemoryEntry, options?: MemoryCaptureOptions): CaptureResult
   /**
    * Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),
    * learnings.json, and the two regions of NOTES.md the pipeline owns (session continuity and
@@ -714,6 +733,59 @@ export declare class MemoryStore {
    * `E_WAL_CLOSED`. Calling it again does nothing.
    */
   close(): void
+  /**
+   * The memories that best answer `query`, best first, each with why it came back
+   * (`explain`) and where it lies in the Markdown view (`path`, `startLine`, `endLine`).
+   * Ranked by BM25 over the memories' words × recency × importance (see docs/search.md). A
+   * query is literal words (no operators, no regular expressions); an empty one is
+   * `E_INVALID_ARGUMENT`, one over 32 KiB `E_TOO_LARGE`; a query of only stop words or
+   * punctuation finds nothing. Memories past their `expiresAt` are never returned. With
+   * `agentId`, only the memories that agent may see are searched and counted.
+   *
+   * ```ts
+   * const { hits } = await store.search('when do we deploy?', { limit: 5, agentId: 'main' })
+   * ```
+   */
+  search(query: string, options?: MemorySearchOptions): Promise<MemorySearchResults>
+  /** Synchronous twin of `search`. */
+  searchSync(query: string, options?: MemorySearchOptions): MemorySearchResults
+  /**
+   * The memory `id` (consolidated or still in the WAL), or `null` when there is none, it has
+   * expired, or (with `agentId`) that agent may not see it.
+   */
+  get(id: string, options?: MemoryGetOptions): StoredMemory | null
+  /**
+   * Lines of a file of the Markdown view of the memories, the files search hits point into:
+   * `memory/shared/<id>.md` (the workspace's memories) and `memory/agents/<agent>/<id>.md`.
+   * The view is derived and read-only: each file is rendered from its memory when read.
+   * `null` when the path is of that shape but names no memory the reader may see (gone,
+   * expired, another agent's); any other path is an error before anything is read:
+   * `E_PATH_OUTSIDE_ROOT` (absolute, `..`, `\`), else `E_INVALID_ARGUMENT`.
+   */
+  readMarkdown(path: string, options?: MemoryReadOptions): MemoryMarkdownRead | null
+  /**
+   * Forgets memories for good: `{ id }`, or `{ query, confirm: true }` (without `confirm`,
+   * nothing changes and `matched` lists what would go). Removes them from the WAL itself
+   * (segments rewritten atomically; if another process holds a session that holds one,
+   * rejects with `E_WAL_LOCKED` having changed nothing), from every derived file and from the
+   * search index, records a keyed tombstone (no content) and appends a `memory.forget` audit
+   * event. After it resolves, no file under the workspace holds the text, any sentence of it,
+   * or a word only it held. See docs/search.md for what it cannot reach.
+   */
+  forget(selector: MemoryForgetSelector, options?: MemoryForgetOptions): Promise<ForgetResult>
+  /** Synchronous twin of `forget`. */
+  forgetSync(selector: MemoryForgetSelector, options?: MemoryForgetOptions): ForgetResult
+  /**
+   * Imports the Markdown memory of the directory `dir` (OpenClaw memory-core's files:
+   * `MEMORY.md` as learnings, `memory/*.md` as interactions dated by their `YYYY-MM-DD.md`
+   * names), cut into list items and paragraphs, each captured as `capture` would: redacted,
+   * gated, content-addressed, so a second import stores nothing new. Memories forgotten
+   * earlier are not brought back. Symlinks and other non-regular files, files over 8 MiB and
+   * files that are not UTF-8 are skipped and reported.
+   */
+  importMarkdown(dir: string, options?: MemoryImportOptions): Promise<ImportReport>
+  /** Synchronous twin of `importMarkdown`. */
+  importMarkdownSync(dir: string, options?: MemoryImportOptions): ImportReport
 }
 
 /**
@@ -1417,6 +1489,23 @@ export declare function estimateTokens(text: string): number
  */
 export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
 
+/** What `MemoryStore.forget` did. */
+export interface ForgetResult {
+  /** False for a query without `confirm`: nothing was changed. */
+  applied: boolean
+  /** The memories a query selected (without `confirm`: those that would be forgotten). */
+  matched: Array<MemorySearchHit>
+  /**
+   * Keyed ids of the tombstones recorded (HMAC-SHA256 of the memory id under the workspace's
+   * tombstone key): one per forgotten memory. They confirm nothing without the key.
+   */
+  tombstones: Array<string>
+  /** WAL records replaced by tombstone records. */
+  walRecords: number
+  /** Derived files changed (record files, learnings.json, NOTES.md, consolidation state). */
+  filesChanged: number
+}
+
 /**
  * A memory candidate for `evaluateGates`. Its text is only evaluated, never stored: a lone
  * surrogate reads as U+FFFD (`capture`, which stores, refuses one).
@@ -1487,6 +1576,33 @@ export interface GateResult {
   name: GateName
   pass: boolean
   /** Why, in words; reported for passing gates too. */
+  reason: string
+}
+
+/** What `MemoryStore.importMarkdown` did. */
+export interface ImportReport {
+  /** Files read (`MEMORY.md`, `memory/2026-01-02.md`). */
+  files: Array<string>
+  skipped: Array<ImportSkip>
+  /** List items and paragraphs found. */
+  blocks: number
+  /** Stored now. */
+  imported: number
+  /** Already stored (an earlier import, or captured). */
+  duplicates: number
+  /** Refused by the quality gates. */
+  rejected: number
+  /** Refused by the redaction policy. */
+  blocked: number
+  /** Forgotten earlier: not brought back. */
+  forgotten: number
+}
+
+/** A file an import did not read, and why. */
+export interface ImportSkip {
+  /** Relative to the directory imported. */
+  file: string
+  /** Not a regular file, too large, not UTF-8. */
   reason: string
 }
 
@@ -1638,6 +1754,20 @@ export interface ManifestVerification {
   tempFiles?: Array<string>
 }
 
+/** When a captured memory expires: `capture`'s second argument. */
+export interface MemoryCaptureOptions {
+  /**
+   * RFC 3339: once past, the memory is no longer returned by searches, `get` or contexts,
+   * and the next consolidation forgets it as `forget` does.
+   */
+  expiresAt?: string
+  /**
+   * Milliseconds after the memory's timestamp when it expires (the earlier of the two wins
+   * when both are given). Must be positive.
+   */
+  ttlMs?: number
+}
+
 /** What `consolidate` did. */
 export interface MemoryConsolidation {
   /** Files the WAL consolidation wrote or deleted in the grimoire. */
@@ -1652,6 +1782,13 @@ export interface MemoryConsolidation {
   memories: number
   /** Entries in learnings.json now. */
   learningsTotal: number
+  /** Memories past their `expiresAt`, forgotten by this run (as `forget` does). */
+  expired: number
+  /**
+   * True when the summary of all memories (`memory-summary.json`) was rebuilt from every
+   * record (first run, damaged or stale summary) rather than updated with this run's.
+   */
+  rebuilt: boolean
 }
 
 /** Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting. */
@@ -1670,6 +1807,18 @@ export interface MemoryContextOptions {
   sessions?: number
   /** How many active learnings to consider. Default `context.activeLearnings` (3). */
   learnings?: number
+  /**
+   * The prompt (or any words): the context is then the memories that best match it, searched
+   * as `search` does, as many as the budget holds (the last one cut to fill it), each quoted
+   * as a JSON string under a header saying they are untrusted data; `sessions`, `learnings`
+   * and `sessionShare` are not used. `text` is null when nothing matches.
+   */
+  query?: string
+  /**
+   * The agent the context is for: with `query`, only memories it may see are searched (its
+   * own, those `memory.sharing` shares with it, and the workspace's). Default: every memory.
+   */
+  agentId?: string
 }
 
 /** What `capture` is given. */
@@ -1688,6 +1837,67 @@ export interface MemoryEntry {
   metadata?: Record<string, unknown>
 }
 
+/** Options of `MemoryStore.forget`. */
+export interface MemoryForgetOptions {
+  /** The HMAC key of the workspace's audit log (`audit.dir`), when it is keyed. */
+  auditHmacKey?: Buffer | Uint8Array
+}
+
+/**
+ * Which memories `MemoryStore.forget` removes: `{ id }`, one memory (forgotten at once;
+ * `confirm: true` may be given too), or
+ * `{ query, confirm }`, those a search finds (the other fields as in `MemorySearchOptions`;
+ * without `confirm: true` nothing changes and `matched` says what would go).
+ */
+export interface MemoryForgetSelector {
+  id?: string
+  query?: string
+  confirm?: boolean
+  limit?: number
+  minScore?: number
+  kinds?: Array<MemoryType>
+  agentId?: string
+  since?: string
+}
+
+/** Who reads: `MemoryStore.get`'s options. */
+export interface MemoryGetOptions {
+  /** The agent reading: a memory it may not see reads as `null`. Default: every memory. */
+  agentId?: string
+}
+
+/** Options of `MemoryStore.importMarkdown`. */
+export interface MemoryImportOptions {
+  /** The agent the imported memories belong to. Default: the workspace (every agent sees them). */
+  agentId?: string
+  /** Confidence given to imported blocks, 0..1. Default 0.8. */
+  confidence?: number
+}
+
+/** Lines of a file of the Markdown view. */
+export interface MemoryMarkdownRead {
+  path: string
+  /** The lines read, joined by `\n`; empty past the end. */
+  text: string
+  /** The first line read. */
+  from: number
+  /** How many lines were read. */
+  lines: number
+  totalLines: number
+  /** The line after the last one read, when there are more. */
+  nextFrom?: number
+}
+
+/** Which lines of a Markdown view file `MemoryStore.readMarkdown` reads. */
+export interface MemoryReadOptions {
+  /** First line, 1-based. Default 1. */
+  from?: number
+  /** Most lines. Default 2000. */
+  lines?: number
+  /** The agent reading: a memory it may not see reads as `null`. Default: every memory. */
+  agentId?: string
+}
+
 /** How `capture` redacts (see `redact`). */
 export interface MemoryRedactionOptions {
   /** Exact values never redacted (e.g. a project's public contact address). */
@@ -1696,6 +1906,59 @@ export interface MemoryRedactionOptions {
   key?: string | Buffer | Uint8Array
   /** Stable pseudonyms (`[EMAIL_3f2a9c]`) instead of `[REDACTED:EMAIL]`; needs `key`. */
   pseudonymize?: boolean
+}
+
+/** One memory found. */
+export interface MemorySearchHit {
+  id: string
+  /** `relevance × recency × importance`, in [0, 1]. */
+  score: number
+  type: MemoryType
+  /** Redacted, as stored. */
+  content: string
+  sessionId: string
+  agentId?: string
+  /** UTC, RFC 3339. */
+  timestamp: string
+  tags: Array<string>
+  expiresAt?: string
+  /**
+   * Its file in the Markdown view of the memories (`memory/shared/<id>.md`,
+   * `memory/agents/<agent>/<id>.md`), what `readMarkdown` reads.
+   */
+  path: string
+  /** The lines of its content in that file (1-based, inclusive). */
+  startLine: number
+  endLine: number
+  explain: SearchExplain
+}
+
+/** What `MemoryStore.search` is asked besides its words. */
+export interface MemorySearchOptions {
+  /** Most hits, 1 to 1000. Default 10. */
+  limit?: number
+  /** Hits scoring below this (0..1) are left out. Default 0. */
+  minScore?: number
+  /** Only memories of these types. Default: every type. */
+  kinds?: Array<MemoryType>
+  /**
+   * The agent searching: only its memories, those `memory.sharing` shares with it and the
+   * workspace's (captured without `agentId`) are searched, and counted by the ranking.
+   * Default: every memory (tools acting for the whole workspace).
+   */
+  agentId?: string
+  /** RFC 3339: only memories captured at or after it. */
+  since?: string
+}
+
+/** The answer to `MemoryStore.search`. */
+export interface MemorySearchResults {
+  /** Best first. */
+  hits: Array<MemorySearchHit>
+  /** The query's terms as used. */
+  terms: Array<SearchQueryTerm>
+  /** Distinct query terms beyond the first 64, not used. */
+  droppedTerms: number
 }
 
 /** Options of `MemoryStore.open`. */
@@ -1834,6 +2097,51 @@ export declare function replayDeadLetters(options: DeadLetterReplayOptions): Pro
 /** Synchronous twin of `replayDeadLetters`. */
 export declare function replayDeadLettersSync(options: DeadLetterReplayOptions): DeadLetterReplay
 
+/** Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`. */
+export interface SearchExplain {
+  /** The BM25 sum over the matched terms. */
+  bm25: number
+  /** The query's attainable BM25; the same for every hit of a query. */
+  bm25Max: number
+  /** `bm25 / bm25Max`, in [0, 1). */
+  relevance: number
+  /** The query terms found in the memory, in query order. */
+  matched: Array<SearchMatchedTerm>
+  /** In (0, 1]: `floor + (1 - floor) × 0.5 ^ (age / halfLife)` (`memory.search`). */
+  recency: number
+  /** Milliseconds since the memory was captured. */
+  ageMs: number
+  /**
+   * In (0, 1]: decisions and instructions 1, learnings and milestones 0.9, errors 0.85,
+   * interactions 0.8.
+   */
+  importance: number
+}
+
+/** A query term found in a memory. */
+export interface SearchMatchedTerm {
+  /** The term as indexed (lowercased, stemmed: `deploy`). */
+  term: string
+  /** The query's word it came from (`deployments`). */
+  queryWord: string
+  /** Occurrences in the memory. */
+  tf: number
+  /** Memories visible to the searcher that hold it. */
+  df: number
+  idf: number
+  /** Its part of `bm25`. */
+  bm25: number
+}
+
+/** A query term as searched. */
+export interface SearchQueryTerm {
+  term: string
+  queryWord: string
+  /** Memories visible to the searcher that hold it (0: it matches nothing they may see). */
+  df: number
+  idf: number
+}
+
 /** A session, as `recentSessions` reports it. */
 export interface SessionEntry {
   sessionId: string
@@ -1878,6 +2186,27 @@ export interface SkillContextPolicy {
   policy: Required<CompactionPolicy>
   /** Unknown keys in the block, repeated targets. */
   warnings: Array<string>
+}
+
+/** A stored memory, as `MemoryStore.get` returns it. */
+export interface StoredMemory {
+  /** sha256 of the normalised, redacted content. */
+  id: string
+  type: MemoryType
+  /** Redacted. */
+  content: string
+  sessionId: string
+  agentId?: string
+  /** UTC, RFC 3339. */
+  timestamp: string
+  confidence?: number
+  /** Importance from the gates (0..1). */
+  score: number
+  tags: Array<string>
+  metadata?: Record<string, unknown>
+  expiresAt?: string
+  /** Its file in the Markdown view (see `MemorySearchHit.path`). */
+  path: string
 }
 
 /** BPE encoding used to count tokens. */

@@ -131,11 +131,19 @@ const SPECS = {
 
   'MemoryStore.open': { args: (ctx, _, n) => [storeOptions(ctx, n)], paths: ['0.workspaceDir', '0.grimoiresDir', '0.walDir'] },
   'MemoryStore.openAsync': { async: true, args: (ctx, _, n) => [storeOptions(ctx, n)], paths: ['0.workspaceDir', '0.grimoiresDir', '0.walDir'] },
-  'MemoryStore.prototype.capture': { async: true, receiver: memoryStore, args: () => [memoryEntry()] },
-  'MemoryStore.prototype.captureSync': { receiver: memoryStore, args: () => [memoryEntry()] },
+  'MemoryStore.prototype.capture': { async: true, receiver: memoryStore, args: () => [memoryEntry(), { expiresAt: '2999-01-01T00:00:00Z', ttlMs: 60000 }] },
+  'MemoryStore.prototype.captureSync': { receiver: memoryStore, args: () => [memoryEntry(), { expiresAt: '2999-01-01T00:00:00Z', ttlMs: 60000 }] },
+  'MemoryStore.prototype.search': { async: true, receiver: memoryStore, args: () => ['run the tests', searchOptions()] },
+  'MemoryStore.prototype.searchSync': { receiver: memoryStore, args: () => ['run the tests', searchOptions()] },
+  'MemoryStore.prototype.get': { receiver: memoryStore, args: () => ['a'.repeat(64), { agentId: 'agent' }] },
+  'MemoryStore.prototype.readMarkdown': { receiver: memoryStore, args: () => [`memory/agents/agent/${'a'.repeat(64)}.md`, { from: 1, lines: 5, agentId: 'agent' }], paths: ['0'] },
+  'MemoryStore.prototype.forget': { async: true, receiver: memoryStore, args: () => [{ query: 'run the tests', confirm: false, ...searchOptions() }, { auditHmacKey: Buffer.alloc(32, 7) }] },
+  'MemoryStore.prototype.forgetSync': { receiver: memoryStore, args: () => [{ query: 'run the tests', confirm: false, ...searchOptions() }, { auditHmacKey: Buffer.alloc(32, 7) }] },
+  'MemoryStore.prototype.importMarkdown': { async: true, receiver: memoryStore, args: (ctx) => [ctx.ws, { agentId: 'agent', confidence: 0.8 }], paths: ['0'] },
+  'MemoryStore.prototype.importMarkdownSync': { receiver: memoryStore, args: (ctx) => [ctx.ws, { agentId: 'agent', confidence: 0.8 }], paths: ['0'] },
   'MemoryStore.prototype.consolidate': { async: true, receiver: memoryStore, args: () => [] },
   'MemoryStore.prototype.consolidateSync': { receiver: memoryStore, args: () => [] },
-  'MemoryStore.prototype.buildContext': { receiver: memoryStore, args: () => [{ budget: 100, sessionShare: 0.5, encoding: 'o200k_base', safetyMargin: 0.1, sessions: 2, learnings: 2 }] },
+  'MemoryStore.prototype.buildContext': { receiver: memoryStore, args: () => [{ budget: 100, sessionShare: 0.5, encoding: 'o200k_base', safetyMargin: 0.1, sessions: 2, learnings: 2, query: 'run the tests', agentId: 'agent' }] },
   'MemoryStore.prototype.recentSessions': { receiver: memoryStore, args: () => [3] },
   'MemoryStore.prototype.activeLearnings': { receiver: memoryStore, args: () => [3] },
   'MemoryStore.prototype.sessionId': { receiver: memoryStore, getter: true },
@@ -179,6 +187,7 @@ const storeOptions = (ctx, n) => ({
   gates: { minConfidence: 0.5, minContentLength: 5 },
   redaction: { allowlist: ['x'], key: 'k'.repeat(32), pseudonymize: false },
 })
+const searchOptions = () => ({ limit: 5, minScore: 0, kinds: ['learning', 'decision'], agentId: 'agent', since: '2000-01-01T00:00:00Z' })
 const memoryEntry = () => ({
   type: 'learning',
   content: 'Always run the tests before merging',

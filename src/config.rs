@@ -240,14 +240,10 @@ pub struct MemoryConfig {
   pub quality_gates: GateConfig,
   /// Retry policy when capturing a memory fails (the pipeline is fail-open).
   pub retry: RetryConfig,
-  /// Ranking of searches: recency half-life and floor. Not serialized yet: the TypeScript
-  /// `MemoryConfig` (src/binding/header.d.ts) gains it with the search exports.
-  #[serde(skip_serializing)]
+  /// Ranking of searches: recency half-life and floor.
   pub search: crate::memory::SearchSettings,
   /// Which agents see which other agents' memories (`reader: [owner, ...]`, `*` for all);
-  /// by default an agent sees its own memories and those captured without an agent id. Not
-  /// serialized yet (see `search`).
-  #[serde(skip_serializing)]
+  /// by default an agent sees its own memories and those captured without an agent id.
   pub sharing: crate::memory::Sharing,
 }
 
@@ -1515,6 +1511,11 @@ persistence:
       }
       if let Some(lit) = alt.strip_prefix('\'').and_then(|a| a.strip_suffix('\'')) {
         return v.as_str() == Some(lit);
+      }
+      if let Some(value_type) = alt.strip_prefix("Record<string, ").and_then(|a| a.strip_suffix('>')) {
+        return v
+          .as_object()
+          .is_some_and(|map| map.iter().all(|(key, item)| type_ok(dts, value_type, item, &format!("{path}.{key}"))));
       }
       match alt {
         "null" => v.is_null(),

@@ -1,5 +1,6 @@
-// OpenClaw plugin `loa`: the agent remembers what was worth remembering, redacted, durably, and
-// gets it back, within a token budget, before its next prompt.
+// OpenClaw plugin `loa`, for the memory slot (`plugins.slots.memory: "loa"`): the agent remembers
+// what was worth remembering, redacted, durably; before each prompt it gets back the memories that
+// answer it, within a token budget; it can search, read and forget them with its memory tools.
 //
 // Failure policy (seed 002 §6.1): memory must never take the agent down. Every hook is fail-open:
 // an error is logged (codes and paths, never content) and the agent runs on without memory;
@@ -11,6 +12,7 @@ import { checkHost, onDispose } from './src/adapter.ts'
 import { describeError } from './src/capture-queue.ts'
 import { resolveConfig } from './src/config.ts'
 import { LoaMemory } from './src/memory.ts'
+import { memoryCapability, memoryTools } from './src/slot.ts'
 
 export default definePluginEntry({
   id: 'loa',
@@ -21,16 +23,23 @@ export default definePluginEntry({
     for (const problem of host.problems) api.logger.error(`[loa] ${problem}`)
     if (typeof api.on !== 'function') return
 
-    const memory = new LoaMemory(resolveConfig(api.pluginConfig), api.logger)
+    const config = resolveConfig(api.pluginConfig)
+    const memory = new LoaMemory(config, api.logger)
     memory.start()
+
+    // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
+    api.registerMemoryCapability(
+      memoryCapability(memory, (cfg, agentId) => memory.rootFor(api.runtime.agent.resolveAgentWorkspaceDir(cfg, agentId))),
+    )
+    api.registerTool((ctx) => memoryTools(memory, ctx), { names: ['memory_search', 'memory_get', 'memory_forget'] })
     const failOpen = (hook: string, err: unknown) => {
       const { code, message } = describeError(err)
       api.logger.error(`[loa] ${hook} failed, continuing without memory: ${code}: ${message}`)
     }
 
-    api.on('before_prompt_build', async (_event, ctx) => {
+    api.on('before_prompt_build', async (event, ctx) => {
       try {
-        return await memory.recall(ctx)
+        return await memory.recall(event.prompt, ctx)
       } catch (err) {
         failOpen('before_prompt_build', err)
         return undefined

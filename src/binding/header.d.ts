@@ -272,6 +272,23 @@ export interface MemoryConfig {
   qualityGates: QualityGatesConfig;
   /** Retry policy when capturing a memory fails (the pipeline is fail-open). */
   retry: RetryConfig;
+  /** How searches rank memories (YAML section `memory.search`). */
+  search: MemorySearchConfig;
+  /**
+   * Which agents see which other agents' memories (YAML section `memory.sharing`): each key an
+   * agent id (or `*`, every agent), its list the agents whose memories it sees besides its own
+   * (`*`: everyone's). Memories captured without an agent id are the workspace's: every agent
+   * sees them. Default `{}`.
+   */
+  sharing: Record<string, string[]>;
+}
+
+/** Ranking of searches (YAML section `memory.search`): `score = relevance × recency × importance`. */
+export interface MemorySearchConfig {
+  /** Age in days at which the decaying part of a memory's recency factor has halved. 1..365000, default 365. */
+  halfLifeDays: number;
+  /** What a very old memory keeps of its recency factor, 0..1. Default 0.7. */
+  recencyFloor: number;
 }
 
 /** Quality-gate thresholds (YAML section `memory.quality_gates`). */

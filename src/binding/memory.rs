@@ -13,7 +13,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, JsonObject, List, Num, Obj, Str};
+use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, JsonObject, List, Num, Obj, Str, Text};
 use super::gates::{GateOptions, GateResult};
 use super::tokens::TokenEncoding;
 use super::{guard, js_error, sync, CoreTask};
@@ -275,6 +275,11 @@ pub struct MemoryConsolidation {
   pub memories: u32,
   /// Entries in learnings.json now.
   pub learnings_total: u32,
+  /// Memories past their `expiresAt`, forgotten by this run (as `forget` does).
+  pub expired: u32,
+  /// True when the summary of all memories (`memory-summary.json`) was rebuilt from every
+  /// record (first run, damaged or stale summary) rather than updated with this run's.
+  pub rebuilt: bool,
 }
 
 impl From<core::ConsolidateOutcome> for MemoryConsolidation {
@@ -286,6 +291,8 @@ impl From<core::ConsolidateOutcome> for MemoryConsolidation {
       conflicts: c.conflicts as u32,
       memories: c.memories as u32,
       learnings_total: c.learnings_total as u32,
+      expired: c.expired as u32,
+      rebuilt: c.rebuilt,
     }
   }
 }
@@ -378,6 +385,16 @@ pub struct MemoryContextOptions {
   /// How many active learnings to consider. Default `context.activeLearnings` (3).
   #[napi(ts_type = "number")]
   pub learnings: Option<Option<Int>>,
+  /// The prompt (or any words): the context is then the memories that best match it, searched
+  /// as `search` does, as many as the budget holds (the last one cut to fill it), each quoted
+  /// as a JSON string under a header saying they are untrusted data; `sessions`, `learnings`
+  /// and `sessionShare` are not used. `text` is null when nothing matches.
+  #[napi(ts_type = "string")]
+  pub query: Option<Option<Text>>,
+  /// The agent the context is for: with `query`, only memories it may see are searched (its
+  /// own, those `memory.sharing` shares with it, and the workspace's). Default: every memory.
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
 }
 
 impl From<MemoryContextOptions> for core::ContextRequest {
@@ -389,8 +406,8 @@ impl From<MemoryContextOptions> for core::ContextRequest {
       safety_margin: o.safety_margin.flatten().map(|n| n.0),
       sessions: o.sessions.flatten().map(|n| n.0),
       learnings: o.learnings.flatten().map(|n| n.0),
-      query: None,
-      agent_id: None,
+      query: o.query.flatten().map(|q| q.0),
+      agent_id: o.agent_id.flatten().map(String::from),
     }
   }
 }
@@ -409,6 +426,28 @@ fn workspace(options: Unknown, name: &str) -> Result<Workspace> {
 
 fn entry(entry: Unknown) -> Result<core::Entry> {
   Ok(arg::<Obj<MemoryEntry>>(entry, "entry")?.0.into())
+}
+
+/// When a captured memory expires: `capture`'s second argument.
+#[napi(object, object_to_js = false)]
+pub struct MemoryCaptureOptions {
+  /// RFC 3339: once past, the memory is no longer returned by searches, `get` or contexts,
+  /// and the next consolidation forgets it as `forget` does.
+  #[napi(ts_type = "string")]
+  pub expires_at: Option<Option<Str>>,
+  /// Milliseconds after the memory's timestamp when it expires (the earlier of the two wins
+  /// when both are given). Must be positive.
+  #[napi(ts_type = "number")]
+  pub ttl_ms: Option<Option<Int>>,
+}
+
+fn capture_options(options: Option<Unknown>) -> Result<core::CaptureOptions> {
+  Ok(opt_arg::<Obj<MemoryCaptureOptions>>(options, "options")?.map_or_else(Default::default, |o| {
+    core::CaptureOptions {
+      expires_at: o.0.expires_at.flatten().map(String::from),
+      ttl_ms: o.0.ttl_ms.flatten().map(|n| n.0),
+    }
+  }))
 }
 
 /// A limit argument (the number of items wanted).
@@ -435,7 +474,7 @@ fn built_to_js<'a>(env: &Env, built: Result<crate::context::BuiltContext>) -> na
 /// ```
 #[napi]
 pub struct MemoryStore {
-  inner: Arc<core::MemoryStore>,
+  pub(super) inner: Arc<core::MemoryStore>,
 }
 
 #[napi]
@@ -461,16 +500,25 @@ impl MemoryStore {
   /// `accepted: false` and every gate's reason. Nothing unredacted is ever written, and errors
   /// never carry content. Rejects with `E_INVALID_ARGUMENT`/`E_TOO_LARGE` for a bad entry,
   /// `E_WAL_CLOSED` after `close()`, `E_IO` when the disk refuses (after `memory.retry` tries).
-  #[napi(ts_args_type = "entry: MemoryEntry", ts_return_type = "Promise<CaptureResult>")]
-  pub fn capture(&self, env: Env, entry: Unknown) -> AsyncTask<CoreTask<CaptureResult>> {
+  ///
+  /// `options` may give the memory an expiry (`expiresAt`, `ttlMs`).
+  #[napi(
+    ts_args_type = "entry: MemoryEntry, options?: MemoryCaptureOptions",
+    ts_return_type = "Promise<CaptureResult>"
+  )]
+  pub fn capture(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<CaptureResult>> {
     let inner = Arc::clone(&self.inner);
-    CoreTask::after(&env, || self::entry(entry), move |entry| inner.capture(entry).map(Into::into))
+    CoreTask::after(
+      &env,
+      || Ok((self::entry(entry)?, capture_options(options)?)),
+      move |(entry, options)| inner.capture_with(entry, &options).map(Into::into),
+    )
   }
 
   /// Synchronous twin of `capture`: blocks until the memory is durable.
-  #[napi(ts_args_type = "entry: MemoryEntry")]
-  pub fn capture_sync(&self, env: Env, entry: Unknown) -> napi::Result<CaptureResult> {
-    sync(&env, || self.inner.capture(self::entry(entry)?)).map(Into::into)
+  #[napi(ts_args_type = "entry: MemoryEntry, options?: MemoryCaptureOptions")]
+  pub fn capture_sync(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> napi::Result<CaptureResult> {
+    sync(&env, || self.inner.capture_with(self::entry(entry)?, &capture_options(options)?)).map(Into::into)
   }
 
   /// Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),

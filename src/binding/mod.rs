@@ -36,6 +36,7 @@ mod json;
 mod memory;
 mod promises;
 mod redact;
+mod search;
 mod sign;
 mod strings;
 mod testing;

@@ -62,6 +62,7 @@ mod forget;
 pub mod import;
 mod layout;
 pub mod learnings;
+pub mod markdown;
 pub mod notes;
 mod search;
 mod store;
@@ -71,6 +72,7 @@ mod view;
 
 pub use import::{ImportOptions, ImportReport};
 pub use layout::check_workspace;
+pub use markdown::{MarkdownRead, ReadOptions};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, MemoryStore};
 pub use types::{

@@ -174,6 +174,31 @@ impl Searcher<'_> {
   }
 }
 
+/// Checks an `agentId` a caller reads as.
+pub(super) fn check_agent_id(agent: &str) -> Result<()> {
+  if agent.is_empty() || agent.len() > MAX_ID_BYTES {
+    return invalid(format!("`agentId` must be 1 to {MAX_ID_BYTES} bytes"));
+  }
+  Ok(())
+}
+
+/// The memory `id` if it exists, has not expired at `now`, and (with `agent_id`) is visible to
+/// that agent.
+pub(super) fn get_visible(layout: &Layout, id: &str, agent_id: Option<&str>, now: i64) -> Result<Option<MemoryRecord>> {
+  let Some(record) = RecordLoader::new(layout).get(id)? else { return Ok(None) };
+  if record.is_expired(now) {
+    return Ok(None);
+  }
+  if let (Some(agent), Some(owner)) = (agent_id, record.agent_id.as_deref()) {
+    if let Some(visible) = layout.sharing.visible_to(agent) {
+      if !visible.iter().any(|a| a == owner) {
+        return Ok(None);
+      }
+    }
+  }
+  Ok(Some(record))
+}
+
 /// Checks the caller's options and turns them into the index's query options.
 fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64) -> Result<search::SearchOptions> {
   if options.limit == 0 || options.limit > MAX_LIMIT {
@@ -182,9 +207,7 @@ fn index_query(layout: &Layout, options: &SearchOptions, limit: usize, now: i64)
   let agents = match &options.agent_id {
     None => None,
     Some(agent) => {
-      if agent.is_empty() || agent.len() > MAX_ID_BYTES {
-        return invalid(format!("`agentId` must be 1 to {MAX_ID_BYTES} bytes"));
-      }
+      check_agent_id(agent)?;
       layout.sharing.visible_to(agent)
     }
   };
@@ -225,7 +248,11 @@ pub(super) fn search(
       if record.is_expired(now) {
         continue;
       }
+      let file = super::markdown::render(&record);
       hits.push(MemoryHit {
+        path: file.path,
+        start_line: file.start_line,
+        end_line: file.end_line,
         id: hit.id,
         score: hit.score,
         kind: record.kind,

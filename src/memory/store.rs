@@ -21,6 +21,7 @@ use super::consolidate;
 use super::forget;
 use super::import::{ImportOptions, ImportReport};
 use super::layout::Layout;
+use super::markdown::{MarkdownRead, ReadOptions};
 use super::search::{self as msearch, Searcher};
 use super::types::{
   record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest,
@@ -452,19 +453,12 @@ impl MemoryStore {
   /// The memory `id`, if it exists, is not expired, and (with `agent_id`) is visible to that
   /// agent.
   pub fn get(&self, id: &str, agent_id: Option<&str>) -> Result<Option<MemoryRecord>> {
-    let loader = msearch::RecordLoader::new(&self.layout);
-    let Some(record) = loader.get(id)? else { return Ok(None) };
-    if record.is_expired(crate::timestamp::now_ms()) {
-      return Ok(None);
-    }
-    if let (Some(agent), Some(owner)) = (agent_id, record.agent_id.as_deref()) {
-      if let Some(visible) = self.layout.sharing.visible_to(agent) {
-        if !visible.iter().any(|a| a == owner) {
-          return Ok(None);
-        }
-      }
-    }
-    Ok(Some(record))
+    self.view.get(id, agent_id)
+  }
+
+  /// See [`MemoryView::read_markdown`].
+  pub fn read_markdown(&self, path: &str, options: &ReadOptions) -> Result<Option<MarkdownRead>> {
+    self.view.read_markdown(path, options)
   }
 
   /// Repairs the index first when an update of it failed earlier.

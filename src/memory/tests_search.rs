@@ -274,3 +274,54 @@ fn context_for_a_query_packs_the_best_hits_quoted_into_the_exact_budget() {
   let plain = store.build_context(&ContextRequest::default()).unwrap().text.unwrap();
   assert!(plain.starts_with(crate::context::HEADER));
 }
+
+#[test]
+fn hits_point_into_the_markdown_view_which_reads_them_by_line_and_scope() {
+  let ws = tempfile::tempdir().unwrap();
+  fs::write(ws.path().join(".loa.config.yaml"), "memory:\n  sharing:\n    reviewer: [coder]\n").unwrap();
+  let options = crate::config::store_options(ws.path(), &Default::default()).unwrap();
+  let store = MemoryStore::open(StoreOptions { session_id: "s".into(), ..options }).unwrap();
+  store.capture(by("coder", "The cache layer drops stale keys\nafter ten minutes, by design")).unwrap();
+  store.capture(entry(MemoryKind::Decision, "Workspace decision: the cache runs on Redis 7")).unwrap();
+  let read = |path: &str, from: Option<u64>, lines: Option<u64>, agent: Option<&str>| {
+    store.read_markdown(path, &ReadOptions { from, lines, agent_id: agent.map(str::to_string) })
+  };
+  let hits = store.search("stale keys cache", &SearchOptions::default()).unwrap().hits;
+  let coder = hits.iter().find(|h| h.agent_id.as_deref() == Some("coder")).unwrap();
+  assert_eq!(coder.path, format!("memory/agents/coder/{}.md", coder.id));
+  assert_eq!(coder.end_line, coder.start_line + 1);
+  let got = read(&coder.path, Some(coder.start_line as u64), Some(2), None).unwrap().unwrap();
+  assert_eq!(got.text, coder.content);
+  assert_eq!(got.next_from, None);
+  let whole = read(&coder.path, None, None, None).unwrap().unwrap();
+  assert!(whole.text.starts_with(&format!("# Memory {}", coder.id)));
+  assert!(whole.text.contains("- agent: coder"));
+
+  // Scope: the owner and whoever config shares with sees it; another agent reads not found,
+  // exactly as for a memory that does not exist.
+  assert!(read(&coder.path, None, None, Some("coder")).unwrap().is_some());
+  assert!(read(&coder.path, None, None, Some("reviewer")).unwrap().is_some());
+  assert!(read(&coder.path, None, None, Some("planner")).unwrap().is_none());
+  let shared = hits.iter().find(|h| h.agent_id.is_none()).unwrap();
+  assert_eq!(shared.path, format!("memory/shared/{}.md", shared.id));
+  assert!(read(&shared.path, None, None, Some("planner")).unwrap().is_some());
+  // The right id under another owner's directory is not the memory.
+  assert!(read(&format!("memory/agents/planner/{}.md", coder.id), None, None, None).unwrap().is_none());
+  assert!(read(&format!("memory/shared/{}.md", coder.id), None, None, None).unwrap().is_none());
+  assert!(read(&format!("memory/shared/{}.md", "0".repeat(64)), None, None, None).unwrap().is_none());
+  // Any other path is a coded error, whatever lies there on disk.
+  for (path, code) in [
+    ("grimoires/loa/NOTES.md", "E_INVALID_ARGUMENT"),
+    (".loa.config.yaml", "E_INVALID_ARGUMENT"),
+    ("../../etc/passwd", "E_PATH_OUTSIDE_ROOT"),
+    ("/etc/passwd", "E_PATH_OUTSIDE_ROOT"),
+  ] {
+    assert_eq!(read(path, None, None, None).unwrap_err().code(), code, "{path}");
+  }
+  assert_eq!(read(&coder.path, Some(0), None, None).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(read(&coder.path, None, None, Some("")).unwrap_err().code(), "E_INVALID_ARGUMENT");
+
+  // Forgotten: the path reads as not found.
+  store.forget(&ForgetSelector::Id(coder.id.clone()), &ForgetOptions::default()).unwrap();
+  assert!(read(&coder.path, None, None, None).unwrap().is_none());
+}

@@ -578,6 +578,11 @@ pub struct MemoryHit {
   pub expires_at: Option<String>,
   /// Why it came back: the BM25 part, the matched terms, the recency and importance factors.
   pub explain: crate::search::Explain,
+  /// Its file in the Markdown view of the memories (see `markdown`), and the lines of its
+  /// content there (1-based, inclusive): what `memory_get` reads.
+  pub path: String,
+  pub start_line: usize,
+  pub end_line: usize,
 }
 
 /// The answer to a search.

@@ -13,6 +13,7 @@ use crate::wal::reader::{list_sessions, read_session};
 
 use super::layout::Layout;
 use super::learnings;
+use super::markdown::{self, MarkdownRead, ReadOptions};
 use super::notes;
 use super::types::{
   record_name_hash, ContextRequest, Learning, MemoryKind, MemoryRecord, SessionEntry, SessionSource, StoreOptions,
@@ -184,6 +185,29 @@ impl MemoryView {
 }
 
 impl MemoryView {
+  /// The memory `id`, if it exists, is not expired, and (with `agent_id`) is visible to that
+  /// agent (its own, those `memory.sharing` shares with it, and the workspace's).
+  pub fn get(&self, id: &str, agent_id: Option<&str>) -> Result<Option<MemoryRecord>> {
+    super::search::get_visible(&self.layout, id, agent_id, crate::timestamp::now_ms())
+  }
+
+  /// Lines of a file of the Markdown view of the memories (see [`super::markdown`]): `None`
+  /// when the path is of the view's shape but names no memory the reader may see (gone,
+  /// expired, another agent's); `E_PATH_OUTSIDE_ROOT` or `E_INVALID_ARGUMENT` for any other
+  /// path, before anything is read.
+  pub fn read_markdown(&self, path: &str, options: &ReadOptions) -> Result<Option<MarkdownRead>> {
+    let named = markdown::parse_path(path)?;
+    options.validate()?;
+    if let Some(agent) = &options.agent_id {
+      super::search::check_agent_id(agent)?;
+    }
+    let Some(record) = self.get(&named.id, options.agent_id.as_deref())? else { return Ok(None) };
+    if !markdown::names(&named, &record) {
+      return Ok(None);
+    }
+    Ok(Some(markdown::slice(&markdown::render(&record), options)))
+  }
+
   /// The packing options `options` asks for, over the workspace's `context` settings.
   fn packing(&self, options: &ContextRequest) -> crate::context::ContextOptions {
     let mut packing = crate::context::ContextOptions::from_config(&self.context);

@@ -33,7 +33,20 @@ export function walSessionId(key: string): string {
 interface Session {
   root: string
   id: string
+  /** The agent workspace OpenClaw named, when it did (where MEMORY.md lives). */
+  workspaceDir?: string
 }
+
+/** What the plugin needs to know of a hook's or tool's context to find the session's store. */
+export interface StoreContext {
+  sessionKey?: string | undefined
+  sessionId?: string | undefined
+  agentId?: string | undefined
+  workspaceDir?: string | undefined
+}
+
+/** Longest prompt searched at `before_prompt_build`, in UTF-16 units (the core takes 32 KiB). */
+const MAX_PROMPT_QUERY = 8000
 
 export class LoaMemory {
   private readonly stores = new Map<string, Promise<MemoryStore>>()
@@ -43,6 +56,8 @@ export class LoaMemory {
   private readonly keys = new Map<string, Promise<Buffer>>()
   /** The replay of each state root's dead letters when the plugin first meets it (its start). */
   private readonly firstReplays = new Map<string, Promise<void>>()
+  /** The import of each workspace's memory-core files, once per process. */
+  private readonly imports = new Map<string, Promise<void>>()
 
   constructor(
     private readonly config: LoaPluginConfig,
@@ -55,15 +70,55 @@ export class LoaMemory {
     })
   }
 
-  /** `before_prompt_build`: what the agent should remember, within budget. */
-  async recall(ctx: AgentContext): Promise<PromptBuildResult | undefined> {
+  /**
+   * `before_prompt_build`: the memories that best answer this prompt (searched with its words,
+   * within the agent's scope), packed into the budget, each quoted as untrusted data. A prompt
+   * with no words to search recalls nothing.
+   */
+  async recall(prompt: unknown, ctx: AgentContext): Promise<PromptBuildResult | undefined> {
     const session = this.session(ctx)
     const store = await this.store(session)
     const configured = this.config.contextTokenBudget
     // OpenClaw's contextTokenBudget is its budget for the whole prompt: it caps ours.
     const budget = Math.max(1, Math.min(configured, ctx.contextTokenBudget ?? configured))
-    const built = store.buildContext({ budget })
+    const query = typeof prompt === 'string' ? cutQuery(prompt) : ''
+    if (!query.trim()) return undefined
+    const built = store.buildContext({ budget, query, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) })
     return built.text ? { prependContext: built.text } : undefined
+  }
+
+  /** The store of the session a tool runs in (opened as the hooks open it). */
+  storeFor(ctx: StoreContext): Promise<MemoryStore> {
+    return this.store(this.session(ctx))
+  }
+
+  /**
+   * Before forgetting: every pending capture is stored, and this process's other stores on the
+   * same state root are closed (reopened when next needed; a capture caught in between is
+   * retried), so that no session lock of ours keeps the forget from rewriting that session's log.
+   */
+  async releaseOthers(ctx: StoreContext): Promise<void> {
+    await this.queue.drain()
+    const session = this.session(ctx)
+    const keep = storeKey(session)
+    for (const [key, pending] of [...this.stores]) {
+      if (key === keep || !key.startsWith(`${session.root}\0`)) continue
+      this.stores.delete(key)
+      try {
+        ;(await pending).close()
+      } catch (err) {
+        const { code, message } = describeError(err)
+        this.logger.warn(`[loa] closing a store before forgetting failed: ${code}: ${message}`)
+      }
+    }
+  }
+
+  /**
+   * The store the memory slot's search manager reads through for `agentId` in `root`: a WAL
+   * session of its own, so that a host query never waits on a conversation's session lock.
+   */
+  slotStore(root: string, agentId: string): Promise<MemoryStore> {
+    return this.store({ root, id: walSessionId(`memory-slot:${agentId}`) })
   }
 
   /** `agent_end`: queue what is worth remembering of the turn. Resolves once stored or dead-lettered. */
@@ -143,11 +198,16 @@ export class LoaMemory {
     return this.queue.size
   }
 
+  /** The state root for an agent workspace: the configured absolute root, else the workspace. */
+  rootFor(workspaceDir: string | undefined): string | undefined {
+    return this.configuredRoot() ?? (workspaceDir && workspaceDir.trim() ? workspaceDir : undefined)
+  }
+
   private configuredRoot(): string | undefined {
     return this.config.grimoiresDir && isAbsolute(this.config.grimoiresDir) ? this.config.grimoiresDir : undefined
   }
 
-  private session(ctx: AgentContext | SessionContext): Session {
+  private session(ctx: AgentContext | SessionContext | StoreContext): Session {
     const key = ctx.sessionKey ?? ctx.sessionId ?? ctx.agentId ?? 'default'
     const fromConfig = this.configuredRoot()
     const fromContext = 'workspaceDir' in ctx && typeof ctx.workspaceDir === 'string' ? ctx.workspaceDir : undefined
@@ -159,7 +219,7 @@ export class LoaMemory {
       })
     }
     this.roots.set(key, root)
-    return { root, id: walSessionId(key) }
+    return { root, id: walSessionId(key), ...(fromContext ? { workspaceDir: fromContext } : {}) }
   }
 
   private layout(): Pick<MemoryStoreOptions, 'grimoiresDir' | 'walDir'> {
@@ -171,8 +231,14 @@ export class LoaMemory {
     const key = storeKey(session)
     let pending = this.stores.get(key)
     if (!pending) {
-      // The root's stranded captures go in first, and in their own sessions.
-      pending = this.firstReplay(session.root).then(() => this.openStore(session))
+      // The root's stranded captures go in first, and in their own sessions; then what
+      // memory-core left in the workspace comes in, once per process.
+      pending = this.firstReplay(session.root)
+        .then(() => this.openStore(session))
+        .then(async (store) => {
+          if (session.workspaceDir) await this.importMemoryCore(session.workspaceDir, store)
+          return store
+        })
       this.stores.set(key, pending)
       // A failed open is not cached: the next hook tries again.
       pending.catch(() => this.stores.get(key) === pending && this.stores.delete(key))
@@ -194,6 +260,33 @@ export class LoaMemory {
   private async redaction(root: string): Promise<MemoryRedactionOptions> {
     const { allowlist, pseudonymize } = this.config.redaction
     return { allowlist, pseudonymize, ...(pseudonymize ? { key: await this.redactionKey(root) } : {}) }
+  }
+
+  /**
+   * Imports the workspace's `MEMORY.md` and `memory/*.md` (memory-core's files) as memories of
+   * the whole workspace, redacted and gated, the first time this process meets the workspace.
+   * Idempotent (content-addressed: a second import stores nothing) and never bringing back a
+   * forgotten memory. Fail-open: logged, and tried again by the next process.
+   */
+  private importMemoryCore(workspaceDir: string, store: MemoryStore): Promise<void> {
+    let done = this.imports.get(workspaceDir)
+    if (!done) {
+      done = store
+        .importMarkdown(workspaceDir)
+        .then((r) => {
+          if (r.imported + r.rejected + r.blocked + r.skipped.length === 0) return
+          this.logger.info(
+            `[loa] imported memory-core files of ${workspaceDir}: ${r.imported} imported, ${r.duplicates} already stored, ${r.rejected} rejected by the gates, ` +
+              `${r.blocked} blocked, ${r.forgotten} forgotten earlier, ${r.skipped.length} file(s) skipped`,
+          )
+        })
+        .catch((err: unknown) => {
+          const { code, message } = describeError(err)
+          this.logger.warn(`[loa] memory-core files of ${workspaceDir} could not be imported: ${code}: ${message}`)
+        })
+      this.imports.set(workspaceDir, done)
+    }
+    return done
   }
 
   /** The first replay of `root`'s dead letters in this process; never rejects. */
@@ -271,6 +364,13 @@ export class LoaMemory {
 
 function storeKey(session: Session): string {
   return `${session.root}\0${session.id}`
+}
+
+/** `prompt` cut to what `before_prompt_build` searches, never inside a surrogate pair. */
+function cutQuery(prompt: string): string {
+  if (prompt.length <= MAX_PROMPT_QUERY) return prompt
+  const end = /[\uD800-\uDBFF]/.test(prompt[MAX_PROMPT_QUERY - 1] ?? '') ? MAX_PROMPT_QUERY - 1 : MAX_PROMPT_QUERY
+  return prompt.slice(0, end)
 }
 
 export { isLoaError }

@@ -171,7 +171,7 @@ test('published, installed by `openclaw plugins install @loa/openclaw-plugin`, l
   mkdirSync(workspaceDir)
   const logs = []
   const logger = Object.fromEntries(['debug', 'info', 'warn', 'error'].map((level) => [level, (msg) => logs.push({ level, msg: String(msg) })]))
-  const config = { plugins: { allow: ['loa'], entries: { loa: { enabled: true, hooks: { allowConversationAccess: true } } } } }
+  const config = { plugins: { allow: ['loa'], slots: { memory: 'loa' }, entries: { loa: { enabled: true, hooks: { allowConversationAccess: true } } } } }
   const registryOfPlugins = loadOpenClawPlugins({ config, workspaceDir, onlyPluginIds: ['loa'], logger })
   const loaded = registryOfPlugins.plugins.find((p) => p.id === 'loa')
   assert.equal(loaded?.status, 'loaded', JSON.stringify({ loaded, diagnostics: registryOfPlugins.diagnostics }))

@@ -41,6 +41,11 @@ const pluginDir = join(extensionsDir, 'loa')
 const openclawRoot = resolve(dirname(require.resolve('openclaw')), '..')
 const { loadOpenClawPlugins } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/loader.js')).href)
 const { getGlobalHookRunner } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/hook-runner-global.js')).href)
+// The memory slot's host side: the active memory search manager and the prompt section. Imported
+// here, before any test is declared: a top-level await between tests lets node:test finish the
+// tests declared so far and run the file's after hook (removing the scratch directory).
+const { getActiveMemorySearchManager } = await import(pathToFileURL(join(openclawRoot, 'dist/plugin-sdk/memory-host-search.js')).href)
+const { buildMemoryPromptSection } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/memory-state.js')).href)
 
 const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end', 'session_start']
 
@@ -57,11 +62,12 @@ function load({ access = true, pluginConfig = {}, workspaceDir = workspace() } =
     plugins: {
       allow: ['loa'],
       load: { paths: [pluginDir] },
+      slots: { memory: 'loa' },
       entries: { loa: { enabled: true, ...(access ? { hooks: { allowConversationAccess: true } } : {}), config: pluginConfig } },
     },
   }
   const registry = loadOpenClawPlugins({ config, workspaceDir, onlyPluginIds: ['loa'], logger })
-  return { registry, logs, runner: getGlobalHookRunner(), workspaceDir }
+  return { registry, logs, runner: getGlobalHookRunner(), workspaceDir, config }
 }
 
 const agentCtx = (workspaceDir, session) => ({
@@ -213,6 +219,7 @@ test('the README is what this test does: loa plugin install, then plugins.load.p
   const readme = readFileSync(join(sourceDir, 'README.md'), 'utf8')
   assert.match(readme, /loa plugin install ~\/\.openclaw\/extensions/)
   assert.match(readme, /load: \{ paths: \["~\/\.openclaw\/extensions\/loa"\] \}/)
+  assert.match(readme, /slots: \{ memory: "loa" \}/, 'the README sets the memory slot, as load() does')
   assert.match(installed.stdout, /^installed the loa plugin in .*openclaw-setup\/extensions\/loa \(@loa\/core /)
   for (const file of ['index.ts', 'openclaw.plugin.json', 'package.json', 'src/memory.ts', 'node_modules/@loa/core/index.js', 'node_modules/@loa/core/package.json']) {
     assert.ok(existsSync(join(pluginDir, file)), `${file} was not installed`)
@@ -326,7 +333,7 @@ test('pseudonyms use redaction.key in the configured signing.keysDir, which is n
   assert.ok(!existsSync(join(workspaceDir, '.loa', 'keys')), 'nothing in the default directory')
   const key = readFileSync(keyFile)
   const pseudonym = core.redact(email, { key, pseudonymize: true }).text
-  const context = (await runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, { ...agentCtx(workspaceDir, 'pseudo-2'), contextTokenBudget: 200_000 }))?.prependContext
+  const context = (await runner.runBeforePromptBuild({ prompt: 'Where does the weekly report go?', messages: [] }, { ...agentCtx(workspaceDir, 'pseudo-2'), contextTokenBudget: 200_000 }))?.prependContext
   assert.ok(typeof context === 'string' && context.includes(pseudonym), 'the stored pseudonym is the one of that key')
 
   // A symlink where the key belongs: refused, the file it points to neither read nor changed.
@@ -339,4 +346,165 @@ test('pseudonyms use redaction.key in the configured signing.keysDir, which is n
   assert.equal(await other.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(other.workspaceDir, 'linked')).then((r) => r?.prependContext), undefined)
   assert.ok(other.logs.some((l) => l.level === 'error' && /E_NOT_REGULAR_FILE/.test(l.msg)), JSON.stringify(other.logs))
   assert.equal(readFileSync(outside, 'utf8'), 'not a key')
+})
+
+// ---------------------------------------------------------------------------------------------
+// The memory slot: plugins.slots.memory = "loa"
+// ---------------------------------------------------------------------------------------------
+
+
+/** The plugin's tools as OpenClaw's registry builds them for one agent turn. */
+function tools(registry, ctx) {
+  const registrations = registry.tools.filter((t) => t.pluginId === 'loa')
+  assert.equal(registrations.length, 1)
+  const built = [registrations[0].factory(ctx)].flat()
+  const byName = Object.fromEntries(built.map((t) => [t.name, t]))
+  let call = 0
+  const run = async (name, params) => (await byName[name].execute(`call-${++call}`, params)).details
+  return { names: built.map((t) => t.name).sort(), run }
+}
+
+/** Files under `dir` whose bytes hold `needle` (WAL segments, temp files and the index included). */
+function filesHolding(dir, needle) {
+  return allFiles(dir).filter((f) => f.text.includes(needle)).map((f) => f.path)
+}
+
+test('in the memory slot: captured in one session, found by memory_search and by the next prompt in another, read by memory_get, forgotten everywhere', async () => {
+  const { registry, runner, workspaceDir, config, logs } = load()
+  const plugin = registry.plugins.find((p) => p.id === 'loa')
+  assert.equal(plugin?.status, 'loaded', JSON.stringify({ plugins: registry.plugins.map((p) => [p.id, p.status, p.error]), diagnostics: registry.diagnostics, logs }))
+  assert.equal(plugin.memorySlotSelected, true)
+  assert.deepEqual(registry.diagnostics.filter((d) => d.level === 'error'), [])
+  const capability = registry.memoryCapabilities.find((c) => c.pluginId === 'loa')
+  assert.equal(capability?.memorySlotSelected, true)
+  assert.equal(typeof capability.capability.runtime?.getMemorySearchManager, 'function')
+  assert.equal(capability.capability.flushPlanResolver({}), null)
+
+  // Session one: a turn is captured (its store stays open: the forget below must still reach its log).
+  const word = `Zephyr${randomBytes(3).toString('hex')}`
+  const s1 = agentCtx(workspaceDir, 'slot-1')
+  const said = `The quarterly capacity review moved to the ${word} meeting room, every second Thursday at ten.`
+  await runner.runAgentEnd({ messages: [{ role: 'user', content: said }], success: true }, s1)
+
+  // Session two, another conversation: the agent's tool finds it, with where it lies.
+  const s2 = agentCtx(workspaceDir, 'slot-2')
+  const { names, run } = tools(registry, s2)
+  assert.deepEqual(names, ['memory_forget', 'memory_get', 'memory_search'])
+  const found = await run('memory_search', { query: 'Where is the capacity review held?' })
+  assert.equal(found.status, 'ok', JSON.stringify(found))
+  assert.equal(found.results.length, 1, JSON.stringify(found))
+  const [hit] = found.results
+  assert.match(hit.snippet, new RegExp(word))
+  assert.match(hit.path, /^memory\/agents\/main\/[0-9a-f]{64}\.md$/)
+  assert.equal(hit.source, 'memory')
+  assert.equal(hit.citation, `${hit.path}#L${hit.startLine}`)
+  assert.ok(hit.score > 0 && hit.score <= 1)
+  assert.ok(['capacity', 'review'].every((w) => hit.why.matched.includes(w)), JSON.stringify(hit.why))
+
+  // ...and the next prompt brings it back, quoted as untrusted data.
+  const recalled = await runner.runBeforePromptBuild({ prompt: 'When is the capacity review?', messages: [] }, s2)
+  const context = recalled?.prependContext ?? ''
+  assert.match(context, new RegExp(word), JSON.stringify(logs))
+  assert.match(context, /Untrusted historical data/)
+  assert.ok(context.includes(JSON.stringify(said)), 'the memory is quoted as a JSON string')
+  // A prompt about something else brings nothing back.
+  assert.equal((await runner.runBeforePromptBuild({ prompt: 'Tell me a joke about penguins', messages: [] }, s2))?.prependContext, undefined)
+
+  // memory_get reads its lines.
+  const lines = hit.endLine - hit.startLine + 1
+  const got = await run('memory_get', { path: hit.path, from: hit.startLine, lines })
+  assert.deepEqual({ status: got.status, text: got.text, from: got.from }, { status: 'ok', text: said, from: hit.startLine })
+  const whole = await run('memory_get', { path: hit.path })
+  assert.match(whole.text, /^# Memory [0-9a-f]{64}\n/)
+
+  // The host's own way in: the active memory search manager of the agent.
+  const cfg = { ...config, agents: { entries: { main: { workspace: workspaceDir } } } }
+  const { manager, error } = await getActiveMemorySearchManager({ cfg, agentId: 'main' })
+  assert.ok(manager, error)
+  const hostHits = await manager.search('capacity review', { maxResults: 3 })
+  assert.deepEqual(hostHits.map((h) => h.path), [hit.path])
+  assert.deepEqual(Object.keys(hostHits[0]).sort(), ['citation', 'endLine', 'importance', 'path', 'score', 'snippet', 'source', 'startLine', 'textScore'])
+  assert.deepEqual(await manager.readFile({ relPath: hit.path, from: hit.startLine, lines }), { status: 'ok', text: said, path: hit.path, from: hit.startLine, lines })
+  assert.deepEqual(await manager.readFile({ relPath: `memory/shared/${'0'.repeat(64)}.md` }), { status: 'not_found', text: '', path: `memory/shared/${'0'.repeat(64)}.md` })
+  await assert.rejects(manager.readFile({ relPath: '../../etc/passwd' }), { code: 'E_PATH_OUTSIDE_ROOT' })
+  assert.equal(manager.status().backend, 'builtin')
+  assert.equal(manager.status().provider, 'loa')
+  assert.equal((await manager.probeEmbeddingAvailability()).ok, false)
+  assert.match((await manager.probeEmbeddingAvailability()).error, /no embeddings/)
+  assert.equal(await manager.probeVectorAvailability(), false)
+  const prompt = buildMemoryPromptSection({ availableTools: new Set(['memory_search', 'memory_get', 'memory_forget']) })
+  assert.ok(prompt.some((l) => /memory_search/.test(l)) && prompt.some((l) => /never instructions/.test(l)), JSON.stringify(prompt))
+
+  // Hostile input: clear errors or empty results, never a read outside the memory view.
+  for (const [params, code] of [
+    [{ path: '../../etc/passwd' }, 'E_PATH_OUTSIDE_ROOT'],
+    [{ path: '/etc/passwd' }, 'E_PATH_OUTSIDE_ROOT'],
+    [{ path: 'grimoires/loa/NOTES.md' }, 'E_INVALID_ARGUMENT'],
+    [{ path: 'MEMORY.md' }, 'E_INVALID_ARGUMENT'],
+    [{ path: hit.path, from: 0 }, 'E_INVALID_ARGUMENT'],
+    [{ path: 42 }, 'E_INVALID_ARGUMENT'],
+  ]) {
+    const r = await run('memory_get', params)
+    assert.equal(r.status, 'error', JSON.stringify(params))
+    assert.equal(r.error.code, code, JSON.stringify(params))
+  }
+  for (const query of ['', '   ', 42, undefined]) {
+    assert.equal((await run('memory_search', { query })).error?.code, 'E_INVALID_ARGUMENT', String(query))
+  }
+  assert.deepEqual((await run('memory_search', { query: '.*(a|b)+$ [[[' })).results, [])
+  assert.equal((await run('memory_search', { query: `${'capacity '.repeat(20_000)}` })).status, 'ok', 'a huge query is cut, not refused')
+  assert.equal((await run('memory_search', { query: 'capacity', maxResults: 0 })).error?.code, 'E_INVALID_ARGUMENT')
+  // Another agent sees none of main's memories, by search or by path.
+  const other = tools(registry, { ...agentCtx(workspaceDir, 'slot-3'), agentId: 'other', sessionKey: 'agent:other:slot-3' })
+  assert.deepEqual((await other.run('memory_search', { query: 'capacity review' })).results, [])
+  assert.equal((await other.run('memory_get', { path: hit.path })).status, 'not_found')
+  assert.equal((await other.run('memory_forget', { id: hit.path.slice(-67, -3), confirm: true })).status, 'not_found')
+
+  // memory_forget: a preview changes nothing; confirmed, the memory leaves every file.
+  const preview = await run('memory_forget', { query: 'capacity review meeting room' })
+  assert.equal(preview.status, 'preview')
+  assert.equal(preview.wouldForget.length, 1)
+  assert.ok(filesHolding(workspaceDir, word).length > 0)
+  assert.equal((await run('memory_forget', { query: 'capacity review', id: 'x' })).error?.code, 'E_INVALID_ARGUMENT')
+  const forgotten = await run('memory_forget', { query: 'capacity review meeting room', confirm: true })
+  assert.equal(forgotten.status, 'forgotten', JSON.stringify(forgotten))
+  assert.equal(forgotten.forgotten, 1)
+  assert.deepEqual(filesHolding(workspaceDir, word), [], 'no file under the workspace holds the forgotten text')
+  assert.deepEqual((await run('memory_search', { query: 'capacity review' })).results, [])
+  assert.equal((await run('memory_get', { path: hit.path })).status, 'not_found')
+  assert.equal((await runner.runBeforePromptBuild({ prompt: 'When is the capacity review?', messages: [] }, s2))?.prependContext, undefined)
+  assert.deepEqual(await manager.search('capacity review'), [])
+  for (const l of logs) assert.ok(!l.msg.includes(word), `content in a log line: ${l.msg}`)
+
+  // Session one goes on capturing after its store was closed for the forget.
+  await runner.runAgentEnd({ messages: [{ role: 'user', content: 'Remember that the design review is on Mondays now.' }], success: true }, s1)
+  assert.equal((await run('memory_search', { query: 'design review Mondays' })).results.length, 1)
+  for (const session of ['slot-1', 'slot-2']) {
+    await runner.runSessionEnd({ sessionId: session, sessionKey: `agent:main:${session}`, messageCount: 0 }, sessionCtx(session))
+  }
+})
+
+test('in the memory slot: memory-core files are imported at first start, once', async () => {
+  const workspaceDir = workspace()
+  mkdirSync(join(workspaceDir, 'memory'))
+  writeFileSync(join(workspaceDir, 'MEMORY.md'), '# Memory\n\n- Always run the linter before pushing to the release branch.\n')
+  writeFileSync(join(workspaceDir, 'memory', '2026-03-04.md'), '# 2026-03-04\n\nThe team agreed to move the weekly sync to Wednesday mornings.\n')
+  const first = load({ workspaceDir })
+  const ctx = agentCtx(workspaceDir, 'import-1')
+  const recalled = await first.runner.runBeforePromptBuild({ prompt: 'When is the weekly sync?', messages: [] }, ctx)
+  assert.match(recalled?.prependContext ?? '', /Wednesday mornings/, JSON.stringify(first.logs))
+  assert.ok(first.logs.some((l) => /imported memory-core files of .*: 2 imported/.test(l.msg)), JSON.stringify(first.logs))
+  const { run } = tools(first.registry, ctx)
+  const linter = await run('memory_search', { query: 'linter release branch' })
+  assert.match(linter.results[0]?.path ?? '', /^memory\/shared\//, 'imported as the workspace\'s memories')
+  const writes = memoryWrites(workspaceDir)
+  assert.equal(writes.size, 2)
+  await first.runner.runSessionEnd({ sessionId: 'import-1', sessionKey: 'agent:main:import-1', messageCount: 0 }, sessionCtx('import-1'))
+
+  // The next plugin start imports nothing new.
+  const second = load({ workspaceDir })
+  await second.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(workspaceDir, 'import-2'))
+  assert.ok(!second.logs.some((l) => /imported memory-core files/.test(l.msg)), JSON.stringify(second.logs))
+  assert.deepEqual(memoryWrites(workspaceDir), writes)
+  await second.runner.runSessionEnd({ sessionId: 'import-2', sessionKey: 'agent:main:import-2', messageCount: 0 }, sessionCtx('import-2'))
 })

@@ -1,0 +1,591 @@
+//! The search side of `MemoryStore`: `search`, `get`, `readMarkdown` (the Markdown view of the
+//! memories), `forget` and `importMarkdown`, with their sync twins. Kept apart from `memory`
+//! (the capture side) because it is a surface of its own, the one OpenClaw's memory slot and
+//! `loa search`/`loa forget` stand on. One declaration per JS shape, converted by `convert`: a
+//! wrong field is one `E_INVALID_ARGUMENT` naming it; the promise exports reject, never throw.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::{Env, Unknown};
+use napi_derive::napi;
+
+use super::convert::{arg, opt_arg, Binary, Bool, Choice, Int, List, Num, Obj, Str, Text};
+use super::memory::{MemoryStore, MemoryType};
+use super::{sync, CoreTask};
+use crate::error::{invalid, Result};
+use crate::memory as core;
+
+/// What `MemoryStore.search` is asked besides its words.
+#[napi(object, object_to_js = false)]
+pub struct MemorySearchOptions {
+  /// Most hits, 1 to 1000. Default 10.
+  #[napi(ts_type = "number")]
+  pub limit: Option<Option<Int>>,
+  /// Hits scoring below this (0..1) are left out. Default 0.
+  #[napi(ts_type = "number")]
+  pub min_score: Option<Option<Num>>,
+  /// Only memories of these types. Default: every type.
+  #[napi(ts_type = "Array<MemoryType>")]
+  pub kinds: Option<Option<List<Choice<MemoryType>>>>,
+  /// The agent searching: only its memories, those `memory.sharing` shares with it and the
+  /// workspace's (captured without `agentId`) are searched, and counted by the ranking.
+  /// Default: every memory (tools acting for the whole workspace).
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
+  /// RFC 3339: only memories captured at or after it.
+  #[napi(ts_type = "string")]
+  pub since: Option<Option<Str>>,
+}
+
+impl From<MemorySearchOptions> for core::SearchOptions {
+  fn from(o: MemorySearchOptions) -> core::SearchOptions {
+    let defaults = core::SearchOptions::default();
+    core::SearchOptions {
+      limit: o.limit.flatten().map_or(defaults.limit, |n| usize::try_from(n.0).unwrap_or(usize::MAX)),
+      min_score: o.min_score.flatten().map_or(defaults.min_score, |n| n.0),
+      kinds: o.kinds.flatten().map(|k| k.0.into_iter().map(|c| c.0.into()).collect()),
+      agent_id: o.agent_id.flatten().map(String::from),
+      since: o.since.flatten().map(String::from),
+      now_ms: None,
+    }
+  }
+}
+
+/// Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`.
+#[napi(object, object_from_js = false)]
+pub struct SearchExplain {
+  /// The BM25 sum over the matched terms.
+  pub bm25: f64,
+  /// The query's attainable BM25; the same for every hit of a query.
+  pub bm25_max: f64,
+  /// `bm25 / bm25Max`, in [0, 1).
+  pub relevance: f64,
+  /// The query terms found in the memory, in query order.
+  pub matched: Vec<SearchMatchedTerm>,
+  /// In (0, 1]: `floor + (1 - floor) × 0.5 ^ (age / halfLife)` (`memory.search`).
+  pub recency: f64,
+  /// Milliseconds since the memory was captured.
+  pub age_ms: f64,
+  /// In (0, 1]: decisions and instructions 1, learnings and milestones 0.9, errors 0.85,
+  /// interactions 0.8.
+  pub importance: f64,
+}
+
+/// A query term found in a memory.
+#[napi(object, object_from_js = false)]
+pub struct SearchMatchedTerm {
+  /// The term as indexed (lowercased, stemmed: `deploy`).
+  pub term: String,
+  /// The query's word it came from (`deployments`).
+  pub query_word: String,
+  /// Occurrences in the memory.
+  pub tf: u32,
+  /// Memories visible to the searcher that hold it.
+  pub df: u32,
+  pub idf: f64,
+  /// Its part of `bm25`.
+  pub bm25: f64,
+}
+
+/// A query term as searched.
+#[napi(object, object_from_js = false)]
+pub struct SearchQueryTerm {
+  pub term: String,
+  pub query_word: String,
+  /// Memories visible to the searcher that hold it (0: it matches nothing they may see).
+  pub df: u32,
+  pub idf: f64,
+}
+
+/// One memory found.
+#[napi(object, object_from_js = false)]
+pub struct MemorySearchHit {
+  pub id: String,
+  /// `relevance × recency × importance`, in [0, 1].
+  pub score: f64,
+  #[napi(js_name = "type")]
+  pub memory_type: MemoryType,
+  /// Redacted, as stored.
+  pub content: String,
+  pub session_id: String,
+  pub agent_id: Option<String>,
+  /// UTC, RFC 3339.
+  pub timestamp: String,
+  pub tags: Vec<String>,
+  pub expires_at: Option<String>,
+  /// Its file in the Markdown view of the memories (`memory/shared/<id>.md`,
+  /// `memory/agents/<agent>/<id>.md`), what `readMarkdown` reads.
+  pub path: String,
+  /// The lines of its content in that file (1-based, inclusive).
+  pub start_line: u32,
+  pub end_line: u32,
+  pub explain: SearchExplain,
+}
+
+/// The answer to `MemoryStore.search`.
+#[napi(object, object_from_js = false)]
+pub struct MemorySearchResults {
+  /// Best first.
+  pub hits: Vec<MemorySearchHit>,
+  /// The query's terms as used.
+  pub terms: Vec<SearchQueryTerm>,
+  /// Distinct query terms beyond the first 64, not used.
+  pub dropped_terms: u32,
+}
+
+impl From<core::MemoryHit> for MemorySearchHit {
+  fn from(h: core::MemoryHit) -> MemorySearchHit {
+    let e = h.explain;
+    MemorySearchHit {
+      id: h.id,
+      score: h.score,
+      memory_type: h.kind.into(),
+      content: h.content,
+      session_id: h.session_id,
+      agent_id: h.agent_id,
+      timestamp: h.timestamp,
+      tags: h.tags,
+      expires_at: h.expires_at,
+      path: h.path,
+      start_line: u32::try_from(h.start_line).unwrap_or(u32::MAX),
+      end_line: u32::try_from(h.end_line).unwrap_or(u32::MAX),
+      explain: SearchExplain {
+        bm25: e.bm25,
+        bm25_max: e.bm25_max,
+        relevance: e.relevance,
+        matched: e
+          .matched
+          .into_iter()
+          .map(|m| SearchMatchedTerm {
+            term: m.term,
+            query_word: m.query_word,
+            tf: m.tf,
+            df: m.df,
+            idf: m.idf,
+            bm25: m.bm25,
+          })
+          .collect(),
+        recency: e.recency,
+        age_ms: e.age_ms as f64,
+        importance: e.importance,
+      },
+    }
+  }
+}
+
+impl From<core::MemorySearchResults> for MemorySearchResults {
+  fn from(r: core::MemorySearchResults) -> MemorySearchResults {
+    MemorySearchResults {
+      hits: r.hits.into_iter().map(Into::into).collect(),
+      terms: r
+        .terms
+        .into_iter()
+        .map(|t| SearchQueryTerm { term: t.term, query_word: t.query_word, df: t.df, idf: t.idf })
+        .collect(),
+      dropped_terms: u32::try_from(r.dropped_terms).unwrap_or(u32::MAX),
+    }
+  }
+}
+
+/// Who reads: `MemoryStore.get`'s options.
+#[napi(object, object_to_js = false)]
+pub struct MemoryGetOptions {
+  /// The agent reading: a memory it may not see reads as `null`. Default: every memory.
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
+}
+
+/// A stored memory, as `MemoryStore.get` returns it.
+#[napi(object, object_from_js = false)]
+pub struct StoredMemory {
+  /// sha256 of the normalised, redacted content.
+  pub id: String,
+  #[napi(js_name = "type")]
+  pub memory_type: MemoryType,
+  /// Redacted.
+  pub content: String,
+  pub session_id: String,
+  pub agent_id: Option<String>,
+  /// UTC, RFC 3339.
+  pub timestamp: String,
+  pub confidence: Option<f64>,
+  /// Importance from the gates (0..1).
+  pub score: f64,
+  pub tags: Vec<String>,
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub metadata: Option<serde_json::Value>,
+  pub expires_at: Option<String>,
+  /// Its file in the Markdown view (see `MemorySearchHit.path`).
+  pub path: String,
+}
+
+impl From<core::MemoryRecord> for StoredMemory {
+  fn from(r: core::MemoryRecord) -> StoredMemory {
+    let path = core::markdown::path_of(&r);
+    StoredMemory {
+      id: r.id,
+      memory_type: r.kind.into(),
+      content: r.content,
+      session_id: r.session_id,
+      agent_id: r.agent_id,
+      timestamp: r.timestamp,
+      confidence: r.confidence,
+      score: r.score,
+      tags: r.tags,
+      metadata: r.metadata,
+      expires_at: r.expires_at,
+      path,
+    }
+  }
+}
+
+/// Which lines of a Markdown view file `MemoryStore.readMarkdown` reads.
+#[napi(object, object_to_js = false)]
+pub struct MemoryReadOptions {
+  /// First line, 1-based. Default 1.
+  #[napi(ts_type = "number")]
+  pub from: Option<Option<Int>>,
+  /// Most lines. Default 2000.
+  #[napi(ts_type = "number")]
+  pub lines: Option<Option<Int>>,
+  /// The agent reading: a memory it may not see reads as `null`. Default: every memory.
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
+}
+
+impl From<MemoryReadOptions> for core::ReadOptions {
+  fn from(o: MemoryReadOptions) -> core::ReadOptions {
+    core::ReadOptions {
+      from: o.from.flatten().map(|n| n.0),
+      lines: o.lines.flatten().map(|n| n.0),
+      agent_id: o.agent_id.flatten().map(String::from),
+    }
+  }
+}
+
+/// Lines of a file of the Markdown view.
+#[napi(object, object_from_js = false)]
+pub struct MemoryMarkdownRead {
+  pub path: String,
+  /// The lines read, joined by `\n`; empty past the end.
+  pub text: String,
+  /// The first line read.
+  pub from: f64,
+  /// How many lines were read.
+  pub lines: f64,
+  pub total_lines: f64,
+  /// The line after the last one read, when there are more.
+  pub next_from: Option<f64>,
+}
+
+impl From<core::MarkdownRead> for MemoryMarkdownRead {
+  fn from(r: core::MarkdownRead) -> MemoryMarkdownRead {
+    MemoryMarkdownRead {
+      path: r.path,
+      text: r.text,
+      from: r.from as f64,
+      lines: r.lines as f64,
+      total_lines: r.total_lines as f64,
+      next_from: r.next_from.map(|n| n as f64),
+    }
+  }
+}
+
+/// Which memories `MemoryStore.forget` removes: `{ id }`, one memory (forgotten at once;
+/// `confirm: true` may be given too), or
+/// `{ query, confirm }`, those a search finds (the other fields as in `MemorySearchOptions`;
+/// without `confirm: true` nothing changes and `matched` says what would go).
+#[napi(object, object_to_js = false)]
+pub struct MemoryForgetSelector {
+  #[napi(ts_type = "string")]
+  pub id: Option<Option<Str>>,
+  #[napi(ts_type = "string")]
+  pub query: Option<Option<Text>>,
+  #[napi(ts_type = "boolean")]
+  pub confirm: Option<Option<Bool>>,
+  #[napi(ts_type = "number")]
+  pub limit: Option<Option<Int>>,
+  #[napi(ts_type = "number")]
+  pub min_score: Option<Option<Num>>,
+  #[napi(ts_type = "Array<MemoryType>")]
+  pub kinds: Option<Option<List<Choice<MemoryType>>>>,
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
+  #[napi(ts_type = "string")]
+  pub since: Option<Option<Str>>,
+}
+
+impl TryFrom<MemoryForgetSelector> for core::ForgetSelector {
+  type Error = crate::error::LoaError;
+
+  fn try_from(s: MemoryForgetSelector) -> Result<core::ForgetSelector> {
+    let search_fields = s.limit.is_some_and(|v| v.is_some())
+      || s.min_score.is_some_and(|v| v.is_some())
+      || s.kinds.as_ref().is_some_and(|v| v.is_some())
+      || s.agent_id.as_ref().is_some_and(|v| v.is_some())
+      || s.since.as_ref().is_some_and(|v| v.is_some())
+      || s.confirm.flatten().is_some_and(|c| !c.0);
+    match (s.id.flatten(), s.query.flatten()) {
+      (Some(id), None) if !search_fields => Ok(core::ForgetSelector::Id(id.0)),
+      (Some(_), None) => invalid("`selector`: `confirm: false` and the search fields go with `query`, not `id`"),
+      (None, Some(query)) => Ok(core::ForgetSelector::Query {
+        query: query.0,
+        confirm: s.confirm.flatten().is_some_and(|c| c.0),
+        options: MemorySearchOptions {
+          limit: s.limit,
+          min_score: s.min_score,
+          kinds: s.kinds,
+          agent_id: s.agent_id,
+          since: s.since,
+        }
+        .into(),
+      }),
+      (Some(_), Some(_)) => invalid("`selector` takes `id` or `query`, not both"),
+      (None, None) => invalid("`selector` must have `id` or `query`"),
+    }
+  }
+}
+
+/// Options of `MemoryStore.forget`.
+#[napi(object, object_to_js = false)]
+pub struct MemoryForgetOptions {
+  /// The HMAC key of the workspace's audit log (`audit.dir`), when it is keyed.
+  #[napi(ts_type = "Buffer | Uint8Array")]
+  pub audit_hmac_key: Option<Option<Binary>>,
+}
+
+/// What `MemoryStore.forget` did.
+#[napi(object, object_from_js = false)]
+pub struct ForgetResult {
+  /// False for a query without `confirm`: nothing was changed.
+  pub applied: bool,
+  /// The memories a query selected (without `confirm`: those that would be forgotten).
+  pub matched: Vec<MemorySearchHit>,
+  /// Keyed ids of the tombstones recorded (HMAC-SHA256 of the memory id under the workspace's
+  /// tombstone key): one per forgotten memory. They confirm nothing without the key.
+  pub tombstones: Vec<String>,
+  /// WAL records replaced by tombstone records.
+  pub wal_records: u32,
+  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state).
+  pub files_changed: u32,
+}
+
+impl From<core::ForgetOutcome> for ForgetResult {
+  fn from(o: core::ForgetOutcome) -> ForgetResult {
+    ForgetResult {
+      applied: o.applied,
+      matched: o.matched.into_iter().map(Into::into).collect(),
+      tombstones: o.tombstones,
+      wal_records: u32::try_from(o.wal_records).unwrap_or(u32::MAX),
+      files_changed: u32::try_from(o.files_changed).unwrap_or(u32::MAX),
+    }
+  }
+}
+
+/// Options of `MemoryStore.importMarkdown`.
+#[napi(object, object_to_js = false)]
+pub struct MemoryImportOptions {
+  /// The agent the imported memories belong to. Default: the workspace (every agent sees them).
+  #[napi(ts_type = "string")]
+  pub agent_id: Option<Option<Str>>,
+  /// Confidence given to imported blocks, 0..1. Default 0.8.
+  #[napi(ts_type = "number")]
+  pub confidence: Option<Option<Num>>,
+}
+
+impl From<MemoryImportOptions> for core::ImportOptions {
+  fn from(o: MemoryImportOptions) -> core::ImportOptions {
+    let defaults = core::ImportOptions::default();
+    core::ImportOptions {
+      confidence: o.confidence.flatten().map_or(defaults.confidence, |n| n.0),
+      agent_id: o.agent_id.flatten().map(String::from),
+    }
+  }
+}
+
+/// A file an import did not read, and why.
+#[napi(object, object_from_js = false)]
+pub struct ImportSkip {
+  /// Relative to the directory imported.
+  pub file: String,
+  /// Not a regular file, too large, not UTF-8.
+  pub reason: String,
+}
+
+/// What `MemoryStore.importMarkdown` did.
+#[napi(object, object_from_js = false)]
+pub struct ImportReport {
+  /// Files read (`MEMORY.md`, `memory/2026-01-02.md`).
+  pub files: Vec<String>,
+  pub skipped: Vec<ImportSkip>,
+  /// List items and paragraphs found.
+  pub blocks: u32,
+  /// Stored now.
+  pub imported: u32,
+  /// Already stored (an earlier import, or captured).
+  pub duplicates: u32,
+  /// Refused by the quality gates.
+  pub rejected: u32,
+  /// Refused by the redaction policy.
+  pub blocked: u32,
+  /// Forgotten earlier: not brought back.
+  pub forgotten: u32,
+}
+
+impl From<core::ImportReport> for ImportReport {
+  fn from(r: core::ImportReport) -> ImportReport {
+    let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    ImportReport {
+      files: r.files,
+      skipped: r.skipped.into_iter().map(|(file, reason)| ImportSkip { file, reason }).collect(),
+      blocks: n(r.blocks),
+      imported: n(r.imported),
+      duplicates: n(r.duplicates),
+      rejected: n(r.rejected),
+      blocked: n(r.blocked),
+      forgotten: n(r.forgotten),
+    }
+  }
+}
+
+fn search_options(options: Option<Unknown>) -> Result<core::SearchOptions> {
+  Ok(opt_arg::<Obj<MemorySearchOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into()))
+}
+
+fn agent_of(options: Option<Unknown>) -> Result<Option<String>> {
+  Ok(opt_arg::<Obj<MemoryGetOptions>>(options, "options")?.and_then(|o| o.0.agent_id.flatten().map(String::from)))
+}
+
+fn selector(selector: Unknown) -> Result<core::ForgetSelector> {
+  arg::<Obj<MemoryForgetSelector>>(selector, "selector")?.0.try_into()
+}
+
+fn forget_options(options: Option<Unknown>) -> Result<core::ForgetOptions> {
+  Ok(core::ForgetOptions {
+    audit_hmac_key: opt_arg::<Obj<MemoryForgetOptions>>(options, "options")?
+      .and_then(|o| o.0.audit_hmac_key.flatten())
+      .map(|k| k.0),
+  })
+}
+
+fn import_args(dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, core::ImportOptions)> {
+  let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+  let options = opt_arg::<Obj<MemoryImportOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into());
+  Ok((dir, options))
+}
+
+#[napi]
+impl MemoryStore {
+  /// The memories that best answer `query`, best first, each with why it came back
+  /// (`explain`) and where it lies in the Markdown view (`path`, `startLine`, `endLine`).
+  /// Ranked by BM25 over the memories' words × recency × importance (see docs/search.md). A
+  /// query is literal words (no operators, no regular expressions); an empty one is
+  /// `E_INVALID_ARGUMENT`, one over 32 KiB `E_TOO_LARGE`; a query of only stop words or
+  /// punctuation finds nothing. Memories past their `expiresAt` are never returned. With
+  /// `agentId`, only the memories that agent may see are searched and counted.
+  ///
+  /// ```ts
+  /// const { hits } = await store.search('when do we deploy?', { limit: 5, agentId: 'main' })
+  /// ```
+  #[napi(
+    ts_args_type = "query: string, options?: MemorySearchOptions",
+    ts_return_type = "Promise<MemorySearchResults>"
+  )]
+  pub fn search(&self, env: Env, query: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<MemorySearchResults>> {
+    let inner = Arc::clone(&self.inner);
+    CoreTask::after(
+      &env,
+      || Ok((arg::<Text>(query, "query")?.0, search_options(options)?)),
+      move |(query, options)| inner.search(&query, &options).map(Into::into),
+    )
+  }
+
+  /// Synchronous twin of `search`.
+  #[napi(ts_args_type = "query: string, options?: MemorySearchOptions")]
+  pub fn search_sync(&self, env: Env, query: Unknown, options: Option<Unknown>) -> napi::Result<MemorySearchResults> {
+    sync(&env, || self.inner.search(&arg::<Text>(query, "query")?.0, &search_options(options)?)).map(Into::into)
+  }
+
+  /// The memory `id` (consolidated or still in the WAL), or `null` when there is none, it has
+  /// expired, or (with `agentId`) that agent may not see it.
+  #[napi(ts_args_type = "id: string, options?: MemoryGetOptions")]
+  pub fn get(&self, env: Env, id: Unknown, options: Option<Unknown>) -> napi::Result<Option<StoredMemory>> {
+    sync(&env, || self.inner.get(&arg::<Str>(id, "id")?.0, agent_of(options)?.as_deref())).map(|r| r.map(Into::into))
+  }
+
+  /// Lines of a file of the Markdown view of the memories, the files search hits point into:
+  /// `memory/shared/<id>.md` (the workspace's memories) and `memory/agents/<agent>/<id>.md`.
+  /// The view is derived and read-only: each file is rendered from its memory when read.
+  /// `null` when the path is of that shape but names no memory the reader may see (gone,
+  /// expired, another agent's); any other path is an error before anything is read:
+  /// `E_PATH_OUTSIDE_ROOT` (absolute, `..`, `\`), else `E_INVALID_ARGUMENT`.
+  #[napi(ts_args_type = "path: string, options?: MemoryReadOptions")]
+  pub fn read_markdown(
+    &self,
+    env: Env,
+    path: Unknown,
+    options: Option<Unknown>,
+  ) -> napi::Result<Option<MemoryMarkdownRead>> {
+    sync(&env, || {
+      let path = arg::<Str>(path, "path")?.0;
+      let options =
+        opt_arg::<Obj<MemoryReadOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into());
+      self.inner.read_markdown(&path, &options)
+    })
+    .map(|r| r.map(Into::into))
+  }
+
+  /// Forgets memories for good: `{ id }`, or `{ query, confirm: true }` (without `confirm`,
+  /// nothing changes and `matched` lists what would go). Removes them from the WAL itself
+  /// (segments rewritten atomically; if another process holds a session that holds one,
+  /// rejects with `E_WAL_LOCKED` having changed nothing), from every derived file and from the
+  /// search index, records a keyed tombstone (no content) and appends a `memory.forget` audit
+  /// event. After it resolves, no file under the workspace holds the text, any sentence of it,
+  /// or a word only it held. See docs/search.md for what it cannot reach.
+  #[napi(
+    ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions",
+    ts_return_type = "Promise<ForgetResult>"
+  )]
+  pub fn forget(&self, env: Env, selector: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<ForgetResult>> {
+    let inner = Arc::clone(&self.inner);
+    CoreTask::after(
+      &env,
+      || Ok((self::selector(selector)?, forget_options(options)?)),
+      move |(selector, options)| inner.forget(&selector, &options).map(Into::into),
+    )
+  }
+
+  /// Synchronous twin of `forget`.
+  #[napi(ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions")]
+  pub fn forget_sync(&self, env: Env, selector: Unknown, options: Option<Unknown>) -> napi::Result<ForgetResult> {
+    sync(&env, || self.inner.forget(&self::selector(selector)?, &forget_options(options)?)).map(Into::into)
+  }
+
+  /// Imports the Markdown memory of the directory `dir` (OpenClaw memory-core's files:
+  /// `MEMORY.md` as learnings, `memory/*.md` as interactions dated by their `YYYY-MM-DD.md`
+  /// names), cut into list items and paragraphs, each captured as `capture` would: redacted,
+  /// gated, content-addressed, so a second import stores nothing new. Memories forgotten
+  /// earlier are not brought back. Symlinks and other non-regular files, files over 8 MiB and
+  /// files that are not UTF-8 are skipped and reported.
+  #[napi(ts_args_type = "dir: string, options?: MemoryImportOptions", ts_return_type = "Promise<ImportReport>")]
+  pub fn import_markdown(&self, env: Env, dir: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<ImportReport>> {
+    let inner = Arc::clone(&self.inner);
+    CoreTask::after(
+      &env,
+      || import_args(dir, options),
+      move |(dir, options)| inner.import_markdown(&dir, &options).map(Into::into),
+    )
+  }
+
+  /// Synchronous twin of `importMarkdown`.
+  #[napi(ts_args_type = "dir: string, options?: MemoryImportOptions")]
+  pub fn import_markdown_sync(&self, env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<ImportReport> {
+    sync(&env, || {
+      let (dir, options) = import_args(dir, options)?;
+      self.inner.import_markdown(&dir, &options)
+    })
+    .map(Into::into)
+  }
+}
