@@ -923,3 +923,27 @@ fn findings_do_not_depend_on_where_64_byte_blocks_fall() {
     }
   }
 }
+
+#[test]
+fn a_random_aws_key_id_of_low_entropy_is_still_redacted() {
+  // Found by the `redact` fuzz target: a random key id whose characters repeat enough to fall
+  // below an entropy floor of 3 bits per byte (about 1 in 5,400 random ids do).
+  let key = ["AKIA", "AA2QXRKCAOA77AAB"].concat();
+  for text in [format!("\n{key}\n"), format!("aws_access_key_id = {key}"), format!("id {key}.")] {
+    let r = redact(&text, &opts());
+    assert!(!r.text.contains(&key), "{}", r.text.replace(&key, "<key>"));
+    assert!(
+      r.findings.iter().any(|f| f.kind == "aws_access_key_id"),
+      "{:?}",
+      r.findings.iter().map(|f| &f.kind).collect::<Vec<_>>()
+    );
+  }
+  // Masks and documentation keys stay placeholders.
+  for text in [
+    ["AKIA", "XXXXXXXXXXXXXXXX"].concat(),
+    ["AKIA", "IOSFODNN7EXAMPLE"].concat(),
+    ["AKIA", "AAAAAAAAAAAAAAAA"].concat(),
+  ] {
+    assert!(redact(&text, &opts()).findings.is_empty(), "a placeholder was redacted");
+  }
+}
