@@ -1850,13 +1850,21 @@ export interface MemoryForgetOptions {
  * without `confirm: true` nothing changes and `matched` says what would go).
  */
 export interface MemoryForgetSelector {
+  /** The memory's id (the sha256 hex of its content, as `capture` and `search` return it). */
   id?: string
+  /** Words to search for; every memory the search returns is forgotten. */
   query?: string
+  /** With `query`: `true` forgets; absent or `false` only reports what would go. */
   confirm?: boolean
+  /** As `MemorySearchOptions.limit`. */
   limit?: number
+  /** As `MemorySearchOptions.minScore`. */
   minScore?: number
+  /** As `MemorySearchOptions.kinds`. */
   kinds?: Array<MemoryType>
+  /** As `MemorySearchOptions.agentId`: an agent forgets only what it can see. */
   agentId?: string
+  /** As `MemorySearchOptions.since`. */
   since?: string
 }
 

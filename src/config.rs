@@ -90,7 +90,7 @@ pub const CONFIG_FILE_NAME: &str = ".loa.config.yaml";
 const MIB: u64 = 1024 * 1024;
 /// A configuration file larger than this is refused (`E_TOO_LARGE`) rather than parsed.
 pub const MAX_CONFIG_BYTES: u64 = MIB;
-const DEFAULT_GRIMOIRES_DIR: &str = "grimoires/loa";
+const DEFAULT_GRIMOIRES_DIR: &str = crate::memory::DEFAULT_GRIMOIRE_DIR;
 const WINDOW_KEY: &str = "attention_budget.context_window_tokens";
 
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ pub struct WalConfig {
 impl Default for WalConfig {
   fn default() -> Self {
     WalConfig {
-      dir: ".loa/wal".into(),
+      dir: crate::memory::DEFAULT_WAL_DIR.into(),
       lock_timeout_ms: 5000,
       segment_max_bytes: 10 * MIB,
       segment_max_age_ms: 3_600_000,
@@ -419,7 +419,7 @@ impl Default for SigningConfig {
   fn default() -> Self {
     SigningConfig {
       manifest_path: in_grimoire("manifest.json"),
-      keys_dir: ".loa/keys".into(),
+      keys_dir: crate::memory::DEFAULT_KEYS_DIR.into(),
       rotation_days: 90,
       overlap_days: 7,
       max_retired_keys: 3,
@@ -442,7 +442,10 @@ pub struct AuditConfig {
 
 impl Default for AuditConfig {
   fn default() -> Self {
-    AuditConfig { dir: ".loa/audit".into(), segment_max_bytes: 10 * MIB }
+    AuditConfig {
+      dir: crate::memory::DEFAULT_AUDIT_DIR.into(),
+      segment_max_bytes: crate::memory::DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
+    }
   }
 }
 
@@ -1418,6 +1421,11 @@ persistence:
     );
     assert_eq!(format!("{:?}", options.wal), format!("{:?}", WalOptions { session_id: String::new(), ..d.wal }));
     assert_eq!((&options.gates, &options.retry, &options.context), (&d.gates, &d.retry, &d.context));
+    assert_eq!(
+      (&options.keys_dir, &options.audit_dir, options.audit_segment_max_bytes),
+      (&d.keys_dir, &d.audit_dir, d.audit_segment_max_bytes)
+    );
+    assert_eq!((&options.sharing, &options.search), (&d.sharing, &d.search));
   }
 
   #[test]

@@ -299,20 +299,30 @@ impl From<core::MarkdownRead> for MemoryMarkdownRead {
 /// without `confirm: true` nothing changes and `matched` says what would go).
 #[napi(object, object_to_js = false)]
 pub struct MemoryForgetSelector {
+  /// The memory's id (the sha256 hex of its content, as `capture` and `search` return it).
   #[napi(ts_type = "string")]
   pub id: Option<Option<Str>>,
+  /// Words to search for; every memory the search returns is forgotten.
   #[napi(ts_type = "string")]
   pub query: Option<Option<Text>>,
+  /// With `query`: `true` forgets; absent or `false` only reports what would go.
   #[napi(ts_type = "boolean")]
   pub confirm: Option<Option<Bool>>,
+  // napi-rs objects cannot embed another object's fields, so the search options (documented on
+  // `MemorySearchOptions`) are repeated here and handed to it in `try_from` below.
+  /// As `MemorySearchOptions.limit`.
   #[napi(ts_type = "number")]
   pub limit: Option<Option<Int>>,
+  /// As `MemorySearchOptions.minScore`.
   #[napi(ts_type = "number")]
   pub min_score: Option<Option<Num>>,
+  /// As `MemorySearchOptions.kinds`.
   #[napi(ts_type = "Array<MemoryType>")]
   pub kinds: Option<Option<List<Choice<MemoryType>>>>,
+  /// As `MemorySearchOptions.agentId`: an agent forgets only what it can see.
   #[napi(ts_type = "string")]
   pub agent_id: Option<Option<Str>>,
+  /// As `MemorySearchOptions.since`.
   #[napi(ts_type = "string")]
   pub since: Option<Option<Str>>,
 }

@@ -79,8 +79,9 @@ pub use types::{
   CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
   ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,
   RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR,
-  DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES,
-  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_CONTENT_BYTES,
+  MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR,
+  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
