@@ -134,6 +134,35 @@ pub(crate) fn sync<T>(env: &Env, f: impl FnOnce() -> crate::Result<T>) -> napi::
   to_napi(env, guard(f))
 }
 
+/// The synchronous twin of a promise export ([`CoreTask::after`]): the same arguments and job,
+/// run on this thread, the error thrown.
+pub(crate) fn sync_twin<A, T>(
+  env: &Env,
+  args: impl FnOnce() -> crate::Result<A>,
+  job: impl FnOnce(A) -> crate::Result<T>,
+) -> napi::Result<T> {
+  sync(env, || job(args()?))
+}
+
+/// A JS value made on this thread during the current call (by a helper script or raw N-API
+/// calls), handed back as it is; its TypeScript type is the export's `ts_return_type`.
+pub struct RawJs(pub napi::sys::napi_value);
+
+impl TypeName for RawJs {
+  fn type_name() -> &'static str {
+    "Object"
+  }
+  fn value_type() -> ValueType {
+    ValueType::Object
+  }
+}
+
+impl ToNapiValue for RawJs {
+  unsafe fn to_napi_value(_env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
+    Ok(val.0)
+  }
+}
+
 type Job<T> = Box<dyn FnOnce() -> crate::Result<T> + Send>;
 
 /// Runs a core function on the libuv thread pool; a panic inside becomes `E_INTERNAL`, and a

@@ -398,6 +398,7 @@ impl KeyRing {
   }
 
   /// Revokes a key (active, retired, or the environment's): it never signs or verifies again.
+  /// `key_id` must have passed [`check_key_id`] (an unknown id is echoed in the error).
   /// Revoking the active key leaves the ring without one until `generate`.
   pub fn revoke(&self, key_id: &str, reason: &str) -> Result<()> {
     if reason.trim().is_empty() || reason.len() > 1024 {
@@ -611,6 +612,16 @@ fn is_private_key_name(name: &str) -> bool {
 
 /// The file of the workspace's redaction key in its keys directory.
 pub const REDACTION_KEY_FILE: &str = "redaction.key";
+
+/// Refuses a string that cannot be a key id (32 lower-case hex characters, derived from the
+/// public key) with `E_KEY_NOT_FOUND`, so that it never reaches a message: it may be anything the
+/// caller holds, a secret included.
+pub fn check_key_id(id: &str) -> Result<()> {
+  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
+  }
+  Ok(())
+}
 
 /// The workspace's redaction key: the key of `redact`'s fingerprints and pseudonyms, so that one
 /// value gets the same pseudonym in every session and process. Kept as raw bytes in
