@@ -387,6 +387,20 @@ fn round4(v: f64) -> f64 {
   (v * 10_000.0).round() / 10_000.0
 }
 
+/// [`evaluate`] with `config` checked, against a list of stored memories' [`content_hash`]es
+/// (compared without regard to case), at `now` (RFC 3339; default the current time).
+pub fn evaluate_against(
+  candidate: &Candidate,
+  config: &GateConfig,
+  known_hashes: &[String],
+  now: Option<&str>,
+) -> Result<Evaluation> {
+  config.validate()?;
+  let known: HashSet<String> = known_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+  let now = now.map_or_else(|| Ok(crate::timestamp::now_ms()), |t| crate::timestamp::parse_rfc3339_ms(t, "now"))?;
+  Ok(evaluate(candidate, config, &|h| known.contains(h), now))
+}
+
 /// Runs all six gates. `is_known(hash)` says whether a memory with that content hash is stored;
 /// `now_ms` is the reference time of the temporal gate.
 pub fn evaluate(

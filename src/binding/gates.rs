@@ -1,19 +1,15 @@
 //! `evaluateGates` and `contentHash`, and the gate shapes the memory binding shares.
 
-use std::collections::HashSet;
-
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{
-  arg, js_from, object, opt_arg, opt_object, string_union, Choice, Given, Int, List, Num, Obj, Text,
-};
+use super::convert::{arg, js_from, object, opt_object, string_union, Choice, Given, Int, List, Num, Text};
 use super::memory::MemoryType;
 use super::sync;
 use crate::error::{LoaError, Result};
 use crate::gates::{self as core, Candidate, Gate, GateConfig, GateOverrides};
 use crate::memory::MemoryKind;
-use crate::timestamp::{now_ms, parse_rfc3339_ms};
+use crate::timestamp::parse_rfc3339_ms;
 
 string_union! {
   "The six quality gates, in the order they run."
@@ -144,18 +140,19 @@ pub struct GateEvaluation {
 
 js_from!(|e: core::Evaluation| GateEvaluation { pass, score, gates => each, tags });
 
+/// `(knownHashes, now)`.
+impl From<GateComparisonOptions> for (Vec<String>, Option<String>) {
+  fn from(c: GateComparisonOptions) -> (Vec<String>, Option<String>) {
+    (c.known_hashes.given().unwrap_or_default(), c.now.given())
+  }
+}
+
 fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
   let candidate: Candidate = object::<GateCandidate, _>(candidate, "candidate")?;
   // One object holds both option shapes; their fields are disjoint, so each is read once.
   let overrides = opt_object::<GateOptions, GateOverrides>(options, "options")?;
-  let comparison = opt_arg::<Obj<GateComparisonOptions>>(options, "options")?.map(|c| c.0);
-  let config = overrides.apply(GateConfig::default());
-  config.validate()?;
-  let (known, now) = comparison.map_or((None, None), |c| (c.known_hashes.given(), c.now.given()));
-  let known: HashSet<String> =
-    known.unwrap_or_else(Vec::new).into_iter().map(|h: String| h.to_ascii_lowercase()).collect();
-  let now = now.map_or_else(|| Ok(now_ms()), |t: String| parse_rfc3339_ms(&t, "now"))?;
-  Ok(core::evaluate(&candidate, &config, &|h| known.contains(h), now))
+  let (known, now) = opt_object::<GateComparisonOptions, (Vec<String>, Option<String>)>(options, "options")?;
+  core::evaluate_against(&candidate, &overrides.apply(GateConfig::default()), &known, now.as_deref())
 }
 
 /// Runs the six quality gates on a memory candidate: temporal, speculation, instruction,

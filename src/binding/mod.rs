@@ -13,7 +13,8 @@
 //! instead of aborting the Node process, and every error is thrown (or a promise rejected) as a
 //! real JS `Error` with a stable string `code` built by [`js_error`].
 //!
-//! A promise-returning export is an `AsyncTask` of [`CoreTask`] with a synchronous twin. Its
+//! A promise-returning export is an `AsyncTask` of [`CoreTask`] ([`CoreTask::after`]) with a
+//! synchronous twin ([`sync_twin`]) given the same argument conversion and the same job. Its
 //! arguments are converted on the JS thread before the task exists; when that fails, the
 //! promise rejects with the coded error (nothing is thrown), so a caller has one error path.
 //! napi-rs would reject with an `Error` built from its own `Status` (`code: "GenericFailure"`):
@@ -256,15 +257,12 @@ pub fn is_loa_error(env: Env, err: Unknown) -> bool {
     if err.get_type()? != ValueType::Object || !err.is_error()? {
       return Ok(false);
     }
-    // SAFETY: `err` is a handle of this call, checked to be an object; `code` to be a string.
-    let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
-    let code: Unknown = object.get_named_property("code")?;
+    // Coercing an object to an object, or a string to a string, is the identity: no caller code.
+    let code: Unknown = err.coerce_to_object()?.get_named_property("code")?;
     if code.get_type()? != ValueType::String {
       return Ok(false);
     }
-    // SAFETY: as above.
-    let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
-    Ok(ERROR_CODES.contains(&code.as_str()))
+    Ok(ERROR_CODES.contains(&code.coerce_to_string()?.into_utf8()?.as_str()?))
   })();
   clear_pending_exception(env.raw());
   answer.unwrap_or(false)
