@@ -31,22 +31,7 @@ use crate::error::{LoaError, Result};
 use crate::tokens;
 
 /// A list of candidates, handed as it is to the JavaScript helper that checks it.
-pub struct Candidates(sys::napi_value);
-
-impl TypeName for Candidates {
-  fn type_name() -> &'static str {
-    "Array"
-  }
-  fn value_type() -> napi::ValueType {
-    napi::ValueType::Object
-  }
-}
-
-impl FromNapiValue for Candidates {
-  unsafe fn from_napi_value(_env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-    Ok(Candidates(value))
-  }
-}
+type Candidates = RawJs;
 
 /// Input of `buildContext`.
 #[napi(object, object_to_js = false)]

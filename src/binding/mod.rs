@@ -145,8 +145,9 @@ pub(crate) fn sync_twin<A, T>(
   sync(env, || job(args()?))
 }
 
-/// A JS value made on this thread during the current call (by a helper script or raw N-API
-/// calls), handed back as it is; its TypeScript type is the export's `ts_return_type`.
+/// A JS value of the current call, passed through as it is: made by a helper script or raw
+/// N-API calls and returned (its TypeScript type is the export's `ts_return_type`), or taken
+/// from the caller for a helper script to check.
 pub struct RawJs(pub napi::sys::napi_value);
 
 impl TypeName for RawJs {
@@ -155,6 +156,12 @@ impl TypeName for RawJs {
   }
   fn value_type() -> ValueType {
     ValueType::Object
+  }
+}
+
+impl FromNapiValue for RawJs {
+  unsafe fn from_napi_value(_env: napi::sys::napi_env, value: napi::sys::napi_value) -> napi::Result<Self> {
+    Ok(RawJs(value))
   }
 }
 

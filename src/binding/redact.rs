@@ -58,8 +58,6 @@ impl TypeName for FastRedaction {
   }
 }
 
-impl ValidateNapiValue for FastRedaction {}
-
 impl ToNapiValue for FastRedaction {
   unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
     // SAFETY: napi-rs calls this on the JS thread with its env.
