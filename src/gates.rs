@@ -570,6 +570,18 @@ mod tests {
   }
 
   #[test]
+  fn known_hashes_match_without_regard_to_case_and_now_is_parsed() {
+    let c = cand("The deploy script needs the staging token refreshed weekly");
+    let known = [content_hash(&c.content).to_ascii_uppercase()];
+    let e = evaluate_against(&c, &GateConfig::default(), &known, Some("2026-01-02T10:00:00+02:00")).unwrap();
+    assert!(!gate(&e, "duplicate").pass);
+    let err = evaluate_against(&c, &GateConfig::default(), &[], Some("yesterday")).unwrap_err();
+    assert_eq!(err.code(), "E_INVALID_ARGUMENT");
+    let bad = GateConfig { min_confidence: 2.0, ..Default::default() };
+    assert_eq!(evaluate_against(&c, &bad, &[], None).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  }
+
+  #[test]
   fn words_are_whole() {
     assert_eq!(words("Don’t install it, ALL-right? x2"), vec!["don't", "install", "it", "all", "right", "x2"]);
     // "install" contains the letters "all"; "mighty" contains "might"; neither is the word.
