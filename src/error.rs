@@ -231,6 +231,13 @@ impl LoaError {
   }
 }
 
+/// A conversion that cannot fail (`From` seen as `TryFrom`), so that generic code can take either.
+impl From<std::convert::Infallible> for LoaError {
+  fn from(never: std::convert::Infallible) -> LoaError {
+    match never {}
+  }
+}
+
 /// Shorthand for `Err(LoaError::InvalidArgument(..))`.
 pub fn invalid<T>(message: impl Into<String>) -> Result<T> {
   Err(LoaError::InvalidArgument(message.into()))

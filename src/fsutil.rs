@@ -713,6 +713,14 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
   sync_dir(dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
 }
 
+/// A permission mode a caller gave (`0o600`): at most `0o7777`.
+pub fn file_mode(mode: u64) -> Result<u32> {
+  match u32::try_from(mode) {
+    Ok(mode) if mode <= 0o7777 => Ok(mode),
+    _ => crate::error::invalid("`mode` must be a permission mode such as 0o600"),
+  }
+}
+
 /// Writes `data` to the caller-named `path` atomically (see [`StateDir::write_atomic`]). The
 /// parent directory must exist; `path` must not be a symlink or other non-regular file.
 pub fn write_file_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> Result<()> {

@@ -387,6 +387,20 @@ fn round4(v: f64) -> f64 {
   (v * 10_000.0).round() / 10_000.0
 }
 
+/// [`evaluate`] with `config` checked, against a list of stored memories' [`content_hash`]es
+/// (compared without regard to case), at `now` (RFC 3339; default the current time).
+pub fn evaluate_against(
+  candidate: &Candidate,
+  config: &GateConfig,
+  known_hashes: &[String],
+  now: Option<&str>,
+) -> Result<Evaluation> {
+  config.validate()?;
+  let known: HashSet<String> = known_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+  let now = now.map_or_else(|| Ok(crate::timestamp::now_ms()), |t| crate::timestamp::parse_rfc3339_ms(t, "now"))?;
+  Ok(evaluate(candidate, config, &|h| known.contains(h), now))
+}
+
 /// Runs all six gates. `is_known(hash)` says whether a memory with that content hash is stored;
 /// `now_ms` is the reference time of the temporal gate.
 pub fn evaluate(
@@ -553,6 +567,18 @@ mod tests {
     // Several gates fail at once, and every one says why.
     assert!(!gate(&e, "confidence").pass && !gate(&e, "content").pass && !gate(&e, "duplicate").pass);
     assert!(e.gates.iter().all(|g| !g.reason.is_empty()));
+  }
+
+  #[test]
+  fn known_hashes_match_without_regard_to_case_and_now_is_parsed() {
+    let c = cand("The deploy script needs the staging token refreshed weekly");
+    let known = [content_hash(&c.content).to_ascii_uppercase()];
+    let e = evaluate_against(&c, &GateConfig::default(), &known, Some("2026-01-02T10:00:00+02:00")).unwrap();
+    assert!(!gate(&e, "duplicate").pass);
+    let err = evaluate_against(&c, &GateConfig::default(), &[], Some("yesterday")).unwrap_err();
+    assert_eq!(err.code(), "E_INVALID_ARGUMENT");
+    let bad = GateConfig { min_confidence: 2.0, ..Default::default() };
+    assert_eq!(evaluate_against(&c, &bad, &[], None).unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
 
   #[test]

@@ -153,11 +153,16 @@ impl AuditOptions {
     if self.max_segment_bytes < MIN_SEGMENT_BYTES {
       return crate::error::invalid(format!("`maxSegmentBytes` must be at least {MIN_SEGMENT_BYTES}"));
     }
-    if self.hmac_key.as_ref().is_some_and(|k| k.len() < MIN_HMAC_KEY_BYTES) {
-      return crate::error::invalid(format!("`hmacKey` must be at least {MIN_HMAC_KEY_BYTES} bytes"));
-    }
-    Ok(())
+    check_hmac_key(self.hmac_key.as_deref().map(Vec::as_slice))
   }
+}
+
+/// Refuses an HMAC key shorter than [`MIN_HMAC_KEY_BYTES`].
+pub fn check_hmac_key(key: Option<&[u8]>) -> Result<()> {
+  if key.is_some_and(|k| k.len() < MIN_HMAC_KEY_BYTES) {
+    return crate::error::invalid(format!("`hmacKey` must be at least {MIN_HMAC_KEY_BYTES} bytes"));
+  }
+  Ok(())
 }
 
 /// Where the chain ends: the last entry's seq and hash (seq 0 and [`GENESIS`] when empty).

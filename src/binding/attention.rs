@@ -4,7 +4,7 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::convert::{arg, member, on, opt_arg, refuse, type_of, Int, Obj};
+use super::convert::{arg, js_from, member, on, opt_object, refuse, type_of, Given, Int};
 use super::sync;
 use crate::attention::{self as core, AttentionBudgetConfig, BudgetLevel};
 use crate::error::{invalid, LoaError, Result};
@@ -45,13 +45,12 @@ pub struct AttentionBudgetInput {
   pub compact: Option<Option<Level>>,
 }
 
-impl TryFrom<Option<Obj<AttentionBudgetInput>>> for AttentionBudgetConfig {
+impl TryFrom<AttentionBudgetInput> for AttentionBudgetConfig {
   type Error = LoaError;
 
-  fn try_from(input: Option<Obj<AttentionBudgetInput>>) -> Result<AttentionBudgetConfig> {
+  fn try_from(i: AttentionBudgetInput) -> Result<AttentionBudgetConfig> {
     let mut c = AttentionBudgetConfig::default();
-    let Some(Obj(i)) = input else { return Ok(c) };
-    if let Some(Int(window)) = i.context_window_tokens.flatten() {
+    if let Some(window) = i.context_window_tokens.given() {
       if window == 0 {
         return invalid("`contextWindowTokens` must be at least 1");
       }
@@ -66,7 +65,7 @@ impl TryFrom<Option<Obj<AttentionBudgetInput>>> for AttentionBudgetConfig {
       (i.compact, &mut c.compact),
     ] {
       if let Some(Level(tokens)) = level.flatten() {
-        *slot = BudgetLevel { tokens, fraction: tokens as f64 / window as f64 };
+        *slot = BudgetLevel::of_tokens(tokens, window);
       }
     }
     Ok(c)
@@ -74,7 +73,7 @@ impl TryFrom<Option<Obj<AttentionBudgetInput>>> for AttentionBudgetConfig {
 }
 
 fn budget(config: Option<Unknown>) -> Result<AttentionBudgetConfig> {
-  opt_arg::<Obj<AttentionBudgetInput>>(config, "config")?.try_into()
+  opt_object::<AttentionBudgetInput, _>(config, "config")
 }
 
 /// Where a token count stands on the attention budget (advisory, never blocking).
@@ -95,18 +94,14 @@ pub struct AttentionStatus {
   pub next_threshold: Option<f64>,
 }
 
-impl From<core::AttentionStatus> for AttentionStatus {
-  fn from(s: core::AttentionStatus) -> AttentionStatus {
-    AttentionStatus {
-      level: s.level.as_str().into(),
-      action: s.action.as_str().into(),
-      message: s.message.into(),
-      tokens_used: s.tokens_used as f64,
-      threshold: s.threshold as f64,
-      next_threshold: s.next_threshold.map(|t| t as f64),
-    }
-  }
-}
+js_from!(|s: core::AttentionStatus| AttentionStatus {
+  level = s.level.as_str().into(),
+  action = s.action.as_str().into(),
+  message => into,
+  tokens_used: f64,
+  threshold: f64,
+  next_threshold: Option<f64>,
+});
 
 /// What `AttentionTracker.add` reports.
 #[napi(object, object_from_js = false)]
@@ -120,15 +115,7 @@ pub struct AttentionUpdate {
   pub over_operation_limit: bool,
 }
 
-impl From<core::AttentionUpdate> for AttentionUpdate {
-  fn from(u: core::AttentionUpdate) -> AttentionUpdate {
-    AttentionUpdate {
-      status: u.status.into(),
-      crossed: u.crossed.into_iter().map(Into::into).collect(),
-      over_operation_limit: u.over_operation_limit,
-    }
-  }
-}
+js_from!(|u: core::AttentionUpdate| AttentionUpdate { status => into, crossed => each, over_operation_limit });
 
 /// The attention level of `tokensUsed` (seed 000 §4.3): green below yellow (default 5000),
 /// yellow from 5000 (delta sync), orange from 10000 (recommend `/clear`), red from 15000.

@@ -1,17 +1,16 @@
 //! The `AuditLog` class and `verifyAuditLog`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use napi::{Env, Unknown};
 use napi_derive::napi;
 use zeroize::Zeroizing;
 
-use super::convert::{arg, opt_arg, Binary, Int, Json, Obj, Str};
+use super::convert::{arg, js_from, object, opt_object, path, Binary, Given, Int, Json, Obj, Str};
 use super::sign::{Keys, Ring};
 use super::sync;
 use crate::audit::{self as core, Actor, AuditEvent, AuditOptions, Head};
-use crate::error::{invalid, LoaError, Result};
+use crate::error::{LoaError, Result};
 
 /// Options of `AuditLog.open`.
 #[napi(object, object_to_js = false)]
@@ -33,9 +32,9 @@ impl From<AuditLogOpenOptions> for AuditOptions {
   fn from(o: AuditLogOpenOptions) -> AuditOptions {
     let d = AuditOptions::default();
     AuditOptions {
-      max_segment_bytes: o.max_segment_bytes.flatten().map_or(d.max_segment_bytes, |n| n.0),
+      max_segment_bytes: o.max_segment_bytes.given().unwrap_or(d.max_segment_bytes),
       hmac_key: o.hmac_key.flatten().map(|k| k.0),
-      lock_timeout: o.lock_timeout_ms.flatten().map_or(d.lock_timeout, |n| Duration::from_millis(n.0)),
+      lock_timeout: o.lock_timeout_ms.given().map_or(d.lock_timeout, Duration::from_millis),
     }
   }
 }
@@ -95,11 +94,7 @@ pub struct AuditTornTail {
   pub bytes: f64,
 }
 
-impl From<core::TornTail> for AuditTornTail {
-  fn from(t: core::TornTail) -> AuditTornTail {
-    AuditTornTail { segment: t.segment, line: t.line as f64, bytes: t.bytes as f64 }
-  }
-}
+js_from!(|t: core::TornTail| AuditTornTail { segment, line: f64, bytes: f64 });
 
 /// One thing wrong with the log.
 #[napi(object, object_from_js = false)]
@@ -121,11 +116,7 @@ pub struct AuditProblem {
   pub detail: String,
 }
 
-impl From<core::AuditProblem> for AuditProblem {
-  fn from(p: core::AuditProblem) -> AuditProblem {
-    AuditProblem { segment: p.segment, line: p.line as f64, kind: p.kind, detail: p.detail }
-  }
-}
+js_from!(|p: core::AuditProblem| AuditProblem { segment, line: f64, kind, detail });
 
 /// What a verification of the audit log found.
 #[napi(object, object_from_js = false)]
@@ -144,19 +135,15 @@ pub struct AuditVerification {
   pub checkpoint: Option<AuditCheckpoint>,
 }
 
-impl From<core::AuditVerification> for AuditVerification {
-  fn from(v: core::AuditVerification) -> AuditVerification {
-    AuditVerification {
-      ok: v.ok,
-      entries: v.entries as f64,
-      segments: v.segments as f64,
-      head: v.head.map(Into::into),
-      problems: v.problems.into_iter().map(Into::into).collect(),
-      torn_tail: v.torn_tail.map(Into::into),
-      checkpoint: v.checkpoint.map(Into::into),
-    }
-  }
-}
+js_from!(|v: core::AuditVerification| AuditVerification {
+  ok,
+  entries: f64,
+  segments: f64,
+  head => each,
+  problems => each,
+  torn_tail => each,
+  checkpoint => each,
+});
 
 /// Who signed a checkpoint, and the signature (Ed25519 over
 /// `"loa-core/audit-checkpoint/v1\0"` + the RFC 8785 bytes of the checkpoint without it).
@@ -185,22 +172,9 @@ pub struct AuditCheckpoint {
   pub signature: AuditCheckpointSignature,
 }
 
-impl From<core::Checkpoint> for AuditCheckpoint {
-  fn from(c: core::Checkpoint) -> AuditCheckpoint {
-    AuditCheckpoint {
-      version: c.version,
-      seq: c.seq as f64,
-      hash: c.hash,
-      ts: c.ts,
-      alg: c.alg,
-      signature: AuditCheckpointSignature {
-        algorithm: c.signature.algorithm,
-        key_id: c.signature.key_id,
-        value: c.signature.value,
-      },
-    }
-  }
-}
+js_from!(|s: core::CheckpointSignature| AuditCheckpointSignature { algorithm, key_id, value });
+
+js_from!(|c: core::Checkpoint| AuditCheckpoint { version, seq: f64, hash, ts, alg, signature => into });
 
 /// Options of `AuditLog.verify` / `verifyAuditLog`.
 #[napi(object, object_to_js = false)]
@@ -218,21 +192,19 @@ pub struct VerifyAuditLogOptions {
 }
 
 /// What a verification is given (the keys of a ring are read when it runs).
+#[derive(Default)]
 struct Verifying {
   hmac_key: Option<Zeroizing<Vec<u8>>>,
   expected_head: Option<Head>,
   keys: Option<Keys>,
 }
 
-impl TryFrom<Option<Obj<VerifyAuditLogOptions>>> for Verifying {
+impl TryFrom<VerifyAuditLogOptions> for Verifying {
   type Error = LoaError;
 
-  fn try_from(options: Option<Obj<VerifyAuditLogOptions>>) -> Result<Verifying> {
-    let Some(Obj(o)) = options else { return Ok(Verifying { hmac_key: None, expected_head: None, keys: None }) };
+  fn try_from(o: VerifyAuditLogOptions) -> Result<Verifying> {
     let hmac_key = o.hmac_key.flatten().map(|k| k.0);
-    if hmac_key.as_ref().is_some_and(|k| k.len() < core::MIN_HMAC_KEY_BYTES) {
-      return invalid(format!("`hmacKey` must be at least {} bytes", core::MIN_HMAC_KEY_BYTES));
-    }
+    core::check_hmac_key(hmac_key.as_deref().map(Vec::as_slice))?;
     Ok(Verifying { hmac_key, expected_head: o.expected_head.flatten().map(|h| h.0.into()), keys: o.keys.flatten() })
   }
 }
@@ -252,7 +224,7 @@ impl Verifying {
 }
 
 fn verifying(options: Option<Unknown>) -> Result<Verifying> {
-  opt_arg::<Obj<VerifyAuditLogOptions>>(options, "options")?.try_into()
+  opt_object::<VerifyAuditLogOptions, _>(options, "options")
 }
 
 /// A hash-chained, append-only audit log in a directory of segments
@@ -281,10 +253,8 @@ impl AuditLog {
   #[napi(factory, ts_args_type = "dir: string, options?: AuditLogOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<AuditLog> {
     sync(&env, || {
-      let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
-      let options =
-        opt_arg::<Obj<AuditLogOpenOptions>>(options, "options")?.map_or_else(AuditOptions::default, |o| o.0.into());
-      core::AuditLog::open(&dir, options).map(|inner| AuditLog { inner })
+      let options = opt_object::<AuditLogOpenOptions, _>(options, "options")?;
+      core::AuditLog::open(&path(dir, "dir")?, options).map(|inner| AuditLog { inner })
     })
   }
 
@@ -305,7 +275,7 @@ impl AuditLog {
   /// other processes' appends (`E_WAL_LOCKED` after `lockTimeoutMs`).
   #[napi(ts_args_type = "event: AuditEventInput", ts_return_type = "AuditHead")]
   pub fn append(&self, env: Env, event: Unknown) -> napi::Result<AuditHead> {
-    sync(&env, || self.inner.append(&arg::<Obj<AuditEventInput>>(event, "event")?.0.try_into()?)).map(Into::into)
+    sync(&env, || self.inner.append(&object::<AuditEventInput, _>(event, "event")?)).map(Into::into)
   }
 
   /// Where the chain ends now.
@@ -343,7 +313,7 @@ impl AuditLog {
 #[napi(ts_args_type = "dir: string, options?: VerifyAuditLogOptions")]
 pub fn verify_audit_log(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<AuditVerification> {
   sync(&env, || {
-    let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
+    let dir = path(dir, "dir")?;
     verifying(options)?.run(|o| core::verify_with(&dir, o))
   })
 }

@@ -1,15 +1,14 @@
 //! `planCompaction` and `readSkillContextPolicy`.
 
-use std::path::PathBuf;
-
 use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::convert::{arg, member, opt_arg, refuse, string_union, type_of, Bool, Choice, Int, List, Num, Obj, Str};
+use super::convert::{
+  self, arg, js_from, member, opt_object, refuse, string_union, type_of, Bool, Choice, Given, Int, List, Num, Obj, Str,
+};
 use super::sync;
 use crate::compaction::{self as core, ClearTarget as Target, RuntimeSignalsConfig};
-use crate::error::Result;
 
 string_union! {
   "Kinds of context items context editing may clear."
@@ -53,8 +52,8 @@ impl From<ContextPart> for core::ContextPart {
       target: p.target.0,
       tokens: p.tokens.0,
       turn: p.turn.0,
-      phase: p.phase.flatten().map(String::from),
-      artifact: p.artifact.flatten().map(String::from),
+      phase: p.phase.given(),
+      artifact: p.artifact.given(),
     }
   }
 }
@@ -129,27 +128,16 @@ pub struct CompactionPolicy {
 impl From<CompactionPolicy> for core::CompactionPolicy {
   fn from(p: CompactionPolicy) -> core::CompactionPolicy {
     let d = core::CompactionPolicy::default();
-    let names = |l: Option<Option<List<Str>>>, default: Vec<String>| l.flatten().map_or(default, List::into);
-    // A target listed twice is cleared in the place of its first mention.
-    let targets = p.clear_targets.flatten().map(|l| {
-      let mut targets: Vec<Target> = Vec::new();
-      for t in l.0 {
-        if !targets.contains(&t.0.into()) {
-          targets.push(t.0.into());
-        }
-      }
-      targets
-    });
     core::CompactionPolicy {
-      enabled: p.enabled.flatten().map_or(d.enabled, |b| b.0),
-      context_window_tokens: p.context_window_tokens.flatten().map_or(d.context_window_tokens, |n| n.0),
-      compact_threshold_percent: p.compact_threshold_percent.flatten().map_or(d.compact_threshold_percent, |n| n.0),
-      preserve_recent_turns: p.preserve_recent_turns.flatten().map_or(d.preserve_recent_turns, |n| n.0),
-      clear_targets: targets.unwrap_or(d.clear_targets),
-      preserve_artifacts: names(p.preserve_artifacts, d.preserve_artifacts),
-      clear_after_phases: names(p.clear_after_phases, d.clear_after_phases),
-      completed_phases: names(p.completed_phases, d.completed_phases),
-      current_turn: p.current_turn.flatten().map(|n| n.0).or(d.current_turn),
+      enabled: p.enabled.given().unwrap_or(d.enabled),
+      context_window_tokens: p.context_window_tokens.given().unwrap_or(d.context_window_tokens),
+      compact_threshold_percent: p.compact_threshold_percent.given().unwrap_or(d.compact_threshold_percent),
+      preserve_recent_turns: p.preserve_recent_turns.given().unwrap_or(d.preserve_recent_turns),
+      clear_targets: p.clear_targets.given().map_or(d.clear_targets, |t: Vec<Target>| Target::first_mentions(t)),
+      preserve_artifacts: p.preserve_artifacts.given().unwrap_or(d.preserve_artifacts),
+      clear_after_phases: p.clear_after_phases.given().unwrap_or(d.clear_after_phases),
+      completed_phases: p.completed_phases.given().unwrap_or(d.completed_phases),
+      current_turn: p.current_turn.given().or(d.current_turn),
       runtime_signals: p.runtime_signals.flatten().map_or(d.runtime_signals, |s| s.0),
     }
   }
@@ -219,31 +207,23 @@ pub struct CompactionPlan {
   pub message: String,
 }
 
-impl From<core::CompactionPlan> for CompactionPlan {
-  fn from(p: core::CompactionPlan) -> CompactionPlan {
-    CompactionPlan {
-      clear: p
-        .clear
-        .into_iter()
-        .map(|s| CompactionStep { id: s.id, target: s.target, tokens: s.tokens as f64, turn: s.turn as f64 })
-        .collect(),
-      tokens_before: p.tokens_before as f64,
-      tokens_freed: p.tokens_freed as f64,
-      tokens_after: p.tokens_after as f64,
-      threshold_tokens: p.threshold_tokens as f64,
-      needed: p.needed,
-      under_threshold: p.under_threshold,
-      signal: p.signal,
-      protected: p
-        .protected
-        .into_iter()
-        .map(|k| CompactionKeptPart { id: k.id, tokens: k.tokens as f64, reason: k.reason.as_str().to_string() })
-        .collect(),
-      protected_tokens: p.protected_tokens as f64,
-      message: p.message,
-    }
-  }
-}
+js_from!(|s: core::ClearStep| CompactionStep { id, target, tokens: f64, turn: f64 });
+
+js_from!(|k: core::KeptPart| CompactionKeptPart { id, tokens: f64, reason = k.reason.as_str().to_string() });
+
+js_from!(|p: core::CompactionPlan| CompactionPlan {
+  clear => each,
+  tokens_before: f64,
+  tokens_freed: f64,
+  tokens_after: f64,
+  threshold_tokens: f64,
+  needed,
+  under_threshold,
+  signal,
+  protected => each,
+  protected_tokens: f64,
+  message,
+});
 
 /// What `readSkillContextPolicy` found.
 #[napi(object, object_from_js = false, use_nullable = true)]
@@ -260,15 +240,7 @@ pub struct SkillContextPolicy {
   pub warnings: Vec<String>,
 }
 
-impl From<core::SkillContextPolicy> for SkillContextPolicy {
-  fn from(s: core::SkillContextPolicy) -> SkillContextPolicy {
-    SkillContextPolicy { name: s.name, found: s.found, policy: s.policy.into(), warnings: s.warnings }
-  }
-}
-
-fn policy(value: Option<Unknown>, name: &str) -> Result<core::CompactionPolicy> {
-  Ok(opt_arg::<Obj<CompactionPolicy>>(value, name)?.map_or_else(Default::default, |p| p.0.into()))
-}
+js_from!(|s: core::SkillContextPolicy| SkillContextPolicy { name, found, policy => into, warnings });
 
 /// Plans which parts of the context to clear, in order, to get below the compaction threshold
 /// (default 80 % of a 200K window): clear targets in the policy's priority order (stale tool
@@ -281,7 +253,7 @@ pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> nap
   sync(&env, || {
     let parts: Vec<core::ContextPart> =
       arg::<List<Obj<ContextPart>>>(items, "items")?.0.into_iter().map(|p| p.0.into()).collect();
-    core::plan_compaction(&parts, &self::policy(policy, "policy")?)
+    core::plan_compaction(&parts, &opt_object::<CompactionPolicy, _>(policy, "policy")?)
   })
   .map(Into::into)
 }
@@ -295,8 +267,7 @@ pub fn plan_compaction(env: Env, items: Unknown, policy: Option<Unknown>) -> nap
 #[napi(ts_args_type = "path: string, base?: CompactionPolicy")]
 pub fn read_skill_context_policy(env: Env, path: Unknown, base: Option<Unknown>) -> napi::Result<SkillContextPolicy> {
   sync(&env, || {
-    let path = PathBuf::from(arg::<Str>(path, "path")?.0);
-    core::read_skill_context_policy(&path, &policy(base, "base")?)
+    core::read_skill_context_policy(&convert::path(path, "path")?, &opt_object::<CompactionPolicy, _>(base, "base")?)
   })
   .map(Into::into)
 }

@@ -3,12 +3,10 @@
 //! declaration against the serde output, which crosses through napi-rs's serde support: our own
 //! data, nested a few levels deep).
 
-use std::path::PathBuf;
-
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, Str};
+use super::convert::{arg, path, Str};
 use super::sync;
 use crate::config::LoadedConfig;
 use crate::error::{LoaError, Result};
@@ -24,7 +22,7 @@ fn to_js(loaded: LoadedConfig) -> Result<serde_json::Value> {
 /// `E_CONFIG_INVALID` with `key` set to its dotted name.
 #[napi(ts_args_type = "workspaceDir: string", ts_return_type = "LoadedConfig")]
 pub fn load_config(env: Env, workspace_dir: Unknown) -> napi::Result<serde_json::Value> {
-  sync(&env, || to_js(crate::config::load_config(&PathBuf::from(arg::<Str>(workspace_dir, "workspaceDir")?.0))?))
+  sync(&env, || to_js(crate::config::load_config(&path(workspace_dir, "workspaceDir")?)?))
 }
 
 /// Same as `loadConfig`, from YAML text (for tools that hold the text already).

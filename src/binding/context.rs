@@ -20,10 +20,10 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, Choice, Int, Num, Obj};
+use super::convert::{object, Choice, Given, Int, Num};
 use super::glue::{self, call, check, get, napi_failed};
 use super::tokens::TokenEncoding;
-use super::{clear_pending_exception, strings, sync};
+use super::{clear_pending_exception, strings, sync, RawJs};
 use crate::context::{
   self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text,
 };
@@ -31,22 +31,7 @@ use crate::error::{LoaError, Result};
 use crate::tokens;
 
 /// A list of candidates, handed as it is to the JavaScript helper that checks it.
-pub struct Candidates(sys::napi_value);
-
-impl TypeName for Candidates {
-  fn type_name() -> &'static str {
-    "Array"
-  }
-  fn value_type() -> napi::ValueType {
-    napi::ValueType::Object
-  }
-}
-
-impl FromNapiValue for Candidates {
-  unsafe fn from_napi_value(_env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-    Ok(Candidates(value))
-  }
-}
+type Candidates = RawJs;
 
 /// Input of `buildContext`.
 #[napi(object, object_to_js = false)]
@@ -75,24 +60,26 @@ pub struct BuildContextInput {
   pub min_truncated_tokens: Option<Option<Int>>,
 }
 
-impl TryFrom<&BuildContextInput> for ContextOptions {
+/// The options, and the session and learning candidates.
+impl TryFrom<BuildContextInput> for (ContextOptions, Candidates, Candidates) {
   type Error = LoaError;
 
-  fn try_from(i: &BuildContextInput) -> Result<ContextOptions> {
+  fn try_from(i: BuildContextInput) -> Result<(ContextOptions, Candidates, Candidates)> {
     let d = ContextOptions::default();
-    Ok(ContextOptions {
-      budget: i.budget.flatten().map_or(d.budget, |n| n.0),
-      session_share: i.session_share.flatten().map_or(d.session_share, |n| n.0),
-      encoding: i.encoding.as_ref().and_then(|e| e.as_ref()).map_or(d.encoding, |e| e.0.into()),
+    let options = ContextOptions {
+      budget: i.budget.given().unwrap_or(d.budget),
+      session_share: i.session_share.given().unwrap_or(d.session_share),
+      encoding: i.encoding.given().unwrap_or(d.encoding),
       safety_margin: i
         .safety_margin
-        .flatten()
-        .map(|m| tokens::check_margin(m.0, "safetyMargin"))
+        .given()
+        .map(|m| tokens::check_margin(m, "safetyMargin"))
         .transpose()?
         .unwrap_or(0.0),
-      min_truncated_tokens: i.min_truncated_tokens.flatten().map_or(d.min_truncated_tokens, |n| n.0),
+      min_truncated_tokens: i.min_truncated_tokens.given().unwrap_or(d.min_truncated_tokens),
       header: None,
-    })
+    };
+    Ok((options, i.sessions, i.learnings))
   }
 }
 
@@ -228,17 +215,16 @@ unsafe fn line_break_in(env: sys::napi_env, list: sys::napi_value, list_name: &s
 }
 
 unsafe fn build(env: &Env, input: Unknown) -> Result<sys::napi_value> {
-  let input = arg::<Obj<BuildContextInput>>(input, "input")?.0;
-  let options = ContextOptions::try_from(&input)?;
+  let (options, sessions, learnings) = object::<BuildContextInput, (_, _, _)>(input, "input")?;
   let raw = env.raw();
   let glue = glue::load(env, &GLUE)?;
 
-  let s = checked(raw, call(raw, glue, c"sessions", &[input.sessions.0])?)?;
+  let s = checked(raw, call(raw, glue, c"sessions", &[sessions.0])?)?;
   let s_joined = glue_string(raw, get(raw, s, c"timestamps")?, "timestamps")?;
   let s_importance: &[f64] = typed_array(raw, get(raw, s, c"importance")?)?;
   let s_timestamps = split_n(&s_joined, s_importance.len())
     .ok_or_else(|| line_break_in(raw, get(raw, s, c"list").unwrap_or(ptr::null_mut()), "sessions", "timestamp"))?;
-  let l = checked(raw, call(raw, glue, c"learnings", &[input.learnings.0])?)?;
+  let l = checked(raw, call(raw, glue, c"learnings", &[learnings.0])?)?;
   let l_joined = glue_string(raw, get(raw, l, c"lastUsed")?, "lastUsed")?;
   let l_used: &[u8] = typed_array(raw, get(raw, l, c"used")?)?;
   let l_importance: &[f64] = typed_array(raw, get(raw, l, c"importance")?)?;
@@ -335,8 +321,7 @@ unsafe fn array(raw: sys::napi_env, values: Vec<napi::Result<sys::napi_value>>) 
 ///
 /// Throws `E_INVALID_ARGUMENT` naming the field (`sessions[3].timestamp`) for bad input.
 #[napi(ts_args_type = "input: BuildContextInput", ts_return_type = "BuiltContext")]
-pub fn build_context<'a>(env: Env, input: Unknown<'a>) -> napi::Result<Unknown<'a>> {
-  // SAFETY: on the JS thread with its env; the value returned was made in this call.
-  let value = sync(&env, || unsafe { build(&env, input) })?;
-  Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+pub fn build_context(env: Env, input: Unknown) -> napi::Result<RawJs> {
+  // SAFETY: on the JS thread with its env.
+  sync(&env, || unsafe { build(&env, input) }).map(RawJs)
 }

@@ -1,7 +1,7 @@
-//! JavaScript values in: every argument of every export is converted here, by napi-rs's own
-//! conversion of the declared shape, and every failure becomes one `E_INVALID_ARGUMENT` that
-//! names the argument and the field (`options.gates.minConfidence`, `items[3].tokens`) and
-//! never a value.
+//! JavaScript values in, and the core's results out. Every argument of every export is
+//! converted here, by napi-rs's own conversion of the declared shape, and every failure becomes
+//! one `E_INVALID_ARGUMENT` that names the argument and the field (`options.gates.minConfidence`,
+//! `items[3].tokens`) and never a value.
 //!
 //! How the pieces fit:
 //!
@@ -9,9 +9,12 @@
 //!   and napi-rs's generated `FromNapiValue` is the parser. Its fields are the small types of
 //!   this module ([`Str`], [`Int`], [`Bytes`], [`Json`], ...), each of which applies one rule of
 //!   ours and says what it expected; the struct converts into the part's own type with one
-//!   `From`/`TryFrom` (checks that need the crate error live there).
+//!   `From`/`TryFrom` (checks that need the crate error live there), reading each optional field
+//!   with [`Given::given`]. A result shape is filled from the core's type by one `From`, written
+//!   with [`js_from!`].
 //! - Exports take `Unknown` and declare the TypeScript argument with `ts_args_type`; inside the
-//!   panic guard they call [`arg`] / [`opt_arg`]. A typed parameter would be converted by
+//!   panic guard they call [`object`] / [`opt_object`] (a shape and its conversion into the
+//!   core's type) or [`arg`] / [`opt_arg`] (a single value). A typed parameter would be converted by
 //!   napi-rs's wrapper before our code runs, failing with napi-rs's status and message, and a
 //!   promise-returning export would throw instead of rejecting. napi-rs names a field type by
 //!   its Rust name, so fields of these types carry `ts_type`.
@@ -52,6 +55,29 @@ pub fn arg<T: FromNapiValue>(value: Unknown, name: &str) -> Result<T> {
 /// An optional argument: absent, `undefined` and `null` are `None`.
 pub fn opt_arg<T: FromNapiValue>(value: Option<Unknown>, name: &str) -> Result<Option<T>> {
   Ok(value.map(|v| arg::<Option<T>>(v, name)).transpose()?.flatten())
+}
+
+/// The object argument `value` read as the JS shape `J` and converted into `T` (its one
+/// `From`/`TryFrom`).
+pub fn object<J: FromNapiValue, T: TryFrom<J>>(value: Unknown, name: &str) -> Result<T>
+where
+  LoaError: From<T::Error>,
+{
+  Ok(T::try_from(arg::<Obj<J>>(value, name)?.0)?)
+}
+
+/// An optional options argument read as the JS shape `J` and converted into `T`; absent,
+/// `undefined` and `null` give `T::default()`.
+pub fn opt_object<J: FromNapiValue, T: TryFrom<J> + Default>(value: Option<Unknown>, name: &str) -> Result<T>
+where
+  LoaError: From<T::Error>,
+{
+  Ok(opt_arg::<Obj<J>>(value, name)?.map(|o| T::try_from(o.0)).transpose()?.unwrap_or_default())
+}
+
+/// A path argument (a string; a lone surrogate is refused).
+pub fn path(value: Unknown, name: &str) -> Result<std::path::PathBuf> {
+  Ok(arg::<Str>(value, name)?.0.into())
 }
 
 /// [`opt_arg`] for an options object whose fields errors name on their own (`allowlist[1]`,
@@ -389,12 +415,6 @@ impl<T: FromNapiValue> FromNapiValue for Obj<T> {
   }
 }
 
-impl<T: ToNapiValue> ToNapiValue for Obj<T> {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    T::to_napi_value(env, val.0)
-  }
-}
-
 /// An array converted element by element; a failure names the element (` at [i]`).
 pub struct List<T>(pub Vec<T>);
 type_name!(List<T>, "Array", Object);
@@ -427,22 +447,40 @@ impl<T: ToNapiValue> ToNapiValue for List<T> {
   }
 }
 
-impl<T> List<T> {
-  /// The elements converted, e.g. `List<Str>` into `Vec<String>`.
-  pub fn into<U: From<T>>(self) -> Vec<U> {
-    self.0.into_iter().map(U::from).collect()
+/// Unwraps a field type into the core's value (`Int` into `u64`, `Str` into `String`, ...).
+macro_rules! unwrap_into {
+  ($($ty:ident => $core:ty,)*) => {$(
+    impl From<$ty> for $core {
+      fn from(v: $ty) -> $core {
+        v.0
+      }
+    }
+  )*};
+}
+unwrap_into! {
+  Str => String,
+  Text => String,
+  Int => u64,
+  Num => f64,
+  Bool => bool,
+}
+
+/// The elements converted, e.g. `List<Str>` into `Vec<String>`.
+impl<T, U: From<T>> From<List<T>> for Vec<U> {
+  fn from(list: List<T>) -> Vec<U> {
+    list.0.into_iter().map(U::from).collect()
   }
 }
 
-impl From<Str> for String {
-  fn from(s: Str) -> String {
-    s.0
-  }
+/// An optional field of a JS shape (`Option<Option<T>>`: absent, `undefined` and `null` are all
+/// `None`) as the core's value.
+pub trait Given<T> {
+  fn given(self) -> Option<T>;
 }
 
-impl From<Text> for String {
-  fn from(s: Text) -> String {
-    s.0
+impl<F: Into<T>, T> Given<T> for Option<Option<F>> {
+  fn given(self) -> Option<T> {
+    self.flatten().map(Into::into)
   }
 }
 
@@ -514,6 +552,12 @@ macro_rules! string_union {
       }
     }
 
+    impl From<$crate::binding::convert::Choice<$name>> for $core {
+      fn from(value: $crate::binding::convert::Choice<$name>) -> $core {
+        value.0.into()
+      }
+    }
+
     impl From<$core> for $name {
       fn from(value: $core) -> $name {
         match value {
@@ -576,3 +620,82 @@ pub unsafe fn member<T: FromNapiValue>(
   check(sys::napi_get_named_property(env, object, key.as_ptr(), &mut value)).map_err(decorate)?;
   Option::<T>::from_napi_value(env, value).map_err(decorate)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Results out: each result shape is a `#[napi(object)]` struct filled from the core's type by
+// one `From`, which [`js_from!`] writes for the fields that only move or widen.
+// ---------------------------------------------------------------------------------------------
+
+/// A count or size of the core as the JS number type of a result field: `f64` (counts stay far
+/// below 2^53, where a JS number is exact) or `u32`, saturating.
+pub trait JsNumber<T> {
+  fn js(self) -> T;
+}
+
+macro_rules! js_number {
+  ($($from:ty),*) => {$(
+    impl JsNumber<f64> for $from {
+      fn js(self) -> f64 {
+        self as f64
+      }
+    }
+
+    impl JsNumber<u32> for $from {
+      fn js(self) -> u32 {
+        u32::try_from(self).unwrap_or(u32::MAX)
+      }
+    }
+  )*};
+}
+js_number!(u32, u64, usize);
+
+impl JsNumber<f64> for i64 {
+  fn js(self) -> f64 {
+    self as f64
+  }
+}
+
+impl<A: JsNumber<B>, B> JsNumber<Option<B>> for Option<A> {
+  fn js(self) -> Option<B> {
+    self.map(A::js)
+  }
+}
+
+/// Each element of a list, or the value of an option, converted with `Into`.
+pub trait Each<T> {
+  fn each(self) -> T;
+}
+
+impl<A: Into<B>, B> Each<Vec<B>> for Vec<A> {
+  fn each(self) -> Vec<B> {
+    self.into_iter().map(Into::into).collect()
+  }
+}
+
+impl<A: Into<B>, B> Each<Option<B>> for Option<A> {
+  fn each(self) -> Option<B> {
+    self.map(Into::into)
+  }
+}
+
+/// `js_from!(|v: core::X| X { a, b: f64, c => into, d => each, e = expr })` implements
+/// `From<core::X> for X`: `a` moves the core's field of that name, `b: f64` widens a count to a
+/// JS number ([`JsNumber`]), `c => into` converts it with `Into`, `d => each` converts the
+/// elements of a list or option ([`Each`]), and `e = expr` computes it from `v`.
+macro_rules! js_from {
+  (|$v:ident: $core:ty| $js:ident {
+    $($field:ident $(: $num:ty)? $(=> $conv:ident)? $(= $value:expr)?),* $(,)?
+  }) => {
+    impl From<$core> for $js {
+      fn from($v: $core) -> $js {
+        $js { $($field: $crate::binding::convert::js_from!(@ [$($num)?] [$($conv)?] [$($value)?] $v.$field)),* }
+      }
+    }
+  };
+  (@ [] [] [] $e:expr) => { $e };
+  (@ [$num:ty] [] [] $e:expr) => { $crate::binding::convert::JsNumber::<$num>::js($e) };
+  (@ [] [into] [] $e:expr) => { ($e).into() };
+  (@ [] [each] [] $e:expr) => { $crate::binding::convert::Each::each($e) };
+  (@ [] [] [$value:expr] $e:expr) => { $value };
+}
+pub(crate) use js_from;

@@ -5,10 +5,10 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::convert::{arg, member, type_of, Int, Json, Obj, Str};
+use super::convert::{js_from, member, object, type_of, Given, Int, Json, Obj, Str};
 use super::gates::{GateName, GateOptions};
 use super::memory::{MemoryEntry, MemoryRedactionOptions, MemoryWorkspaceOptions, Workspace};
-use super::{sync, CoreTask};
+use super::{sync, sync_twin, CoreTask};
 use crate::dead_letter as core;
 use crate::error::Result;
 use crate::memory::{MemoryStore, StoreOptions};
@@ -36,7 +36,7 @@ struct Queue {
 impl From<DeadLetterOptions> for Queue {
   fn from(o: DeadLetterOptions) -> Queue {
     Queue {
-      queue: core::DeadLetterQueue::new(o.workspace_dir.0, o.lock_timeout_ms.flatten().map(|n| n.0)),
+      queue: core::DeadLetterQueue::new(o.workspace_dir.0, o.lock_timeout_ms.given()),
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
   }
@@ -82,7 +82,7 @@ impl From<DeadLetterReplayOptions> for Replay {
     });
     workspace.overrides.gates = o.gates.flatten().map(|g| g.0.into()).unwrap_or_default();
     Replay {
-      queue: core::DeadLetterQueue::new(workspace.dir.clone(), lock_timeout_ms.map(|n| n.0)),
+      queue: core::DeadLetterQueue::new(workspace.dir.clone(), lock_timeout_ms.map(u64::from)),
       workspace,
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
@@ -108,11 +108,7 @@ pub struct DeadLetterError {
   pub message: String,
 }
 
-impl From<core::LetterError> for DeadLetterError {
-  fn from(e: core::LetterError) -> DeadLetterError {
-    DeadLetterError { code: e.code, message: e.message }
-  }
-}
+js_from!(|e: core::LetterError| DeadLetterError { code, message });
 
 /// A string member taken only when it is a string (`undefined` otherwise).
 struct StrIfAny(Option<String>);
@@ -160,7 +156,7 @@ impl From<DeadLetterInput> for core::NewDeadLetter {
     core::NewDeadLetter {
       session_id: l.session_id.0,
       entry: l.entry.0.into(),
-      attempts: l.attempts.flatten().map_or(1, |n| n.0.min(u64::from(u32::MAX)) as u32),
+      attempts: l.attempts.given().map_or(1, |n: u64| n.min(u64::from(u32::MAX)) as u32),
       error: l.error.flatten().map(|e| e.0 .0),
     }
   }
@@ -182,19 +178,15 @@ pub struct DeadLetterEntry {
   pub metadata: Option<Json>,
 }
 
-impl From<core::LetterEntry> for DeadLetterEntry {
-  fn from(e: core::LetterEntry) -> DeadLetterEntry {
-    DeadLetterEntry {
-      memory_type: e.memory_type,
-      content: e.content,
-      tags: e.tags,
-      agent_id: e.agent_id,
-      confidence: e.confidence,
-      timestamp: e.timestamp,
-      metadata: e.metadata.map(Json),
-    }
-  }
-}
+js_from!(|e: core::LetterEntry| DeadLetterEntry {
+  memory_type,
+  content,
+  tags,
+  agent_id,
+  confidence,
+  timestamp,
+  metadata = e.metadata.map(Json),
+});
 
 /// A redacted value's kind and keyed fingerprint (never the value).
 #[napi(object, object_from_js = false)]
@@ -223,25 +215,19 @@ pub struct DeadLetter {
   pub last_attempt_at: String,
 }
 
-impl From<core::DeadLetter> for DeadLetter {
-  fn from(l: core::DeadLetter) -> DeadLetter {
-    DeadLetter {
-      id: l.id,
-      session_id: l.session_id,
-      entry: l.entry.into(),
-      blocked: l.blocked,
-      findings: l
-        .findings
-        .into_iter()
-        .map(|f| DeadLetterFinding { field: f.field, kind: f.kind, fingerprint: f.fingerprint })
-        .collect(),
-      attempts: l.attempts,
-      error: l.error.map(Into::into),
-      first_failed_at: l.first_failed_at,
-      last_attempt_at: l.last_attempt_at,
-    }
-  }
-}
+js_from!(|f: core::LetterFinding| DeadLetterFinding { field, kind, fingerprint });
+
+js_from!(|l: core::DeadLetter| DeadLetter {
+  id,
+  session_id,
+  entry => into,
+  blocked,
+  findings => each,
+  attempts,
+  error => each,
+  first_failed_at,
+  last_attempt_at,
+});
 
 /// A line of the queue that is not a letter this version can replay (damaged, cut short, or
 /// written by a newer version). Kept byte for byte.
@@ -253,11 +239,7 @@ pub struct DeadLetterUnreadable {
   pub reason: String,
 }
 
-impl From<core::UnreadableLine> for DeadLetterUnreadable {
-  fn from(u: core::UnreadableLine) -> DeadLetterUnreadable {
-    DeadLetterUnreadable { line: u.line.min(u32::MAX as usize) as u32, reason: u.reason }
-  }
-}
+js_from!(|u: core::UnreadableLine| DeadLetterUnreadable { line: u32, reason });
 
 /// What `listDeadLetters` found.
 #[napi(object, object_from_js = false)]
@@ -287,19 +269,15 @@ pub struct DeadLetterReplayResult {
   pub attempts: u32,
 }
 
-impl From<core::ReplayResult> for DeadLetterReplayResult {
-  fn from(x: core::ReplayResult) -> DeadLetterReplayResult {
-    DeadLetterReplayResult {
-      id: x.id,
-      session_id: x.session_id,
-      outcome: x.outcome.as_str().to_string(),
-      memory_id: x.memory_id,
-      failed_gates: x.failed_gates.into_iter().map(Into::into).collect(),
-      error: x.error.map(Into::into),
-      attempts: x.attempts,
-    }
-  }
-}
+js_from!(|x: core::ReplayResult| DeadLetterReplayResult {
+  id,
+  session_id,
+  outcome = x.outcome.as_str().to_string(),
+  memory_id,
+  failed_gates => each,
+  error => each,
+  attempts,
+});
 
 /// What `replayDeadLetters` did. Counts and ids only, never content.
 #[napi(object, object_from_js = false)]
@@ -333,11 +311,11 @@ impl From<core::ReplayReport> for DeadLetterReplay {
 }
 
 fn queue(options: Unknown) -> Result<Queue> {
-  Ok(arg::<Obj<DeadLetterOptions>>(options, "options")?.0.into())
+  object::<DeadLetterOptions, _>(options, "options")
 }
 
 fn append_args(options: Unknown, letter: Unknown) -> Result<(Queue, core::NewDeadLetter)> {
-  Ok((queue(options)?, arg::<Obj<DeadLetterInput>>(letter, "letter")?.0.into()))
+  Ok((queue(options)?, object::<DeadLetterInput, _>(letter, "letter")?))
 }
 
 fn append((q, letter): (Queue, core::NewDeadLetter)) -> Result<DeadLetter> {
@@ -345,7 +323,7 @@ fn append((q, letter): (Queue, core::NewDeadLetter)) -> Result<DeadLetter> {
 }
 
 fn replay(options: Unknown) -> Result<Replay> {
-  Ok(arg::<Obj<DeadLetterReplayOptions>>(options, "options")?.0.into())
+  object::<DeadLetterReplayOptions, _>(options, "options")
 }
 
 /// Puts a capture that could not be stored into the workspace's dead-letter queue
@@ -363,7 +341,7 @@ pub fn append_dead_letter(env: Env, options: Unknown, letter: Unknown) -> AsyncT
 /// Synchronous twin of `appendDeadLetter`.
 #[napi(ts_args_type = "options: DeadLetterOptions, letter: DeadLetterInput")]
 pub fn append_dead_letter_sync(env: Env, options: Unknown, letter: Unknown) -> napi::Result<DeadLetter> {
-  sync(&env, || append(append_args(options, letter)?))
+  sync_twin(&env, || append_args(options, letter), append)
 }
 
 /// The captures waiting in a workspace's dead-letter queue (none when there is no queue),
@@ -394,5 +372,5 @@ pub fn replay_dead_letters(env: Env, options: Unknown) -> AsyncTask<CoreTask<Dea
 /// Synchronous twin of `replayDeadLetters`.
 #[napi(ts_args_type = "options: DeadLetterReplayOptions")]
 pub fn replay_dead_letters_sync(env: Env, options: Unknown) -> napi::Result<DeadLetterReplay> {
-  sync(&env, || replay(options)?.run())
+  sync_twin(&env, || replay(options), Replay::run)
 }

@@ -6,9 +6,9 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, Bytes, Int, Obj, Str};
-use super::{sync, CoreTask};
-use crate::error::{invalid, Result};
+use super::convert::{self, arg, opt_object, Bytes, Given, Int};
+use super::{sync_twin, CoreTask};
+use crate::error::Result;
 
 /// Options of `writeFileAtomic`.
 #[napi(object, object_to_js = false)]
@@ -24,15 +24,21 @@ struct Write {
   mode: Option<u32>,
 }
 
+/// The permission mode, if given.
+impl TryFrom<WriteFileAtomicOptions> for Option<u32> {
+  type Error = crate::LoaError;
+
+  fn try_from(o: WriteFileAtomicOptions) -> Result<Option<u32>> {
+    o.mode.given().map(crate::fsutil::file_mode).transpose()
+  }
+}
+
 fn write_args(path: Unknown, data: Unknown, options: Option<Unknown>) -> Result<Write> {
-  let path = PathBuf::from(arg::<Str>(path, "path")?.0);
-  let data = arg::<Bytes>(data, "data")?.0;
-  let options = opt_arg::<Obj<WriteFileAtomicOptions>>(options, "options")?;
-  let mode = match options.and_then(|o| o.0.mode.flatten()) {
-    Some(Int(mode)) if mode > 0o7777 => return invalid("`mode` must be a permission mode such as 0o600"),
-    mode => mode.map(|m| m.0 as u32),
-  };
-  Ok(Write { path, data, mode })
+  Ok(Write {
+    path: convert::path(path, "path")?,
+    data: arg::<Bytes>(data, "data")?.0,
+    mode: opt_object::<WriteFileAtomicOptions, _>(options, "options")?,
+  })
 }
 
 fn write(w: Write) -> Result<()> {
@@ -54,5 +60,5 @@ pub fn write_file_atomic(env: Env, path: Unknown, data: Unknown, options: Option
 /// Synchronous twin of `writeFileAtomic`: blocks until the new content is durable.
 #[napi(ts_args_type = "path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions")]
 pub fn write_file_atomic_sync(env: Env, path: Unknown, data: Unknown, options: Option<Unknown>) -> napi::Result<()> {
-  sync(&env, || write(write_args(path, data, options)?))
+  sync_twin(&env, || write_args(path, data, options), write)
 }

@@ -1,17 +1,15 @@
 //! `evaluateGates` and `contentHash`, and the gate shapes the memory binding shares.
 
-use std::collections::HashSet;
-
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, string_union, Choice, Int, List, Num, Obj, Text};
+use super::convert::{arg, js_from, object, opt_object, string_union, Choice, Given, Int, List, Num, Text};
 use super::memory::MemoryType;
 use super::sync;
 use crate::error::{LoaError, Result};
 use crate::gates::{self as core, Candidate, Gate, GateConfig, GateOverrides};
 use crate::memory::MemoryKind;
-use crate::timestamp::{now_ms, parse_rfc3339_ms};
+use crate::timestamp::parse_rfc3339_ms;
 
 string_union! {
   "The six quality gates, in the order they run."
@@ -52,11 +50,11 @@ impl TryFrom<GateCandidate> for Candidate {
   fn try_from(c: GateCandidate) -> Result<Candidate> {
     let candidate = Candidate {
       content: c.content.0,
-      memory_type: c.memory_type.flatten().map(|t| MemoryKind::from(t.0).as_str().to_string()),
-      confidence: c.confidence.flatten().map(|n| n.0),
-      timestamp_ms: c.timestamp.flatten().map(|t| parse_rfc3339_ms(&t.0, "timestamp")).transpose()?,
-      session_id: c.session_id.flatten().map(String::from),
-      tags: c.tags.flatten().map(List::into).unwrap_or_default(),
+      memory_type: c.memory_type.given().map(|t: MemoryKind| t.as_str().to_string()),
+      confidence: c.confidence.given(),
+      timestamp_ms: c.timestamp.given().map(|t: String| parse_rfc3339_ms(&t, "timestamp")).transpose()?,
+      session_id: c.session_id.given(),
+      tags: c.tags.given().unwrap_or_default(),
     };
     candidate.validate()?;
     Ok(candidate)
@@ -92,16 +90,14 @@ pub struct GateOptions {
 
 impl From<GateOptions> for GateOverrides {
   fn from(o: GateOptions) -> GateOverrides {
-    let num = |n: Option<Option<Num>>| n.flatten().map(|n| n.0);
-    let int = |n: Option<Option<Int>>| n.flatten().map(|n| n.0);
     GateOverrides {
-      min_confidence: num(o.min_confidence),
-      speculation_min_confidence: num(o.speculation_min_confidence),
-      min_content_length: int(o.min_content_length),
-      repetition_min_unique_ratio: num(o.repetition_min_unique_ratio),
-      repetition_min_words: int(o.repetition_min_words),
-      max_age_ms: int(o.max_age_ms),
-      instruction_boost: num(o.instruction_boost),
+      min_confidence: o.min_confidence.given(),
+      speculation_min_confidence: o.speculation_min_confidence.given(),
+      min_content_length: o.min_content_length.given(),
+      repetition_min_unique_ratio: o.repetition_min_unique_ratio.given(),
+      repetition_min_words: o.repetition_min_words.given(),
+      max_age_ms: o.max_age_ms.given(),
+      instruction_boost: o.instruction_boost.given(),
     }
   }
 }
@@ -127,11 +123,7 @@ pub struct GateResult {
   pub reason: String,
 }
 
-impl From<core::GateResult> for GateResult {
-  fn from(g: core::GateResult) -> GateResult {
-    GateResult { name: g.name.into(), pass: g.pass, reason: g.reason }
-  }
-}
+js_from!(|g: core::GateResult| GateResult { name => into, pass, reason });
 
 /// The verdict of all six gates.
 #[napi(object, object_from_js = false)]
@@ -146,24 +138,21 @@ pub struct GateEvaluation {
   pub tags: Vec<String>,
 }
 
-impl From<core::Evaluation> for GateEvaluation {
-  fn from(e: core::Evaluation) -> GateEvaluation {
-    GateEvaluation { pass: e.pass, score: e.score, gates: e.gates.into_iter().map(Into::into).collect(), tags: e.tags }
+js_from!(|e: core::Evaluation| GateEvaluation { pass, score, gates => each, tags });
+
+/// `(knownHashes, now)`.
+impl From<GateComparisonOptions> for (Vec<String>, Option<String>) {
+  fn from(c: GateComparisonOptions) -> (Vec<String>, Option<String>) {
+    (c.known_hashes.given().unwrap_or_default(), c.now.given())
   }
 }
 
 fn evaluate(candidate: Unknown, options: Option<Unknown>) -> Result<core::Evaluation> {
-  let candidate = Candidate::try_from(arg::<Obj<GateCandidate>>(candidate, "candidate")?.0)?;
+  let candidate: Candidate = object::<GateCandidate, _>(candidate, "candidate")?;
   // One object holds both option shapes; their fields are disjoint, so each is read once.
-  let overrides = opt_arg::<Obj<GateOptions>>(options, "options")?;
-  let comparison = opt_arg::<Obj<GateComparisonOptions>>(options, "options")?.map(|c| c.0);
-  let config = overrides.map_or_else(GateConfig::default, |o| GateOverrides::from(o.0).apply(GateConfig::default()));
-  config.validate()?;
-  let (known, now) = comparison.map_or((None, None), |c| (c.known_hashes.flatten(), c.now.flatten()));
-  let known: HashSet<String> =
-    known.map_or_else(Vec::new, |k| k.0).into_iter().map(|h| h.0.to_ascii_lowercase()).collect();
-  let now = now.map_or_else(|| Ok(now_ms()), |t| parse_rfc3339_ms(&t.0, "now"))?;
-  Ok(core::evaluate(&candidate, &config, &|h| known.contains(h), now))
+  let overrides = opt_object::<GateOptions, GateOverrides>(options, "options")?;
+  let (known, now) = opt_object::<GateComparisonOptions, (Vec<String>, Option<String>)>(options, "options")?;
+  core::evaluate_against(&candidate, &overrides.apply(GateConfig::default()), &known, now.as_deref())
 }
 
 /// Runs the six quality gates on a memory candidate: temporal, speculation, instruction,

@@ -36,7 +36,7 @@ use serde_json::{Map, Number, Value};
 
 use super::convert::{self, refuse_at, Json, Str};
 use super::strings::{self, Surrogates};
-use super::{guard, to_napi};
+use super::{guard, to_napi, RawJs};
 use crate::error::Result;
 use crate::jcs;
 
@@ -284,24 +284,6 @@ pub fn read_with_members(value: Unknown, name: &str) -> Result<(Value, Vec<(Stri
 impl ToNapiValue for Json {
   unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
     build(env, &val.0)
-  }
-}
-
-/// A JS value made on this thread during the current call, handed back as is.
-pub struct RawJs(pub sys::napi_value);
-
-impl TypeName for RawJs {
-  fn type_name() -> &'static str {
-    "Object"
-  }
-  fn value_type() -> napi::ValueType {
-    napi::ValueType::Object
-  }
-}
-
-impl ToNapiValue for RawJs {
-  unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    Ok(val.0)
   }
 }
 

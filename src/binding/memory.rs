@@ -13,10 +13,13 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, JsonObject, List, Num, Obj, Str, Text};
+use super::convert::{
+  arg, js_from, object, opt_object, string_union, Bool, Bytes, Choice, Given, Int, JsonObject, List, Num, Obj, Str,
+  Text,
+};
 use super::gates::{GateOptions, GateResult};
 use super::tokens::TokenEncoding;
-use super::{guard, js_error, sync, CoreTask};
+use super::{guard, sync, sync_twin, to_napi, CoreTask, RawJs};
 use crate::config::{store_options, MemoryOverrides};
 use crate::error::Result;
 use crate::memory::{self as core, MemoryKind, StoreOptions};
@@ -50,9 +53,9 @@ pub struct MemoryRedactionOptions {
 impl From<MemoryRedactionOptions> for RedactOptions {
   fn from(r: MemoryRedactionOptions) -> RedactOptions {
     RedactOptions {
-      allowlist: r.allowlist.flatten().map(List::into).unwrap_or_default(),
+      allowlist: r.allowlist.given().unwrap_or_default(),
       key: r.key.flatten().map(|k| k.0),
-      pseudonymize: r.pseudonymize.flatten().is_some_and(|p| p.0),
+      pseudonymize: r.pseudonymize.given().unwrap_or(false),
     }
   }
 }
@@ -119,9 +122,9 @@ impl From<MemoryWorkspaceOptions> for Workspace {
     Workspace {
       dir: PathBuf::from(o.workspace_dir.0),
       overrides: MemoryOverrides {
-        grimoires_dir: o.grimoires_dir.flatten().map(String::from),
-        wal_dir: o.wal_dir.flatten().map(String::from),
-        lock_timeout_ms: o.lock_timeout_ms.flatten().map(|n| n.0),
+        grimoires_dir: o.grimoires_dir.given(),
+        wal_dir: o.wal_dir.given(),
+        lock_timeout_ms: o.lock_timeout_ms.given(),
         gates: Default::default(),
       },
     }
@@ -186,12 +189,12 @@ pub struct MemoryEntry {
 impl From<MemoryEntry> for core::Entry {
   fn from(e: MemoryEntry) -> core::Entry {
     core::Entry {
-      kind: e.memory_type.0.into(),
+      kind: e.memory_type.into(),
       content: e.content.0,
-      agent_id: e.agent_id.flatten().map(String::from),
-      confidence: e.confidence.flatten().map(|n| n.0),
-      tags: e.tags.flatten().map(List::into).unwrap_or_default(),
-      timestamp: e.timestamp.flatten().map(String::from),
+      agent_id: e.agent_id.given(),
+      confidence: e.confidence.given(),
+      tags: e.tags.given().unwrap_or_default(),
+      timestamp: e.timestamp.given(),
       metadata: e.metadata.flatten().map(|m| serde_json::Value::Object(m.0)),
     }
   }
@@ -212,18 +215,7 @@ pub struct CaptureFinding {
   pub fingerprint: String,
 }
 
-impl From<core::CaptureFinding> for CaptureFinding {
-  fn from(f: core::CaptureFinding) -> CaptureFinding {
-    CaptureFinding {
-      field: f.field,
-      kind: f.kind,
-      start: f.start as u32,
-      end: f.end as u32,
-      method: f.method,
-      fingerprint: f.fingerprint,
-    }
-  }
-}
+js_from!(|f: core::CaptureFinding| CaptureFinding { field, kind, start: u32, end: u32, method, fingerprint });
 
 /// What `capture` decided.
 #[napi(object, object_from_js = false)]
@@ -245,20 +237,16 @@ pub struct CaptureResult {
   pub tags: Vec<String>,
 }
 
-impl From<core::CaptureOutcome> for CaptureResult {
-  fn from(c: core::CaptureOutcome) -> CaptureResult {
-    CaptureResult {
-      accepted: c.accepted,
-      id: c.id,
-      seq: c.seq.map(|s| s as f64),
-      gates: c.gates.into_iter().map(Into::into).collect(),
-      findings: c.findings.into_iter().map(Into::into).collect(),
-      blocked: c.blocked,
-      score: c.score,
-      tags: c.tags,
-    }
-  }
-}
+js_from!(|c: core::CaptureOutcome| CaptureResult {
+  accepted,
+  id,
+  seq: Option<f64>,
+  gates => each,
+  findings => each,
+  blocked,
+  score,
+  tags,
+});
 
 /// What `consolidate` did.
 #[napi(object, object_from_js = false)]
@@ -282,20 +270,16 @@ pub struct MemoryConsolidation {
   pub rebuilt: bool,
 }
 
-impl From<core::ConsolidateOutcome> for MemoryConsolidation {
-  fn from(c: core::ConsolidateOutcome) -> MemoryConsolidation {
-    MemoryConsolidation {
-      applied: c.applied as u32,
-      notes_updated: c.notes_updated,
-      learnings: c.learnings as u32,
-      conflicts: c.conflicts as u32,
-      memories: c.memories as u32,
-      learnings_total: c.learnings_total as u32,
-      expired: c.expired as u32,
-      rebuilt: c.rebuilt,
-    }
-  }
-}
+js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
+  applied: u32,
+  notes_updated,
+  learnings: u32,
+  conflicts: u32,
+  memories: u32,
+  learnings_total: u32,
+  expired: u32,
+  rebuilt,
+});
 
 /// A session, as `recentSessions` reports it.
 #[napi(object, object_from_js = false)]
@@ -315,19 +299,15 @@ pub struct SessionEntry {
   pub source: String,
 }
 
-impl From<core::SessionEntry> for SessionEntry {
-  fn from(s: core::SessionEntry) -> SessionEntry {
-    SessionEntry {
-      session_id: s.session_id,
-      started_at: s.started_at,
-      last_active_at: s.last_active_at,
-      memories: s.memories as u32,
-      types: s.kinds.into_iter().map(|(k, v)| (k.as_str().to_string(), v as u32)).collect(),
-      latest: s.latest,
-      source: s.source.as_str().to_string(),
-    }
-  }
-}
+js_from!(|s: core::SessionEntry| SessionEntry {
+  session_id,
+  started_at,
+  last_active_at,
+  memories: u32,
+  types = s.kinds.into_iter().map(|(k, v)| (k.as_str().to_string(), v as u32)).collect(),
+  latest,
+  source = s.source.as_str().to_string(),
+});
 
 /// A learning, as `activeLearnings` reports it.
 #[napi(object, object_from_js = false)]
@@ -347,22 +327,18 @@ pub struct Learning {
   pub status: String,
 }
 
-impl From<core::Learning> for Learning {
-  fn from(l: core::Learning) -> Learning {
-    Learning {
-      id: l.id,
-      memory_type: l.kind.into(),
-      content: l.content,
-      importance: l.importance,
-      confidence: l.confidence,
-      tags: l.tags,
-      session_id: l.session_id,
-      agent_id: l.agent_id,
-      created_at: l.created_at,
-      status: l.status,
-    }
-  }
-}
+js_from!(|l: core::Learning| Learning {
+  id,
+  memory_type = l.kind.into(),
+  content,
+  importance,
+  confidence,
+  tags,
+  session_id,
+  agent_id,
+  created_at,
+  status,
+});
 
 /// Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting.
 #[napi(object, object_to_js = false)]
@@ -400,32 +376,28 @@ pub struct MemoryContextOptions {
 impl From<MemoryContextOptions> for core::ContextRequest {
   fn from(o: MemoryContextOptions) -> core::ContextRequest {
     core::ContextRequest {
-      budget: o.budget.flatten().map(|n| n.0),
-      session_share: o.session_share.flatten().map(|n| n.0),
-      encoding: o.encoding.flatten().map(|e| e.0.into()),
-      safety_margin: o.safety_margin.flatten().map(|n| n.0),
-      sessions: o.sessions.flatten().map(|n| n.0),
-      learnings: o.learnings.flatten().map(|n| n.0),
-      query: o.query.flatten().map(|q| q.0),
-      agent_id: o.agent_id.flatten().map(String::from),
+      budget: o.budget.given(),
+      session_share: o.session_share.given(),
+      encoding: o.encoding.given(),
+      safety_margin: o.safety_margin.given(),
+      sessions: o.sessions.given(),
+      learnings: o.learnings.given(),
+      query: o.query.given(),
+      agent_id: o.agent_id.given(),
     }
   }
 }
 
 fn context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
-  Ok(opt_arg::<Obj<MemoryContextOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into()))
+  opt_object::<MemoryContextOptions, _>(options, "options")
 }
 
 fn session(options: Unknown) -> Result<Session> {
-  Ok(arg::<Obj<MemoryStoreOptions>>(options, "options")?.0.into())
+  object::<MemoryStoreOptions, _>(options, "options")
 }
 
 fn workspace(options: Unknown, name: &str) -> Result<Workspace> {
-  Ok(arg::<Obj<MemoryWorkspaceOptions>>(options, name)?.0.into())
-}
-
-fn entry(entry: Unknown) -> Result<core::Entry> {
-  Ok(arg::<Obj<MemoryEntry>>(entry, "entry")?.0.into())
+  object::<MemoryWorkspaceOptions, _>(options, name)
 }
 
 /// When a captured memory expires: `capture`'s second argument.
@@ -441,13 +413,14 @@ pub struct MemoryCaptureOptions {
   pub ttl_ms: Option<Option<Int>>,
 }
 
-fn capture_options(options: Option<Unknown>) -> Result<core::CaptureOptions> {
-  Ok(opt_arg::<Obj<MemoryCaptureOptions>>(options, "options")?.map_or_else(Default::default, |o| {
-    core::CaptureOptions {
-      expires_at: o.0.expires_at.flatten().map(String::from),
-      ttl_ms: o.0.ttl_ms.flatten().map(|n| n.0),
-    }
-  }))
+impl From<MemoryCaptureOptions> for core::CaptureOptions {
+  fn from(o: MemoryCaptureOptions) -> core::CaptureOptions {
+    core::CaptureOptions { expires_at: o.expires_at.given(), ttl_ms: o.ttl_ms.given() }
+  }
+}
+
+fn capture_args(entry: Unknown, options: Option<Unknown>) -> Result<(core::Entry, core::CaptureOptions)> {
+  Ok((object::<MemoryEntry, _>(entry, "entry")?, opt_object::<MemoryCaptureOptions, _>(options, "options")?))
 }
 
 /// A limit argument (the number of items wanted).
@@ -456,12 +429,9 @@ fn limit(limit: Unknown) -> Result<usize> {
 }
 
 /// A built context as the `BuiltContext` object (made by `context`'s JavaScript helper).
-fn built_to_js<'a>(env: &Env, built: Result<crate::context::BuiltContext>) -> napi::Result<Unknown<'a>> {
-  // SAFETY: on the JS thread with its env; the value returned was made in this call.
-  match built.and_then(|built| unsafe { super::context::built_to_js(env, &built) }) {
-    Ok(value) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }),
-    Err(e) => Err(js_error(env, &e)),
-  }
+fn built_to_js(env: &Env, built: Result<crate::context::BuiltContext>) -> napi::Result<RawJs> {
+  // SAFETY: on the JS thread with its env.
+  to_napi(env, built.and_then(|built| unsafe { super::context::built_to_js(env, &built) })).map(RawJs)
 }
 
 /// One session's handle on a workspace's agent memory.
@@ -485,7 +455,7 @@ impl MemoryStore {
   /// stay inside the workspace (`E_PATH_OUTSIDE_ROOT`).
   #[napi(factory, ts_args_type = "options: MemoryStoreOptions")]
   pub fn open(env: Env, options: Unknown) -> napi::Result<MemoryStore> {
-    sync(&env, || session(options)?.open())
+    sync_twin(&env, || session(options), Session::open)
   }
 
   /// Same as `open`, without blocking the event loop while waiting for the session lock.
@@ -510,7 +480,7 @@ impl MemoryStore {
     let inner = Arc::clone(&self.inner);
     CoreTask::after(
       &env,
-      || Ok((self::entry(entry)?, capture_options(options)?)),
+      || capture_args(entry, options),
       move |(entry, options)| inner.capture_with(entry, &options).map(Into::into),
     )
   }
@@ -518,7 +488,7 @@ impl MemoryStore {
   /// Synchronous twin of `capture`: blocks until the memory is durable.
   #[napi(ts_args_type = "entry: MemoryEntry, options?: MemoryCaptureOptions")]
   pub fn capture_sync(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> napi::Result<CaptureResult> {
-    sync(&env, || self.inner.capture_with(self::entry(entry)?, &capture_options(options)?)).map(Into::into)
+    sync_twin(&env, || capture_args(entry, options), |(e, o)| self.inner.capture_with(e, &o)).map(Into::into)
   }
 
   /// Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),
@@ -544,7 +514,7 @@ impl MemoryStore {
   /// `context.activeLearnings` top learnings, within `context.tokenBudget` tokens unless
   /// `options` says otherwise. `text` is null when there is nothing to remember.
   #[napi(ts_args_type = "options?: MemoryContextOptions", ts_return_type = "BuiltContext")]
-  pub fn build_context(&self, env: Env, options: Option<Unknown>) -> napi::Result<Unknown<'_>> {
+  pub fn build_context(&self, env: Env, options: Option<Unknown>) -> napi::Result<RawJs> {
     built_to_js(&env, guard(|| self.inner.build_context(&context_request(options)?)))
   }
 
@@ -605,13 +575,9 @@ pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<Memor
   ts_args_type = "workspace: MemoryWorkspaceOptions, options?: MemoryContextOptions",
   ts_return_type = "BuiltContext"
 )]
-pub fn build_memory_context<'a>(
-  env: &'a Env,
-  workspace: Unknown<'a>,
-  options: Option<Unknown<'a>>,
-) -> napi::Result<Unknown<'a>> {
+pub fn build_memory_context(env: Env, workspace: Unknown, options: Option<Unknown>) -> napi::Result<RawJs> {
   built_to_js(
-    env,
+    &env,
     guard(|| {
       let workspace = self::workspace(workspace, "workspace")?;
       let request = context_request(options)?;

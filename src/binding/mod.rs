@@ -13,7 +13,8 @@
 //! instead of aborting the Node process, and every error is thrown (or a promise rejected) as a
 //! real JS `Error` with a stable string `code` built by [`js_error`].
 //!
-//! A promise-returning export is an `AsyncTask` of [`CoreTask`] with a synchronous twin. Its
+//! A promise-returning export is an `AsyncTask` of [`CoreTask`] ([`CoreTask::after`]) with a
+//! synchronous twin ([`sync_twin`]) given the same argument conversion and the same job. Its
 //! arguments are converted on the JS thread before the task exists; when that fails, the
 //! promise rejects with the coded error (nothing is thrown), so a caller has one error path.
 //! napi-rs would reject with an `Error` built from its own `Status` (`code: "GenericFailure"`):
@@ -134,6 +135,42 @@ pub(crate) fn sync<T>(env: &Env, f: impl FnOnce() -> crate::Result<T>) -> napi::
   to_napi(env, guard(f))
 }
 
+/// The synchronous twin of a promise export ([`CoreTask::after`]): the same arguments and job,
+/// run on this thread, the error thrown.
+pub(crate) fn sync_twin<A, T>(
+  env: &Env,
+  args: impl FnOnce() -> crate::Result<A>,
+  job: impl FnOnce(A) -> crate::Result<T>,
+) -> napi::Result<T> {
+  sync(env, || job(args()?))
+}
+
+/// A JS value of the current call, passed through as it is: made by a helper script or raw
+/// N-API calls and returned (its TypeScript type is the export's `ts_return_type`), or taken
+/// from the caller for a helper script to check.
+pub struct RawJs(pub napi::sys::napi_value);
+
+impl TypeName for RawJs {
+  fn type_name() -> &'static str {
+    "Object"
+  }
+  fn value_type() -> ValueType {
+    ValueType::Object
+  }
+}
+
+impl FromNapiValue for RawJs {
+  unsafe fn from_napi_value(_env: napi::sys::napi_env, value: napi::sys::napi_value) -> napi::Result<Self> {
+    Ok(RawJs(value))
+  }
+}
+
+impl ToNapiValue for RawJs {
+  unsafe fn to_napi_value(_env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
+    Ok(val.0)
+  }
+}
+
 type Job<T> = Box<dyn FnOnce() -> crate::Result<T> + Send>;
 
 /// Runs a core function on the libuv thread pool; a panic inside becomes `E_INTERNAL`, and a
@@ -227,15 +264,12 @@ pub fn is_loa_error(env: Env, err: Unknown) -> bool {
     if err.get_type()? != ValueType::Object || !err.is_error()? {
       return Ok(false);
     }
-    // SAFETY: `err` is a handle of this call, checked to be an object; `code` to be a string.
-    let object = unsafe { Object::from_napi_value(err.value().env, err.raw())? };
-    let code: Unknown = object.get_named_property("code")?;
+    // Coercing an object to an object, or a string to a string, is the identity: no caller code.
+    let code: Unknown = err.coerce_to_object()?.get_named_property("code")?;
     if code.get_type()? != ValueType::String {
       return Ok(false);
     }
-    // SAFETY: as above.
-    let code = unsafe { String::from_napi_value(err.value().env, code.raw())? };
-    Ok(ERROR_CODES.contains(&code.as_str()))
+    Ok(ERROR_CODES.contains(&code.coerce_to_string()?.into_utf8()?.as_str()?))
   })();
   clear_pending_exception(env.raw());
   answer.unwrap_or(false)

@@ -4,8 +4,8 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_fields, Bool, Bytes, List, Obj, Text};
-use super::{glue, guard, strings, to_napi, CoreTask};
+use super::convert::{arg, opt_fields, Bool, Bytes, Given, List, Obj, Text};
+use super::{glue, guard, strings, to_napi, CoreTask, RawJs};
 use crate::redact as core;
 
 /// Options of `redact`.
@@ -33,8 +33,8 @@ impl TryFrom<RedactOptions> for core::RedactOptions {
       return crate::error::invalid("`key` must not be empty");
     }
     // Allowed values are compared with the text, which is read with lone surrogates as U+FFFD.
-    let allowlist = o.allowlist.flatten().map(List::into).unwrap_or_default();
-    Ok(core::RedactOptions { allowlist, key, pseudonymize: o.pseudonymize.flatten().is_some_and(|p| p.0) })
+    let allowlist = o.allowlist.given().unwrap_or_default();
+    Ok(core::RedactOptions { allowlist, key, pseudonymize: o.pseudonymize.given().unwrap_or(false) })
   }
 }
 
@@ -57,8 +57,6 @@ impl TypeName for FastRedaction {
     napi::ValueType::Object
   }
 }
-
-impl ValidateNapiValue for FastRedaction {}
 
 impl ToNapiValue for FastRedaction {
   unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
@@ -265,8 +263,8 @@ thread_local! {
 /// // findings[0]: { kind: 'email', start: 5, end: 20, method: 'pattern', fingerprint: '9c1d...' }
 /// ```
 #[napi(ts_args_type = "text: string, options?: RedactOptions", ts_return_type = "Redaction")]
-pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>) -> napi::Result<Unknown<'a>> {
-  let raw = to_napi(
+pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>) -> napi::Result<RawJs> {
+  to_napi(
     env,
     guard(|| {
       if text.get_type().ok() != Some(napi::ValueType::String) {
@@ -313,9 +311,8 @@ pub fn redact<'a>(env: &'a Env, text: Unknown<'a>, options: Option<Unknown<'a>>)
         unsafe { findings_to_js(env, text_value, r.blocked, &packed) }
       })
     }),
-  )?;
-  // SAFETY: a value of this call's scope, made above.
-  Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
+  )
+  .map(RawJs)
 }
 
 /// `redact` on the libuv thread pool, for large texts: the event loop keeps running.

@@ -11,9 +11,9 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, Binary, Bool, Choice, Int, List, Num, Obj, Str, Text};
+use super::convert::{arg, js_from, object, opt_object, path, Binary, Bool, Choice, Given, Int, List, Num, Str, Text};
 use super::memory::{MemoryStore, MemoryType};
-use super::{sync, CoreTask};
+use super::{sync, sync_twin, CoreTask};
 use crate::error::{invalid, Result};
 use crate::memory as core;
 
@@ -41,13 +41,13 @@ pub struct MemorySearchOptions {
 
 impl From<MemorySearchOptions> for core::SearchOptions {
   fn from(o: MemorySearchOptions) -> core::SearchOptions {
-    let defaults = core::SearchOptions::default();
+    let d = core::SearchOptions::default();
     core::SearchOptions {
-      limit: o.limit.flatten().map_or(defaults.limit, |n| usize::try_from(n.0).unwrap_or(usize::MAX)),
-      min_score: o.min_score.flatten().map_or(defaults.min_score, |n| n.0),
-      kinds: o.kinds.flatten().map(|k| k.0.into_iter().map(|c| c.0.into()).collect()),
-      agent_id: o.agent_id.flatten().map(String::from),
-      since: o.since.flatten().map(String::from),
+      limit: o.limit.given().map_or(d.limit, |n: u64| usize::try_from(n).unwrap_or(usize::MAX)),
+      min_score: o.min_score.given().unwrap_or(d.min_score),
+      kinds: o.kinds.given(),
+      agent_id: o.agent_id.given(),
+      since: o.since.given(),
       now_ms: None,
     }
   }
@@ -135,59 +135,37 @@ pub struct MemorySearchResults {
   pub dropped_terms: u32,
 }
 
-impl From<core::MemoryHit> for MemorySearchHit {
-  fn from(h: core::MemoryHit) -> MemorySearchHit {
-    let e = h.explain;
-    MemorySearchHit {
-      id: h.id,
-      score: h.score,
-      memory_type: h.kind.into(),
-      content: h.content,
-      session_id: h.session_id,
-      agent_id: h.agent_id,
-      timestamp: h.timestamp,
-      tags: h.tags,
-      expires_at: h.expires_at,
-      path: h.path,
-      start_line: u32::try_from(h.start_line).unwrap_or(u32::MAX),
-      end_line: u32::try_from(h.end_line).unwrap_or(u32::MAX),
-      explain: SearchExplain {
-        bm25: e.bm25,
-        bm25_max: e.bm25_max,
-        relevance: e.relevance,
-        matched: e
-          .matched
-          .into_iter()
-          .map(|m| SearchMatchedTerm {
-            term: m.term,
-            query_word: m.query_word,
-            tf: m.tf,
-            df: m.df,
-            idf: m.idf,
-            bm25: m.bm25,
-          })
-          .collect(),
-        recency: e.recency,
-        age_ms: e.age_ms as f64,
-        importance: e.importance,
-      },
-    }
-  }
-}
+js_from!(|h: core::MemoryHit| MemorySearchHit {
+  id,
+  score,
+  memory_type = h.kind.into(),
+  content,
+  session_id,
+  agent_id,
+  timestamp,
+  tags,
+  expires_at,
+  path,
+  start_line: u32,
+  end_line: u32,
+  explain => into,
+});
 
-impl From<core::MemorySearchResults> for MemorySearchResults {
-  fn from(r: core::MemorySearchResults) -> MemorySearchResults {
-    MemorySearchResults {
-      hits: r.hits.into_iter().map(Into::into).collect(),
-      terms: r
-        .terms
-        .into_iter()
-        .map(|t| SearchQueryTerm { term: t.term, query_word: t.query_word, df: t.df, idf: t.idf })
-        .collect(),
-      dropped_terms: u32::try_from(r.dropped_terms).unwrap_or(u32::MAX),
-    }
-  }
-}
+js_from!(|e: crate::search::Explain| SearchExplain {
+  bm25,
+  bm25_max,
+  relevance,
+  matched => each,
+  recency,
+  age_ms: f64,
+  importance,
+});
+
+js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25 });
+
+js_from!(|t: crate::search::QueryTerm| SearchQueryTerm { term, query_word, df, idf });
+
+js_from!(|r: core::MemorySearchResults| MemorySearchResults { hits => each, terms => each, dropped_terms: u32 });
 
 /// Who reads: `MemoryStore.get`'s options.
 #[napi(object, object_to_js = false)]
@@ -257,11 +235,7 @@ pub struct MemoryReadOptions {
 
 impl From<MemoryReadOptions> for core::ReadOptions {
   fn from(o: MemoryReadOptions) -> core::ReadOptions {
-    core::ReadOptions {
-      from: o.from.flatten().map(|n| n.0),
-      lines: o.lines.flatten().map(|n| n.0),
-      agent_id: o.agent_id.flatten().map(String::from),
-    }
+    core::ReadOptions { from: o.from.given(), lines: o.lines.given(), agent_id: o.agent_id.given() }
   }
 }
 
@@ -280,18 +254,14 @@ pub struct MemoryMarkdownRead {
   pub next_from: Option<f64>,
 }
 
-impl From<core::MarkdownRead> for MemoryMarkdownRead {
-  fn from(r: core::MarkdownRead) -> MemoryMarkdownRead {
-    MemoryMarkdownRead {
-      path: r.path,
-      text: r.text,
-      from: r.from as f64,
-      lines: r.lines as f64,
-      total_lines: r.total_lines as f64,
-      next_from: r.next_from.map(|n| n as f64),
-    }
-  }
-}
+js_from!(|r: core::MarkdownRead| MemoryMarkdownRead {
+  path,
+  text,
+  from: f64,
+  lines: f64,
+  total_lines: f64,
+  next_from: Option<f64>,
+});
 
 /// Which memories `MemoryStore.forget` removes: `{ id }`, one memory (forgotten at once;
 /// `confirm: true` may be given too), or
@@ -342,7 +312,7 @@ impl TryFrom<MemoryForgetSelector> for core::ForgetSelector {
       (Some(_), None) => invalid("`selector`: `confirm: false` and the search fields go with `query`, not `id`"),
       (None, Some(query)) => Ok(core::ForgetSelector::Query {
         query: query.0,
-        confirm: s.confirm.flatten().is_some_and(|c| c.0),
+        confirm: s.confirm.given().unwrap_or(false),
         options: MemorySearchOptions {
           limit: s.limit,
           min_score: s.min_score,
@@ -382,17 +352,13 @@ pub struct ForgetResult {
   pub files_changed: u32,
 }
 
-impl From<core::ForgetOutcome> for ForgetResult {
-  fn from(o: core::ForgetOutcome) -> ForgetResult {
-    ForgetResult {
-      applied: o.applied,
-      matched: o.matched.into_iter().map(Into::into).collect(),
-      tombstones: o.tombstones,
-      wal_records: u32::try_from(o.wal_records).unwrap_or(u32::MAX),
-      files_changed: u32::try_from(o.files_changed).unwrap_or(u32::MAX),
-    }
-  }
-}
+js_from!(|o: core::ForgetOutcome| ForgetResult {
+  applied,
+  matched => each,
+  tombstones,
+  wal_records: u32,
+  files_changed: u32,
+});
 
 /// Options of `MemoryStore.importMarkdown`.
 #[napi(object, object_to_js = false)]
@@ -407,11 +373,8 @@ pub struct MemoryImportOptions {
 
 impl From<MemoryImportOptions> for core::ImportOptions {
   fn from(o: MemoryImportOptions) -> core::ImportOptions {
-    let defaults = core::ImportOptions::default();
-    core::ImportOptions {
-      confidence: o.confidence.flatten().map_or(defaults.confidence, |n| n.0),
-      agent_id: o.agent_id.flatten().map(String::from),
-    }
+    let d = core::ImportOptions::default();
+    core::ImportOptions { confidence: o.confidence.given().unwrap_or(d.confidence), agent_id: o.agent_id.given() }
   }
 }
 
@@ -444,46 +407,43 @@ pub struct ImportReport {
   pub forgotten: u32,
 }
 
-impl From<core::ImportReport> for ImportReport {
-  fn from(r: core::ImportReport) -> ImportReport {
-    let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-    ImportReport {
-      files: r.files,
-      skipped: r.skipped.into_iter().map(|(file, reason)| ImportSkip { file, reason }).collect(),
-      blocks: n(r.blocks),
-      imported: n(r.imported),
-      duplicates: n(r.duplicates),
-      rejected: n(r.rejected),
-      blocked: n(r.blocked),
-      forgotten: n(r.forgotten),
-    }
+js_from!(|r: core::ImportReport| ImportReport {
+  files,
+  skipped = r.skipped.into_iter().map(|(file, reason)| ImportSkip { file, reason }).collect(),
+  blocks: u32,
+  imported: u32,
+  duplicates: u32,
+  rejected: u32,
+  blocked: u32,
+  forgotten: u32,
+});
+
+/// The agent reading, if any.
+impl From<MemoryGetOptions> for Option<String> {
+  fn from(o: MemoryGetOptions) -> Option<String> {
+    o.agent_id.given()
   }
 }
 
-fn search_options(options: Option<Unknown>) -> Result<core::SearchOptions> {
-  Ok(opt_arg::<Obj<MemorySearchOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into()))
+impl From<MemoryForgetOptions> for core::ForgetOptions {
+  fn from(o: MemoryForgetOptions) -> core::ForgetOptions {
+    core::ForgetOptions { audit_hmac_key: o.audit_hmac_key.flatten().map(|k| k.0) }
+  }
 }
 
-fn agent_of(options: Option<Unknown>) -> Result<Option<String>> {
-  Ok(opt_arg::<Obj<MemoryGetOptions>>(options, "options")?.and_then(|o| o.0.agent_id.flatten().map(String::from)))
+fn search_args(query: Unknown, options: Option<Unknown>) -> Result<(String, core::SearchOptions)> {
+  Ok((arg::<Text>(query, "query")?.0, opt_object::<MemorySearchOptions, _>(options, "options")?))
 }
 
-fn selector(selector: Unknown) -> Result<core::ForgetSelector> {
-  arg::<Obj<MemoryForgetSelector>>(selector, "selector")?.0.try_into()
-}
-
-fn forget_options(options: Option<Unknown>) -> Result<core::ForgetOptions> {
-  Ok(core::ForgetOptions {
-    audit_hmac_key: opt_arg::<Obj<MemoryForgetOptions>>(options, "options")?
-      .and_then(|o| o.0.audit_hmac_key.flatten())
-      .map(|k| k.0),
-  })
+fn forget_args(selector: Unknown, options: Option<Unknown>) -> Result<(core::ForgetSelector, core::ForgetOptions)> {
+  Ok((
+    object::<MemoryForgetSelector, _>(selector, "selector")?,
+    opt_object::<MemoryForgetOptions, _>(options, "options")?,
+  ))
 }
 
 fn import_args(dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, core::ImportOptions)> {
-  let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
-  let options = opt_arg::<Obj<MemoryImportOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into());
-  Ok((dir, options))
+  Ok((path(dir, "dir")?, opt_object::<MemoryImportOptions, _>(options, "options")?))
 }
 
 #[napi]
@@ -507,7 +467,7 @@ impl MemoryStore {
     let inner = Arc::clone(&self.inner);
     CoreTask::after(
       &env,
-      || Ok((arg::<Text>(query, "query")?.0, search_options(options)?)),
+      || search_args(query, options),
       move |(query, options)| inner.search(&query, &options).map(Into::into),
     )
   }
@@ -515,14 +475,18 @@ impl MemoryStore {
   /// Synchronous twin of `search`.
   #[napi(ts_args_type = "query: string, options?: MemorySearchOptions")]
   pub fn search_sync(&self, env: Env, query: Unknown, options: Option<Unknown>) -> napi::Result<MemorySearchResults> {
-    sync(&env, || self.inner.search(&arg::<Text>(query, "query")?.0, &search_options(options)?)).map(Into::into)
+    sync_twin(&env, || search_args(query, options), |(q, o)| self.inner.search(&q, &o)).map(Into::into)
   }
 
   /// The memory `id` (consolidated or still in the WAL), or `null` when there is none, it has
   /// expired, or (with `agentId`) that agent may not see it.
   #[napi(ts_args_type = "id: string, options?: MemoryGetOptions")]
   pub fn get(&self, env: Env, id: Unknown, options: Option<Unknown>) -> napi::Result<Option<StoredMemory>> {
-    sync(&env, || self.inner.get(&arg::<Str>(id, "id")?.0, agent_of(options)?.as_deref())).map(|r| r.map(Into::into))
+    sync(&env, || {
+      let agent: Option<String> = opt_object::<MemoryGetOptions, _>(options, "options")?;
+      self.inner.get(&arg::<Str>(id, "id")?.0, agent.as_deref())
+    })
+    .map(|r| r.map(Into::into))
   }
 
   /// Lines of a file of the Markdown view of the memories, the files search hits point into:
@@ -540,9 +504,7 @@ impl MemoryStore {
   ) -> napi::Result<Option<MemoryMarkdownRead>> {
     sync(&env, || {
       let path = arg::<Str>(path, "path")?.0;
-      let options =
-        opt_arg::<Obj<MemoryReadOptions>>(options, "options")?.map_or_else(Default::default, |o| o.0.into());
-      self.inner.read_markdown(&path, &options)
+      self.inner.read_markdown(&path, &opt_object::<MemoryReadOptions, _>(options, "options")?)
     })
     .map(|r| r.map(Into::into))
   }
@@ -562,7 +524,7 @@ impl MemoryStore {
     let inner = Arc::clone(&self.inner);
     CoreTask::after(
       &env,
-      || Ok((self::selector(selector)?, forget_options(options)?)),
+      || forget_args(selector, options),
       move |(selector, options)| inner.forget(&selector, &options).map(Into::into),
     )
   }
@@ -570,7 +532,7 @@ impl MemoryStore {
   /// Synchronous twin of `forget`.
   #[napi(ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions")]
   pub fn forget_sync(&self, env: Env, selector: Unknown, options: Option<Unknown>) -> napi::Result<ForgetResult> {
-    sync(&env, || self.inner.forget(&self::selector(selector)?, &forget_options(options)?)).map(Into::into)
+    sync_twin(&env, || forget_args(selector, options), |(s, o)| self.inner.forget(&s, &o)).map(Into::into)
   }
 
   /// Imports the Markdown memory of the directory `dir` (OpenClaw memory-core's files:
@@ -592,10 +554,6 @@ impl MemoryStore {
   /// Synchronous twin of `importMarkdown`.
   #[napi(ts_args_type = "dir: string, options?: MemoryImportOptions")]
   pub fn import_markdown_sync(&self, env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<ImportReport> {
-    sync(&env, || {
-      let (dir, options) = import_args(dir, options)?;
-      self.inner.import_markdown(&dir, &options)
-    })
-    .map(Into::into)
+    sync_twin(&env, || import_args(dir, options), |(d, o)| self.inner.import_markdown(&d, &o)).map(Into::into)
   }
 }

@@ -13,8 +13,10 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
-use super::convert::{arg, member, on, opt_arg, refuse, type_of, Bool, Func, Int, Json, List, Obj, Str};
-use super::{guard, json, sync, CoreTask};
+use super::convert::{
+  self, arg, js_from, member, on, opt_object, path, refuse, type_of, Bool, Each, Func, Given, Int, Json, List, Str,
+};
+use super::{guard, json, sync, sync_twin, CoreTask, RawJs};
 use crate::error::{LoaError, Result};
 use crate::sign::keys::{self as core_keys, KeyPolicy};
 use crate::sign::manifest::{self as core, ManifestOptions, TrustedKey};
@@ -43,15 +45,20 @@ struct Opening {
   use_env: bool,
 }
 
-impl TryFrom<Option<Obj<KeyRingOpenOptions>>> for Opening {
+impl Default for Opening {
+  fn default() -> Opening {
+    Opening { policy: KeyPolicy::default(), use_env: true }
+  }
+}
+
+impl TryFrom<KeyRingOpenOptions> for Opening {
   type Error = LoaError;
 
-  fn try_from(options: Option<Obj<KeyRingOpenOptions>>) -> Result<Opening> {
+  fn try_from(o: KeyRingOpenOptions) -> Result<Opening> {
     let d = KeyPolicy::default();
-    let Some(Obj(o)) = options else { return Ok(Opening { policy: d, use_env: true }) };
     let days = |n: Option<Option<Int>>, name: &str, default: u32| -> Result<u32> {
-      n.flatten().map_or(Ok(default), |n| {
-        u32::try_from(n.0).map_err(|_| LoaError::InvalidArgument(format!("`{name}` is too large")))
+      n.given().map_or(Ok(default), |n: u64| {
+        u32::try_from(n).map_err(|_| LoaError::InvalidArgument(format!("`{name}` is too large")))
       })
     };
     Ok(Opening {
@@ -60,7 +67,7 @@ impl TryFrom<Option<Obj<KeyRingOpenOptions>>> for Opening {
         overlap_days: days(o.overlap_days, "overlapDays", d.overlap_days)?,
         max_retired_keys: days(o.max_retired_keys, "maxRetiredKeys", d.max_retired_keys)?,
       },
-      use_env: o.use_env.flatten().is_none_or(|b| b.0),
+      use_env: o.use_env.given().unwrap_or(true),
     })
   }
 }
@@ -96,35 +103,23 @@ fn name_of<T: serde::Serialize>(value: &T) -> String {
   serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-impl From<core_keys::KeyInfo> for KeyInfo {
-  fn from(k: core_keys::KeyInfo) -> KeyInfo {
-    KeyInfo {
-      status: name_of(&k.status),
-      source: name_of(&k.source),
-      key_id: k.key_id,
-      public_key: k.public_key,
-      created_at: k.created_at,
-      expires_at: k.expires_at,
-      rotation_due: k.rotation_due,
-      retired_at: k.retired_at,
-      revoked_at: k.revoked_at,
-      revoked_reason: k.revoked_reason,
-    }
-  }
-}
+js_from!(|k: core_keys::KeyInfo| KeyInfo {
+  status = name_of(&k.status),
+  source = name_of(&k.source),
+  key_id,
+  public_key,
+  created_at,
+  expires_at,
+  rotation_due,
+  retired_at,
+  revoked_at,
+  revoked_reason,
+});
 
-fn keys(list: Vec<core_keys::KeyInfo>) -> Vec<KeyInfo> {
-  list.into_iter().map(Into::into).collect()
-}
-
-/// A key id argument. Ids are 32 lower-case hex characters (derived from the public key); any
-/// other string names no key, and is answered `E_KEY_NOT_FOUND` here so that it never reaches a
-/// message (it may be anything the caller holds, a secret included).
+/// A key id argument, checked before it can reach a message (`core_keys::check_key_id`).
 fn key_id(value: Unknown) -> Result<String> {
   let id = arg::<Str>(value, "keyId")?.0;
-  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
-  }
+  core_keys::check_key_id(&id)?;
   Ok(id)
 }
 
@@ -150,8 +145,8 @@ impl KeyRing {
   #[napi(factory, ts_args_type = "dir: string, options?: KeyRingOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<KeyRing> {
     sync(&env, || {
-      let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
-      let o = Opening::try_from(opt_arg::<Obj<KeyRingOpenOptions>>(options, "options")?)?;
+      let dir = path(dir, "dir")?;
+      let o = opt_object::<KeyRingOpenOptions, Opening>(options, "options")?;
       core_keys::KeyRing::open(&dir, o.policy, o.use_env).map(|inner| KeyRing { inner: Arc::new(inner) })
     })
   }
@@ -185,14 +180,14 @@ impl KeyRing {
   /// Every key: `LOA_SIGNING_KEY`'s first, then the ring's, newest first.
   #[napi]
   pub fn list(&self, env: Env) -> napi::Result<Vec<KeyInfo>> {
-    sync(&env, || self.inner.list()).map(keys)
+    sync(&env, || self.inner.list()).map(Each::each)
   }
 
   /// The keys a verifier should trust now: active, and retired within the overlap; never
   /// revoked or expired ones.
   #[napi]
   pub fn verification_keys(&self, env: Env) -> napi::Result<Vec<KeyInfo>> {
-    sync(&env, || self.inner.verification_keys()).map(keys)
+    sync(&env, || self.inner.verification_keys()).map(Each::each)
   }
 
   /// The hex seed of the active key, e.g. to set `LOA_SIGNING_KEY` in CI. The only way a
@@ -201,10 +196,6 @@ impl KeyRing {
   pub fn export_private_key(&self, env: Env, key_id: Unknown) -> napi::Result<String> {
     sync(&env, || self.inner.export_private_key(&self::key_id(key_id)?).map(|s| s.to_string()))
   }
-}
-
-fn keys_dir(dir: Unknown) -> Result<PathBuf> {
-  Ok(PathBuf::from(arg::<Str>(dir, "keysDir")?.0))
 }
 
 fn redaction_key(dir: &std::path::Path) -> Result<Buffer> {
@@ -219,13 +210,13 @@ fn redaction_key(dir: &std::path::Path) -> Result<Buffer> {
 /// file is `E_KEY_INVALID`. Treat the result as a secret.
 #[napi(ts_args_type = "keysDir: string", ts_return_type = "Promise<Buffer>")]
 pub fn load_redaction_key(env: Env, keys_dir: Unknown) -> AsyncTask<CoreTask<Buffer>> {
-  CoreTask::after(&env, || self::keys_dir(keys_dir), |dir| redaction_key(&dir))
+  CoreTask::after(&env, || path(keys_dir, "keysDir"), |dir| redaction_key(&dir))
 }
 
 /// Synchronous twin of `loadRedactionKey`.
 #[napi(ts_args_type = "keysDir: string")]
 pub fn load_redaction_key_sync(env: Env, keys_dir: Unknown) -> napi::Result<Buffer> {
-  sync(&env, || redaction_key(&self::keys_dir(keys_dir)?))
+  sync_twin(&env, || path(keys_dir, "keysDir"), |dir| redaction_key(&dir))
 }
 
 /// A `KeyRing` argument: the ring it wraps (napi-rs checks the class recorded when the object
@@ -304,16 +295,7 @@ pub struct ManifestProgress {
   pub bytes_total: f64,
 }
 
-impl From<core::Progress> for ManifestProgress {
-  fn from(p: core::Progress) -> ManifestProgress {
-    ManifestProgress {
-      files_done: p.files_done as f64,
-      files_total: p.files_total as f64,
-      bytes_done: p.bytes_done as f64,
-      bytes_total: p.bytes_total as f64,
-    }
-  }
-}
+js_from!(|p: core::Progress| ManifestProgress { files_done: f64, files_total: f64, bytes_done: f64, bytes_total: f64 });
 
 /// Options of `createManifest`.
 #[napi(object, object_to_js = false)]
@@ -343,31 +325,21 @@ pub struct CreateManifestOptions {
 }
 
 /// The options, and the progress callback (for the synchronous call).
-impl TryFrom<CreateManifestOptions> for (ManifestOptions, Option<Func>) {
-  type Error = LoaError;
-
-  fn try_from(o: CreateManifestOptions) -> Result<(ManifestOptions, Option<Func>)> {
-    let threads = o.threads.flatten().map(|n| n.0 as usize);
-    if threads == Some(0) {
-      return crate::error::invalid("`threads` must be at least 1");
-    }
+impl From<CreateManifestOptions> for (ManifestOptions, Option<Func>) {
+  fn from(o: CreateManifestOptions) -> (ManifestOptions, Option<Func>) {
     let options = ManifestOptions {
-      include: o.include.flatten().map(List::into).unwrap_or_default(),
-      exclude: o.exclude.flatten().map(List::into).unwrap_or_default(),
-      threads,
-      audit_dir: o.audit_dir.flatten().map(String::from),
+      include: o.include.given().unwrap_or_default(),
+      exclude: o.exclude.given().unwrap_or_default(),
+      threads: o.threads.given().map(|n: u64| n as usize),
+      audit_dir: o.audit_dir.given(),
     };
-    Ok((options, o.on_progress.flatten()))
+    (options, o.on_progress.flatten())
   }
 }
 
 fn manifest_args(root_dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, ManifestOptions, Option<Func>)> {
-  let root = PathBuf::from(arg::<Str>(root_dir, "rootDir")?.0);
-  let (options, progress) = match opt_arg::<Obj<CreateManifestOptions>>(options, "options")? {
-    Some(o) => o.0.try_into()?,
-    None => (ManifestOptions::default(), None),
-  };
-  Ok((root, options, progress))
+  let (options, progress) = opt_object::<CreateManifestOptions, (_, _)>(options, "options")?;
+  Ok((path(root_dir, "rootDir")?, options, progress))
 }
 
 /// Lists and hashes (SHA-256, streaming, on several threads) every file under `rootDir` that
@@ -431,7 +403,7 @@ pub fn create_manifest_async(env: Env, root_dir: Unknown, options: Option<Unknow
 /// own values (nested arrays are shared, as with a spread); changing them afterwards makes the
 /// signature fail to verify.
 #[napi(ts_args_type = "manifest: Manifest | SignedManifest, keyRing: KeyRing", ts_return_type = "SignedManifest")]
-pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<json::RawJs> {
+pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Result<RawJs> {
   let (members, signature) = sync(&env, || {
     let ring = arg::<Ring>(key_ring, "keyRing")?.0;
     let (value, members) = json::read_with_members(manifest, "manifest")?;
@@ -442,6 +414,7 @@ pub fn sign_manifest(env: Env, manifest: Unknown, key_ring: Unknown) -> napi::Re
 
 /// The inline `{ threads?: number }` options of `verifyManifest` (a `#[napi(object)]` of its own
 /// would add a type to the API).
+#[derive(Default)]
 struct VerifyOptions {
   /// At least 1.
   threads: Option<usize>,
@@ -463,10 +436,10 @@ struct Verify {
 
 fn verify_args(root_dir: Unknown, signed: Unknown, keys: Unknown, options: Option<Unknown>) -> Result<Verify> {
   Ok(Verify {
-    root: PathBuf::from(arg::<Str>(root_dir, "rootDir")?.0),
+    root: path(root_dir, "rootDir")?,
     signed: arg::<Json>(signed, "signed")?.0,
     keys: arg::<Keys>(keys, "keys")?,
-    threads: opt_arg::<Obj<VerifyOptions>>(options, "options")?.and_then(|o| o.0.threads),
+    threads: opt_object::<VerifyOptions, VerifyOptions>(options, "options")?.threads,
   })
 }
 
@@ -508,21 +481,15 @@ pub struct ManifestVerification {
   pub temp_files: Option<Vec<String>>,
 }
 
-impl From<core::Verification> for ManifestVerification {
-  fn from(v: core::Verification) -> ManifestVerification {
-    ManifestVerification {
-      ok: v.ok,
-      problems: v
-        .problems
-        .into_iter()
-        .map(|p| ManifestProblem { kind: name_of(&p.kind), path: p.path, detail: p.detail })
-        .collect(),
-      files: v.files as f64,
-      signed_by: v.signed_by,
-      temp_files: (!v.temp_files.is_empty()).then_some(v.temp_files),
-    }
-  }
-}
+js_from!(|p: core::Problem| ManifestProblem { kind = name_of(&p.kind), path, detail });
+
+js_from!(|v: core::Verification| ManifestVerification {
+  ok,
+  problems => each,
+  files: f64,
+  signed_by,
+  temp_files = (!v.temp_files.is_empty()).then_some(v.temp_files),
+});
 
 /// Verifies a signed manifest against `keys` and the files under `rootDir`: the signature
 /// (made by one of `keys`, which may be `keyRing.verificationKeys()` or the `KeyRing` itself),
@@ -540,7 +507,7 @@ pub fn verify_manifest(
   keys: Unknown,
   options: Option<Unknown>,
 ) -> napi::Result<ManifestVerification> {
-  sync(&env, || verify(verify_args(root_dir, signed, keys, options)?))
+  sync_twin(&env, || verify_args(root_dir, signed, keys, options), verify)
 }
 
 /// Same as `verifyManifest` on the libuv thread pool.
@@ -575,7 +542,7 @@ pub fn verify_manifest_signature(env: Env, signed: Unknown, keys: Unknown) -> na
 /// `E_NOT_REGULAR_FILE` (never read through); over 256 MiB `E_TOO_LARGE`.
 #[napi(ts_args_type = "path: string", ts_return_type = "SignedManifest")]
 pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<Json> {
-  sync(&env, || core::read_manifest(&PathBuf::from(arg::<Str>(path, "path")?.0)).map(Json))
+  sync(&env, || core::read_manifest(&convert::path(path, "path")?).map(Json))
 }
 
 /// Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.
@@ -583,7 +550,7 @@ pub fn read_manifest(env: Env, path: Unknown) -> napi::Result<Json> {
 #[napi(ts_args_type = "path: string, manifest: Manifest | SignedManifest")]
 pub fn write_manifest(env: Env, path: Unknown, manifest: Unknown) -> napi::Result<()> {
   sync(&env, || {
-    let path = PathBuf::from(arg::<Str>(path, "path")?.0);
+    let path = convert::path(path, "path")?;
     core::write_manifest(&path, &arg::<Json>(manifest, "manifest")?.0)
   })
 }

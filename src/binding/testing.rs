@@ -41,40 +41,14 @@ pub fn hide_test_hooks(mut exports: Object, env: Env) -> napi::Result<()> {
     hooks.set_named_property(name, hook)?;
     exports.delete_named_property(exported)?;
   }
-  let raw = env.raw();
-  let check = |status: sys::napi_status, what: &str| {
-    if status == sys::Status::napi_ok {
-      Ok(())
-    } else {
-      Err(napi::Error::from_reason(format!("test hooks: {what} failed (status {status})")))
-    }
-  };
-  // SAFETY: on the JS thread at module load; every value is created here or is the exports object.
-  unsafe {
-    let mut global = ptr::null_mut();
-    check(sys::napi_get_global(raw, &mut global), "global")?;
-    let mut symbol = ptr::null_mut();
-    check(sys::napi_get_named_property(raw, global, c"Symbol".as_ptr(), &mut symbol), "Symbol")?;
-    let mut symbol_for = ptr::null_mut();
-    check(sys::napi_get_named_property(raw, symbol, c"for".as_ptr(), &mut symbol_for), "Symbol.for")?;
-    let mut name = ptr::null_mut();
-    check(sys::napi_create_string_utf8(raw, HOOKS_KEY.as_ptr().cast(), HOOKS_KEY.len() as isize, &mut name), "name")?;
-    let mut key = ptr::null_mut();
-    check(sys::napi_call_function(raw, symbol, symbol_for, 1, &name, &mut key), "Symbol.for()")?;
-    let property = sys::napi_property_descriptor {
-      utf8name: ptr::null(),
-      name: key,
-      method: None,
-      getter: None,
-      setter: None,
-      value: hooks.raw(),
-      // Not enumerable, not writable, not configurable.
-      attributes: sys::PropertyAttributes::default,
-      data: ptr::null_mut(),
-    };
-    check(sys::napi_define_properties(raw, exports.raw(), 1, &property), "define")?;
-  }
-  Ok(())
+  // `Symbol` is a function; as an object it is the same value.
+  let symbol = env.get_global()?.get_named_property::<Unknown>("Symbol")?.coerce_to_object()?;
+  let symbol_for: Function<&str, Unknown> = symbol.get_named_property("for")?;
+  let key = symbol_for.apply(symbol, HOOKS_KEY)?;
+  // Not enumerable, not writable, not configurable.
+  let property =
+    Property::new().with_name(&env, key)?.with_value(&hooks).with_property_attributes(PropertyAttributes::Default);
+  exports.define_properties(&[property])
 }
 
 /// Panics inside the library, synchronously (`'sync'`) or on a worker thread behind a promise

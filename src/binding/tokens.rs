@@ -3,7 +3,7 @@
 use napi::{sys, Env, JsValue, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, string_union, Choice, Num, Obj, Text};
+use super::convert::{arg, opt_object, string_union, Choice, Given, Num, Text};
 use super::{strings, sync};
 use crate::error::{LoaError, Result};
 use crate::tokens::{self, TokenEncoding as Encoding};
@@ -31,25 +31,25 @@ pub struct CountTokensOptions {
 }
 
 /// How to count: the encoding and the safety margin (checked).
+#[derive(Default)]
 struct Counting {
   encoding: Encoding,
   margin: f64,
 }
 
-impl TryFrom<Option<Obj<CountTokensOptions>>> for Counting {
+impl TryFrom<CountTokensOptions> for Counting {
   type Error = LoaError;
 
-  fn try_from(options: Option<Obj<CountTokensOptions>>) -> Result<Counting> {
-    let (encoding, margin) = options.map_or((None, None), |o| (o.0.encoding.flatten(), o.0.safety_margin.flatten()));
+  fn try_from(o: CountTokensOptions) -> Result<Counting> {
     Ok(Counting {
-      encoding: encoding.map_or(Encoding::O200kBase, |e| e.0.into()),
-      margin: margin.map(|m| tokens::check_margin(m.0, "safetyMargin")).transpose()?.unwrap_or(0.0),
+      encoding: o.encoding.given().unwrap_or_default(),
+      margin: o.safety_margin.given().map(|m| tokens::check_margin(m, "safetyMargin")).transpose()?.unwrap_or(0.0),
     })
   }
 }
 
 fn counting(options: Option<Unknown>) -> Result<Counting> {
-  opt_arg::<Obj<CountTokensOptions>>(options, "options")?.try_into()
+  opt_object::<CountTokensOptions, _>(options, "options")
 }
 
 /// The exact number of tokens of `text` in a public BPE encoding (default `o200k_base`), the same

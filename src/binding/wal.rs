@@ -8,9 +8,11 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_arg, string_union, Bool, Bytes, Choice, Int, Json, JsonObject, Obj, Str};
+use super::convert::{
+  js_from, object, opt_object, path, string_union, Bool, Bytes, Choice, Given, Int, Json, JsonObject, Str,
+};
 use super::promises::{settle_now, Deferred, PromiseBatcher};
-use super::{clear_pending_exception, guard, js_error, sync, CoreTask};
+use super::{clear_pending_exception, guard, js_error, sync, sync_twin, CoreTask, RawJs};
 use crate::wal::{self as core, format::Record, AppendRequest, ConsolidateOptions, SyncMode, WalOptions};
 
 string_union! {
@@ -51,14 +53,12 @@ pub struct WalOpenOptions {
 impl From<WalOpenOptions> for WalOptions {
   fn from(o: WalOpenOptions) -> WalOptions {
     let d = WalOptions::default();
-    let ms =
-      |v: Option<Option<Int>>, default: Duration| v.flatten().map_or(default, |Int(ms)| Duration::from_millis(ms));
     WalOptions {
-      session_id: o.session_id.flatten().map_or(d.session_id, String::from),
-      lock_timeout: ms(o.lock_timeout_ms, d.lock_timeout),
-      segment_max_bytes: o.segment_max_bytes.flatten().map_or(d.segment_max_bytes, |n| n.0),
-      segment_max_age: ms(o.segment_max_age_ms, d.segment_max_age),
-      sync: o.sync.flatten().map_or(d.sync, |s| s.0.into()),
+      session_id: o.session_id.given().unwrap_or(d.session_id),
+      lock_timeout: o.lock_timeout_ms.given().map_or(d.lock_timeout, Duration::from_millis),
+      segment_max_bytes: o.segment_max_bytes.given().unwrap_or(d.segment_max_bytes),
+      segment_max_age: o.segment_max_age_ms.given().map_or(d.segment_max_age, Duration::from_millis),
+      sync: o.sync.given().unwrap_or(d.sync),
     }
   }
 }
@@ -85,7 +85,7 @@ impl From<WalAppendRecord> for AppendRequest {
   fn from(r: WalAppendRecord) -> AppendRequest {
     AppendRequest {
       op: r.op.0,
-      path: r.path.flatten().map(String::from),
+      path: r.path.given(),
       meta: r.meta.flatten().map(|m| serde_json::Value::Object(m.0).to_string()),
       data: r.data.flatten().map(|d| d.0),
     }
@@ -107,20 +107,16 @@ pub struct WalRecord {
   pub meta: Option<Json>,
 }
 
-impl From<Record> for WalRecord {
-  fn from(record: Record) -> WalRecord {
-    WalRecord {
-      seq: record.seq as f64,
-      ts: record.ts_ms as f64,
-      session_id: record.session_id,
-      op: record.op,
-      path: record.path,
-      data: record.data.map(Buffer::from),
-      // Meta was checked to be JSON when appended and is covered by the record checksum.
-      meta: record.meta.and_then(|m| serde_json::from_str(&m).ok()).map(Json),
-    }
-  }
-}
+// Meta was checked to be JSON when appended and is covered by the record checksum.
+js_from!(|r: Record| WalRecord {
+  seq: f64,
+  ts = r.ts_ms as f64,
+  session_id,
+  op,
+  path,
+  data = r.data.map(Buffer::from),
+  meta = r.meta.and_then(|m| serde_json::from_str(&m).ok()).map(Json),
+});
 
 /// Options of `Wal.replay`.
 #[napi(object, object_to_js = false)]
@@ -131,6 +127,13 @@ pub struct WalReplayOptions {
   /// At most this many records.
   #[napi(ts_type = "number")]
   pub limit: Option<Option<Int>>,
+}
+
+/// `(sinceSeq, limit)`.
+impl From<WalReplayOptions> for (u64, Option<usize>) {
+  fn from(o: WalReplayOptions) -> (u64, Option<usize>) {
+    (o.since_seq.given().unwrap_or(0), o.limit.given().map(|l: u64| l as usize))
+  }
 }
 
 /// Damage found in a segment, or something that is not a segment where one belongs.
@@ -152,18 +155,14 @@ pub struct WalSegmentProblem {
   pub code: String,
 }
 
-impl From<core::SegmentProblem> for WalSegmentProblem {
-  fn from(p: core::SegmentProblem) -> WalSegmentProblem {
-    WalSegmentProblem {
-      session_id: p.session_id,
-      segment: p.segment.display().to_string(),
-      offset: p.offset as f64,
-      bytes: p.bytes as f64,
-      reason: p.reason,
-      code: p.code.into(),
-    }
-  }
-}
+js_from!(|p: core::SegmentProblem| WalSegmentProblem {
+  session_id,
+  segment = p.segment.display().to_string(),
+  offset: f64,
+  bytes: f64,
+  reason,
+  code => into,
+});
 
 /// What `Wal.stats` reports.
 #[napi(object, object_from_js = false)]
@@ -184,20 +183,16 @@ pub struct WalStats {
   pub truncated_tail: Option<WalSegmentProblem>,
 }
 
-impl From<core::WalStats> for WalStats {
-  fn from(s: core::WalStats) -> WalStats {
-    WalStats {
-      session_id: s.session_id,
-      segments: s.segments as u32,
-      bytes: s.bytes as f64,
-      last_seq: s.last_seq as f64,
-      appended: s.appended as f64,
-      active_segment: s.active_segment.display().to_string(),
-      sync: s.sync.into(),
-      truncated_tail: s.truncated_tail.map(Into::into),
-    }
-  }
-}
+js_from!(|s: core::WalStats| WalStats {
+  session_id,
+  segments: u32,
+  bytes: f64,
+  last_seq: f64,
+  appended: f64,
+  active_segment = s.active_segment.display().to_string(),
+  sync => into,
+  truncated_tail => each,
+});
 
 /// What `verifyWal` found.
 #[napi(object, object_from_js = false)]
@@ -213,19 +208,15 @@ pub struct WalVerification {
   pub corrupt: Vec<WalSegmentProblem>,
 }
 
-impl From<core::reader::Verification> for WalVerification {
-  fn from(v: core::reader::Verification) -> WalVerification {
-    WalVerification {
-      ok: v.ok(),
-      records: v.records as u32,
-      sessions: v.sessions as u32,
-      segments: v.segments as u32,
-      bytes: v.bytes as f64,
-      truncated_tails: v.truncated_tails.into_iter().map(Into::into).collect(),
-      corrupt: v.corrupt.into_iter().map(Into::into).collect(),
-    }
-  }
-}
+js_from!(|v: core::reader::Verification| WalVerification {
+  ok = v.ok(),
+  records: u32,
+  sessions: u32,
+  segments: u32,
+  bytes: f64,
+  truncated_tails => each,
+  corrupt => each,
+});
 
 /// One side of a conflict.
 #[napi(object, object_from_js = false)]
@@ -238,11 +229,7 @@ pub struct WalConflictSide {
   pub hash: String,
 }
 
-impl From<core::ConflictSide> for WalConflictSide {
-  fn from(s: core::ConflictSide) -> WalConflictSide {
-    WalConflictSide { session_id: s.session_id, seq: s.seq as f64, ts: s.ts as f64, op: s.op, hash: s.hash }
-  }
-}
+js_from!(|s: core::ConflictSide| WalConflictSide { session_id, seq: f64, ts: f64, op, hash });
 
 /// Two sessions wrote the same path; `winner` (greatest ts, then sessionId, then seq) is what
 /// the target holds, `overwritten` is logged in `conflicts.jsonl`.
@@ -253,11 +240,7 @@ pub struct WalConflict {
   pub overwritten: WalConflictSide,
 }
 
-impl From<core::Conflict> for WalConflict {
-  fn from(c: core::Conflict) -> WalConflict {
-    WalConflict { path: c.path, winner: c.winner.into(), overwritten: c.overwritten.into() }
-  }
-}
+js_from!(|c: core::Conflict| WalConflict { path, winner => into, overwritten => into });
 
 /// Options of `consolidateWal`.
 #[napi(object, object_to_js = false)]
@@ -274,8 +257,8 @@ impl From<ConsolidateWalOptions> for ConsolidateOptions {
   fn from(o: ConsolidateWalOptions) -> ConsolidateOptions {
     let d = ConsolidateOptions::default();
     ConsolidateOptions {
-      prune: o.prune.flatten().map_or(d.prune, |b| b.0),
-      lock_timeout: o.lock_timeout_ms.flatten().map_or(d.lock_timeout, |Int(ms)| Duration::from_millis(ms)),
+      prune: o.prune.given().unwrap_or(d.prune),
+      lock_timeout: o.lock_timeout_ms.given().map_or(d.lock_timeout, Duration::from_millis),
     }
   }
 }
@@ -295,11 +278,7 @@ pub struct WalDeadLetter {
   pub reason: String,
 }
 
-impl From<core::consolidate::DeadLetter> for WalDeadLetter {
-  fn from(d: core::consolidate::DeadLetter) -> WalDeadLetter {
-    WalDeadLetter { path: d.path, session_id: d.session_id, seq: d.seq as f64, code: d.code.into(), reason: d.reason }
-  }
-}
+js_from!(|d: core::consolidate::DeadLetter| WalDeadLetter { path, session_id, seq: f64, code => into, reason });
 
 /// What `consolidateWal` did.
 #[napi(object, object_from_js = false)]
@@ -316,26 +295,16 @@ pub struct WalConsolidation {
   pub dead_letters: Vec<WalDeadLetter>,
 }
 
-impl From<core::Consolidation> for WalConsolidation {
-  fn from(c: core::Consolidation) -> WalConsolidation {
-    WalConsolidation {
-      applied: c.applied as u32,
-      records: c.records as u32,
-      conflicts: c.conflicts.into_iter().map(Into::into).collect(),
-      pruned_segments: c.pruned_segments as u32,
-      dead_letters: c.dead_letters.into_iter().map(Into::into).collect(),
-    }
-  }
-}
+js_from!(|c: core::Consolidation| WalConsolidation {
+  applied: u32,
+  records: u32,
+  conflicts => each,
+  pruned_segments: u32,
+  dead_letters => each,
+});
 
 fn open_args(dir: Unknown, options: Option<Unknown>) -> crate::Result<(PathBuf, WalOptions)> {
-  let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
-  let options = opt_arg::<Obj<WalOpenOptions>>(options, "options")?.map_or_else(WalOptions::default, |o| o.0.into());
-  Ok((dir, options))
-}
-
-fn record_arg(record: Unknown) -> crate::Result<AppendRequest> {
-  Ok(arg::<Obj<WalAppendRecord>>(record, "record")?.0.into())
+  Ok((path(dir, "dir")?, opt_object::<WalOpenOptions, _>(options, "options")?))
 }
 
 /// One session's write-ahead log, open for appending.
@@ -368,7 +337,7 @@ impl Wal {
   }
 
   /// A promise already rejected with `error` (built on this thread).
-  fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<Unknown<'_>> {
+  fn rejected(&self, env: &Env, error: crate::LoaError) -> napi::Result<RawJs> {
     clear_pending_exception(env.raw());
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
@@ -378,8 +347,7 @@ impl Wal {
       return Err(js_error(env, &error));
     }
     settle_now(env, Deferred::from_raw(deferred), Err(error));
-    // SAFETY: `promise` was just created in this env.
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
+    Ok(RawJs(promise))
   }
 }
 
@@ -401,10 +369,7 @@ impl Wal {
   /// in each case changing nothing.
   #[napi(factory, ts_args_type = "dir: string, options?: WalOpenOptions")]
   pub fn open(env: Env, dir: Unknown, options: Option<Unknown>) -> napi::Result<Wal> {
-    sync(&env, || {
-      let (dir, options) = open_args(dir, options)?;
-      core::Wal::open(&dir, options).map(Wal::wrap)
-    })
+    sync_twin(&env, || open_args(dir, options), |(dir, options)| core::Wal::open(&dir, options).map(Wal::wrap))
   }
 
   /// Same as `open`, without blocking the event loop while it waits for the session lock or
@@ -421,11 +386,11 @@ impl Wal {
   /// (nothing is written), `E_IO` when the disk refuses (the log keeps exactly the records
   /// that resolved), `E_WAL_CLOSED` after `close()`.
   #[napi(ts_args_type = "record: WalAppendRecord", ts_return_type = "Promise<number>")]
-  pub fn append(&self, env: Env, record: Unknown) -> napi::Result<Unknown<'_>> {
+  pub fn append(&self, env: Env, record: Unknown) -> napi::Result<RawJs> {
     // The record is converted before any promise exists: a getter or Proxy that throws becomes a
     // rejection, never a throw beside a pending promise. The promises of all appends are
     // settled in batches through one thread-safe function (`promises`), not one per promise.
-    let request = guard(|| record_arg(record));
+    let request = guard(|| object::<WalAppendRecord, _>(record, "record"));
     if self.promises.get().is_some_and(PromiseBatcher::is_released) {
       // Closed: answer on this thread, the background channel is gone.
       return self.rejected(&env, crate::LoaError::WalClosed("close() was called".into()));
@@ -444,14 +409,13 @@ impl Wal {
     let (deferred, promise) = promises.create(&env)?;
     let batcher = PromiseBatcher::clone_handle(promises);
     self.inner.append_with(request, Box::new(move |result| batcher.settle(deferred, result)));
-    // SAFETY: `promise` was just created in this env.
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise) })
+    Ok(RawJs(promise))
   }
 
   /// Synchronous twin of `append`: blocks until the record is durable, returns its seq.
   #[napi(ts_args_type = "record: WalAppendRecord")]
   pub fn append_sync(&self, env: Env, record: Unknown) -> napi::Result<f64> {
-    sync(&env, || self.inner.append(record_arg(record)?)).map(|seq| seq as f64)
+    sync(&env, || self.inner.append(object::<WalAppendRecord, _>(record, "record")?)).map(|seq| seq as f64)
   }
 
   /// This session's records on disk, in seq order. Throws `E_WAL_CORRUPT` (with `segment` and
@@ -459,9 +423,8 @@ impl Wal {
   #[napi(ts_args_type = "options?: WalReplayOptions")]
   pub fn replay(&self, env: Env, options: Option<Unknown>) -> napi::Result<Vec<WalRecord>> {
     sync(&env, || {
-      let o = opt_arg::<Obj<WalReplayOptions>>(options, "options")?.map(|o| o.0);
-      let (since, limit) = o.map_or((None, None), |o| (o.since_seq.flatten(), o.limit.flatten()));
-      self.inner.replay(since.map_or(0, |s| s.0), limit.map(|l| l.0 as usize))
+      let (since, limit) = opt_object::<WalReplayOptions, (_, _)>(options, "options")?;
+      self.inner.replay(since, limit)
     })
     .map(|records| records.into_iter().map(Into::into).collect())
   }
@@ -494,8 +457,7 @@ impl Wal {
 /// consolidation's retention was consolidated and is skipped.
 #[napi(ts_args_type = "dir: string")]
 pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
-  sync(&env, || core::read_dir_merged(&PathBuf::from(arg::<Str>(dir, "dir")?.0)))
-    .map(|records| records.into_iter().map(Into::into).collect())
+  sync(&env, || core::read_dir_merged(&path(dir, "dir")?)).map(|records| records.into_iter().map(Into::into).collect())
 }
 
 /// Checks every segment of every session under `dir` and reports what it found (each problem
@@ -504,7 +466,7 @@ pub fn read_wal(env: Env, dir: Unknown) -> napi::Result<Vec<WalRecord>> {
 /// (`E_INVALID_ARGUMENT`) or cannot be listed (`E_IO`).
 #[napi(ts_args_type = "dir: string")]
 pub fn verify_wal(env: Env, dir: Unknown) -> napi::Result<WalVerification> {
-  sync(&env, || core::verify_dir(&PathBuf::from(arg::<Str>(dir, "dir")?.0))).map(Into::into)
+  sync(&env, || core::verify_dir(&path(dir, "dir")?)).map(Into::into)
 }
 
 /// Applies every session's new records under `dir` to `targetDir`: `write` records become files
@@ -522,10 +484,9 @@ pub fn consolidate_wal(
   options: Option<Unknown>,
 ) -> napi::Result<WalConsolidation> {
   sync(&env, || {
-    let dir = PathBuf::from(arg::<Str>(dir, "dir")?.0);
-    let target = PathBuf::from(arg::<Str>(target_dir, "targetDir")?.0);
-    let options = opt_arg::<Obj<ConsolidateWalOptions>>(options, "options")?;
-    core::consolidate(&dir, &target, &options.map_or_else(ConsolidateOptions::default, |o| o.0.into()))
+    let dir = path(dir, "dir")?;
+    let target = path(target_dir, "targetDir")?;
+    core::consolidate(&dir, &target, &opt_object::<ConsolidateWalOptions, _>(options, "options")?)
   })
   .map(Into::into)
 }

@@ -51,6 +51,18 @@ pub enum ClearTarget {
 }
 
 impl ClearTarget {
+  /// `targets` without repeats: a target listed twice is cleared in the place of its first
+  /// mention.
+  pub fn first_mentions(targets: impl IntoIterator<Item = ClearTarget>) -> Vec<ClearTarget> {
+    let mut out: Vec<ClearTarget> = Vec::new();
+    for t in targets {
+      if !out.contains(&t) {
+        out.push(t);
+      }
+    }
+    out
+  }
+
   /// All targets in seed 003's clearing order.
   pub const ALL: [ClearTarget; 5] = [
     ClearTarget::StaleToolResults,

@@ -267,3 +267,10 @@ fn skill_files_are_read_only_as_regular_files() {
   );
   assert_eq!(read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap().name.as_deref(), Some("real"));
 }
+
+#[test]
+fn a_repeated_target_keeps_the_place_of_its_first_mention() {
+  use ClearTarget::*;
+  let targets = ClearTarget::first_mentions([VerboseDebug, StaleToolResults, VerboseDebug, StaleToolResults]);
+  assert_eq!(targets, [VerboseDebug, StaleToolResults]);
+}

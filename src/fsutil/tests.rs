@@ -209,3 +209,12 @@ fn injected_faults_fail_the_write_and_leave_the_old_file() {
   write_file_atomic(&target, b"new", None).unwrap();
   assert_eq!(fs::read(&target).unwrap(), b"new");
 }
+
+#[test]
+fn a_file_mode_is_at_most_0o7777() {
+  assert_eq!(file_mode(0o600).unwrap(), 0o600);
+  assert_eq!(file_mode(0o7777).unwrap(), 0o7777);
+  for bad in [0o10000, u64::from(u32::MAX) + 0o600] {
+    assert_eq!(file_mode(bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  }
+}

@@ -398,7 +398,8 @@ impl KeyRing {
   }
 
   /// Revokes a key (active, retired, or the environment's): it never signs or verifies again.
-  /// Revoking the active key leaves the ring without one until `generate`.
+  /// Revoking the active key leaves the ring without one until `generate`. `key_id` must have
+  /// passed [`check_key_id`] (an unknown id is echoed in the error).
   pub fn revoke(&self, key_id: &str, reason: &str) -> Result<()> {
     if reason.trim().is_empty() || reason.len() > 1024 {
       return crate::error::invalid("`reason` must be a non-empty string of at most 1024 bytes");
@@ -612,6 +613,16 @@ fn is_private_key_name(name: &str) -> bool {
 /// The file of the workspace's redaction key in its keys directory.
 pub const REDACTION_KEY_FILE: &str = "redaction.key";
 
+/// Refuses a string that cannot be a key id (32 lower-case hex characters, derived from the
+/// public key) with `E_KEY_NOT_FOUND`, so that it never reaches a message: it may be anything the
+/// caller holds, a secret included.
+pub fn check_key_id(id: &str) -> Result<()> {
+  if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    return Err(LoaError::KeyNotFound("no key has that id (key ids are 32 lower-case hex characters)".into()));
+  }
+  Ok(())
+}
+
 /// The workspace's redaction key: the key of `redact`'s fingerprints and pseudonyms, so that one
 /// value gets the same pseudonym in every session and process. Kept as raw bytes in
 /// `<dir>/redaction.key` (mode 0600, `dir` 0700 like the ring, whose changes leave it alone).
@@ -652,6 +663,16 @@ fn read_redaction_key(dir: &StateDir) -> Result<Option<Zeroizing<Vec<u8>>>> {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn only_a_key_id_shaped_string_passes_check_key_id() {
+    assert!(check_key_id("0123456789abcdef0123456789abcdef").is_ok());
+    for bad in ["", "0123456789ABCDEF0123456789ABCDEF", "0123456789abcdef0123456789abcde", "not a key id"] {
+      let err = check_key_id(bad).unwrap_err();
+      assert_eq!(err.code(), "E_KEY_NOT_FOUND");
+      assert!(bad.is_empty() || !err.to_string().contains(bad), "the id is never echoed");
+    }
+  }
   use std::os::unix::fs::PermissionsExt;
 
   fn ring(dir: &Path) -> KeyRing {

@@ -506,6 +506,9 @@ pub fn create_manifest(
   options: &ManifestOptions,
   progress: &mut dyn FnMut(Progress) -> Result<()>,
 ) -> Result<Manifest> {
+  if options.threads == Some(0) {
+    return crate::error::invalid("`threads` must be at least 1");
+  }
   let (include, exclude) = normalized_patterns(options)?;
   let root = Root::open(root)?;
   let audit_head = options.audit_dir.as_deref().map(|dir| audit_anchor(&root, dir)).transpose()?;

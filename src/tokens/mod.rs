@@ -29,10 +29,11 @@ mod tables;
 use split::Splitter;
 use tables::Vocabulary;
 
-/// BPE encoding used to count tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// BPE encoding used to count tokens; `o200k_base` unless said otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TokenEncoding {
   /// `o200k_base` (GPT-4o family and later).
+  #[default]
   #[serde(rename = "o200k_base")]
   O200kBase,
   /// `cl100k_base` (GPT-4 / GPT-3.5 family).
