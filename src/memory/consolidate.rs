@@ -397,11 +397,13 @@ fn render_notes_with(
           let first_line = d.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
           let confidence = d.confidence.map_or("-".to_string(), |c| c.to_string());
           format!(
-            "{} {} - {}\n**Decision**: {}\n**Session**: `{}` · **Confidence**: {} · **Id**: `{}`\n",
+            "{} {} - {}\n**Decision**: {}\n{}**Session**: `{}` · **Confidence**: {} · **Id**: `{}`\n",
             "#".repeat(level),
             d.timestamp,
             notes::excerpt(&notes::one_line(first_line), 60),
             notes::one_line(&d.content),
+            // Rationale, evidence and test scenarios of decisions the ledger recorded.
+            crate::ledger::decision::render_fields(d.metadata.as_ref()),
             d.session_id,
             confidence,
             &d.id[..12]
