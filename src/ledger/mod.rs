@@ -9,4 +9,7 @@
 //!   byte for byte; [`decision`]: the Decision Log entry format.
 
 pub mod decision;
+pub mod identifier;
 pub mod notes;
+pub mod options;
+pub mod trajectory;
