@@ -9,6 +9,7 @@
 //!   byte for byte; [`decision`]: the Decision Log entry format.
 
 pub mod decision;
+pub mod grounding;
 pub mod identifier;
 pub mod notes;
 pub mod options;
