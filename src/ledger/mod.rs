@@ -13,4 +13,5 @@ pub mod grounding;
 pub mod identifier;
 pub mod notes;
 pub mod options;
+pub mod recall;
 pub mod trajectory;
