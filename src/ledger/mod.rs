@@ -13,5 +13,7 @@ pub mod grounding;
 pub mod identifier;
 pub mod notes;
 pub mod options;
+pub mod persistence;
 pub mod recall;
+pub mod status;
 pub mod trajectory;

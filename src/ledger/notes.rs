@@ -416,7 +416,7 @@ Setext heading below
         }
         _ => {
           let qs: Vec<Question> =
-            (0..rng.next() % 4).map(|_| Question { text: rng.text(), done: rng.next() % 2 == 0 }).collect();
+            (0..rng.next() % 4).map(|_| Question { text: rng.text(), done: rng.next().is_multiple_of(2) }).collect();
           doc.set_pending_questions(&qs);
           assert_eq!(doc.pending_questions().len(), qs.len(), "round {round}");
         }
