@@ -8,6 +8,7 @@
 //! - [`notes`]: NOTES.md's Session Continuity section, edited by heading, foreign text kept
 //!   byte for byte; [`decision`]: the Decision Log entry format.
 
+pub mod beads;
 pub mod decision;
 pub mod grounding;
 pub mod identifier;
