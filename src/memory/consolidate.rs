@@ -144,7 +144,8 @@ pub(crate) struct RunOutcome {
   pub forgotten: Vec<String>,
 }
 
-const LOCK_FILE: &str = "memory-consolidate.lock";
+/// The consolidation lock in the WAL directory; the ledger takes it too for its NOTES.md edits.
+pub(crate) const LOCK_FILE: &str = "memory-consolidate.lock";
 
 /// Takes the consolidation lock of the WAL directory `wal`: the lock file is opened without
 /// following a symlink, so it can never create or lock a file elsewhere.

@@ -1,0 +1,187 @@
+//! [`Ledger`]: the ledger's files of one workspace, at the paths the configuration gives.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::fsutil::{relative_components, StateDir};
+use crate::lock::lock_in;
+use crate::memory::{DEFAULT_GRIMOIRE_DIR, DEFAULT_WAL_DIR, NOTES_LOCK_FILE};
+use crate::tokens::TokenEncoding;
+
+use super::beads::Beads;
+use super::grounding::{evaluate, guarded, GroundingReport};
+use super::identifier::{Identifier, Resolved};
+use super::notes::{NotesDoc, NotesFile};
+use super::options::{EddConfig, GroundingConfig};
+use super::persistence::{L1Store, MemoryMd, DEFAULT_MAX_ENTRIES};
+use super::recall::{level1, level2, level3, Level2, Recalled};
+use super::trajectory::Trajectory;
+
+/// Where the ledger's files are and how it behaves. Paths are relative to the workspace (no
+/// `..`, not absolute: `E_PATH_OUTSIDE_ROOT`). The defaults are those of an absent
+/// `.loa.config.yaml`.
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+  pub workspace_dir: PathBuf,
+  /// NOTES.md (`grimoires/loa/NOTES.md`).
+  pub notes_path: String,
+  /// The WAL directory, whose consolidation lock also guards NOTES.md (`.loa/wal`).
+  pub wal_dir: String,
+  /// Trajectory files (`grimoires/loa/a2a/trajectory`).
+  pub trajectory_dir: String,
+  /// Bead files (`.beads`).
+  pub beads_dir: String,
+  /// L1 state files (`.loa/state`).
+  pub state_dir: String,
+  /// L2 MEMORY.md (`grimoires/loa/MEMORY.md`).
+  pub memory_path: String,
+  /// The ledger's lines MEMORY.md keeps before moving the oldest to the Decision Log.
+  pub memory_max_entries: usize,
+  /// Newest-wins staleness warning threshold (5 minutes).
+  pub stale_after_ms: u64,
+  pub lock_timeout: Duration,
+  pub level1_tokens: u64,
+  pub level2_tokens: u64,
+  /// The exact tokenizer of level budgets.
+  pub encoding: TokenEncoding,
+  pub grounding: GroundingConfig,
+  pub edd: EddConfig,
+}
+
+impl Default for LedgerOptions {
+  fn default() -> Self {
+    LedgerOptions {
+      workspace_dir: PathBuf::new(),
+      notes_path: format!("{DEFAULT_GRIMOIRE_DIR}/NOTES.md"),
+      wal_dir: DEFAULT_WAL_DIR.into(),
+      trajectory_dir: format!("{DEFAULT_GRIMOIRE_DIR}/a2a/trajectory"),
+      beads_dir: ".beads".into(),
+      state_dir: ".loa/state".into(),
+      memory_path: format!("{DEFAULT_GRIMOIRE_DIR}/MEMORY.md"),
+      memory_max_entries: DEFAULT_MAX_ENTRIES,
+      stale_after_ms: 300_000,
+      lock_timeout: Duration::from_secs(5),
+      level1_tokens: 100,
+      level2_tokens: 500,
+      encoding: TokenEncoding::O200kBase,
+      grounding: GroundingConfig::default(),
+      edd: EddConfig::default(),
+    }
+  }
+}
+
+/// One workspace's ledger.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+  pub options: LedgerOptions,
+}
+
+/// `relative` split into its directory and file name, checked.
+fn split_file(relative: &str) -> Result<(PathBuf, String)> {
+  let mut parts = relative_components(Path::new(relative))?;
+  let name = parts.pop().expect("relative_components is never empty");
+  Ok((parts.into_iter().collect(), name.to_string_lossy().into_owned()))
+}
+
+impl Ledger {
+  /// Checks every path of `options` before anything is touched.
+  pub fn new(options: LedgerOptions) -> Result<Ledger> {
+    crate::memory::check_workspace(&options.workspace_dir)?;
+    for dir in [&options.wal_dir, &options.trajectory_dir, &options.beads_dir, &options.state_dir] {
+      relative_components(Path::new(dir))?;
+    }
+    split_file(&options.notes_path)?;
+    split_file(&options.memory_path)?;
+    Ok(Ledger { options })
+  }
+
+  /// The project root (the workspace).
+  pub fn root(&self) -> &Path {
+    &self.options.workspace_dir
+  }
+
+  fn dir(&self, relative: &str) -> Result<StateDir> {
+    let root = StateDir::open_root(&self.options.workspace_dir)?;
+    if relative.is_empty() {
+      return Ok(root);
+    }
+    Ok(root.descend(Path::new(relative), true)?.expect("descend with create always gives a directory"))
+  }
+
+  fn notes_file(&self) -> Result<NotesFile> {
+    let (dir, name) = split_file(&self.options.notes_path)?;
+    Ok(NotesFile::new(self.dir(&dir.to_string_lossy())?, name))
+  }
+
+  /// NOTES.md, or the template when there is none.
+  pub fn notes(&self) -> Result<NotesDoc> {
+    self.notes_file()?.load()
+  }
+
+  /// Edits NOTES.md under the lock consolidation takes, writing atomically when it changed.
+  pub fn edit_notes(&self, edit: impl FnOnce(&mut NotesDoc)) -> Result<bool> {
+    let wal = self.dir(&self.options.wal_dir)?;
+    let _guard = lock_in(&wal, NOTES_LOCK_FILE, self.options.lock_timeout, "NOTES.md")?;
+    self.notes_file()?.edit(edit)
+  }
+
+  /// Level 1 recall.
+  pub fn recall_level1(&self) -> Result<Recalled> {
+    Ok(level1(&self.notes()?, self.options.level1_tokens, self.options.encoding))
+  }
+
+  /// Level 2 recall: the top `k` decisions for `query`.
+  pub fn recall_level2(&self, query: &str, k: usize, now_ms: i64) -> Result<Level2> {
+    level2(&self.notes()?, query, k, self.options.level2_tokens, self.options.encoding, now_ms)
+  }
+
+  /// Level 3 recall: the whole NOTES.md.
+  pub fn recall_level3(&self) -> Result<Recalled> {
+    Ok(level3(&self.notes()?, self.options.encoding))
+  }
+
+  /// The trajectory directory (created when missing).
+  pub fn trajectory(&self) -> Result<Trajectory> {
+    Ok(Trajectory::new(self.dir(&self.options.trajectory_dir)?, self.options.lock_timeout))
+  }
+
+  /// The grounding check over `agent`'s trajectory of the UTC day of `day_ms`, quotes checked
+  /// against the workspace. Never fails: an error is a report with exit code 2.
+  pub fn grounding_check(&self, agent: &str, day_ms: i64) -> GroundingReport {
+    let g = &self.options.grounding;
+    guarded(g.threshold, || {
+      if g.enforcement == super::options::GroundingEnforcement::Disabled {
+        return Ok(evaluate(&Default::default(), g.enforcement, g.threshold, None));
+      }
+      let read = self.trajectory()?.read_day(agent, day_ms)?;
+      Ok(evaluate(&read, g.enforcement, g.threshold, Some(self.root())))
+    })
+  }
+
+  /// The beads directory (created when missing).
+  pub fn beads(&self) -> Result<Beads> {
+    Ok(Beads::new(self.dir(&self.options.beads_dir)?, self.options.lock_timeout))
+  }
+
+  /// The L1 state directory (created when missing).
+  pub fn l1(&self) -> Result<L1Store> {
+    Ok(L1Store::new(self.dir(&self.options.state_dir)?, self.options.lock_timeout))
+  }
+
+  /// MEMORY.md.
+  pub fn memory_md(&self) -> Result<MemoryMd> {
+    let (dir, name) = split_file(&self.options.memory_path)?;
+    Ok(MemoryMd::new(
+      self.dir(&dir.to_string_lossy())?,
+      name,
+      self.options.memory_max_entries,
+      self.options.lock_timeout,
+    ))
+  }
+
+  /// Parses and resolves a lightweight identifier below the workspace.
+  pub fn resolve(&self, identifier: &str) -> Result<Resolved> {
+    Identifier::parse(identifier, self.root())?.resolve(self.root())
+  }
+}
