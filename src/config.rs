@@ -179,6 +179,28 @@ impl Config {
   pub fn compaction_policy(&self) -> CompactionPolicy {
     CompactionPolicy::new(&self.context_editing, &self.attention_budget, &self.runtime_signals)
   }
+
+  /// The ledger's options for `workspace`: its paths (NOTES.md, the WAL whose lock guards it,
+  /// trajectory, L1 state, MEMORY.md), level budgets in the context's tokenizer, grounding, EDD
+  /// and the newest-wins staleness threshold.
+  pub fn ledger_options(&self, workspace: &Path) -> crate::ledger::LedgerOptions {
+    crate::ledger::LedgerOptions {
+      workspace_dir: workspace.to_path_buf(),
+      notes_path: self.memory.notes_path.clone(),
+      wal_dir: self.wal.dir.clone(),
+      trajectory_dir: self.trajectory.dir.clone(),
+      state_dir: self.persistence.state_dir.clone(),
+      memory_path: self.persistence.memory_path.clone(),
+      stale_after_ms: self.persistence.stale_after_ms,
+      lock_timeout: Duration::from_millis(self.wal.lock_timeout_ms),
+      level1_tokens: self.session_continuity.level1_tokens,
+      level2_tokens: self.session_continuity.level2_tokens,
+      encoding: self.context.encoding,
+      grounding: self.grounding.clone(),
+      edd: self.edd.clone(),
+      ..Default::default()
+    }
+  }
 }
 
 /// `<grimoires_dir>/name` for the default grimoire.
@@ -1113,6 +1135,26 @@ persistence:
     let loaded = parse("grounding_enforcement: bogus\ngrounding:\n  enforcement: strict\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Strict);
     invalid_at("grounding_enforcement: bogus\n", "grounding_enforcement");
+  }
+
+  /// The ledger's sections reach its options, both spellings of the enforcement included.
+  #[test]
+  fn ledger_sections_become_ledger_options() {
+    let loaded = parse(
+      "grimoires_dir: g\ngrounding_enforcement: warn\ngrounding:\n  threshold: 0.8\nsession_continuity:\n  \
+       level1_tokens: 150\nedd:\n  min_test_scenarios: 2\npersistence:\n  stale_after_ms: 1000\n",
+    );
+    let o = loaded.config.ledger_options(Path::new("/ws"));
+    assert_eq!(o.grounding.enforcement, GroundingEnforcement::Warn);
+    assert_eq!(o.grounding.threshold, 0.8);
+    assert_eq!((o.level1_tokens, o.level2_tokens), (150, 500));
+    assert_eq!(o.edd.min_test_scenarios, 2);
+    assert_eq!(o.stale_after_ms, 1000);
+    assert_eq!(
+      (o.notes_path.as_str(), o.trajectory_dir.as_str(), o.memory_path.as_str()),
+      ("g/NOTES.md", "g/a2a/trajectory", "g/MEMORY.md")
+    );
+    assert_eq!(o.wal_dir, ".loa/wal");
   }
 
   #[test]
