@@ -3,7 +3,8 @@
 //!
 //! The seven steps, in the seed's order:
 //!
-//! 1. **Grounding** (blocking): [`super::grounding`] over the agent's trajectory of the day.
+//! 1. **Grounding** (blocking): [`super::grounding`] over the agent's trajectory of the day;
+//!    the outcome is appended as a `grounding_check` record.
 //! 2. **Negative grounding** (blocking): each claimed absence checked with two distinct queries
 //!    over the workspace ([`super::grounding::verify_absence`]). An unverified ghost blocks in
 //!    `strict` mode and warns in `warn` mode.
@@ -12,7 +13,8 @@
 //!    evidence and test scenarios; Active Context and Pending Questions written.
 //! 4. **Bead**: `decisions[]`, `test_scenarios[]`, `next_steps[]` and a `handoffs[]` entry
 //!    appended to the session's bead, when it has one.
-//! 5. **Trajectory**: a `session_handoff` record.
+//! 5. **Trajectory**: a `session_handoff` record, unless the trajectory could not be checked
+//!    (appending would hide its damage: an empty file would then pass the next check).
 //! 6. **Decay to identifiers**: each identifier parsed and resolved below the workspace and
 //!    written to Lightweight Identifiers (an identifier that does not resolve is reported, not
 //!    written).
@@ -159,7 +161,22 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
   }
   blocked |= grounding.status == GroundingStatus::Fail;
   errored |= grounding.status == GroundingStatus::Error;
-  steps.push(step(1, "grounding", status, messages));
+  let checked = !matches!(grounding.status, GroundingStatus::Error | GroundingStatus::Disabled);
+  if checked {
+    let record = Event::GroundingCheck {
+      total_claims: grounding.total_claims,
+      grounded_claims: grounding.grounded_claims,
+      assumptions: grounding.assumptions,
+      grounding_ratio: grounding.ratio,
+      threshold: grounding.threshold,
+      status: grounding.status.as_str().into(),
+    };
+    if let Err(e) = ledger.trajectory().and_then(|t| t.append(&input.agent, input.now_ms, record)) {
+      errored = true;
+      messages.push(err_text(&e));
+    }
+  }
+  steps.push(step(1, "grounding", if errored { "error" } else { status }, messages));
 
   // 2. Negative grounding.
   let mut ghosts = Vec::new();
@@ -327,11 +344,17 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
     test_scenarios: input.decisions.iter().map(|d| d.test_scenarios.len() as u64).sum(),
     next_session_ready: !(blocked || errored),
   };
-  match ledger.trajectory().and_then(|t| t.append(&input.agent, input.now_ms, event)) {
-    Ok(_) => steps.push(step(5, "session_handoff", "pass", Vec::new())),
-    Err(e) => {
-      errored = true;
-      steps.push(step(5, "session_handoff", "error", vec![err_text(&e)]));
+  if grounding.status == GroundingStatus::Error {
+    // Appending to a trajectory that could not be checked would hide its damage (an empty,
+    // truncated file would pass the next check): it stays as it is until someone looks.
+    steps.push(step(5, "session_handoff", "error", vec!["not written: the trajectory could not be checked".into()]));
+  } else {
+    match ledger.trajectory().and_then(|t| t.append(&input.agent, input.now_ms, event)) {
+      Ok(_) => steps.push(step(5, "session_handoff", "pass", Vec::new())),
+      Err(e) => {
+        errored = true;
+        steps.push(step(5, "session_handoff", "error", vec![err_text(&e)]));
+      }
     }
   }
 

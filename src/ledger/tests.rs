@@ -140,6 +140,11 @@ fn a_checkpoint_persists_everything_and_recall_brings_it_back() {
   let read = l.trajectory().unwrap().read_day("impl", now).unwrap();
   let handoff = &read.records.last().unwrap().1.event;
   assert!(matches!(handoff, Event::SessionHandoff { next_session_ready: true, edd_verified: true, .. }));
+  assert!(read
+    .records
+    .iter()
+    .any(|(_, r)| matches!(&r.event, Event::GroundingCheck { status, .. } if status == "pass")));
+  assert!(read.damaged.is_empty());
 
   // A second checkpoint with the same decision changes no decision (duplicate is fine).
   assert_eq!(checkpoint(&l, Some(&s), &input(now + 1000)).exit_code, 0);
@@ -170,6 +175,9 @@ fn the_checkpoint_blocks_on_a_crash_an_empty_file_and_a_malformed_line() {
   std::fs::create_dir_all(tmp.path().join("grimoires/loa/a2a/trajectory")).unwrap();
   std::fs::write(tmp.path().join(day_file), "").unwrap();
   assert_eq!(checkpoint(&l, None, &no_decisions).exit_code, 2);
+  // Nothing was appended to it, so the next run blocks again instead of passing.
+  assert_eq!(std::fs::read(tmp.path().join(day_file)).unwrap(), b"");
+  assert_eq!(checkpoint(&l, None, &no_decisions).exit_code, 2);
 
   // A malformed line -> error (2), in warn mode too.
   let tmp = workspace();
@@ -197,6 +205,15 @@ fn the_checkpoint_blocks_on_a_crash_an_empty_file_and_a_malformed_line() {
   let mut with_decisions = input(now);
   with_decisions.ghosts.clear();
   assert_eq!(checkpoint(&l, None, &with_decisions).exit_code, 2);
+}
+
+#[test]
+fn reads_create_nothing() {
+  let tmp = tempfile::tempdir().unwrap();
+  let l = ledger(tmp.path());
+  assert!(!l.recall_level1().unwrap().text.is_empty());
+  assert_eq!(l.grounding_check("impl", 0).exit_code(), 0);
+  assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 #[test]

@@ -101,12 +101,19 @@ impl Ledger {
     &self.options.workspace_dir
   }
 
+  /// The directory `relative` below the workspace, created when missing.
   fn dir(&self, relative: &str) -> Result<StateDir> {
+    Ok(self.existing_dir(relative, true)?.expect("descend with create always gives a directory"))
+  }
+
+  /// The directory `relative` below the workspace; `None` when missing and `create` is false
+  /// (reads never create directories).
+  fn existing_dir(&self, relative: &str, create: bool) -> Result<Option<StateDir>> {
     let root = StateDir::open_root(&self.options.workspace_dir)?;
     if relative.is_empty() {
-      return Ok(root);
+      return Ok(Some(root));
     }
-    Ok(root.descend(Path::new(relative), true)?.expect("descend with create always gives a directory"))
+    root.descend(Path::new(relative), create)
   }
 
   fn notes_file(&self) -> Result<NotesFile> {
@@ -114,9 +121,13 @@ impl Ledger {
     Ok(NotesFile::new(self.dir(&dir.to_string_lossy())?, name))
   }
 
-  /// NOTES.md, or the template when there is none.
+  /// NOTES.md, or the template when there is none (nothing is created).
   pub fn notes(&self) -> Result<NotesDoc> {
-    self.notes_file()?.load()
+    let (dir, name) = split_file(&self.options.notes_path)?;
+    match self.existing_dir(&dir.to_string_lossy(), false)? {
+      Some(dir) => NotesFile::new(dir, name).load(),
+      None => Ok(NotesDoc::template()),
+    }
   }
 
   /// Edits NOTES.md under the lock consolidation takes, writing atomically when it changed.
@@ -154,7 +165,13 @@ impl Ledger {
       if g.enforcement == super::options::GroundingEnforcement::Disabled {
         return Ok(evaluate(&Default::default(), g.enforcement, g.threshold, None));
       }
-      let read = self.trajectory()?.read_day(agent, day_ms)?;
+      let read = match self.existing_dir(&self.options.trajectory_dir, false)? {
+        Some(dir) => Trajectory::new(dir, self.options.lock_timeout).read_day(agent, day_ms)?,
+        None => {
+          super::trajectory::file_name(agent, day_ms)?;
+          Default::default()
+        }
+      };
       Ok(evaluate(&read, g.enforcement, g.threshold, Some(self.root())))
     })
   }
