@@ -51,8 +51,9 @@ pub fn truncate_to_tokens(text: &str, budget: usize, encoding: TokenEncoding) ->
     if n <= budget || limit == 0 {
       return (cut.to_string(), n, true);
     }
-    // Counted alone the prefix may come out a token over; shrink and retry (strictly less).
-    limit -= 1;
+    // Counted alone the prefix may come out a token or two over; shrink by the excess and
+    // retry (strictly less each time).
+    limit = limit.saturating_sub((n - budget).max(1));
   }
 }
 

@@ -258,3 +258,43 @@ fn memory_md_overflow_lands_in_the_decision_log() {
   let notes = l.notes().unwrap();
   assert!(notes.decisions().iter().any(|d| d.decision.contains("workflow number 0")), "{}", notes.text());
 }
+
+/// The properties of the `ledger` fuzz target (fuzz/fuzz_targets/ledger.rs), on its seeds and
+/// a few hostile inputs, so that they hold in every `cargo test` run too.
+#[test]
+fn fuzz_properties_hold_on_the_seeds() {
+  use super::identifier::Identifier;
+  use super::notes::Question;
+  use super::persistence::MemoryLine;
+  use super::trajectory::parse;
+  let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/ledger");
+  let mut inputs: Vec<Vec<u8>> =
+    std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+  inputs.extend([
+    b"\n\n\xff\n".to_vec(),
+    b"${PROJECT_ROOT}/a/../b:1".to_vec(),
+    b"## Pending Questions\n```\n".to_vec(),
+  ]);
+  for bytes in inputs {
+    let read = parse(&bytes);
+    let mut lines: Vec<u64> = read.records.iter().map(|r| r.0).chain(read.damaged.iter().map(|d| d.line)).collect();
+    lines.sort_unstable();
+    assert!(lines.windows(2).all(|w| w[0] < w[1]));
+    let Ok(text) = std::str::from_utf8(&bytes) else { continue };
+    match Identifier::parse(text, Path::new("/project")) {
+      Ok(id) => assert!(id.path.split('/').all(|c| !c.is_empty() && c != "." && c != "..")),
+      Err(e) => assert!(e.code().starts_with("E_")),
+    }
+    for line in text.lines() {
+      if let Some(parsed) = MemoryLine::parse(line) {
+        assert_eq!(MemoryLine::parse(&parsed.render()).map(|l| l.render()), Some(parsed.render()));
+      }
+    }
+    let mut doc = NotesDoc::new(text);
+    let questions = vec![Question { text: text.chars().take(64).collect(), done: false }];
+    doc.set_pending_questions(&questions);
+    let once = doc.clone();
+    doc.set_pending_questions(&questions);
+    assert_eq!(doc, once);
+  }
+}
