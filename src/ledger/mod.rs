@@ -33,7 +33,7 @@ mod workspace;
 
 pub use checkpoint::{checkpoint, CheckpointInput, CheckpointReport, DecisionInput, EvidenceInput, IdentifierInput};
 pub use status::{transition_status, Status};
-pub use workspace::{Ledger, LedgerOptions};
+pub use workspace::{Ledger, LedgerOptions, PersistOutcome, Recovered};
 
 #[cfg(test)]
 mod tests;

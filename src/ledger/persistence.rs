@@ -167,6 +167,37 @@ pub struct MemoryLine {
 }
 
 impl MemoryLine {
+  /// The seed's mandatory completion line: `Completed {workflow} for {context}: {outcome}`.
+  pub fn completion(ts_ms: i64, name: &str, workflow: &str, context: &str, outcome: &str) -> MemoryLine {
+    MemoryLine {
+      ts_ms,
+      kind: LineKind::Completion,
+      name: Some(name.to_string()),
+      status: Some(Status::Completed),
+      text: format!("Completed {workflow} for {context}: {outcome}"),
+    }
+  }
+
+  /// The seed's checkpoint line at a major phase transition:
+  /// `Active {workflow} workflow: {completed} completed, {next_verb} {context}`.
+  pub fn checkpoint(
+    ts_ms: i64,
+    name: &str,
+    status: Status,
+    workflow: &str,
+    completed: &str,
+    next_verb: &str,
+    context: &str,
+  ) -> MemoryLine {
+    MemoryLine {
+      ts_ms,
+      kind: LineKind::Checkpoint,
+      name: Some(name.to_string()),
+      status: Some(status),
+      text: format!("Active {workflow} workflow: {completed} completed, {next_verb} {context}"),
+    }
+  }
+
   /// The line as written (with its newline).
   pub fn render(&self) -> String {
     let mut tag = self.kind.as_str().to_string();

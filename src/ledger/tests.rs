@@ -298,3 +298,41 @@ fn fuzz_properties_hold_on_the_seeds() {
     assert_eq!(doc, once);
   }
 }
+
+#[test]
+fn the_write_protocol_writes_l1_then_l2_and_recovery_brings_l1_up_to_date() {
+  use super::persistence::MemoryLine;
+  let tmp = workspace();
+  let ws = tmp.path();
+  let l = ledger(ws);
+  let s = store(ws);
+  let line = MemoryLine::checkpoint(1_000, "apex", Status::InProgress, "APEX", "plan", "implementing", "billing");
+  let out = l.persist_state(Some(&s), "apex", Status::InProgress, Default::default(), Some(&line), 1_000).unwrap();
+  assert_eq!(out.state.status, Status::InProgress);
+  assert!(out.l2_warning.is_none());
+  // An illegal transition writes neither layer.
+  let done = MemoryLine::completion(2_000, "apex", "APEX", "billing", "shipped");
+  assert_eq!(
+    l.persist_state(Some(&s), "apex", Status::Archived, Default::default(), Some(&done), 2_000).unwrap_err().code(),
+    "E_ILLEGAL_TRANSITION"
+  );
+  assert_eq!(l.memory_md().unwrap().lines().unwrap().len(), 1);
+  // L2 unavailable (MEMORY.md is a directory): a warning, L1 still written.
+  let md_path = ws.join("grimoires/loa/MEMORY.md");
+  let saved = std::fs::read(&md_path).unwrap();
+  std::fs::remove_file(&md_path).unwrap();
+  std::fs::create_dir(&md_path).unwrap();
+  let out = l.persist_state(None, "apex", Status::Blocked, Default::default(), Some(&line), 3_000).unwrap();
+  assert!(out.l2_warning.unwrap().starts_with("Auto-memory unavailable"));
+  std::fs::remove_dir(&md_path).unwrap();
+  std::fs::write(&md_path, saved).unwrap();
+  // MEMORY.md newer than L1 by more than five minutes: it wins, L1 follows, with a warning.
+  let later =
+    MemoryLine::checkpoint(3_000 + 600_000, "apex", Status::InProgress, "APEX", "unblock", "implementing", "billing");
+  l.memory_md().unwrap().append(&later, &mut |_| Ok(())).unwrap();
+  let r = l.recover_state("apex").unwrap().unwrap();
+  assert_eq!((r.resolution.winner.source.as_str(), r.resolution.winner.status), ("memory.md", Status::InProgress));
+  assert!(r.warnings[0].contains("stale"));
+  assert_eq!(l.l1().unwrap().read("apex").unwrap().unwrap().status, Status::InProgress);
+  assert!(l.recover_state("other").unwrap().is_none());
+}

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{LoaError, Result};
 use crate::fsutil::{relative_components, StateDir};
 use crate::lock::lock_in;
+use crate::memory::MemoryStore;
 use crate::memory::{DEFAULT_GRIMOIRE_DIR, DEFAULT_WAL_DIR, NOTES_LOCK_FILE};
 use crate::tokens::TokenEncoding;
 
@@ -14,8 +15,12 @@ use super::grounding::{evaluate, guarded, GroundingReport};
 use super::identifier::{Identifier, Resolved};
 use super::notes::{NotesDoc, NotesFile};
 use super::options::{EddConfig, GroundingConfig};
-use super::persistence::{L1Store, MemoryMd, DEFAULT_MAX_ENTRIES};
+use super::persistence::{
+  overflow_summary, recover, AppendOutcome, L1Store, MemoryLine, MemoryMd, Resolution, WorkflowState,
+  DEFAULT_MAX_ENTRIES,
+};
 use super::recall::{level1, level2, level3, Level2, Recalled};
+use super::status::Status;
 use super::trajectory::Trajectory;
 
 /// Where the ledger's files are and how it behaves. Paths are relative to the workspace (no
@@ -201,4 +206,82 @@ impl Ledger {
   pub fn resolve(&self, identifier: &str) -> Result<Resolved> {
     Identifier::parse(identifier, self.root())?.resolve(self.root())
   }
+
+  /// The write protocol of seed 004 for one state change: L1 first (synchronous, atomic, the
+  /// transition checked: an illegal one writes nothing), then `line` into MEMORY.md, whose
+  /// overflow is stored through `store` as one decision memory and consolidated into the
+  /// Decision Log before the lines leave MEMORY.md. L1 failing is an error; L2 failing is a
+  /// warning in the outcome ("learnings will not persist"), as the seed's degradation rules say.
+  pub fn persist_state(
+    &self,
+    store: Option<&MemoryStore>,
+    name: &str,
+    status: Status,
+    data: serde_json::Map<String, serde_json::Value>,
+    line: Option<&MemoryLine>,
+    now_ms: i64,
+  ) -> Result<PersistOutcome> {
+    let state = self.l1()?.write(name, status, data, now_ms)?;
+    let mut outcome = PersistOutcome { state, l2: None, l2_warning: None };
+    let Some(line) = line else { return Ok(outcome) };
+    let mut sink = |lines: &[MemoryLine]| -> Result<()> {
+      let store = store.ok_or_else(|| LoaError::InvalidArgument("MEMORY.md overflow needs the memory store".into()))?;
+      let decision = super::checkpoint::DecisionInput { decision: overflow_summary(lines), ..Default::default() };
+      super::checkpoint::record_decision(store, &decision, now_ms)?;
+      store.consolidate().map(|_| ())
+    };
+    match self.memory_md().and_then(|md| md.append(line, &mut sink)) {
+      Ok(appended) => {
+        if let Some(e) = &appended.overflow_error {
+          outcome.l2_warning =
+            Some(format!("MEMORY.md is over its cap; its oldest lines stay until they can be moved ({e})"));
+        }
+        outcome.l2 = Some(appended);
+      }
+      Err(e) => {
+        outcome.l2_warning = Some(format!("Auto-memory unavailable: learnings will not persist ({})", e.code()))
+      }
+    }
+    Ok(outcome)
+  }
+
+  /// Reads workflow `name` in the documented priority and resolves a disagreement newest-wins
+  /// (see [`super::persistence`]). When MEMORY.md is newer than L1 with another status, L1 is
+  /// brought up to it (the transition checked; an illegal one is a warning and L1 stays).
+  pub fn recover_state(&self, name: &str) -> Result<Option<Recovered>> {
+    let l1 = self.l1()?;
+    let Some(resolution) = recover(&l1, &self.memory_md()?, name, self.options.stale_after_ms)? else {
+      return Ok(None);
+    };
+    let mut warnings: Vec<String> = resolution.warning.iter().cloned().collect();
+    if resolution.winner.source != "l1" {
+      let current = l1.read(name)?;
+      if current.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
+        let data = current.map(|c| c.data).unwrap_or_default();
+        if let Err(e) = l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
+          warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code()));
+        }
+      }
+    }
+    Ok(Some(Recovered { resolution, warnings }))
+  }
+}
+
+/// What [`Ledger::persist_state`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersistOutcome {
+  /// The L1 state written.
+  pub state: WorkflowState,
+  /// The MEMORY.md append, when it happened.
+  pub l2: Option<AppendOutcome>,
+  /// Why MEMORY.md was not (fully) written.
+  pub l2_warning: Option<String>,
+}
+
+/// What [`Ledger::recover_state`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovered {
+  pub resolution: Resolution,
+  /// The staleness warning, and any problem bringing L1 up to date.
+  pub warnings: Vec<String>,
 }
