@@ -42,6 +42,7 @@ use super::notes::{ContextItem, IdentifierRow, Question};
 use super::options::GroundingEnforcement;
 use super::trajectory::Event;
 use super::workspace::Ledger;
+use crate::memory::notes::one_line;
 
 /// Evidence of a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,9 +76,11 @@ pub struct CheckpointInput {
   pub session_id: String,
   pub bead_id: Option<String>,
   pub decisions: Vec<DecisionInput>,
+  /// Merged into Active Context by key (`Current Bead` and `Last Checkpoint` are set here).
   pub active_context: Vec<ContextItem>,
   pub identifiers: Vec<IdentifierInput>,
-  pub pending_questions: Vec<String>,
+  /// Merged into Pending Questions by text; `done: true` marks one answered.
+  pub pending_questions: Vec<Question>,
   pub next_steps: Vec<String>,
   pub ghosts: Vec<GhostClaim>,
   /// When the checkpoint runs (ms since the Unix epoch); also the trajectory day checked.
@@ -271,24 +274,30 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
       Err(e) => id_messages.push(format!("identifier not kept ({})", e.code())),
     }
   }
-  let questions: Vec<Question> =
-    input.pending_questions.iter().map(|q| Question { text: q.clone(), done: false }).collect();
+  // Nothing the session wrote before is dropped: items merge by key (context), by identifier,
+  // by text (questions); what this checkpoint says replaces what was there under the same key.
+  let same = |a: &str, b: &str| one_line(a).eq_ignore_ascii_case(&one_line(b));
   let mut context = input.active_context.clone();
-  context.retain(|c| !c.key.eq_ignore_ascii_case("Last Checkpoint"));
-  context.push(ContextItem { key: "Last Checkpoint".into(), value: format_ms(input.now_ms) });
+  context.retain(|c| !same(&c.key, "Last Checkpoint") && !(input.bead_id.is_some() && same(&c.key, "Current Bead")));
   if let Some(bead) = &input.bead_id {
-    context.retain(|c| !c.key.eq_ignore_ascii_case("Current Bead"));
     context.insert(0, ContextItem { key: "Current Bead".into(), value: bead.clone() });
   }
+  context.push(ContextItem { key: "Last Checkpoint".into(), value: format_ms(input.now_ms) });
   let edit = ledger.edit_notes(|doc| {
-    doc.set_active_context(&context);
-    if !input.identifiers.is_empty() {
-      let mut all = doc.identifiers();
-      for row in &rows {
-        all.retain(|r| r.identifier != row.identifier);
-        all.push(row.clone());
+    let mut all_context = doc.active_context();
+    all_context.retain(|old| !context.iter().any(|new| same(&new.key, &old.key)));
+    all_context.extend(context.iter().cloned());
+    doc.set_active_context(&all_context);
+    let mut all_rows = doc.identifiers();
+    all_rows.retain(|old| !rows.iter().any(|new| new.identifier == old.identifier));
+    all_rows.extend(rows.iter().cloned());
+    doc.set_identifiers(&all_rows);
+    let mut questions = doc.pending_questions();
+    for q in &input.pending_questions {
+      match questions.iter_mut().find(|old| same(&old.text, &q.text)) {
+        Some(old) => old.done = q.done,
+        None => questions.push(q.clone()),
       }
-      doc.set_identifiers(&all);
     }
     doc.set_pending_questions(&questions);
   });

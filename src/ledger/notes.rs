@@ -136,7 +136,7 @@ impl NotesDoc {
       .filter_map(|l| {
         let rest = list_item(l)?.strip_prefix("**")?;
         let (key, value) = rest.split_once("**:")?;
-        Some(ContextItem { key: key.trim().to_string(), value: value.trim().to_string() })
+        Some(ContextItem { key: key.trim().replace("\\*", "*"), value: value.trim().to_string() })
       })
       .collect()
   }
@@ -446,7 +446,10 @@ Setext heading below
   #[test]
   fn round_trips_and_placement() {
     let mut doc = NotesDoc::template();
-    doc.set_active_context(&[ContextItem { key: "Reasoning State".into(), value: "a | b".into() }]);
+    doc.set_active_context(&[
+      ContextItem { key: "Reasoning State".into(), value: "a | b".into() },
+      ContextItem { key: "**x**".into(), value: "y **: z".into() },
+    ]);
     doc.set_identifiers(&[IdentifierRow {
       identifier: "${PROJECT_ROOT}/src/a.rs:1-2".into(),
       purpose: "x | y".into(),
@@ -457,6 +460,7 @@ Setext heading below
       Question { text: "done".into(), done: true },
     ]);
     assert_eq!(doc.active_context()[0].value, "a | b");
+    assert_eq!(doc.active_context()[1], ContextItem { key: "**x**".into(), value: "y **: z".into() });
     assert_eq!(doc.identifiers()[0].purpose, "x | y");
     assert_eq!(doc.pending_questions()[1], Question { text: "done".into(), done: true });
     let t = doc.text();

@@ -84,7 +84,10 @@ fn input(now: i64) -> CheckpointInput {
       IdentifierInput { identifier: "${PROJECT_ROOT}/src/auth/jwt.ts:1-4".into(), purpose: "Token validation".into() },
       IdentifierInput { identifier: "${PROJECT_ROOT}/../etc/passwd:1".into(), purpose: "escape".into() },
     ],
-    pending_questions: vec!["Should grace period be configurable per-client?".into()],
+    pending_questions: vec![super::notes::Question {
+      text: "Should grace period be configurable per-client?".into(),
+      done: false,
+    }],
     next_steps: vec!["Implement clock skew tolerance".into()],
     ghosts: vec![GhostClaim {
       feature: "rate limiting".into(),
@@ -146,8 +149,19 @@ fn a_checkpoint_persists_everything_and_recall_brings_it_back() {
     .any(|(_, r)| matches!(&r.event, Event::GroundingCheck { status, .. } if status == "pass")));
   assert!(read.damaged.is_empty());
 
-  // A second checkpoint with the same decision changes no decision (duplicate is fine).
+  // A second checkpoint with the same decision changes no decision (duplicate is fine), and one
+  // that says less keeps what the first wrote.
   assert_eq!(checkpoint(&l, Some(&s), &input(now + 1000)).exit_code, 0);
+  let mut less = input(now + 2000);
+  less.active_context.clear();
+  less.identifiers.clear();
+  less.pending_questions = vec![super::notes::Question { text: "Another question".into(), done: false }];
+  assert_eq!(checkpoint(&l, Some(&s), &less).exit_code, 0);
+  let doc = l.notes().unwrap();
+  assert_eq!(doc.pending_questions().len(), 2);
+  assert_eq!(doc.identifiers().len(), 1);
+  assert!(doc.active_context().iter().any(|c| c.value == "validating token expiry"));
+  assert_eq!(doc.active_context().iter().filter(|c| c.key == "Last Checkpoint").count(), 1);
   assert_eq!(NotesDoc::new(std::fs::read_to_string(ws.join("grimoires/loa/NOTES.md")).unwrap()).decisions().len(), 2);
 }
 
