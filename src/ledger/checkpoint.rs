@@ -278,7 +278,8 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
   // by text (questions); what this checkpoint says replaces what was there under the same key.
   let same = |a: &str, b: &str| one_line(a).eq_ignore_ascii_case(&one_line(b));
   let mut context = input.active_context.clone();
-  context.retain(|c| !same(&c.key, "Last Checkpoint") && !(input.bead_id.is_some() && same(&c.key, "Current Bead")));
+  let set_here = |key: &str| same(key, "Last Checkpoint") || (input.bead_id.is_some() && same(key, "Current Bead"));
+  context.retain(|c| !set_here(&c.key));
   if let Some(bead) = &input.bead_id {
     context.insert(0, ContextItem { key: "Current Bead".into(), value: bead.clone() });
   }
