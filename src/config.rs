@@ -80,8 +80,11 @@ use crate::context::ContextConfig;
 use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::gates::{GateConfig, GateOverrides};
+pub use crate::ledger::options::{
+  EddConfig, GroundingConfig, GroundingEnforcement, PersistenceConfig, SessionContinuityConfig, TrajectoryConfig,
+};
 use crate::memory::{check_workspace, RetryConfig, StoreOptions};
-use crate::settings::{self, count, drop_repeats, fraction, positive, rel_path, text, uint, Document, MAX_SAFE};
+use crate::settings::{self, count, drop_repeats, positive, rel_path, text, uint, Document, MAX_SAFE};
 use crate::wal::{SyncMode, WalOptions};
 
 /// Name of the configuration file, looked up at the root of the workspace.
@@ -176,6 +179,28 @@ impl Config {
   pub fn compaction_policy(&self) -> CompactionPolicy {
     CompactionPolicy::new(&self.context_editing, &self.attention_budget, &self.runtime_signals)
   }
+
+  /// The ledger's options for `workspace`: its paths (NOTES.md, the WAL whose lock guards it,
+  /// trajectory, L1 state, MEMORY.md), level budgets in the context's tokenizer, grounding, EDD
+  /// and the newest-wins staleness threshold.
+  pub fn ledger_options(&self, workspace: &Path) -> crate::ledger::LedgerOptions {
+    crate::ledger::LedgerOptions {
+      workspace_dir: workspace.to_path_buf(),
+      notes_path: self.memory.notes_path.clone(),
+      wal_dir: self.wal.dir.clone(),
+      trajectory_dir: self.trajectory.dir.clone(),
+      state_dir: self.persistence.state_dir.clone(),
+      memory_path: self.persistence.memory_path.clone(),
+      stale_after_ms: self.persistence.stale_after_ms,
+      lock_timeout: Duration::from_millis(self.wal.lock_timeout_ms),
+      level1_tokens: self.session_continuity.level1_tokens,
+      level2_tokens: self.session_continuity.level2_tokens,
+      encoding: self.context.encoding,
+      grounding: self.grounding.clone(),
+      edd: self.edd.clone(),
+      ..Default::default()
+    }
+  }
 }
 
 /// `<grimoires_dir>/name` for the default grimoire.
@@ -257,115 +282,6 @@ impl Default for MemoryConfig {
       search: Default::default(),
       sharing: Default::default(),
     }
-  }
-}
-
-/// Grounding enforcement (YAML section `grounding`, seed 000 §4.2, §4.5).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct GroundingConfig {
-  /// What happens when the grounding ratio is below `threshold` at the synthesis checkpoint:
-  /// `strict` (block `/clear`; default, seed 000 "safe defaults"), `warn` (warn, allow) or
-  /// `disabled`. Also read from the flat key `grounding_enforcement`; the nested key wins.
-  pub enforcement: GroundingEnforcement,
-  /// Minimum ratio of grounded (cited) decisions to all decisions. 0..1, default 0.95.
-  #[serde(deserialize_with = "fraction")]
-  pub threshold: f64,
-  /// Negative grounding: distinct semantic queries that must find nothing before a feature is
-  /// declared absent ("ghost"). Default 2.
-  #[serde(deserialize_with = "uint::<_, _, 1, 100>")]
-  pub negative_queries: u64,
-  /// Negative grounding: similarity score below which a search hit counts as "nothing found".
-  /// 0..1, default 0.4.
-  #[serde(deserialize_with = "fraction")]
-  pub negative_threshold: f64,
-}
-
-impl Default for GroundingConfig {
-  fn default() -> Self {
-    GroundingConfig {
-      enforcement: GroundingEnforcement::Strict,
-      threshold: 0.95,
-      negative_queries: 2,
-      negative_threshold: 0.4,
-    }
-  }
-}
-
-/// Grounding enforcement level.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum GroundingEnforcement {
-  /// Block `/clear` when the ratio is below threshold.
-  Strict,
-  /// Warn but allow `/clear`.
-  Warn,
-  /// No enforcement.
-  Disabled,
-}
-
-/// Tiered ledger recovery after `/clear` (YAML section `session_continuity`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct SessionContinuityConfig {
-  /// Whether recovery loads the ledger in tiers (level 1 first). Default true.
-  pub tiered_recovery: bool,
-  /// Token budget of level 1 (Session Continuity section only). Default 100.
-  #[serde(deserialize_with = "positive")]
-  pub level1_tokens: u64,
-  /// Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500,
-  /// or `level1Tokens` if that is more.
-  #[serde(deserialize_with = "positive")]
-  pub level2_tokens: u64,
-}
-
-impl Default for SessionContinuityConfig {
-  fn default() -> Self {
-    SessionContinuityConfig { tiered_recovery: true, level1_tokens: 100, level2_tokens: 500 }
-  }
-}
-
-/// Trajectory log settings (YAML section `trajectory`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct TrajectoryConfig {
-  /// Directory of `{agent}-{date}.jsonl` files. Default `<grimoires_dir>/a2a/trajectory`.
-  #[serde(deserialize_with = "rel_path")]
-  pub dir: String,
-  /// Days a trajectory file stays live before archival. Default 30.
-  #[serde(deserialize_with = "uint::<_, _, 1, 36_500>")]
-  pub retention_days: u64,
-  /// Days an archived file is kept; at least `retentionDays`. Default 365, or `retentionDays` if
-  /// that is more.
-  #[serde(deserialize_with = "uint::<_, _, 0, 36_500>")]
-  pub archive_days: u64,
-  /// gzip level (0-9) of archived files. Default 6.
-  #[serde(deserialize_with = "uint::<_, _, 0, 9>")]
-  pub compression_level: u64,
-}
-
-impl Default for TrajectoryConfig {
-  fn default() -> Self {
-    TrajectoryConfig { dir: in_grimoire("a2a/trajectory"), retention_days: 30, archive_days: 365, compression_level: 6 }
-  }
-}
-
-/// Evaluation-driven development checks (YAML section `edd`, seed 000 §5.4).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct EddConfig {
-  /// Whether EDD is verified at the synthesis checkpoint. Default true.
-  pub enabled: bool,
-  /// Test scenarios a decision must document. Default 3.
-  #[serde(deserialize_with = "uint::<_, _, 0, 1000>")]
-  pub min_test_scenarios: u64,
-  /// Whether decisions must carry code citations. Default true.
-  pub require_citations: bool,
-}
-
-impl Default for EddConfig {
-  fn default() -> Self {
-    EddConfig { enabled: true, min_test_scenarios: 3, require_citations: true }
   }
 }
 
@@ -515,28 +431,6 @@ pub struct SynthesisConfig {
 impl Default for SynthesisConfig {
   fn default() -> Self {
     SynthesisConfig { dir: "thoughts/shared/handoffs".into(), retention_days: 7, commit_throttle_ms: 1_800_000 }
-  }
-}
-
-/// Persistence protocol (YAML section `persistence`, seed 004).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct PersistenceConfig {
-  /// L1: directory of JSON state files. Default `.loa/state`.
-  #[serde(deserialize_with = "rel_path")]
-  pub state_dir: String,
-  /// L2: MEMORY.md, one line per learning or checkpoint. Default `<grimoires_dir>/MEMORY.md`.
-  #[serde(deserialize_with = "rel_path")]
-  pub memory_path: String,
-  /// When sources disagree by more than this many milliseconds the newest wins with a staleness
-  /// warning. Default 300000 (seed 004: 5 minutes).
-  #[serde(deserialize_with = "count")]
-  pub stale_after_ms: u64,
-}
-
-impl Default for PersistenceConfig {
-  fn default() -> Self {
-    PersistenceConfig { state_dir: ".loa/state".into(), memory_path: in_grimoire("MEMORY.md"), stale_after_ms: 300_000 }
   }
 }
 
@@ -1241,6 +1135,26 @@ persistence:
     let loaded = parse("grounding_enforcement: bogus\ngrounding:\n  enforcement: strict\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Strict);
     invalid_at("grounding_enforcement: bogus\n", "grounding_enforcement");
+  }
+
+  /// The ledger's sections reach its options, both spellings of the enforcement included.
+  #[test]
+  fn ledger_sections_become_ledger_options() {
+    let loaded = parse(
+      "grimoires_dir: g\ngrounding_enforcement: warn\ngrounding:\n  threshold: 0.8\nsession_continuity:\n  \
+       level1_tokens: 150\nedd:\n  min_test_scenarios: 2\npersistence:\n  stale_after_ms: 1000\n",
+    );
+    let o = loaded.config.ledger_options(Path::new("/ws"));
+    assert_eq!(o.grounding.enforcement, GroundingEnforcement::Warn);
+    assert_eq!(o.grounding.threshold, 0.8);
+    assert_eq!((o.level1_tokens, o.level2_tokens), (150, 500));
+    assert_eq!(o.edd.min_test_scenarios, 2);
+    assert_eq!(o.stale_after_ms, 1000);
+    assert_eq!(
+      (o.notes_path.as_str(), o.trajectory_dir.as_str(), o.memory_path.as_str()),
+      ("g/NOTES.md", "g/a2a/trajectory", "g/MEMORY.md")
+    );
+    assert_eq!(o.wal_dir, ".loa/wal");
   }
 
   #[test]

@@ -38,6 +38,7 @@ macro_rules! error_code_table {
       E_AUDIT_CORRUPT => "An audit segment is damaged where an append must continue the chain; `segment` and `line` say where.",
       E_NOT_REGULAR_FILE => "A symlink, FIFO, device, socket or directory sits where the library keeps a regular file of its own; `path` names it and `kind` says what it is. It is never opened, read, truncated or written through.",
       E_AUDIT_TRUNCATED => "The audit log ends before a head that was signed earlier (its checkpoint, or the `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.",
+      E_ILLEGAL_TRANSITION => "A status change the persistence state machine forbids (`completed -> in_progress`, anything out of `archived`, ...); `from` and `to` name the two statuses. Nothing is written.",
     }
   };
 }
@@ -132,6 +133,10 @@ pub enum LoaError {
   /// `auditHead` of a signed manifest): entries were cut off the end.
   #[error("the audit log ends at seq {log_seq}, before seq {anchored_seq} signed in {anchor}: entries were cut off")]
   AuditTruncated { log_seq: u64, anchored_seq: u64, anchor: String },
+
+  /// A status change the persistence state machine (seed 004) forbids. Nothing is written.
+  #[error("illegal status transition from {from} to {to}")]
+  IllegalTransition { from: &'static str, to: &'static str },
 }
 
 impl LoaError {
@@ -155,6 +160,7 @@ impl LoaError {
       LoaError::AuditCorrupt { .. } => "E_AUDIT_CORRUPT",
       LoaError::NotRegularFile { .. } => "E_NOT_REGULAR_FILE",
       LoaError::AuditTruncated { .. } => "E_AUDIT_TRUNCATED",
+      LoaError::IllegalTransition { .. } => "E_ILLEGAL_TRANSITION",
     }
   }
 
@@ -191,6 +197,7 @@ impl LoaError {
       LoaError::AuditTruncated { log_seq, anchored_seq, anchor } => {
         LoaError::AuditTruncated { log_seq: *log_seq, anchored_seq: *anchored_seq, anchor: anchor.clone() }
       }
+      LoaError::IllegalTransition { from, to } => LoaError::IllegalTransition { from, to },
     }
   }
 
@@ -367,6 +374,7 @@ mod tests {
       LoaError::AuditCorrupt { segment: "s".into(), line: 1, reason: "r".into() },
       LoaError::NotRegularFile { path: "p".into(), kind: "fifo" },
       LoaError::AuditTruncated { log_seq: 1, anchored_seq: 2, anchor: "checkpoint.json".into() },
+      LoaError::IllegalTransition { from: "archived", to: "created" },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

@@ -13,6 +13,7 @@ pub mod error;
 pub mod fsutil;
 pub mod gates;
 pub mod jcs;
+pub mod ledger;
 pub mod lock;
 pub mod memory;
 pub mod redact;

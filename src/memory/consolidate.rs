@@ -144,7 +144,8 @@ pub(crate) struct RunOutcome {
   pub forgotten: Vec<String>,
 }
 
-const LOCK_FILE: &str = "memory-consolidate.lock";
+/// The consolidation lock in the WAL directory; the ledger takes it too for its NOTES.md edits.
+pub(crate) const LOCK_FILE: &str = "memory-consolidate.lock";
 
 /// Takes the consolidation lock of the WAL directory `wal`: the lock file is opened without
 /// following a symlink, so it can never create or lock a file elsewhere.
@@ -397,11 +398,13 @@ fn render_notes_with(
           let first_line = d.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
           let confidence = d.confidence.map_or("-".to_string(), |c| c.to_string());
           format!(
-            "{} {} - {}\n**Decision**: {}\n**Session**: `{}` · **Confidence**: {} · **Id**: `{}`\n",
+            "{} {} - {}\n**Decision**: {}\n{}**Session**: `{}` · **Confidence**: {} · **Id**: `{}`\n",
             "#".repeat(level),
             d.timestamp,
             notes::excerpt(&notes::one_line(first_line), 60),
             notes::one_line(&d.content),
+            // Rationale, evidence and test scenarios of decisions the ledger recorded.
+            crate::ledger::decision::render_fields(d.metadata.as_ref()),
             d.session_id,
             confidence,
             &d.id[..12]

@@ -70,6 +70,8 @@ mod tombstone;
 pub mod types;
 mod view;
 
+/// One NOTES.md writer at a time: consolidation and the ledger's edits share this lock.
+pub(crate) use consolidate::LOCK_FILE as NOTES_LOCK_FILE;
 pub use import::{ImportOptions, ImportReport};
 pub use layout::check_workspace;
 pub use markdown::{MarkdownRead, ReadOptions};

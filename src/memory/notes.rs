@@ -37,6 +37,22 @@ pub const SESSIONS: &str = "sessions";
 pub const DECISIONS: &str = "decisions";
 pub const SESSION_CONTINUITY: &str = "Session Continuity";
 pub const DECISION_LOG: &str = "Decision Log";
+/// Regions the ledger (`crate::ledger::notes`) owns, each inside the Session Continuity
+/// sub-section of the same title: inserted and levelled exactly like the decisions region.
+pub const ACTIVE_CONTEXT: &str = "active-context";
+pub const IDENTIFIERS: &str = "identifiers";
+pub const PENDING_QUESTIONS: &str = "pending-questions";
+
+/// The sub-section of Session Continuity a region lives in.
+pub fn section_title(region: &str) -> &'static str {
+  match region {
+    ACTIVE_CONTEXT => "Active Context",
+    IDENTIFIERS => "Lightweight Identifiers",
+    PENDING_QUESTIONS => "Pending Questions",
+    SESSIONS => SESSION_CONTINUITY,
+    _ => DECISION_LOG,
+  }
+}
 
 /// NOTES.md as created when there is none (the schema of seed 000 §5.1).
 pub const TEMPLATE: &str = "# Agent Working Memory (NOTES.md)
@@ -226,7 +242,7 @@ fn settled(text: &str, name: &str, render: &dyn Fn(usize) -> String) -> bool {
 fn replace_region(text: &str, o: &Outline, region: &Region, render: &dyn Fn(usize) -> String, nl: &str) -> String {
   // Entries sit one level below the section the region is in: the nearest heading before it
   // with the section's title, else the nearest heading before it.
-  let title = if region.name == DECISIONS { DECISION_LOG } else { SESSION_CONTINUITY };
+  let title = section_title(&region.name);
   let before = || o.headings.iter().rev().filter(|h| h.start < region.range.start);
   let level = before().find(|h| same_heading(&h.text, title)).or_else(|| before().next()).map_or(2, |h| h.level) + 1;
   let new = region_text(&region.name, &render(level.min(6)), nl);
@@ -250,7 +266,8 @@ fn insert_region(text: &str, o: &Outline, name: &str, render: &dyn Fn(usize) -> 
       }
     };
   }
-  match o.headings.iter().position(|h| same_heading(&h.text, DECISION_LOG)) {
+  let title = section_title(name);
+  match o.headings.iter().position(|h| same_heading(&h.text, title)) {
     Some(i) => {
       let level = o.headings[i].level;
       insert(text, next_heading_after(i, Some(level)), &region_text(name, &render((level + 1).min(6)), nl), nl)
@@ -261,7 +278,7 @@ fn insert_region(text: &str, o: &Outline, name: &str, render: &dyn Fn(usize) -> 
         None => (text.len(), 2),
       };
       let block =
-        format!("{} {DECISION_LOG}{nl}{nl}{}", "#".repeat(level), region_text(name, &render((level + 1).min(6)), nl));
+        format!("{} {title}{nl}{nl}{}", "#".repeat(level), region_text(name, &render((level + 1).min(6)), nl));
       insert(text, at, &block, nl)
     }
   }
@@ -272,6 +289,18 @@ fn insert_region(text: &str, o: &Outline, name: &str, render: &dyn Fn(usize) -> 
 #[cfg(test)]
 pub(crate) fn region_ranges(text: &str) -> Vec<Range<usize>> {
   outline(text).regions.into_iter().filter(|r| r.name == SESSIONS || r.name == DECISIONS).map(|r| r.range).collect()
+}
+
+/// The byte range of the first section titled `title` (compared without case): from the start
+/// of its heading line to the next heading of the same or a higher level, or the end. Headings
+/// in code blocks and inside owned regions are not structure, so they neither start nor end a
+/// section.
+pub fn section_range(text: &str, title: &str) -> Option<Range<usize>> {
+  let o = outline(text);
+  let i = o.headings.iter().position(|h| same_heading(&h.text, title))?;
+  let level = o.headings[i].level;
+  let end = o.headings[i + 1..].iter().find(|h| h.level <= level).map_or(text.len(), |h| h.start);
+  Some(o.headings[i].start..end)
 }
 
 /// The body of region `name`, if the document has one.

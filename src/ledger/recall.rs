@@ -1,0 +1,173 @@
+//! Tiered recall of NOTES.md after `/clear` or compaction (seed 000 §4.1).
+//!
+//! - **Level 1**: the `## Session Continuity` section, found by heading wherever it is (the
+//!   original took `head -50`, which misses it once the file grows), cut to `level1_tokens`
+//!   counted with the exact tokenizer. The cut is deterministic: at the last line end that fits,
+//!   or inside the first line when not even one line fits; the result is counted again and
+//!   never exceeds the budget.
+//! - **Level 2**: the Decision Log's entries (managed and human-written) ranked for a query by
+//!   the crate's search ([`crate::search::MemoryIndex`]: BM25 normalised to [0, 1], with the
+//!   search's recency decay so that of two equal matches the newer decision comes first), the
+//!   top `k`, joined and cut to `level2_tokens`. The store's persistent index holds only
+//!   decision memories; an index built per call over the parsed entries also finds the human
+//!   entries, and a decision log is small (consolidation keeps 50 entries).
+//! - **Level 3**: the whole file.
+
+use crate::error::Result;
+use crate::memory::MemoryKind;
+use crate::search::{Document, MemoryIndex, SearchOptions};
+use crate::tokens::{encoder, TokenEncoding};
+
+use super::decision::DecisionEntry;
+use super::notes::NotesDoc;
+
+/// Level 1 or 3 text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recalled {
+  pub text: String,
+  /// Exact tokens of `text`.
+  pub tokens: usize,
+  /// Whether the text was cut to the budget.
+  pub truncated: bool,
+  /// Whether the section (level 1) exists.
+  pub found: bool,
+}
+
+/// `text` cut to at most `budget` tokens (see the module docs). Returns the text and its count.
+pub fn truncate_to_tokens(text: &str, budget: usize, encoding: TokenEncoding) -> (String, usize, bool) {
+  let enc = encoder(encoding);
+  if let Some(n) = enc.count_until(text, budget) {
+    return (text.to_string(), n, false);
+  }
+  let mut limit = budget;
+  loop {
+    let end = enc.prefix_len(text, limit);
+    let cut = &text[..end];
+    let cut = match cut.rfind('\n') {
+      Some(i) if i > 0 => &cut[..=i],
+      _ => cut,
+    };
+    let n = enc.count(cut);
+    if n <= budget || limit == 0 {
+      return (cut.to_string(), n, true);
+    }
+    // Counted alone the prefix may come out a token or two over; shrink by the excess and
+    // retry (strictly less each time).
+    limit = limit.saturating_sub((n - budget).max(1));
+  }
+}
+
+/// Level 1: the Session Continuity section within `tokens`.
+pub fn level1(doc: &NotesDoc, tokens: u64, encoding: TokenEncoding) -> Recalled {
+  let Some(section) = doc.session_continuity() else {
+    return Recalled { text: String::new(), tokens: 0, truncated: false, found: false };
+  };
+  let (text, n, truncated) = truncate_to_tokens(section, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
+  Recalled { text, tokens: n, truncated, found: true }
+}
+
+/// Level 3: the whole file.
+pub fn level3(doc: &NotesDoc, encoding: TokenEncoding) -> Recalled {
+  let text = doc.text().to_string();
+  let tokens = encoder(encoding).count(&text);
+  Recalled { text, tokens, truncated: false, found: true }
+}
+
+/// One decision found at level 2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionHit {
+  pub entry: DecisionEntry,
+  /// Normalised score in [0, 1].
+  pub score: f64,
+}
+
+/// Level 2's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level2 {
+  /// Best first, at most `k`.
+  pub hits: Vec<DecisionHit>,
+  /// The hits' markdown, joined by a blank line and cut to the budget.
+  pub text: String,
+  pub tokens: usize,
+  pub truncated: bool,
+}
+
+/// Level 2: the top `k` decision entries for `query` (see the module docs). `now_ms` is the
+/// time recency is measured from.
+pub fn level2(
+  doc: &NotesDoc,
+  query: &str,
+  k: usize,
+  tokens: u64,
+  encoding: TokenEncoding,
+  now_ms: i64,
+) -> Result<Level2> {
+  let entries = doc.decisions();
+  let mut index = MemoryIndex::new(Default::default());
+  for (i, e) in entries.iter().enumerate() {
+    index.add(&Document {
+      id: i.to_string(),
+      text: e.text.clone(),
+      kind: MemoryKind::Decision,
+      agent_id: None,
+      timestamp_ms: e.ts_ms.unwrap_or(0),
+      instruction: false,
+    })?;
+  }
+  let mut options = SearchOptions::new(now_ms);
+  options.limit = k.clamp(1, crate::search::MAX_LIMIT);
+  let results = index.search(query, &options)?;
+  let hits: Vec<DecisionHit> = results
+    .hits
+    .into_iter()
+    .filter_map(|h| Some(DecisionHit { entry: entries.get(h.id.parse::<usize>().ok()?)?.clone(), score: h.score }))
+    .collect();
+  let joined = hits.iter().map(|h| h.entry.text.as_str()).collect::<Vec<_>>().join("\n\n");
+  let (text, n, truncated) = truncate_to_tokens(&joined, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
+  Ok(Level2 { hits, text, tokens: n, truncated })
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::timestamp::parse_rfc3339_ms;
+
+  fn notes(padding: usize) -> NotesDoc {
+    let filler = "Some long foreign text line that is not part of the ledger at all.\n".repeat(padding);
+    NotesDoc::new(format!(
+      "# Notes\n\n## Foreign\n{filler}\n## Session Continuity\n\n### Active Context\n- **Current Bead**: bd-1\n- **Reasoning State**: validating expiry\n\n### Decision Log\n\n#### 2026-01-01T10:00:00Z - Token expiry\n**Decision**: Sliding window expiry with grace period\n\n#### 2026-01-02T10:00:00Z - Database\n**Decision**: Use SQLite for the cache\n**Rationale**: no server to run\n\n#### 2026-01-03T10:00:00Z - Logging\n**Decision**: JSON logs to stderr\n\n## After\n{filler}"
+    ))
+  }
+
+  #[test]
+  fn level1_is_found_by_heading_and_cut_to_the_exact_budget() {
+    let doc = notes(300);
+    let enc = TokenEncoding::O200kBase;
+    let full = level1(&doc, 100_000, enc);
+    assert!(full.found && !full.truncated);
+    assert!(full.text.starts_with("## Session Continuity") && !full.text.contains("## After"));
+    for budget in [1u64, 5, 17, 40] {
+      let r = level1(&doc, budget, enc);
+      assert!(r.truncated);
+      assert!(r.tokens <= budget as usize, "{budget}: {}", r.tokens);
+      assert_eq!(r.tokens, crate::tokens::count_tokens(&r.text, enc));
+      assert!(full.text.starts_with(&r.text));
+    }
+    // Cut at a line end when one fits.
+    assert!(level1(&doc, 17, enc).text.ends_with('\n'));
+    assert!(!level1(&NotesDoc::new("# x\n"), 100, enc).found);
+  }
+
+  #[test]
+  fn level2_ranks_decisions_and_level3_is_everything() {
+    let doc = notes(3);
+    let now = parse_rfc3339_ms("2026-01-04T00:00:00Z", "t").unwrap();
+    let r = level2(&doc, "which database for the cache", 2, 500, TokenEncoding::O200kBase, now).unwrap();
+    assert_eq!(r.hits[0].entry.title, "Database");
+    assert!(r.hits.len() <= 2 && r.hits[0].score > 0.0 && r.hits[0].score <= 1.0);
+    assert!(r.text.contains("SQLite"));
+    let small = level2(&doc, "expiry database logs", 3, 10, TokenEncoding::O200kBase, now).unwrap();
+    assert!(small.truncated && small.tokens <= 10);
+    assert_eq!(level3(&doc, TokenEncoding::O200kBase).text, doc.text());
+  }
+}

@@ -1,0 +1,331 @@
+//! The trajectory: an append-only JSONL audit of the agent's reasoning under the grimoire
+//! (seed 000 §5.3), one file per agent and UTC day: `<dir>/<agent>-<YYYY-MM-DD>.jsonl`.
+//!
+//! One schema for every line, version 1:
+//!
+//! ```json
+//! {"v":1,"ts":"2026-01-15T14:30:00.000Z","agent":"impl","phase":"cite","claim":"...","grounding":"citation","evidence":{"identifier":"${PROJECT_ROOT}/src/a.rs:12","quote":"fn a()"}}
+//! ```
+//!
+//! `phase` is one of `cite`, `session_handoff`, `delta_sync`, `grounding_check`, `self_heal`,
+//! and decides the other fields ([`Event`]). `ts` is RFC 3339 with any offset on input and is
+//! parsed, never compared as a string; the library writes the canonical UTC form.
+//!
+//! Appends take an exclusive `flock` on `trajectory.lock` in the directory, write one line with
+//! `O_APPEND` and `fdatasync` before returning. A line cut by a crash is never glued to the next
+//! record: when the file does not end in a newline, the append starts with one, so the torn
+//! line stays a damaged line of its own. Reading is bounded ([`MAX_FILE_BYTES`],
+//! [`MAX_LINE_BYTES`]) and reports every damaged line with its 1-based number and the reason;
+//! nothing is skipped silently, and the grounding check treats any damage as an error.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{invalid, LoaError, Result};
+use crate::fsutil::{OpenMode, StateDir};
+use crate::lock::lock_in;
+use crate::timestamp::{format_ms, parse_ms};
+
+/// The version of a trajectory line written and read.
+pub const TRAJECTORY_VERSION: u32 = 1;
+/// Largest trajectory file read (`E_TOO_LARGE` beyond).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest line accepted, in bytes; a longer one is reported as damaged (and refused on append).
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// The lock file taken by appends.
+pub const LOCK_FILE: &str = "trajectory.lock";
+
+/// How a claim is grounded (phase `cite`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grounding {
+  /// Backed by a word-for-word quote at a lightweight identifier.
+  Citation,
+  /// Marked `[ASSUMPTION]`: counted, never grounded.
+  Assumption,
+  /// Neither.
+  None,
+}
+
+/// The evidence of a cited claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+  /// `${PROJECT_ROOT}/path:45-67`.
+  pub identifier: String,
+  /// The code quoted word for word.
+  pub quote: String,
+}
+
+/// What a line records, by phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Event {
+  /// A claim the agent made, with its grounding.
+  Cite {
+    claim: String,
+    grounding: Grounding,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    evidence: Option<Evidence>,
+  },
+  /// The synthesis checkpoint handed the session over (written by the checkpoint).
+  SessionHandoff {
+    session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bead_id: Option<String>,
+    notes_refs: Vec<String>,
+    edd_verified: bool,
+    /// `None` when grounding was disabled or there were no claims.
+    grounding_ratio: Option<f64>,
+    test_scenarios: u64,
+    next_session_ready: bool,
+  },
+  /// A partial persist at the yellow attention threshold.
+  DeltaSync { tokens: u64, decisions_persisted: u64, bead_updated: bool, notes_updated: bool },
+  /// The outcome of a grounding check.
+  GroundingCheck {
+    total_claims: u64,
+    grounded_claims: u64,
+    assumptions: u64,
+    grounding_ratio: Option<f64>,
+    threshold: f64,
+    status: String,
+  },
+  /// A state-zone file restored or recreated.
+  SelfHeal { file: String, source: String, outcome: String },
+}
+
+impl Event {
+  /// The phase name as written.
+  pub fn phase(&self) -> &'static str {
+    match self {
+      Event::Cite { .. } => "cite",
+      Event::SessionHandoff { .. } => "session_handoff",
+      Event::DeltaSync { .. } => "delta_sync",
+      Event::GroundingCheck { .. } => "grounding_check",
+      Event::SelfHeal { .. } => "self_heal",
+    }
+  }
+}
+
+/// One line of a trajectory file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+  pub v: u32,
+  /// RFC 3339.
+  pub ts: String,
+  pub agent: String,
+  #[serde(flatten)]
+  pub event: Event,
+}
+
+/// A line that could not be read as a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+  /// 1-based line number.
+  pub line: u64,
+  /// Why (never the line's content).
+  pub reason: String,
+}
+
+/// What a read found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrajectoryRead {
+  /// Each record with its 1-based line number.
+  pub records: Vec<(u64, Record)>,
+  pub damaged: Vec<Damaged>,
+  /// Whether the file exists.
+  pub exists: bool,
+}
+
+/// Checks an agent name used in a file name: 1 to 64 of `A-Z a-z 0-9 . _ -`, starting with a
+/// letter or digit.
+pub fn check_agent(agent: &str) -> Result<()> {
+  let ok = !agent.is_empty()
+    && agent.len() <= 64
+    && agent.as_bytes()[0].is_ascii_alphanumeric()
+    && agent.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+  if ok {
+    Ok(())
+  } else {
+    invalid("`agent` must be 1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit")
+  }
+}
+
+/// The file name of `agent`'s trajectory on the UTC day of `ts_ms`.
+pub fn file_name(agent: &str, ts_ms: i64) -> Result<String> {
+  check_agent(agent)?;
+  Ok(format!("{agent}-{}.jsonl", &format_ms(ts_ms)[..10]))
+}
+
+/// A trajectory directory.
+#[derive(Debug)]
+pub struct Trajectory {
+  dir: StateDir,
+  lock_timeout: Duration,
+}
+
+fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
+  if bytes.len() > MAX_LINE_BYTES {
+    return Err(format!("line is {} bytes, over the limit of {MAX_LINE_BYTES}", bytes.len()));
+  }
+  let text = std::str::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_string())?;
+  let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON (column {})", e.column()))?;
+  match value.get("v").and_then(serde_json::Value::as_u64) {
+    Some(v) if v == u64::from(TRAJECTORY_VERSION) => {}
+    Some(v) => return Err(format!("version {v} is not one this library reads ({TRAJECTORY_VERSION})")),
+    None => return Err("no version `v`".into()),
+  }
+  let record: Record = serde_json::from_value(value)
+    .map_err(|e| format!("not a trajectory record: {}", crate::error::scrub_quoted(&e.to_string())))?;
+  if parse_ms(&record.ts).is_none() {
+    return Err("`ts` is not an RFC 3339 timestamp".into());
+  }
+  Ok(record)
+}
+
+impl Trajectory {
+  /// The trajectory kept in `dir`.
+  pub fn new(dir: StateDir, lock_timeout: Duration) -> Trajectory {
+    Trajectory { dir, lock_timeout }
+  }
+
+  /// Appends `event` for `agent` at `ts_ms` (see the module docs), durable on return.
+  pub fn append(&self, agent: &str, ts_ms: i64, event: Event) -> Result<Record> {
+    let name = file_name(agent, ts_ms)?;
+    let record = Record { v: TRAJECTORY_VERSION, ts: format_ms(ts_ms), agent: agent.to_string(), event };
+    let mut line = serde_json::to_vec(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
+    if line.len() > MAX_LINE_BYTES {
+      return Err(LoaError::TooLarge {
+        what: "trajectory record".into(),
+        size: line.len() as u64,
+        limit: MAX_LINE_BYTES as u64,
+      });
+    }
+    line.push(b'\n');
+    let _guard = lock_in(&self.dir, LOCK_FILE, self.lock_timeout, "the trajectory")?;
+    let mut file = self.dir.open_file(&name, OpenMode::APPEND)?;
+    let len = file.len()?;
+    if len > 0 {
+      let mut last = [0u8; 1];
+      file.read_at(&mut last, len - 1)?;
+      if last[0] != b'\n' {
+        // A torn line from a crash: keep it as its own (damaged) line.
+        line.insert(0, b'\n');
+      }
+    }
+    file.write_all(&line)?;
+    file.sync_data()?;
+    Ok(record)
+  }
+
+  /// Reads `agent`'s file of the UTC day of `ts_ms`.
+  pub fn read_day(&self, agent: &str, ts_ms: i64) -> Result<TrajectoryRead> {
+    self.read_file(&file_name(agent, ts_ms)?)
+  }
+
+  /// Reads one trajectory file by name (bounded; damaged lines reported, see the module docs).
+  pub fn read_file(&self, name: &str) -> Result<TrajectoryRead> {
+    let Some(bytes) = self.dir.read(name, MAX_FILE_BYTES)? else { return Ok(TrajectoryRead::default()) };
+    Ok(parse(&bytes))
+  }
+}
+
+/// Parses a whole trajectory file.
+pub fn parse(bytes: &[u8]) -> TrajectoryRead {
+  let mut out = TrajectoryRead { exists: true, ..Default::default() };
+  let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+  if body.is_empty() {
+    return out;
+  }
+  for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
+    let line = (i + 1) as u64;
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    if raw.iter().all(u8::is_ascii_whitespace) {
+      out.damaged.push(Damaged { line, reason: "empty line".into() });
+      continue;
+    }
+    match parse_line(raw) {
+      Ok(record) => out.records.push((line, record)),
+      Err(reason) => out.damaged.push(Damaged { line, reason }),
+    }
+  }
+  out
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::timestamp::parse_rfc3339_ms;
+
+  fn cite(claim: &str) -> Event {
+    Event::Cite {
+      claim: claim.into(),
+      grounding: Grounding::Citation,
+      evidence: Some(Evidence { identifier: "${PROJECT_ROOT}/a.rs:1".into(), quote: "fn a()".into() }),
+    }
+  }
+
+  #[test]
+  fn appends_read_back_and_torn_lines_are_reported_by_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Trajectory::new(StateDir::open_root(tmp.path()).unwrap(), Duration::from_secs(5));
+    let ts = parse_rfc3339_ms("2026-01-15T23:30:00-02:00", "t").unwrap();
+    t.append("impl", ts, cite("one")).unwrap();
+    let path = tmp.path().join("impl-2026-01-16.jsonl");
+    assert!(path.exists());
+    // A crash mid-line, then another append.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{\"v\":1,\"ts\":\"2026");
+    std::fs::write(&path, &bytes).unwrap();
+    t.append(
+      "impl",
+      ts,
+      Event::DeltaSync { tokens: 5000, decisions_persisted: 3, bead_updated: true, notes_updated: true },
+    )
+    .unwrap();
+    let read = t.read_day("impl", ts).unwrap();
+    assert_eq!(read.records.len(), 2);
+    assert_eq!(read.records[1].0, 3);
+    assert_eq!(read.damaged, vec![Damaged { line: 2, reason: "not JSON (column 17)".into() }]);
+    assert_eq!(read.records[0].1.event.phase(), "cite");
+    assert_eq!(read.records[0].1.ts, "2026-01-16T01:30:00.000Z");
+  }
+
+  #[test]
+  fn every_kind_of_damage_is_reported() {
+    let good = serde_json::to_string(&Record {
+      v: 1,
+      ts: "2026-01-01T00:00:00+01:00".into(),
+      agent: "a".into(),
+      event: cite("x"),
+    })
+    .unwrap();
+    let lines: Vec<Vec<u8>> = vec![
+      good.clone().into_bytes(),
+      b"".to_vec(),
+      br#"{"v":2,"phase":"cite"}"#.to_vec(),
+      br#"{"phase":"cite"}"#.to_vec(),
+      br#"{"v":1,"ts":"yesterday","agent":"a","phase":"cite","claim":"c","grounding":"citation"}"#.to_vec(),
+      br#"{"v":1,"ts":"2026-01-01T00:00:00Z","agent":"a","phase":"gossip"}"#.to_vec(),
+      b"\xff".to_vec(),
+      b"[1,2]".to_vec(),
+      good.into_bytes(),
+    ];
+    let mut bytes = lines.join(&b'\n');
+    bytes.push(b'\n');
+    let read = parse(&bytes);
+    assert_eq!(read.records.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 9]);
+    assert_eq!(read.damaged.iter().map(|d| d.line).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6, 7, 8]);
+    assert!(read.damaged.iter().all(|d| !d.reason.contains("yesterday")), "{:?}", read.damaged);
+    assert_eq!(parse(b"").records.len(), 0);
+  }
+
+  #[test]
+  fn agent_names_are_checked() {
+    for bad in ["", "../x", ".hidden", "a/b", &"a".repeat(65)] {
+      assert_eq!(file_name(bad, 0).unwrap_err().code(), "E_INVALID_ARGUMENT");
+    }
+    assert_eq!(file_name("implementing-tasks", 0).unwrap(), "implementing-tasks-1970-01-01.jsonl");
+  }
+}
