@@ -1169,31 +1169,17 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
     return;
   }
   // Cheap tests first: most long runs are identifiers, ids and hashes that fail them. One pass
-  // counts the classes and tells single-case hex apart.
-  let (mut upper, mut lower, mut digit, mut lower_hex, mut upper_hex) = (0usize, 0usize, 0usize, true, true);
+  // counts the classes and tells single-case hex apart, from a table: a branch per byte on
+  // random-looking runs (hashes, ids) was mispredicted about every other byte.
+  let mut acc = 0u64;
   work::add(len);
   for &b in v {
-    match b {
-      b'0'..=b'9' => digit += 1,
-      b'a'..=b'f' => {
-        lower += 1;
-        upper_hex = false;
-      }
-      b'g'..=b'z' => {
-        lower += 1;
-        (lower_hex, upper_hex) = (false, false);
-      }
-      b'A'..=b'F' => {
-        upper += 1;
-        lower_hex = false;
-      }
-      b'G'..=b'Z' => {
-        upper += 1;
-        (lower_hex, upper_hex) = (false, false);
-      }
-      _ => (lower_hex, upper_hex) = (false, false),
-    }
+    acc += CLASS_COUNT[b as usize];
   }
+  let field = |k: u32| ((acc >> (10 * k)) & 0x3ff) as usize;
+  let (upper, lower, digit) = (field(0), field(1), field(2));
+  // No byte outside `[0-9a-f]`, or none outside `[0-9A-F]`.
+  let (lower_hex, upper_hex) = (field(3) == 0, field(4) == 0);
   let hex = lower_hex || upper_hex;
   if hex && len < 20 || (len == 36 && is_uuid(v) && !uuid_named_secret(t, a)) {
     return; // request ids, short hashes, UUIDs
@@ -1240,6 +1226,28 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   }
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);
 }
+
+/// Per byte, what [`token_at`] counts, in five 10-bit fields of a `u64`, which a run of at most
+/// 512 bytes cannot overflow: uppercase letters, lowercase letters, digits, bytes outside
+/// `[0-9a-f]` and bytes outside `[0-9A-F]`.
+static CLASS_COUNT: [u64; 256] = {
+  let mut c = [0u64; 256];
+  let mut i = 0;
+  while i < 256 {
+    let b = i as u8;
+    let (not_lower_hex, not_upper_hex) = (1u64 << 30, 1u64 << 40);
+    c[i] = match b {
+      b'0'..=b'9' => 1 << 20,
+      b'a'..=b'f' => (1 << 10) | not_upper_hex,
+      b'g'..=b'z' => (1 << 10) | not_lower_hex | not_upper_hex,
+      b'A'..=b'F' => 1 | not_lower_hex,
+      b'G'..=b'Z' => 1 | not_lower_hex | not_upper_hex,
+      _ => not_lower_hex | not_upper_hex,
+    };
+    i += 1;
+  }
+  c
+};
 
 static BASE64_URI: WordSet = WordSet::new(&["base64,"]);
 
@@ -1315,7 +1323,28 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{classify_ident, ident_words, Strength};
+  use super::{classify_ident, ident_words, Strength, CLASS_COUNT};
+
+  /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
+  /// any byte without spilling into the next field.
+  #[test]
+  fn class_count_table() {
+    for b in 0..=255u8 {
+      let acc = CLASS_COUNT[b as usize] * 512;
+      let field = |k: u32| (acc >> (10 * k)) & 0x3ff;
+      let expect = [
+        b.is_ascii_uppercase(),
+        b.is_ascii_lowercase(),
+        b.is_ascii_digit(),
+        !matches!(b, b'0'..=b'9' | b'a'..=b'f'),
+        !matches!(b, b'0'..=b'9' | b'A'..=b'F'),
+      ];
+      for (k, &e) in expect.iter().enumerate() {
+        assert_eq!(field(k as u32), if e { 512 } else { 0 }, "byte {b}, field {k}");
+      }
+      assert_eq!(acc >> 50, 0, "byte {b}");
+    }
+  }
 
   #[test]
   fn words_of_identifiers() {
