@@ -276,6 +276,7 @@ impl From<ConsolidateWalOptions> for ConsolidateOptions {
     ConsolidateOptions {
       prune: o.prune.flatten().map_or(d.prune, |b| b.0),
       lock_timeout: o.lock_timeout_ms.flatten().map_or(d.lock_timeout, |Int(ms)| Duration::from_millis(ms)),
+      ..d
     }
   }
 }
