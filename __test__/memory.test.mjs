@@ -77,7 +77,8 @@ test('capture -> consolidate -> read back', async (t) => {
   assert.match(notes, /^## Session Continuity$/m)
   assert.match(notes, /#### 2026-03-01T10:00:00\.000Z - Use SQLite for the local cache\n\*\*Decision\*\*: Use SQLite for the local cache\n/)
   assert.match(notes, /- \*\*`agent-1`\*\* · 2026-03-01T09:00:00\.000Z → 2026-03-01T10:30:00\.000Z · 3 memories \(decision 1, interaction 1, learning 1\)/)
-  const learnings = JSON.parse(readFileSync(join(grimoire, 'learnings.json'), 'utf8')).learnings
+  assert.equal(JSON.parse(readFileSync(join(grimoire, 'learnings.json'), 'utf8')).version, 2)
+  const learnings = learningShards(grimoire).flatMap((text) => JSON.parse(text).learnings)
   assert.deepEqual(learnings.map((l) => l.content).sort(), ['Never force-push to the release branch', 'The e2e suite needs Chrome 120 or newer'])
 
   const active = store.activeLearnings(10)
@@ -461,7 +462,8 @@ test('learnings.json from another tool: foreign values kept exactly, duplicate k
   t.after(() => store.close())
   await store.capture({ type: 'learning', content: 'Values another tool wrote are never rounded' })
   assert.equal((await store.consolidate()).learningsTotal, 2)
-  const text = readFileSync(path, 'utf8')
+  // Migrated to version 2: the entries live in the shards, every foreign byte kept.
+  const text = learningShards(grimoire).join('')
   assert.match(text, /"rank": 123456789012345678901234567890,/)
   assert.match(text, /"weight": 1e400/)
   assert.deepEqual(store.activeLearnings(5).map((l) => l.id).sort(), [contentHash('Values another tool wrote are never rounded'), 'tool-1'].sort())
@@ -528,3 +530,9 @@ test('an unknown memory type is E_INVALID_ARGUMENT and never echoed', async (t) 
   const learning = store.captureSync({ type: 'learning', content: 'Kinds come back as the same strings' })
   assert.equal(store.activeLearnings(1)[0].type, 'learning', learning.id)
 })
+
+/** The texts of the learnings store's shards (version 2: `learnings.json.d/<xx>.json`). */
+function learningShards(grimoire) {
+  const dir = join(grimoire, 'learnings.json.d')
+  return readdirSync(dir).sort().map((name) => readFileSync(join(dir, name), 'utf8'))
+}

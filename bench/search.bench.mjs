@@ -3,6 +3,9 @@
 //
 //   node bench/search.bench.mjs          full run: 100,000 memories (several minutes on 2 cores)
 //   node bench/search.bench.mjs --quick  smoke run: 5,000 memories
+//   --total N     another corpus size (steps 1k, 10k up to N, then N)
+//   --store-only  only the store's own figures (capture + consolidation, open, buildContext):
+//                 no FTS5 (better-sqlite3 not needed) and no relevance run
 //
 // What it reports (bench/results/search.md):
 // - search latency p50/p99 over 2,000 queries (1 to 6 words, half scoped to one agent), loa and
@@ -28,11 +31,12 @@ import { memories as corpusMemories, queries as corpusQueries } from './search-c
 
 const require = createRequire(import.meta.url)
 const { MemoryStore } = require('../index.js')
-const Database = require('better-sqlite3')
 
 const QUICK = process.argv.includes('--quick')
-const TOTAL = QUICK ? 5_000 : 100_000
-const STEPS = QUICK ? [1_000, TOTAL] : [1_000, 10_000, TOTAL]
+const STORE_ONLY = process.argv.includes('--store-only')
+const totalAt = process.argv.indexOf('--total')
+const TOTAL = totalAt > 0 ? Number(process.argv[totalAt + 1]) : QUICK ? 5_000 : 100_000
+const STEPS = [...[1_000, 10_000].filter((n) => n < TOTAL), TOTAL]
 const QUERIES = QUICK ? 300 : 2_000
 const CONTEXT_QUERIES = QUICK ? 50 : 300
 const REPEAT = 5 // captures + consolidations measured at each step (median reported)
@@ -86,6 +90,7 @@ function ftsQuery(text) {
 }
 
 function fts(dbPath, mems) {
+  const Database = require('better-sqlite3')
   const db = new Database(dbPath)
   db.pragma('journal_mode = WAL')
   db.exec("CREATE VIRTUAL TABLE m USING fts5(text, agent UNINDEXED, id UNINDEXED, tokenize = 'porter unicode61')")
@@ -206,24 +211,31 @@ const { loaSpeed, contextSpeed, recentSpeed, rssBefore, rssAfter, openMs } = mea
 const contextQueries = queries.slice(0, CONTEXT_QUERIES)
 const indexBytes = dirBytes(path.join(ws, 'grimoires', 'loa', 'search'))
 
-const ftsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'loa-bench-fts-'))
-let t = now()
-const ftsIndex = fts(path.join(ftsDir, 'fts.db'), corpus)
-const ftsBuildMs = now() - t
-const ftsSpeed = latencies((q) => ftsIndex.search(q.query, q.agentIds?.[0], 5).length, queries)
-ftsIndex.close()
-const ftsBytes = dirBytes(ftsDir)
+const ftsDir = STORE_ONLY ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'loa-bench-fts-'))
+let ftsBuildMs = 0
+let ftsSpeed = null
+let ftsBytes = 0
+if (!STORE_ONLY) {
+  const t = now()
+  const ftsIndex = fts(path.join(ftsDir, 'fts.db'), corpus)
+  ftsBuildMs = now() - t
+  ftsSpeed = latencies((q) => ftsIndex.search(q.query, q.agentIds?.[0], 5).length, queries)
+  ftsIndex.close()
+  ftsBytes = dirBytes(ftsDir)
+}
 
 say(`## Search latency (top 5, ${queries.length} queries, half scoped to one agent)`)
 say()
 say('| engine | p50 | p99 | mean | queries with hits | index on disk |')
 say('|---|---|---|---|---|---|')
 say(`| loa MemoryStore.searchSync | ${ms(loaSpeed.p50)} | ${ms(loaSpeed.p99)} | ${ms(loaSpeed.mean)} | ${loaSpeed.hits} of ${queries.length} | ${mib(indexBytes)} |`)
-say(`| SQLite FTS5 bm25() (porter unicode61) | ${ms(ftsSpeed.p50)} | ${ms(ftsSpeed.p99)} | ${ms(ftsSpeed.mean)} | ${ftsSpeed.hits} of ${queries.length} | ${mib(ftsBytes)} |`)
-say()
-say(`p50 ratio loa / FTS5: ${(loaSpeed.p50 / ftsSpeed.p50).toFixed(2)}; p99 ratio: ${(loaSpeed.p99 / ftsSpeed.p99).toFixed(2)}`)
+if (ftsSpeed) {
+  say(`| SQLite FTS5 bm25() (porter unicode61) | ${ms(ftsSpeed.p50)} | ${ms(ftsSpeed.p99)} | ${ms(ftsSpeed.mean)} | ${ftsSpeed.hits} of ${queries.length} | ${mib(ftsBytes)} |`)
+  say()
+  say(`p50 ratio loa / FTS5: ${(loaSpeed.p50 / ftsSpeed.p50).toFixed(2)}; p99 ratio: ${(loaSpeed.p99 / ftsSpeed.p99).toFixed(2)}`)
+}
 say(`Resident memory of a fresh process: ${mib(rssBefore)} with the addon loaded, ${mib(rssAfter)} after opening the store and running the searches (+${mib(rssAfter - rssBefore)}); opening took ${ms(openMs)}.`)
-say(`Building: loa ${(buildMs / 1000).toFixed(1)} s for ${TOTAL.toLocaleString('en')} captures (${duplicates} repeated texts stored once) and consolidations (wal.sync none); FTS5 ${(ftsBuildMs / 1000).toFixed(1)} s (one transaction).`)
+say(`Building: loa ${(buildMs / 1000).toFixed(1)} s for ${TOTAL.toLocaleString('en')} captures (${duplicates} repeated texts stored once) and consolidations (wal.sync none)${ftsSpeed ? `; FTS5 ${(ftsBuildMs / 1000).toFixed(1)} s (one transaction)` : ''}.`)
 say()
 say(`## Capture of one more memory, and the consolidation after it (median of ${REPEAT}, wal.sync always)`)
 say()
@@ -238,6 +250,12 @@ say('|---|---|---|')
 say(`| buildContext({ query, agentId }) (${contextQueries.length} queries) | ${ms(contextSpeed.p50)} | ${ms(contextSpeed.p99)} |`)
 say(`| buildContext() without a query (recent sessions, learnings) | ${ms(recentSpeed.p50)} | ${ms(recentSpeed.p99)} |`)
 say()
+
+if (STORE_ONLY) {
+  fs.rmSync(ws, { recursive: true, force: true })
+  writeReport('search-store', lines.join('\n') + '\n')
+  process.exit(0)
+}
 
 // ---------------------------------------------------------------------------------------------
 // 2. Relevance on the labelled set

@@ -259,6 +259,7 @@ impl From<ConsolidateWalOptions> for ConsolidateOptions {
     ConsolidateOptions {
       prune: o.prune.given().unwrap_or(d.prune),
       lock_timeout: o.lock_timeout_ms.given().map_or(d.lock_timeout, Duration::from_millis),
+      ..d
     }
   }
 }

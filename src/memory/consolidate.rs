@@ -49,7 +49,10 @@ use super::view::{aggregate_sessions, read_records};
 /// The summary of every consolidated memory, in the grimoire.
 pub const SUMMARY_FILE: &str = "memory-summary.json";
 /// Version of `memory-summary.json` written and read.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
+/// How many of a session's newest memories the summary names (what a session's line in a
+/// context shows).
+pub const RECENT_PER_SESSION: usize = 3;
 const MAX_SUMMARY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What NOTES.md and expiry need of every consolidated memory (see the module docs). Ids are
@@ -68,6 +71,12 @@ pub struct Summary {
   pub decisions: Vec<(i64, String)>,
   /// Every memory with an expiry: (expiry ms, id).
   pub expiring: Vec<(i64, String)>,
+  /// The memory directory's modification time (ns) when the run that wrote this summary ended:
+  /// when it differs, something wrote there since (a run cut short may have left temp files),
+  /// and the next run looks for stale temp files in it. Listing it every run would cost a
+  /// read of every name in it.
+  #[serde(default)]
+  pub memory_dir_mtime_ns: Option<i128>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -78,10 +87,13 @@ pub struct SessionSummary {
   pub kinds: BTreeMap<MemoryKind, u64>,
   /// The newest memory (ties: the smallest id).
   pub latest: (i64, String),
+  /// The [`RECENT_PER_SESSION`] newest memories, newest first (ties: the smallest id first).
+  #[serde(default)]
+  pub recent: Vec<(i64, String)>,
 }
 
 impl Summary {
-  fn add(&mut self, r: &MemoryRecord) {
+  pub(super) fn add(&mut self, r: &MemoryRecord) {
     let ts = r.ts_ms();
     self.memories += 1;
     self.learnings += u64::from(r.is_learning());
@@ -97,6 +109,11 @@ impl Summary {
     *s.kinds.entry(r.kind).or_default() += 1;
     if ts > s.latest.0 || (ts == s.latest.0 && r.id < s.latest.1) {
       s.latest = (ts, r.id.clone());
+    }
+    let at = s.recent.partition_point(|(t, id)| *t > ts || (*t == ts && *id < r.id));
+    if at < RECENT_PER_SESSION {
+      s.recent.insert(at, (ts, r.id.clone()));
+      s.recent.truncate(RECENT_PER_SESSION);
     }
     if r.kind == MemoryKind::Decision {
       let key = (ts, r.id.clone());
@@ -119,7 +136,7 @@ impl Summary {
   }
 }
 
-fn load_summary(grimoire: &StateDir) -> Option<Summary> {
+pub(super) fn load_summary(grimoire: &StateDir) -> Option<Summary> {
   let bytes = grimoire.read(SUMMARY_FILE, MAX_SUMMARY_BYTES).ok()??;
   serde_json::from_slice::<Summary>(&bytes).ok().filter(|s| s.version == SUMMARY_VERSION)
 }
@@ -131,7 +148,7 @@ fn write_summary(grimoire: &StateDir, summary: &Summary) -> Result<()> {
 }
 
 /// One record file by id (`None` when missing or unreadable).
-fn read_one(dir: &StateDir, id: &str) -> Option<MemoryRecord> {
+pub(super) fn read_one(dir: &StateDir, id: &str) -> Option<MemoryRecord> {
   let name = format!("{id}.json");
   record_name_hash(&name)?;
   let bytes = dir.read(&name, MAX_RECORD_BYTES).ok()??;
@@ -168,12 +185,18 @@ pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>
   let notes_dir = dir(&layout.notes.dir, true)?;
   let learnings_dir = dir(&layout.learnings.dir, true)?;
   let memory_dir = grimoire.subdir(MEMORY_DIR)?;
-  for d in [Some(&grimoire), Some(&notes_dir), Some(&learnings_dir), memory_dir.as_ref()].into_iter().flatten() {
+  let loaded_summary = load_summary(&grimoire);
+  // The memory directory holds a file per memory: it is listed for stale temp files only when
+  // something other than a completed run changed it (see `Summary::memory_dir_mtime_ns`).
+  let memory_mtime = memory_dir.as_ref().map(dir_mtime_ns).transpose()?;
+  let clean_memory = loaded_summary.as_ref().is_none_or(|s| s.memory_dir_mtime_ns != memory_mtime);
+  let memory_dir_to_clean = memory_dir.as_ref().filter(|_| clean_memory);
+  for d in [Some(&grimoire), Some(&notes_dir), Some(&learnings_dir), memory_dir_to_clean].into_iter().flatten() {
     d.clean_stale_temps()?;
   }
   // State files are checked before anything is applied: a corrupt one is moved aside and
   // reported, a refused one left alone and reported, and this run changes nothing else.
-  let store = learnings::load(&learnings_dir, &layout.learnings.name, true)?;
+  let store = learnings::Learnings::open(&learnings_dir, &layout.learnings.name, true)?;
   if let Some(kind) = notes_dir.kind_of(&layout.notes.name)? {
     if kind != rustix::fs::FileType::RegularFile {
       return Err(LoaError::NotRegularFile {
@@ -186,17 +209,18 @@ pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>
   let applied = wal::consolidate(
     &layout.wal_path(),
     &layout.grimoire_path(),
-    &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout },
+    &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout, clean_targets: clean_memory },
   )?;
   let memory_dir = grimoire.subdir(MEMORY_DIR)?;
   let mut outcome =
     ConsolidateOutcome { applied: applied.applied, conflicts: applied.conflicts.len(), ..Default::default() };
 
   // The summary, updated with this run's records, or rebuilt from every record.
-  let previous = load_summary(&grimoire).filter(|s| s.watermarks == applied.watermarks_before);
+  let previous = loaded_summary.filter(|s| s.watermarks == applied.watermarks_before);
   let full = previous.is_none()
     || applied.applied_paths.iter().any(|p| p.replaced || p.op != "write")
-    || (store.is_none() && previous.as_ref().is_some_and(|s| s.learnings > 0));
+    || (store.is_none() && previous.as_ref().is_some_and(|s| s.learnings > 0))
+    || store.as_ref().is_some_and(learnings::Learnings::lost_entries);
   let (mut summary, new_records) = match (previous, full) {
     (Some(mut summary), false) => {
       let mut new = Vec::new();
@@ -224,19 +248,18 @@ pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>
     }
   };
   summary.watermarks = applied.watermarks_after.clone();
+  summary.memory_dir_mtime_ns = memory_dir.as_ref().map(dir_mtime_ns).transpose()?;
   outcome.memories = summary.memories as usize;
 
   let generated: Vec<Map<String, Value>> =
     new_records.iter().filter(|r| r.is_learning()).map(MemoryRecord::learning_entry).collect();
   let existed = store.is_some();
   let mut store = store.unwrap_or_default();
-  let before = store.to_bytes();
-  outcome.learnings = store.merge(&generated);
-  outcome.learnings_total = store.entries().len();
-  let after = store.to_bytes();
-  if after != before || (!existed && !generated.is_empty()) {
-    learnings_dir.write_atomic(&layout.learnings.name, &after, None)?;
+  outcome.learnings = store.merge(&learnings_dir, &layout.learnings.name, &generated)?;
+  if existed || !generated.is_empty() {
+    store.save(&learnings_dir, &layout.learnings.name)?;
   }
+  outcome.learnings_total = store.total();
 
   // Read after the WAL is applied: a record may have written NOTES.md itself.
   let existing_notes = read_notes(&notes_dir, layout)?;
@@ -262,6 +285,12 @@ pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>
     forgotten = expired;
   }
   Ok(RunOutcome { outcome, forgotten })
+}
+
+/// The modification time of a directory, in ns since the epoch.
+pub(super) fn dir_mtime_ns(dir: &StateDir) -> Result<i128> {
+  let st = rustix::fs::fstat(dir.fd()).map_err(|e| LoaError::io("stat", dir.path(), std::io::Error::from(e)))?;
+  Ok(i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec))
 }
 
 /// After memories were forgotten: the summary and NOTES.md's regions rendered again from every

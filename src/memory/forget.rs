@@ -239,9 +239,9 @@ pub(super) fn run_locked(
     }
   }
   if let Some(dir) = layout.dir_in(&root, &layout.learnings.dir, false)? {
-    if let Some(mut store) = learnings::load(&dir, &layout.learnings.name, false)? {
-      if store.remove(&wanted) > 0 {
-        dir.write_atomic(&layout.learnings.name, &store.to_bytes(), None)?;
+    if let Some(mut store) = learnings::Learnings::open(&dir, &layout.learnings.name, false)? {
+      if store.remove(&dir, &layout.learnings.name, &wanted)? > 0 {
+        store.save(&dir, &layout.learnings.name)?;
         outcome.files_changed += 1;
       }
     }

@@ -1,5 +1,10 @@
 //! The learnings store: `learnings.json`, one entry per learning, merged by id.
 //!
+//! **Version 2** ([`Learnings`]) keeps the entries in 256 shards beside a small head, so that a
+//! consolidation rewrites only the shards of the learnings that arrived; each shard has the
+//! version 1 shape below (with `"version": 2`) and the same rules. A version 1 file is read and
+//! migrated. The rest of this page describes the entries and the version 1 file.
+//!
 //! ```json
 //! { "learnings": [ { "id": "<sha256>", "content": "...", "importance": 0.8, ... } ], "version": 1 }
 //! ```
@@ -21,7 +26,7 @@
 //!   parsers disagree about which of the two counts, so picking one would silently change the
 //!   file's meaning. Duplicate keys deeper inside a foreign value are part of that value's
 //!   exact text and are kept as they are;
-//! - a `version` other than 1 (a newer format this library does not know). A file without
+//! - a `version` other than 1 or 2 (a newer format this library does not know). A file without
 //!   `version` is read as version 1.
 //!
 //! A file that is not JSON at all, or whose shape is wrong (the top level is not an object,
@@ -216,13 +221,22 @@ fn unique(members: RawMembers, prefix: &str) -> std::result::Result<Members, Pro
 }
 
 fn parse(bytes: &[u8]) -> std::result::Result<Store, Problem> {
+  parse_as(bytes, VERSION)
+}
+
+/// Parses a file of the version `expected` (a file without `version` is version 1).
+fn parse_as(bytes: &[u8], expected: u64) -> std::result::Result<Store, Problem> {
   let text = std::str::from_utf8(bytes).map_err(|_| Problem::Corrupt("not valid UTF-8".into()))?;
   let members: RawMembers = serde_json::from_str(text).map_err(|e| Problem::Corrupt(e.to_string()))?;
   let mut top = unique(members, "")?;
-  if let Some(version) = top.get("version") {
-    if version.parse::<u64>() != Some(VERSION) {
-      return Err(Problem::Refused(format!("`version` is not {VERSION}, the only version this library reads")));
-    }
+  let version = match top.get("version") {
+    Some(v) => v.parse::<u64>(),
+    None => Some(VERSION),
+  };
+  if version != Some(expected) {
+    return Err(Problem::Refused(format!(
+      "`version` is not {VERSION} or {SHARDED_VERSION}, the versions this library reads"
+    )));
   }
   let list: Vec<RawMembers> = match top.remove("learnings") {
     None => Vec::new(),
@@ -372,6 +386,464 @@ impl Serialize for Store {
       map.serialize_entry("learnings", &EntryList(&self.entries))?;
     }
     map.end()
+  }
+}
+
+/// The version of a sharded store's head and shards.
+pub const SHARDED_VERSION: u64 = 2;
+/// How many of the best active learnings the head keeps in its `top` list.
+pub const TOP_KEEP: usize = 64;
+/// Top-level members of a version 2 head the pipeline owns.
+const HEAD_FIELDS: [&str; 4] = ["version", "count", "top", "shards"];
+
+/// The directory of a sharded store's shards: `<name>.d` beside the head.
+pub fn shard_dir_name(name: &OsStr) -> std::ffi::OsString {
+  let mut dir = name.to_os_string();
+  dir.push(".d");
+  dir
+}
+
+/// The shard of an entry: the first byte of its id when the id is a sha256 in hex (every id the
+/// pipeline writes), else the first byte of the sha256 of the id.
+fn shard_of(id: &str) -> u8 {
+  if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    u8::from_str_radix(&id[..2], 16).unwrap_or(0)
+  } else {
+    use sha2::Digest;
+    sha2::Sha256::digest(id.as_bytes())[0]
+  }
+}
+
+fn now_missing(sdir: &StateDir, shard: u8) -> Result<bool> {
+  Ok(sdir.kind_of(shard_file(shard))?.is_none())
+}
+
+fn shard_file(shard: u8) -> String {
+  format!("{shard:02x}.json")
+}
+
+/// An active learning's place in the order `activeLearnings` uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopEntry {
+  pub id: String,
+  pub importance: f64,
+  /// createdAt in ms (0 when it does not parse).
+  pub created: i64,
+}
+
+impl TopEntry {
+  fn of(entry: &StoredEntry) -> Option<TopEntry> {
+    let learning = entry.learning();
+    (learning.status == "active").then(|| TopEntry {
+      id: learning.id,
+      importance: learning.importance,
+      created: crate::timestamp::parse_rfc3339_ms(&learning.created_at, "createdAt").unwrap_or(0),
+    })
+  }
+
+  /// Best first: importance, then recency, then id.
+  fn order(a: &TopEntry, b: &TopEntry) -> std::cmp::Ordering {
+    b.importance.total_cmp(&a.importance).then_with(|| b.created.cmp(&a.created)).then_with(|| a.id.cmp(&b.id))
+  }
+}
+
+/// What the head remembers of a shard it wrote: a shard whose size or modification time differ
+/// was changed by someone else and is read again.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ShardStat {
+  pub size: u64,
+  pub mtime_ns: i64,
+  pub count: u64,
+}
+
+/// Size and modification time of a shard file (never through a symlink; anything but a
+/// regular file is `E_NOT_REGULAR_FILE`).
+fn stat_of(dir: &StateDir, name: &str) -> Result<Option<(u64, i64)>> {
+  let Some(file) = dir.open_file_if_exists(name, crate::fsutil::OpenMode::READ)? else { return Ok(None) };
+  let mtime = file
+    .modified()
+    .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+    .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+  Ok(Some((file.len()?, mtime)))
+}
+
+/// The learnings store, version 2: `learnings.json` is a small head (its own foreign members,
+/// the number of entries, the [`TOP_KEEP`] best active learnings and what it wrote of each
+/// shard), and the entries live in 256 shards `learnings.json.d/<xx>.json`, each of the
+/// version 1 shape with `"version": 2`. A consolidation reads and rewrites only the shards its
+/// new learnings fall in, then the head; a reader of the best few reads the head and those
+/// entries' shards. A version 1 file is read and migrated (every shard written, then the head
+/// replaces it).
+#[derive(Debug)]
+pub struct Learnings {
+  head: Members,
+  shards: BTreeMap<u8, Store>,
+  dirty: std::collections::BTreeSet<u8>,
+  stats: BTreeMap<u8, ShardStat>,
+  top: Vec<TopEntry>,
+  count: u64,
+  /// `top` may have lost entries that others outside it should replace: rebuilt at save.
+  rescan: bool,
+  /// Read from a version 1 file (or new): the head is written at save even if no shard changed.
+  head_dirty: bool,
+  /// A shard the head recorded is gone (moved aside as corrupt): what it held must be derived
+  /// again from the memory records.
+  lost: bool,
+}
+
+impl Default for Learnings {
+  fn default() -> Self {
+    Learnings {
+      head: Members::new(),
+      shards: BTreeMap::new(),
+      dirty: Default::default(),
+      stats: BTreeMap::new(),
+      top: Vec::new(),
+      count: 0,
+      rescan: false,
+      head_dirty: true,
+      lost: false,
+    }
+  }
+}
+
+fn problem_error(dir: &StateDir, name: &OsStr, problem: Problem, quarantine: bool) -> LoaError {
+  match problem {
+    Problem::Corrupt(reason) => corrupt(dir, name, reason, quarantine),
+    Problem::Refused(reason) => LoaError::StateCorrupt {
+      path: dir.child_path(name).display().to_string(),
+      reason: format!("{reason}; left untouched (fix it by hand, then consolidate again)"),
+    },
+  }
+}
+
+impl Learnings {
+  /// Reads the store `name` in `dir` (see [`load`] for errors; a damaged shard is
+  /// `E_STATE_CORRUPT` naming it, moved aside with `quarantine`). `None` when there is none.
+  /// Shards another writer changed since the head was written are read now and the `top`
+  /// list corrected.
+  pub fn open(dir: &StateDir, name: &OsStr, quarantine: bool) -> Result<Option<Learnings>> {
+    let Some(bytes) = dir.read(name, MAX_LEARNINGS_BYTES)? else {
+      // Shards without a head (it was moved aside as corrupt, or lost): read them all, so
+      // nothing they hold, foreign members included, is lost; the head is written anew.
+      if dir.subdir(shard_dir_name(name))?.is_none() {
+        return Ok(None);
+      }
+      let mut store = Learnings { lost: true, ..Learnings::default() };
+      store.refresh_changed(dir, name, quarantine)?;
+      return Ok(Some(store));
+    };
+    let version = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+      Ok(Value::Object(map)) => map.get("version").and_then(Value::as_u64),
+      _ => None,
+    };
+    if version != Some(SHARDED_VERSION) {
+      let old = parse(&bytes).map_err(|p| problem_error(dir, name, p, quarantine))?;
+      return Ok(Some(Learnings::migrate(old)));
+    }
+    let mut head = parse_as(&bytes, SHARDED_VERSION).map_err(|p| problem_error(dir, name, p, quarantine))?;
+    if !head.entries.is_empty() {
+      let p = Problem::Corrupt("a version 2 head holds no `learnings`; they live in its shards".into());
+      return Err(problem_error(dir, name, p, quarantine));
+    }
+    let field = |key: &str| head.top.get(key).cloned();
+    let count = field("count").and_then(|m| m.parse::<u64>());
+    let top = field("top").and_then(|m| m.parse::<Vec<TopEntry>>());
+    let stats = field("shards").and_then(|m| m.parse::<BTreeMap<String, ShardStat>>());
+    let (Some(count), Some(top), Some(stats)) = (count, top, stats) else {
+      let p = Problem::Corrupt("`count`, `top` or `shards` is missing or of the wrong shape".into());
+      return Err(problem_error(dir, name, p, quarantine));
+    };
+    let mut stat_map = BTreeMap::new();
+    for (key, stat) in stats {
+      match u8::from_str_radix(&key, 16) {
+        Ok(shard) if key.len() == 2 => {
+          stat_map.insert(shard, stat);
+        }
+        _ => {
+          return Err(problem_error(dir, name, Problem::Corrupt(format!("`shards.{}`", shown_key(&key))), quarantine))
+        }
+      }
+    }
+    for key in HEAD_FIELDS {
+      head.top.remove(key);
+    }
+    let mut store = Learnings {
+      head: head.top,
+      shards: BTreeMap::new(),
+      dirty: Default::default(),
+      stats: stat_map,
+      top,
+      count,
+      rescan: false,
+      head_dirty: false,
+      lost: false,
+    };
+    store.refresh_changed(dir, name, quarantine)?;
+    Ok(Some(store))
+  }
+
+  /// A version 1 store spread over shards in memory; everything is written at save.
+  fn migrate(old: Store) -> Learnings {
+    let mut store = Learnings { head: old.top, ..Learnings::default() };
+    store.head.remove("version");
+    for shard in 0..=u8::MAX {
+      store.shards.insert(shard, Store::sharded());
+    }
+    store.count = old.entries.len() as u64;
+    for entry in old.entries {
+      store.shards.get_mut(&shard_of(&entry.id)).expect("all shards").entries.push(entry);
+    }
+    store.dirty.extend(0..=u8::MAX);
+    store.rescan = true;
+    store
+  }
+
+  /// Reads the shards whose files are not what the head recorded, and corrects `count` and
+  /// `top` for them.
+  fn refresh_changed(&mut self, dir: &StateDir, name: &OsStr, quarantine: bool) -> Result<()> {
+    let Some(sdir) = dir.subdir(shard_dir_name(name))? else {
+      if !self.stats.is_empty() {
+        // Every shard is gone: nothing is left to rank.
+        self.lost = true;
+        self.count = 0;
+        self.top.clear();
+        self.stats.clear();
+        self.head_dirty = true;
+      }
+      return Ok(());
+    };
+    let mut changed = Vec::new();
+    for shard in 0..=u8::MAX {
+      let now = stat_of(&sdir, &shard_file(shard))?;
+      let recorded = self.stats.get(&shard).map(|s| (s.size, s.mtime_ns));
+      if now != recorded {
+        changed.push(shard);
+      }
+    }
+    let full = self.top.len() >= TOP_KEEP;
+    for shard in changed {
+      let before = self.stats.remove(&shard).map_or(0, |s| s.count);
+      self.lost |= now_missing(&sdir, shard)? && before > 0;
+      self.load_shard(dir, name, shard, quarantine)?;
+      let entries = &self.shards[&shard].entries;
+      self.count = self.count.saturating_sub(before) + entries.len() as u64;
+      let lost = self.top.iter().any(|t| shard_of(&t.id) == shard);
+      self.top.retain(|t| shard_of(&t.id) != shard);
+      if lost && full {
+        self.rescan = true;
+      }
+      let found: Vec<TopEntry> = entries.iter().filter_map(TopEntry::of).collect();
+      self.top.extend(found);
+      // Recorded again at save, with the shard's new stat.
+      self.dirty.insert(shard);
+      self.head_dirty = true;
+    }
+    self.top.sort_by(TopEntry::order);
+    self.top.truncate(TOP_KEEP);
+    Ok(())
+  }
+
+  fn load_shard(&mut self, dir: &StateDir, name: &OsStr, shard: u8, quarantine: bool) -> Result<()> {
+    if self.shards.contains_key(&shard) {
+      return Ok(());
+    }
+    let file = shard_file(shard);
+    let loaded = match dir.subdir(shard_dir_name(name))? {
+      Some(sdir) => match sdir.read(&file, MAX_LEARNINGS_BYTES)? {
+        Some(bytes) => {
+          let store =
+            parse_as(&bytes, SHARDED_VERSION).map_err(|p| problem_error(&sdir, OsStr::new(&file), p, quarantine))?;
+          if let Some(bad) = store.entries.iter().find(|e| shard_of(&e.id) != shard) {
+            let p = Problem::Corrupt(format!("entry `{}` belongs in another shard", shown_key(&bad.id)));
+            return Err(problem_error(&sdir, OsStr::new(&file), p, quarantine));
+          }
+          store
+        }
+        None => Store::sharded(),
+      },
+      None => Store::sharded(),
+    };
+    self.shards.insert(shard, loaded);
+    Ok(())
+  }
+
+  /// Whether entries may be missing (a shard was moved aside or lost, or the head was): the
+  /// caller derives them again from every memory record.
+  pub fn lost_entries(&self) -> bool {
+    self.lost
+  }
+
+  /// How many entries the store holds.
+  pub fn total(&self) -> usize {
+    self.count as usize
+  }
+
+  /// Merges generated entries (see [`Store::merge`]), reading only their shards; returns how
+  /// many were added or changed.
+  pub fn merge(&mut self, dir: &StateDir, name: &OsStr, generated: &[Map<String, Value>]) -> Result<usize> {
+    let mut changed = 0;
+    for new in generated {
+      let Some(id) = new.get("id").and_then(Value::as_str) else { continue };
+      let shard = shard_of(id);
+      self.load_shard(dir, name, shard, true)?;
+      let store = self.shards.get_mut(&shard).expect("loaded");
+      let existed = store.entries.iter().any(|e| e.id == id);
+      if store.merge(std::slice::from_ref(new)) == 0 {
+        continue;
+      }
+      changed += 1;
+      self.dirty.insert(shard);
+      if !existed {
+        self.count += 1;
+      }
+      let entry = store.entries.iter().find(|e| e.id == id).expect("merged");
+      let was_top = self.top.iter().position(|t| t.id == id);
+      if let Some(at) = was_top {
+        self.top.remove(at);
+        // A top entry that changed may now rank below one that is not in the list.
+        self.rescan |= self.top.len() + 1 >= TOP_KEEP;
+      }
+      if let Some(t) = TopEntry::of(entry) {
+        let at = self.top.partition_point(|x| TopEntry::order(x, &t).is_lt());
+        self.top.insert(at, t);
+        self.top.truncate(TOP_KEEP);
+      }
+    }
+    Ok(changed)
+  }
+
+  /// Removes the entries with these ids (forgetting); returns how many there were.
+  pub fn remove(&mut self, dir: &StateDir, name: &OsStr, ids: &std::collections::HashSet<&str>) -> Result<usize> {
+    let mut removed = 0;
+    let shards: std::collections::BTreeSet<u8> = ids.iter().map(|id| shard_of(id)).collect();
+    for shard in shards {
+      self.load_shard(dir, name, shard, false)?;
+      let n = self.shards.get_mut(&shard).expect("loaded").remove(ids);
+      if n > 0 {
+        removed += n;
+        self.dirty.insert(shard);
+      }
+    }
+    if removed > 0 {
+      self.count = self.count.saturating_sub(removed as u64);
+      let before = self.top.len();
+      self.top.retain(|t| !ids.contains(t.id.as_str()));
+      if self.top.len() != before && before >= TOP_KEEP {
+        self.rescan = true;
+      }
+    }
+    Ok(removed)
+  }
+
+  /// Writes the changed shards, then the head. Returns whether anything was written.
+  pub fn save(&mut self, dir: &StateDir, name: &OsStr) -> Result<bool> {
+    if self.rescan {
+      for shard in 0..=u8::MAX {
+        self.load_shard(dir, name, shard, false)?;
+      }
+      self.count = self.shards.values().map(|s| s.entries.len() as u64).sum();
+      self.top = self.shards.values().flat_map(|s| s.entries.iter().filter_map(TopEntry::of)).collect();
+      self.top.sort_by(TopEntry::order);
+      self.top.truncate(TOP_KEEP);
+      self.rescan = false;
+    }
+    if self.dirty.is_empty() && !self.head_dirty {
+      return Ok(false);
+    }
+    let mut encoded = Vec::new();
+    for &shard in &self.dirty {
+      let store = &self.shards[&shard];
+      let bytes = if store.entries.is_empty() { None } else { Some(store.to_bytes()) };
+      if bytes.as_ref().is_some_and(|b| b.len() as u64 > MAX_LEARNINGS_BYTES) {
+        return Err(LoaError::TooLarge {
+          what: dir.child_path(shard_dir_name(name)).join(shard_file(shard)).display().to_string(),
+          size: bytes.map_or(0, |b| b.len() as u64),
+          limit: MAX_LEARNINGS_BYTES,
+        });
+      }
+      encoded.push((shard, bytes, store.entries.len() as u64));
+    }
+    if !encoded.is_empty() {
+      let sdir = dir.create_subdir(shard_dir_name(name))?;
+      let _ = sdir.clean_stale_temps(); // housekeeping under the caller's lock
+      for (shard, bytes, count) in encoded {
+        let file = shard_file(shard);
+        match bytes {
+          Some(bytes) => {
+            sdir.write_atomic(&file, &bytes, None)?;
+            let (size, mtime_ns) = stat_of(&sdir, &file)?.unwrap_or((bytes.len() as u64, 0));
+            self.stats.insert(shard, ShardStat { size, mtime_ns, count });
+          }
+          None => {
+            if sdir.remove_file(&file)? {
+              sdir.sync()?;
+            }
+            self.stats.remove(&shard);
+          }
+        }
+      }
+    }
+    self.dirty.clear();
+    let mut head = Store { top: self.head.clone(), entries: Vec::new() };
+    head.top.insert("version".into(), Member::Owned(Value::from(SHARDED_VERSION)));
+    head.top.insert("count".into(), Member::Owned(Value::from(self.count)));
+    let top = serde_json::to_value(&self.top).map_err(|e| LoaError::Internal(e.to_string()))?;
+    head.top.insert("top".into(), Member::Owned(top));
+    let stats: BTreeMap<String, ShardStat> = self.stats.iter().map(|(k, v)| (format!("{k:02x}"), *v)).collect();
+    let stats = serde_json::to_value(&stats).map_err(|e| LoaError::Internal(e.to_string()))?;
+    head.top.insert("shards".into(), Member::Owned(stats));
+    dir.write_atomic(name, &head.head_bytes(), None)?;
+    self.head_dirty = false;
+    Ok(true)
+  }
+
+  /// The `limit` best active learnings (as [`StoredEntry::learning`] reads them), best first;
+  /// reads only their shards when `limit` is within the head's `top` list.
+  pub fn active(&mut self, dir: &StateDir, name: &OsStr, limit: usize) -> Result<Vec<Learning>> {
+    let complete = self.top.len() < TOP_KEEP || limit <= self.top.len();
+    if !complete || self.rescan {
+      for shard in 0..=u8::MAX {
+        self.load_shard(dir, name, shard, false)?;
+      }
+      let mut all: Vec<TopEntry> =
+        self.shards.values().flat_map(|s| s.entries.iter().filter_map(TopEntry::of)).collect();
+      all.sort_by(TopEntry::order);
+      all.truncate(limit);
+      self.top = all;
+    }
+    let mut out = Vec::new();
+    for t in self.top.clone().into_iter().take(limit) {
+      let shard = shard_of(&t.id);
+      self.load_shard(dir, name, shard, false)?;
+      if let Some(e) = self.shards[&shard].entries.iter().find(|e| e.id == t.id) {
+        out.push(e.learning());
+      }
+    }
+    Ok(out)
+  }
+
+  /// Whether `id` is in the store (reads its shard).
+  pub fn contains(&mut self, dir: &StateDir, name: &OsStr, id: &str) -> Result<bool> {
+    let shard = shard_of(id);
+    self.load_shard(dir, name, shard, false)?;
+    Ok(self.shards[&shard].entries.iter().any(|e| e.id == id))
+  }
+}
+
+impl Store {
+  /// An empty shard of a version 2 store.
+  fn sharded() -> Store {
+    let mut top = Members::new();
+    top.insert("version".into(), Member::Owned(Value::from(SHARDED_VERSION)));
+    Store { top, entries: Vec::new() }
+  }
+
+  /// A head's bytes: its top-level members only, pretty, sorted, with a final newline.
+  fn head_bytes(&self) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(&self.top).expect("the head serialises");
+    bytes.push(b'\n');
+    bytes
   }
 }
 

@@ -32,12 +32,14 @@
 //!
 //! ```text
 //! .loa/wal/sessions/<session>/*.wal   WAL segments (format in crate::wal::format; header magic+version)
-//! .loa/wal/consolidation.json         WAL consolidation state ("version": 1)
+//! .loa/wal/consolidation.json         WAL consolidation state head ("version": 2; 1 is migrated)
+//! .loa/wal/consolidation/<xxx>.json   its per-path winners, 4,096 shards ("version": 2)
 //! .loa/wal/memory-consolidate.lock    one memory consolidation (or forget) at a time
 //! grimoires/loa/memory/<id>.json      memory records ("version": 1; id = sha256 of content)
-//! grimoires/loa/learnings.json        learnings store ("version"; see learnings)
+//! grimoires/loa/learnings.json        learnings store head ("version": 2; 1 is migrated; see learnings)
+//! grimoires/loa/learnings.json.d/     its entries, 256 shards <xx>.json ("version": 2)
 //! grimoires/loa/NOTES.md              two regions owned by the pipeline (see notes)
-//! grimoires/loa/memory-summary.json   consolidation summary ("version": 1; other versions rebuilt)
+//! grimoires/loa/memory-summary.json   consolidation summary ("version": 2; other versions rebuilt)
 //! grimoires/loa/search/               search index (base + log, format 1; other versions rebuilt)
 //! grimoires/loa/tombstones.jsonl      keyed tombstones ("v": 1 per line; other versions kept, ignored)
 //! .loa/keys/tombstone.key             the tombstones' HMAC key (0600)

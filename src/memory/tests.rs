@@ -453,6 +453,18 @@ fn notes_ending_in_an_unclosed_fence_gets_one_section_and_stays_byte_identical()
   assert!(text.contains(human), "foreign text kept");
 }
 
+/// The learnings store's head and every shard, as one text.
+fn learnings_text(grimoire: &Path) -> String {
+  let mut text = fs::read_to_string(grimoire.join("learnings.json")).unwrap();
+  let mut shards: Vec<_> =
+    fs::read_dir(grimoire.join("learnings.json.d")).unwrap().map(|e| e.unwrap().path()).collect();
+  shards.sort();
+  for shard in shards {
+    text.push_str(&fs::read_to_string(shard).unwrap());
+  }
+  text
+}
+
 #[test]
 fn foreign_learnings_values_are_kept_exactly() {
   let (_tmp, ws, _outside) = workspace_with_outside();
@@ -464,7 +476,9 @@ fn foreign_learnings_values_are_kept_exactly() {
   store.capture(entry("learning", "Foreign numbers survive a consolidation unchanged")).unwrap();
   let c = store.consolidate().unwrap();
   assert_eq!(c.learnings_total, 2);
-  let text = fs::read_to_string(grimoire.join("learnings.json")).unwrap();
+  // Migrated to version 2: the head and its shards hold every byte of the foreign values.
+  let text = learnings_text(&grimoire);
+  assert!(fs::read_to_string(grimoire.join("learnings.json")).unwrap().contains("\"version\": 2"));
   for kept in [
     "123456789012345678901234567890",
     "1e400",
@@ -478,7 +492,7 @@ fn foreign_learnings_values_are_kept_exactly() {
   }
   let again = store.consolidate().unwrap();
   assert_eq!(again.learnings, 0);
-  assert_eq!(fs::read_to_string(grimoire.join("learnings.json")).unwrap(), text, "stable");
+  assert_eq!(learnings_text(&grimoire), text, "stable");
   assert!(store.active_learnings(10).unwrap().iter().all(|l| l.id != "foreign-1"), "retired stays retired");
 }
 
@@ -705,3 +719,89 @@ fn injected_faults_on_notes_and_learnings_writes_lose_nothing() {
     }
   }
 }
+
+#[test]
+fn hostile_learnings_shards_get_coded_errors_and_nothing_is_lost() {
+  let ws = tempfile::tempdir().unwrap();
+  let outside = tempfile::tempdir().unwrap();
+  fs::write(outside.path().join("shard.json"), br#"{"learnings":[],"version":2}"#).unwrap();
+  let store = open(ws.path(), "s");
+  store.capture(entry("learning", "Shards of the learnings store are regular files")).unwrap();
+  store.capture(entry("learning", "A second learning in the store for good measure")).unwrap();
+  assert_eq!(store.consolidate().unwrap().learnings_total, 2);
+  let shards = ws.path().join("grimoires/loa/learnings.json.d");
+  let shard = fs::read_dir(&shards).unwrap().next().unwrap().unwrap().path();
+  let good = fs::read(&shard).unwrap();
+  let fifo = |p: &Path| {
+    rustix::fs::mknodat(rustix::fs::CWD, p, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+      .unwrap()
+  };
+  let hazards: [Hazard; 4] = [
+    ("symlink", &|p| std::os::unix::fs::symlink(outside.path().join("shard.json"), p).unwrap(), "E_NOT_REGULAR_FILE"),
+    ("fifo", &fifo, "E_NOT_REGULAR_FILE"),
+    ("oversized", &|p| fs::File::create(p).unwrap().set_len(MAX_LEARNINGS_BYTES + 1).unwrap(), "E_TOO_LARGE"),
+    ("truncated", &|p| fs::write(p, &good[..good.len() / 2]).unwrap(), "E_STATE_CORRUPT"),
+  ];
+  for (i, (name, make, code)) in hazards.into_iter().enumerate() {
+    fs::remove_file(&shard).unwrap();
+    make(&shard);
+    assert_eq!(store.active_learnings(5).unwrap_err().code(), code, "{name}: read");
+    store.capture(entry("learning", &format!("Learning number {i} arrives while a shard is {name}"))).unwrap();
+    assert_eq!(store.consolidate().unwrap_err().code(), code, "{name}: consolidate");
+    if name == "truncated" {
+      // Moved aside (its bytes kept) like a corrupt learnings.json, then derived again.
+      assert!(fs::symlink_metadata(&shard).is_err(), "moved aside");
+      let kept = fs::read_dir(&shards)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().contains(".corrupt-"));
+      assert_eq!(fs::read(kept.unwrap()).unwrap(), &good[..good.len() / 2]);
+    } else {
+      assert!(fs::symlink_metadata(&shard).is_ok(), "{name}: left where it is");
+      fs::remove_file(&shard).unwrap();
+      fs::write(&shard, &good).unwrap();
+      // The stat no longer matches what the head recorded: the shard is read again.
+    }
+    let c = store.consolidate().unwrap();
+    assert_eq!(c.learnings_total, 3 + i, "{name}: every learning is there");
+    assert_eq!(store.active_learnings(50).unwrap().len(), 3 + i, "{name}");
+  }
+  assert_eq!(fs::read(outside.path().join("shard.json")).unwrap(), br#"{"learnings":[],"version":2}"#);
+}
+
+#[test]
+fn learnings_beyond_the_top_list_and_human_edits_to_shards_are_ranked_exactly() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  for i in 0..(learnings::TOP_KEEP + 20) {
+    let e = Entry {
+      confidence: Some(0.5 + (i % 40) as f64 / 100.0),
+      ..entry("learning", &format!("Ranked learning number {i} of many"))
+    };
+    store.capture(e).unwrap();
+  }
+  store.consolidate().unwrap();
+  let full_order = |store: &MemoryStore| store.active_learnings(1000).unwrap();
+  let all = full_order(&store);
+  assert_eq!(all.len(), learnings::TOP_KEEP + 20);
+  assert_eq!(store.active_learnings(5).unwrap(), all[..5].to_vec(), "the top list agrees with a full read");
+  // A human retires the best learning in its shard: the next read sees it at once.
+  let best = all[0].id.clone();
+  let shards = ws.path().join("grimoires/loa/learnings.json.d");
+  let path = shards.join(format!("{}.json", &best[..2]));
+  let text = fs::read_to_string(&path).unwrap();
+  let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+  for e in doc["learnings"].as_array_mut().unwrap() {
+    if e["id"] == best.as_str() {
+      e["status"] = "retired".into();
+    }
+  }
+  fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+  let now = store.active_learnings(5).unwrap();
+  assert_eq!(now, all[1..6].to_vec());
+  store.consolidate().unwrap();
+  assert_eq!(store.active_learnings(5).unwrap(), all[1..6].to_vec(), "and after a consolidation");
+}
+
+/// A name, a way to put the hazard in place, and the code it must get.
+type Hazard<'a> = (&'a str, &'a dyn Fn(&Path), &'a str);

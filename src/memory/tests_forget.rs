@@ -287,3 +287,20 @@ fn markdown_blocks_are_items_and_paragraphs() {
   assert!(import::blocks("").is_empty());
   assert_eq!(import::blocks(&"x\n".repeat(1000)).len(), 1);
 }
+
+#[test]
+fn a_new_session_after_another_one_closed_consolidates_incrementally() {
+  let ws = tempfile::tempdir().unwrap();
+  for round in 0..3 {
+    let store = open(ws.path(), &format!("s{round}"));
+    for i in 0..3 {
+      let kind = if i == 1 { MemoryKind::Learning } else { MemoryKind::Interaction };
+      store.capture(entry(kind, &format!("Round {round} memory {i} about the weather"))).unwrap();
+      let c = store.consolidate().unwrap();
+      assert_eq!(c.rebuilt, round == 0 && i == 0, "round {round}, capture {i}: only the very first run rebuilds");
+      assert_eq!(c.memories, round * 3 + i + 1);
+    }
+    let _ = store.build_context(&ContextRequest::default()).unwrap();
+    store.close().unwrap();
+  }
+}

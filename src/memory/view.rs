@@ -2,7 +2,8 @@
 //! nothing created. Records still only in the WAL are read too, so a capture is visible before
 //! it is consolidated.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use crate::context::ContextConfig;
 use crate::error::{LoaError, Result};
@@ -27,17 +28,25 @@ pub struct MemoryView {
   layout: Layout,
   /// The defaults of [`build_context`](Self::build_context).
   context: ContextConfig,
+  /// The memory records of each session's segments as last read, with what identified the
+  /// segments then: a context built before every prompt reads a session's log again only when
+  /// it changed.
+  segments: Arc<Mutex<HashMap<String, SessionCache>>>,
 }
+
+/// What identifies a session's segments (name, inode, size, mtime in ns), and the memory records
+/// they held, with their seqs.
+type SessionCache = (Vec<(String, u64, u64, i128)>, Arc<Vec<(u64, MemoryRecord)>>);
 
 impl MemoryView {
   /// The memory of the workspace `options` names (the session id is not used). Creates
   /// nothing.
   pub fn open(options: &StoreOptions) -> Result<MemoryView> {
-    Ok(MemoryView { layout: Layout::resolve(options)?, context: options.context.clone() })
+    Ok(MemoryView { layout: Layout::resolve(options)?, context: options.context.clone(), segments: Default::default() })
   }
 
   pub(super) fn from_layout(layout: Layout, context: ContextConfig) -> MemoryView {
-    MemoryView { layout, context }
+    MemoryView { layout, context, segments: Default::default() }
   }
 
   /// Memory records of all sessions: consolidated ones, plus those still only in the WAL.
@@ -67,9 +76,76 @@ impl MemoryView {
     String::from_utf8(bytes).ok()
   }
 
+  /// What the last consolidation summarised, when it reflects the WAL's state (no run was cut
+  /// short since), with the memory records the WAL holds beyond it. `None`: read everything.
+  fn summarised(&self) -> Result<Option<Summarised>> {
+    let Some(grimoire) = self.layout.dir(&self.layout.grimoire, false)? else { return Ok(None) };
+    let Some(summary) = super::consolidate::load_summary(&grimoire) else { return Ok(None) };
+    let Some(wal_dir) = self.layout.dir(&self.layout.wal, false)? else { return Ok(None) };
+    let marks = wal::state::watermarks(&wal_dir)?;
+    if marks != summary.watermarks {
+      return Ok(None);
+    }
+    let memory_dir = grimoire.subdir(MEMORY_DIR)?;
+    let mut pending = Vec::new();
+    let mut ids = HashSet::new();
+    let sessions = match wal_dir.subdir(wal::reader::SESSIONS_DIR)? {
+      Some(dir) => wal::reader::session_ids(&dir)?.into_iter().map(|id| (id, dir.try_clone())).collect(),
+      None => Vec::new(),
+    };
+    for (session, sessions_dir) in sessions {
+      let since = marks.get(&session).copied().unwrap_or(0);
+      let records = self.session_records(&sessions_dir?, &session)?;
+      for (_, parsed) in records.iter().filter(|(seq, _)| *seq > since) {
+        let parsed = parsed.clone();
+        // A record file of the same memory is what consolidated reads show.
+        let stored = match &memory_dir {
+          Some(dir) => dir.kind_of(format!("{}.json", parsed.id))?.is_some(),
+          None => false,
+        };
+        if !stored && ids.insert(parsed.id.clone()) {
+          pending.push(parsed);
+        }
+      }
+    }
+    Ok(Some(Summarised { summary, pending, memory_dir }))
+  }
+
+  /// The memory records of a session's log (with their seqs), from the cache when its segments
+  /// are the ones read last time.
+  fn session_records(&self, sessions: &StateDir, session: &str) -> Result<Arc<Vec<(u64, MemoryRecord)>>> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(sdir) = wal::reader::validate_session_id(session).and_then(|_| sessions.subdir(session)).ok().flatten()
+    else {
+      return Ok(Arc::default());
+    };
+    let mut key = Vec::new();
+    for segment in wal::reader::segments_in(&sdir)? {
+      let Ok(Some(file)) = sdir.open_file_if_exists(&segment.name, OpenMode::READ) else { continue };
+      let Ok(meta) = file.file().metadata() else { continue };
+      let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+      key.push((segment.name.clone(), meta.ino(), meta.size(), mtime));
+    }
+    let mut cache = self.segments.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((known, records)) = cache.get(session) {
+      if *known == key {
+        return Ok(records.clone());
+      }
+    }
+    let read = wal::reader::read_session_dir(&sdir, session)?;
+    let records: Arc<Vec<(u64, MemoryRecord)>> =
+      Arc::new(read.records.iter().filter_map(|r| memory_record_of(r).map(|m| (r.seq, m))).collect());
+    cache.insert(session.to_string(), (key, records.clone()));
+    Ok(records)
+  }
+
   /// Sessions newest first (by their newest memory), from the memory records (consolidated or
-  /// not) and, for sessions only it still lists, from NOTES.md.
+  /// not) and, for sessions only it still lists, from NOTES.md. Reads the consolidation summary
+  /// and the records it shows, not every record, when the summary is current.
   pub fn recent_sessions(&self, limit: usize) -> Result<Vec<SessionEntry>> {
+    if let Some(s) = self.summarised()? {
+      return Ok(self.recent_from_summary(s, limit));
+    }
     let records = self.all_records()?;
     let mut sessions: Vec<(i64, SessionEntry)> = aggregate_sessions(&records)
       .into_iter()
@@ -104,26 +180,106 @@ impl MemoryView {
     Ok(sessions.into_iter().take(limit).map(|(_, s)| s).collect())
   }
 
+  /// NOTES.md's session lines (sessions it lists that `known` does not name), as entries.
+  fn notes_sessions(&self, known: &dyn Fn(&str) -> bool) -> Vec<(i64, SessionEntry)> {
+    let mut out = Vec::new();
+    let Some(text) = self.notes_text() else { return out };
+    let Some(body) = notes::region_body(&text, notes::SESSIONS) else { return out };
+    for line in notes::parse_session_lines(&body) {
+      if known(&line.session_id) {
+        continue;
+      }
+      let last = parse_rfc3339_ms(&line.last_active_at, "lastActiveAt").unwrap_or(0);
+      out.push((
+        last,
+        SessionEntry {
+          session_id: line.session_id,
+          started_at: line.started_at,
+          last_active_at: line.last_active_at,
+          memories: line.memories,
+          kinds: BTreeMap::new(),
+          latest: if line.latest.is_empty() { Vec::new() } else { vec![line.latest] },
+          source: SessionSource::Notes,
+        },
+      ));
+    }
+    out
+  }
+
+  /// [`recent_sessions`](Self::recent_sessions) from the summary: the same entries, reading
+  /// only the records they show.
+  fn recent_from_summary(&self, s: Summarised, limit: usize) -> Vec<SessionEntry> {
+    let mut summary = s.summary;
+    for r in &s.pending {
+      summary.add(r);
+    }
+    let mut order: Vec<(i64, &String)> = summary.sessions.iter().map(|(id, x)| (x.last, id)).collect();
+    let notes = self.notes_sessions(&|id| summary.sessions.contains_key(id));
+    order.extend(notes.iter().map(|(last, e)| (*last, &e.session_id)));
+    order.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let pending: BTreeMap<&str, &MemoryRecord> = s.pending.iter().map(|r| (r.id.as_str(), r)).collect();
+    let content = |id: &str| -> Option<String> {
+      match pending.get(id) {
+        Some(r) => Some(r.content.clone()),
+        None => s.memory_dir.as_ref().and_then(|d| super::consolidate::read_one(d, id)).map(|r| r.content),
+      }
+    };
+    let mut out = Vec::new();
+    for (_, id) in order.into_iter().take(limit) {
+      match summary.sessions.get(id) {
+        Some(x) => out.push(SessionEntry {
+          session_id: id.clone(),
+          started_at: format_ms(x.first),
+          last_active_at: format_ms(x.last),
+          memories: x.count,
+          kinds: x.kinds.clone(),
+          latest: x.recent.iter().filter_map(|(_, rid)| content(rid)).collect(),
+          source: SessionSource::Memory,
+        }),
+        None => {
+          if let Some((_, e)) = notes.iter().find(|(_, e)| &e.session_id == id) {
+            out.push(e.clone());
+          }
+        }
+      }
+    }
+    out
+  }
+
   /// Active learnings (no `status`, or `"active"`), by importance, then recency, then id: from
   /// learnings.json plus learnings still only in the WAL. A corrupt learnings.json fails with
   /// `E_STATE_CORRUPT` and is left in place (consolidation moves it aside); one that is not a
   /// regular file fails with `E_NOT_REGULAR_FILE`.
   pub fn active_learnings(&self, limit: usize) -> Result<Vec<Learning>> {
-    let store = match self.layout.dir(&self.layout.learnings.dir, false)? {
-      Some(dir) => learnings::load(&dir, &self.layout.learnings.name, false)?.unwrap_or_default(),
-      None => learnings::Store::default(),
+    let name = &self.layout.learnings.name;
+    let dir = self.layout.dir(&self.layout.learnings.dir, false)?;
+    let mut store = match &dir {
+      Some(dir) => learnings::Learnings::open(dir, name, false)?,
+      None => None,
     };
     let mut out: Vec<(i64, Learning)> = Vec::new();
     let mut ids = HashSet::new();
-    for entry in store.entries() {
-      let learning = entry.learning();
-      ids.insert(learning.id.clone());
-      if learning.status == "active" {
+    if let (Some(store), Some(dir)) = (store.as_mut(), &dir) {
+      for learning in store.active(dir, name, limit)? {
+        ids.insert(learning.id.clone());
         out.push((parse_rfc3339_ms(&learning.created_at, "createdAt").unwrap_or(0), learning));
       }
     }
-    for record in self.all_records()? {
-      if record.is_learning() && ids.insert(record.id.clone()) {
+    // Learnings not in the store yet: only those beyond the last consolidation when its
+    // summary is current, else every record.
+    let records = match self.summarised()? {
+      Some(s) => s.pending,
+      None => self.all_records()?,
+    };
+    for record in records {
+      if !record.is_learning() || ids.contains(&record.id) {
+        continue;
+      }
+      let stored = match (store.as_mut(), &dir) {
+        (Some(store), Some(dir)) => store.contains(dir, name, &record.id)?,
+        _ => false,
+      };
+      if !stored && ids.insert(record.id.clone()) {
         out.push((record.ts_ms(), record.as_learning()));
       }
     }
@@ -241,6 +397,21 @@ fn learning_trigger(learning: &Learning) -> String {
   } else {
     learning.tags.join(", ")
   }
+}
+
+/// The consolidation summary and what the WAL holds beyond it.
+struct Summarised {
+  summary: super::consolidate::Summary,
+  /// Memory records after the consolidation's watermarks (no record file yet).
+  pending: Vec<MemoryRecord>,
+  memory_dir: Option<StateDir>,
+}
+
+/// The memory record a WAL record writes, if it writes one this library reads.
+fn memory_record_of(record: &wal::format::Record) -> Option<MemoryRecord> {
+  let (hash, data) = (record_hash_of(record)?, record.data.as_deref()?);
+  let parsed = serde_json::from_slice::<MemoryRecord>(data).ok()?;
+  (parsed.id == hash && parsed.version == RECORD_VERSION).then_some(parsed)
 }
 
 /// The record hash a WAL record writes, if it writes a memory record.

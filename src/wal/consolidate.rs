@@ -3,8 +3,11 @@
 //! Records with a `path` and op `write` (data becomes the file) or `delete` are applied; other
 //! ops are kept in the log but not applied. The winner for a path is the record with the
 //! greatest (ts, sessionId, seq), across this run and all earlier ones: the winner of each path
-//! is remembered in `consolidation.json`, so a late record from a slow session never overwrites
-//! a newer file. When a record from one session loses to a record from another, both sides
+//! is remembered in the consolidation state (`consolidation.json` and its shards in
+//! `consolidation/`, see [`super::state`]), so a late record from a slow session never
+//! overwrites a newer file. A run reads and rewrites only the shards its records' paths fall in:
+//! its cost grows with the records that arrived since the last run, not with every path ever
+//! applied. When a record from one session loses to a record from another, both sides
 //! (session, seq, ts, sha256 of the data) go to `conflicts.jsonl`. Successive writes within one
 //! session are ordinary updates, not conflicts.
 //!
@@ -20,16 +23,19 @@
 //! Every file is reached through [`StateDir`]: the target directory's subdirectories are created
 //! and opened without following a symlink (so nothing is ever created outside the target),
 //! target files are written atomically and never through a symlink, and `consolidation.json`
-//! (read at most [`MAX_STATE_BYTES`]), `conflicts.jsonl`, `dead-letter.jsonl` and
-//! `consolidate.lock` must be regular files (`E_NOT_REGULAR_FILE`, checked before anything is
-//! changed). Under the lock, stale temp files of crashed atomic writes are removed from the WAL
-//! directory and from every target directory written.
+//! (read at most [`MAX_STATE_BYTES`]), its shards (at most [`MAX_SHARD_BYTES`] each),
+//! `conflicts.jsonl`, `dead-letter.jsonl` and `consolidate.lock` must be regular files
+//! (`E_NOT_REGULAR_FILE`; the head and the logs are checked before anything is changed, the
+//! shards a run needs are all read before anything is changed). Under the lock, stale temp files
+//! of crashed atomic writes are removed from the WAL directory, the shard directory and every
+//! target directory written.
 //!
 //! Crash safety: files are written atomically first, then the conflict and dead-letter logs, then
-//! the state file (atomically). A crash in between makes the next run apply the same records
-//! again, which yields the same files (the two logs may repeat lines). Segments are removed
-//! (retention) only after the state that records them as applied is durable, and never the
-//! newest segment of a session.
+//! the changed shards (each atomically), then the head (atomically), which commits the run. A
+//! crash in between makes the next run roll back what the uncommitted run left in the shards and
+//! apply the same records again, which yields the same files (the two logs may repeat lines).
+//! Segments are removed (retention) only after the state that records them as applied is
+//! durable, and never the newest segment of a session.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -44,17 +50,15 @@ use super::format::Record;
 use super::reader::{
   merge_key, open_existing_dir, read_session_in, records_after, segments_in, session_ids, SESSIONS_DIR,
 };
+use super::state::State;
+pub use super::state::{MAX_SHARD_BYTES, MAX_STATE_BYTES, SHARD_DIR, STATE_FILE};
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{kind_name, relative_components, OpenMode, StateDir};
 use crate::lock::lock_in;
 
-pub const STATE_FILE: &str = "consolidation.json";
 pub const CONFLICT_LOG: &str = "conflicts.jsonl";
 pub const DEAD_LETTER_LOG: &str = "dead-letter.jsonl";
 const LOCK_FILE: &str = "consolidate.lock";
-/// The largest `consolidation.json` read or written (256 MiB, roughly 800,000 paths):
-/// `E_TOO_LARGE` beyond, and then the run changes nothing.
-pub const MAX_STATE_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ConsolidateOptions {
@@ -62,11 +66,14 @@ pub struct ConsolidateOptions {
   pub prune: bool,
   /// How long to wait for another consolidation of the same directory.
   pub lock_timeout: Duration,
+  /// Before the first write into a target directory, remove stale temp files from it. A
+  /// caller that knows a directory holds none (and that it is large) turns it off.
+  pub clean_targets: bool,
 }
 
 impl Default for ConsolidateOptions {
   fn default() -> Self {
-    ConsolidateOptions { prune: true, lock_timeout: Duration::from_millis(5000) }
+    ConsolidateOptions { prune: true, lock_timeout: Duration::from_millis(5000), clean_targets: true }
   }
 }
 
@@ -136,19 +143,6 @@ pub struct AppliedPath {
   pub replaced: bool,
 }
 
-/// The version of `consolidation.json` this library writes and reads.
-const STATE_VERSION: u32 = 1;
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct State {
-  version: u32,
-  /// Highest seq applied, per session.
-  sessions: BTreeMap<String, u64>,
-  /// Current winner of every path ever applied.
-  paths: BTreeMap<String, ConflictSide>,
-}
-
 /// A line of `dead-letter.jsonl`: the whole record, so that nothing is lost when retention
 /// removes its segment.
 #[derive(Serialize)]
@@ -184,25 +178,6 @@ fn side_key(side: &ConflictSide) -> (i64, &str, u64) {
   (side.ts, side.session_id.as_str(), side.seq)
 }
 
-fn load_state(root: &StateDir) -> Result<State> {
-  match root.read(STATE_FILE, MAX_STATE_BYTES)? {
-    Some(bytes) => {
-      let corrupt =
-        |reason: String| LoaError::StateCorrupt { path: root.child_path(STATE_FILE).display().to_string(), reason };
-      let state: State = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
-      // Another version's state may mean something else: refused, left untouched, never rewritten.
-      if state.version != STATE_VERSION {
-        return Err(corrupt(format!(
-          "version {} is not version {STATE_VERSION}, the one this library reads",
-          state.version
-        )));
-      }
-      Ok(state)
-    }
-    None => Ok(State { version: STATE_VERSION, ..Default::default() }),
-  }
-}
-
 /// Fails with `E_NOT_REGULAR_FILE` when `name` exists in `dir` as anything but a regular file.
 fn ensure_regular_or_absent(dir: &StateDir, name: &str) -> Result<()> {
   match dir.kind_of(name)? {
@@ -224,9 +199,12 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   for name in [STATE_FILE, CONFLICT_LOG, DEAD_LETTER_LOG] {
     ensure_regular_or_absent(&root, name)?;
   }
-  let mut state = load_state(&root)?;
+  let mut state = State::load(&root)?;
   // Temp files of an interrupted state write; housekeeping, so a failure to list is no failure.
   let _ = root.clean_stale_temps();
+  if let Some(shards) = root.subdir(SHARD_DIR)? {
+    let _ = shards.clean_stale_temps();
+  }
 
   // Read everything first: a corrupt session aborts before anything is changed.
   let mut records = Vec::new();
@@ -243,6 +221,8 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     }
   }
   records.sort_by(|a, b| merge_key(a).cmp(&merge_key(b)));
+  // Every shard this run needs is read (and checked) before anything is changed.
+  state.load_shards(&root, records.iter().filter_map(|r| r.path.as_deref()))?;
 
   let mut outcome =
     Consolidation { records: records.len(), watermarks_before: state.sessions.clone(), ..Default::default() };
@@ -254,16 +234,16 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
       continue;
     }
     let side = side_of(record);
-    let current = state.paths.get(path);
-    let newer = current.is_none_or(|c| side_key(&side) > side_key(c));
+    let current = state.winner(path);
+    let newer = current.as_ref().is_none_or(|c| side_key(&side) > side_key(c));
     if newer {
       if current.is_some() {
         replaced.insert(path);
       }
       if let Some(previous) = current.filter(|c| c.session_id != side.session_id) {
-        outcome.conflicts.push(Conflict { path: path.into(), winner: side.clone(), overwritten: previous.clone() });
+        outcome.conflicts.push(Conflict { path: path.into(), winner: side.clone(), overwritten: previous });
       }
-      state.paths.insert(path.to_string(), side);
+      state.set(path, side);
       changed.insert(path, record);
     } else if let Some(current) = current.filter(|c| c.session_id != side.session_id) {
       outcome.conflicts.push(Conflict { path: path.into(), winner: current.clone(), overwritten: side });
@@ -274,7 +254,7 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   let mut cleaned = HashSet::new();
   let mut dead_lines = Vec::new();
   for (path, record) in &changed {
-    match apply(&target, path, record, &mut cleaned) {
+    match apply(&target, path, record, &mut cleaned, options.clean_targets) {
       Ok(()) => {
         outcome.applied += 1;
         outcome.applied_paths.push(AppliedPath {
@@ -310,19 +290,11 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   if !dead_lines.is_empty() {
     append_lines(&root, DEAD_LETTER_LOG, &dead_lines)?;
   }
-  state.version = STATE_VERSION;
   outcome.watermarks_after = watermarks.clone();
-  state.sessions = watermarks;
-  let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
-  if json.len() as u64 > MAX_STATE_BYTES {
-    // Written, it could never be read back: fail now, with nothing recorded as applied.
-    return Err(LoaError::TooLarge {
-      what: root.child_path(STATE_FILE).display().to_string(),
-      size: json.len() as u64,
-      limit: MAX_STATE_BYTES,
-    });
+  // A run that read nothing new commits nothing (the head would be the same).
+  if !records.is_empty() || state.has_changes() || root.kind_of(STATE_FILE)?.is_none() {
+    state.commit(&root, watermarks, true)?;
   }
-  root.write_atomic(STATE_FILE, &json, None)?;
 
   if options.prune {
     if let Some(sessions) = &sessions {
@@ -349,15 +321,12 @@ pub fn forget_paths(wal_dir: &Path, paths: &[String], lock_timeout: Duration) ->
   }
   let mut removed = 0;
   if root.kind_of(STATE_FILE)?.is_some() {
-    let mut state = load_state(&root)?;
-    let before = state.paths.len();
-    for path in paths {
-      state.paths.remove(path);
-    }
-    if state.paths.len() != before {
-      removed += before - state.paths.len();
-      let json = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
-      root.write_atomic(STATE_FILE, &json, None)?;
+    let mut state = State::load(&root)?;
+    state.load_shards(&root, paths.iter().map(String::as_str))?;
+    removed += paths.iter().filter(|p| state.remove(p)).count();
+    if state.has_changes() {
+      let sessions = state.sessions.clone();
+      state.commit(&root, sessions, false)?;
     }
   }
   for name in [CONFLICT_LOG, DEAD_LETTER_LOG] {
@@ -410,7 +379,7 @@ fn dead_letter_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
 
 /// Writes or deletes `path` below `target`, never through a symlink. Before the first write into
 /// a directory, stale temp files of crashed atomic writes are removed from it.
-fn apply(target: &StateDir, path: &str, record: &Record, cleaned: &mut HashSet<PathBuf>) -> Result<()> {
+fn apply(target: &StateDir, path: &str, record: &Record, cleaned: &mut HashSet<PathBuf>, clean: bool) -> Result<()> {
   let mut parts = relative_components(Path::new(path))?;
   let name: OsString = parts.pop().ok_or_else(|| LoaError::Internal("empty path components".into()))?;
   let parent: PathBuf = parts.iter().collect();
@@ -429,7 +398,7 @@ fn apply(target: &StateDir, path: &str, record: &Record, cleaned: &mut HashSet<P
       }
     };
   }
-  if cleaned.insert(parent) {
+  if clean && cleaned.insert(parent) {
     let _ = dir.clean_stale_temps(); // housekeeping: a failure here is not the record's
   }
   dir.write_atomic(&name, record.data.as_deref().unwrap_or_default(), None)

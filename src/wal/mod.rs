@@ -22,6 +22,7 @@ pub mod consolidate;
 pub mod format;
 pub mod reader;
 pub mod rewrite;
+pub mod state;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -696,3 +697,5 @@ fn fail_rest(mut results: Vec<Result<u64>>, total: usize, error: LoaError) -> Ve
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_state;

@@ -995,8 +995,8 @@ fn a_segment_or_state_of_another_format_version_is_refused_and_never_repaired() 
   consolidate(other.path(), target.path(), &ConsolidateOptions::default()).unwrap();
   let state_path = other.path().join(consolidate::STATE_FILE);
   let state = fs::read_to_string(&state_path).unwrap();
-  assert!(state.contains("\"version\": 1,"), "{state}");
-  let newer = state.replace("\"version\": 1,", "\"version\": 99,");
+  assert!(state.contains("\"version\": 2,"), "{state}");
+  let newer = state.replace("\"version\": 2,", "\"version\": 99,");
   fs::write(&state_path, &newer).unwrap();
   let err = consolidate(other.path(), target.path(), &ConsolidateOptions::default()).unwrap_err();
   assert_eq!(err.code(), "E_STATE_CORRUPT");
