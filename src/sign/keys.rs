@@ -355,9 +355,12 @@ impl KeyRing {
     let now = now_ms();
     let mut out: Vec<KeyInfo> = self.env_info(&registry, now).into_iter().collect();
     let env_id = out.first().map(|k| k.key_id.clone());
-    let mut stored: Vec<&StoredKey> = registry.keys.iter().filter(|k| Some(&k.key_id) != env_id.as_ref()).collect();
-    stored.sort_by_key(|k| std::cmp::Reverse(parse_ms(&k.created_at)));
-    out.extend(stored.into_iter().map(|k| info_of(k, now)));
+    // Newest first; keys made within one millisecond (a rotation right after a generation)
+    // keep the registry's order, which is the order they were made in, newest last.
+    let mut stored: Vec<(usize, &StoredKey)> =
+      registry.keys.iter().enumerate().filter(|(_, k)| Some(&k.key_id) != env_id.as_ref()).collect();
+    stored.sort_by_key(|&(position, k)| std::cmp::Reverse((parse_ms(&k.created_at), position)));
+    out.extend(stored.into_iter().map(|(_, k)| info_of(k, now)));
     Ok(out)
   }
 
@@ -524,15 +527,18 @@ impl KeyRing {
     let result = f(self, &dir, &mut registry, now)?;
     // Keep at most `max_retired_keys` retired keys (the newest); revoked keys stay listed so
     // that a manifest signed by one is reported as such.
-    let mut retired: Vec<(i64, String)> = registry
+    // Retirements within one millisecond are ordered by registry position (the order of
+    // creation), never by the random key id.
+    let mut retired: Vec<(i64, usize, String)> = registry
       .keys
       .iter()
-      .filter(|k| k.state == StoredState::Retired)
-      .map(|k| (k.retired_at.as_deref().and_then(parse_ms).unwrap_or(0), k.key_id.clone()))
+      .enumerate()
+      .filter(|(_, k)| k.state == StoredState::Retired)
+      .map(|(position, k)| (k.retired_at.as_deref().and_then(parse_ms).unwrap_or(0), position, k.key_id.clone()))
       .collect();
     retired.sort_by(|a, b| b.cmp(a));
     let dropped: Vec<String> =
-      retired.into_iter().skip(self.policy.max_retired_keys as usize).map(|(_, id)| id).collect();
+      retired.into_iter().skip(self.policy.max_retired_keys as usize).map(|(_, _, id)| id).collect();
     registry.keys.retain(|k| !dropped.contains(&k.key_id));
     let mut text = serde_json::to_vec_pretty(&registry).map_err(|e| LoaError::Internal(e.to_string()))?;
     text.push(b'\n');
@@ -704,6 +710,32 @@ mod tests {
     let seed = r.export_private_key(&k.key_id).unwrap();
     assert!(!registry.contains(seed.as_str()), "the registry never holds a private key");
     assert!(!format!("{r:?}").contains(seed.as_str()));
+  }
+
+  #[test]
+  fn keys_made_within_one_millisecond_keep_their_order() {
+    // Rotations in a tight loop often share a millisecond; the listing and the pruning of
+    // retired keys must then follow the order the keys were made in, not chance.
+    let tmp = tempfile::tempdir().unwrap();
+    let r = ring(tmp.path());
+    let mut ids = vec![r.generate().unwrap().key_id];
+    for _ in 0..3 {
+      ids.push(r.rotate().unwrap().key_id);
+    }
+    let path = tmp.path().join(REGISTRY);
+    let mut registry: Registry = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    for key in &mut registry.keys {
+      key.created_at = "2026-01-01T00:00:00.000Z".into();
+      if key.retired_at.is_some() {
+        key.retired_at = Some("2026-01-01T00:00:00.000Z".into());
+      }
+    }
+    fs::write(&path, serde_json::to_vec(&registry).unwrap()).unwrap();
+    let listed: Vec<String> = r.list().unwrap().into_iter().map(|k| k.key_id).collect();
+    assert_eq!(listed, ids.iter().rev().cloned().collect::<Vec<_>>(), "newest first");
+    let next = r.rotate().unwrap().key_id;
+    let listed: Vec<String> = r.list().unwrap().into_iter().map(|k| k.key_id).collect();
+    assert_eq!(listed, vec![next, ids[3].clone(), ids[2].clone(), ids[1].clone()], "the oldest retired key is pruned");
   }
 
   #[test]
