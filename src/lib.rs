@@ -16,6 +16,7 @@ pub mod jcs;
 pub mod ledger;
 pub mod lock;
 pub mod memory;
+pub mod recovery;
 pub mod redact;
 pub mod search;
 pub mod settings;
