@@ -12,6 +12,7 @@ pub mod dead_letter;
 pub mod error;
 pub mod fsutil;
 pub mod gates;
+pub mod identity;
 pub mod jcs;
 pub mod ledger;
 pub mod lock;
