@@ -36,6 +36,7 @@
 //! - **Every transition is an audit event** (`recovery.<to>`, details `from`, `to`, `source`)
 //!   when an audit directory is given; an audit failure fails the run (exit 2).
 
+pub mod heal;
 pub mod source;
 pub mod state;
 

@@ -129,6 +129,13 @@ pub(crate) fn stage_template(template: &[TemplateFile], staging: &StateDir) -> R
 /// configuration, prompts or the `ext::` transport, and with no variable that would point it
 /// at another repository.
 fn git(git_dir: &Path) -> Command {
+  let mut cmd = git_base();
+  cmd.arg("--git-dir").arg(git_dir);
+  cmd
+}
+
+/// `git` with the environment of [`git`], before any repository is named.
+pub(crate) fn git_base() -> Command {
   let mut cmd = Command::new("git");
   for var in [
     "GIT_DIR",
@@ -145,15 +152,14 @@ fn git(git_dir: &Path) -> Command {
     .env("GIT_CONFIG_GLOBAL", "/dev/null")
     .env("GIT_TERMINAL_PROMPT", "0")
     .env("GIT_ASKPASS", "true")
-    .args(["-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null", "--git-dir"])
-    .arg(git_dir)
+    .args(["-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null"])
     .stdin(Stdio::null());
   cmd
 }
 
 /// Runs a git command to completion; its output is returned, at most `max` bytes. stderr is
 /// dropped: it may quote the remote's URL, which can hold credentials.
-fn run(mut cmd: Command, what: &str, max: u64) -> Result<Vec<u8>> {
+pub(crate) fn run(mut cmd: Command, what: &str, max: u64) -> Result<Vec<u8>> {
   let mut child = cmd
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
