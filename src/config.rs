@@ -206,6 +206,7 @@ impl Config {
       grimoire_dir: grimoire.to_string(),
       manifest_name: manifest_name.to_string(),
       audit_dir: Some(self.audit.dir.clone()),
+      workspace_keys_dir: Some(self.signing.keys_dir.clone()),
       sources: r.sources.clone(),
       mount_dir: r.mount_dir.as_ref().map(PathBuf::from),
       window_ms: r.window_ms,

@@ -157,6 +157,10 @@ pub struct RecoveryOptions {
   /// The only keys whose signatures are trusted. Pinned by the caller outside the state root;
   /// at least one.
   pub trusted_keys: Vec<TrustedKey>,
+  /// The workspace's key ring directory (`.loa/keys`). A pinned key whose private key file
+  /// (`<keyId>.key`) is there is refused (`E_KEY_INVALID`): whoever can write the workspace can
+  /// read it and re-sign tampered files with it, so it anchors nothing. `None`: not checked.
+  pub workspace_keys_dir: Option<String>,
   /// Sources in the order tried.
   pub sources: Vec<RecoverySource>,
   /// The mount source's directory (absolute, or relative to the current directory).
@@ -188,6 +192,7 @@ impl Default for RecoveryOptions {
       state_dir: DEFAULT_STATE_DIR.into(),
       audit_dir: Some(".loa/audit".into()),
       trusted_keys: Vec::new(),
+      workspace_keys_dir: Some(crate::memory::DEFAULT_KEYS_DIR.into()),
       sources: vec![RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
       mount_dir: None,
       git: None,
@@ -323,6 +328,7 @@ enum Integrity {
 pub fn recover(options: &RecoveryOptions) -> Result<RecoveryOutcome> {
   options.validate()?;
   let workspace = StateDir::open_root(&options.workspace_dir)?;
+  check_anchor(&workspace, options)?;
   let grimoire_parts = relative_components(Path::new(&options.grimoire_dir))?;
   let (live_name, parent_parts) = grimoire_parts.split_last().expect("validated");
   let parent_rel: PathBuf = parent_parts.iter().collect();
@@ -411,6 +417,22 @@ pub fn recover(options: &RecoveryOptions) -> Result<RecoveryOutcome> {
   run.outcome.degraded_cycles = if final_state == RecoveryState::Running { 0 } else { persisted.degraded_cycles };
   run.outcome.critical = run.outcome.degraded_cycles >= options.degraded_alert_cycles;
   Ok(run.outcome)
+}
+
+/// Refuses pinned keys whose private half sits in the workspace's key ring (see
+/// [`RecoveryOptions::workspace_keys_dir`]).
+fn check_anchor(workspace: &StateDir, options: &RecoveryOptions) -> Result<()> {
+  let Some(dir) = &options.workspace_keys_dir else { return Ok(()) };
+  let Some(keys) = workspace.descend(Path::new(dir), false)? else { return Ok(()) };
+  for key in &options.trusted_keys {
+    if keys.kind_of(format!("{}.key", key.key_id))?.is_some() {
+      return Err(LoaError::KeyInvalid(format!(
+        "pinned key {} has its private key inside the workspace ({dir}): it cannot anchor trust; sign with a key kept outside the workspace",
+        key.key_id
+      )));
+    }
+  }
+  Ok(())
 }
 
 /// Whether the workspace is in degraded mode (reads only).

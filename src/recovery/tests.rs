@@ -472,6 +472,23 @@ fn options_are_checked_and_the_environment_overrides_the_file() {
 }
 
 #[test]
+fn a_pinned_key_whose_private_key_is_in_the_workspace_anchors_nothing() {
+  let f = fixture();
+  // The workspace's own ring signs, and its key is pinned: whoever can write the workspace can
+  // read that key and re-sign anything, so recovery refuses the pin.
+  let inside = ring_at(&f.ws.join(".loa/keys"));
+  sign_dir(&f.grimoire(), &inside);
+  let mut o = f.options();
+  o.trusted_keys = TrustedKey::from_ring(&inside).unwrap();
+  assert_eq!(recover(&o).unwrap_err().code(), "E_KEY_INVALID");
+  o.workspace_keys_dir = None;
+  assert_eq!(recover(&o).unwrap().state, RecoveryState::Running, "the check is what refused it");
+  // The pinned outside key still works with the inside ring present.
+  sign_dir(&f.grimoire(), &f.ring);
+  assert_eq!(recover(&f.options()).unwrap().trust, Trust::Signed);
+}
+
+#[test]
 fn attempts_outside_the_window_or_in_the_future_are_dropped() {
   let mut s = PersistedState { attempts: vec![10, 500, 900, 1000, 5000], ..Default::default() };
   s.prune(1000, 500);
