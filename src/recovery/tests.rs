@@ -211,6 +211,31 @@ fn git_restores_from_a_real_bare_repository_when_the_mount_is_gone() {
 }
 
 #[test]
+fn a_git_tree_with_a_symlink_fails_the_source_and_nothing_is_written() {
+  let f = fixture();
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  // A new commit on the branch adds a symlink where state files belong.
+  let work = f.ws.parent().unwrap().join("work");
+  std::os::unix::fs::symlink("/etc/passwd", work.join("grimoires/loa/link")).unwrap();
+  git(&work, &["add", "-A"]);
+  git(&work, &["commit", "-q", "-m", "link"]);
+  git(&work, &["push", "-q", f.bare.to_str().unwrap(), "HEAD:refs/heads/main"]);
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let before = snapshot(&f.grimoire());
+  let mut options = f.options();
+  options.sources = vec![RecoverySource::Git];
+  let o = recover(&options).unwrap();
+  assert_eq!(o.state, RecoveryState::Degraded);
+  assert!(
+    o.source_failures[0].starts_with("git:") && o.source_failures[0].contains("symlink"),
+    "{:?}",
+    o.source_failures
+  );
+  assert_eq!(snapshot(&f.grimoire()), before);
+  assert!(beside(&f).is_empty(), "{:?}", beside(&f));
+}
+
+#[test]
 fn a_source_that_does_not_verify_is_never_swapped_in() {
   let f = fixture();
   // The mount copy is tampered as well (and re-signed with a key planted in the workspace):
