@@ -1706,7 +1706,7 @@ export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
 export declare function loadRedactionKeySync(keysDir: string): Buffer
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]

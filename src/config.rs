@@ -183,6 +183,39 @@ impl Config {
   /// The ledger's options for `workspace`: its paths (NOTES.md, the WAL whose lock guards it,
   /// trajectory, L1 state, MEMORY.md), level budgets in the context's tokenizer, grounding, EDD
   /// and the newest-wins staleness threshold.
+  /// The recovery part's options for `workspace` from the `recovery`, `signing`, `audit` and
+  /// `grimoires_dir` settings. The trusted keys are not configuration of the workspace (they
+  /// are pinned outside it), nor is the git source (a remote written in the workspace could
+  /// point anywhere): the caller adds both, and may apply the environment overrides
+  /// ([`crate::recovery::RecoveryOptions::apply_env`]).
+  pub fn recovery_options(&self, workspace: &Path) -> Result<crate::recovery::RecoveryOptions> {
+    let grimoire = self.grimoires_dir.trim_end_matches('/');
+    let manifest_name = self
+      .signing
+      .manifest_path
+      .strip_prefix(grimoire)
+      .and_then(|rest| rest.strip_prefix('/'))
+      .filter(|name| !name.is_empty() && !name.contains('/'))
+      .ok_or_else(|| LoaError::ConfigInvalid {
+        key: "signing.manifest_path".into(),
+        reason: "recovery needs the manifest directly inside `grimoires_dir`".into(),
+      })?;
+    let r = &self.recovery;
+    Ok(crate::recovery::RecoveryOptions {
+      workspace_dir: workspace.to_path_buf(),
+      grimoire_dir: grimoire.to_string(),
+      manifest_name: manifest_name.to_string(),
+      audit_dir: Some(self.audit.dir.clone()),
+      workspace_keys_dir: Some(self.signing.keys_dir.clone()),
+      sources: r.sources.clone(),
+      mount_dir: r.mount_dir.as_ref().map(PathBuf::from),
+      window_ms: r.window_ms,
+      max_attempts: r.max_attempts,
+      degraded_alert_cycles: r.degraded_alert_cycles,
+      ..Default::default()
+    })
+  }
+
   pub fn ledger_options(&self, workspace: &Path) -> crate::ledger::LedgerOptions {
     crate::ledger::LedgerOptions {
       workspace_dir: workspace.to_path_buf(),
@@ -398,18 +431,8 @@ impl Default for RecoveryConfig {
   }
 }
 
-/// A place state files can be restored from.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum RecoverySource {
-  /// A mounted backup (seed 002's R2 bucket).
-  #[serde(alias = "r2")]
-  Mount,
-  /// The git history of the workspace.
-  Git,
-  /// The built-in templates (fresh start).
-  Template,
-}
+/// A place state files can be restored from (the recovery part's own type).
+pub use crate::recovery::RecoverySource;
 
 /// Ledger synthesis (YAML section `synthesis`, seed 001).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -1135,6 +1158,35 @@ persistence:
     let loaded = parse("grounding_enforcement: bogus\ngrounding:\n  enforcement: strict\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Strict);
     invalid_at("grounding_enforcement: bogus\n", "grounding_enforcement");
+  }
+
+  /// The recovery section reaches the recovery part's options; the manifest must sit directly
+  /// in the grimoire.
+  #[test]
+  fn recovery_section_becomes_recovery_options() {
+    let loaded = parse(
+      "grimoires_dir: g
+recovery:
+  window_ms: 1000
+  max_attempts: 2
+  sources: [template, r2]
+  mount_dir: /m
+",
+    );
+    let o = loaded.config.recovery_options(Path::new("/ws")).unwrap();
+    assert_eq!((o.grimoire_dir.as_str(), o.manifest_name.as_str()), ("g", "manifest.json"));
+    assert_eq!((o.window_ms, o.max_attempts), (1000, 2));
+    assert_eq!(o.sources, vec![RecoverySource::Template, RecoverySource::Mount]);
+    assert_eq!(o.mount_dir.as_deref(), Some(Path::new("/m")));
+    assert_eq!(o.audit_dir.as_deref(), Some(".loa/audit"));
+    assert!(o.trusted_keys.is_empty() && o.git.is_none());
+    let loaded = parse(
+      "grimoires_dir: g
+signing:
+  manifest_path: elsewhere/manifest.json
+",
+    );
+    assert_eq!(loaded.config.recovery_options(Path::new("/ws")).unwrap_err().code(), "E_CONFIG_INVALID");
   }
 
   /// The ledger's sections reach its options, both spellings of the enforcement included.

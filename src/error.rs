@@ -39,6 +39,7 @@ macro_rules! error_code_table {
       E_NOT_REGULAR_FILE => "A symlink, FIFO, device, socket or directory sits where the library keeps a regular file of its own; `path` names it and `kind` says what it is. It is never opened, read, truncated or written through.",
       E_AUDIT_TRUNCATED => "The audit log ends before a head that was signed earlier (its checkpoint, or the `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.",
       E_ILLEGAL_TRANSITION => "A status change the persistence state machine forbids (`completed -> in_progress`, anything out of `archived`, ...); `from` and `to` name the two statuses. Nothing is written.",
+      E_DEGRADED => "Recovery left the workspace in degraded mode (its state did not verify and no trusted source restored it, or a recovery loop was detected): memory writes are refused until `loa recover` ends RUNNING.",
     }
   };
 }
@@ -137,6 +138,10 @@ pub enum LoaError {
   /// A status change the persistence state machine (seed 004) forbids. Nothing is written.
   #[error("illegal status transition from {from} to {to}")]
   IllegalTransition { from: &'static str, to: &'static str },
+
+  /// The workspace is in degraded mode (see [`crate::recovery`]); memory writes are refused.
+  #[error("degraded mode: {0}")]
+  Degraded(String),
 }
 
 impl LoaError {
@@ -161,6 +166,7 @@ impl LoaError {
       LoaError::NotRegularFile { .. } => "E_NOT_REGULAR_FILE",
       LoaError::AuditTruncated { .. } => "E_AUDIT_TRUNCATED",
       LoaError::IllegalTransition { .. } => "E_ILLEGAL_TRANSITION",
+      LoaError::Degraded(_) => "E_DEGRADED",
     }
   }
 
@@ -198,6 +204,7 @@ impl LoaError {
         LoaError::AuditTruncated { log_seq: *log_seq, anchored_seq: *anchored_seq, anchor: anchor.clone() }
       }
       LoaError::IllegalTransition { from, to } => LoaError::IllegalTransition { from, to },
+      LoaError::Degraded(r) => LoaError::Degraded(r.clone()),
     }
   }
 
@@ -375,6 +382,7 @@ mod tests {
       LoaError::NotRegularFile { path: "p".into(), kind: "fifo" },
       LoaError::AuditTruncated { log_seq: 1, anchored_seq: 2, anchor: "checkpoint.json".into() },
       LoaError::IllegalTransition { from: "archived", to: "created" },
+      LoaError::Degraded("x".into()),
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

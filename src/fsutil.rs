@@ -368,6 +368,59 @@ impl StateDir {
     rustix::fs::renameat(&self.fd, from, &self.fd, to).map_err(|e| io_err("rename into place", &self.child_path(to), e))
   }
 
+  /// Swaps the entries `a` and `b` of this directory in one atomic step (`renameat2` with
+  /// `RENAME_EXCHANGE`): both must exist, and at every instant each name holds one of the two
+  /// (files or directories). Does not fsync. A file system without the flag answers `E_IO`
+  /// with `EINVAL`; callers then fall back to two renames.
+  pub fn exchange(&self, a: impl AsRef<OsStr>, b: impl AsRef<OsStr>) -> Result<()> {
+    let (a, b) = (a.as_ref(), b.as_ref());
+    check_name(a)?;
+    check_name(b)?;
+    #[cfg(any(test, feature = "fault-injection"))]
+    faults::check(&self.child_path(b), faults::Op::Rename).map_err(|e| io_err("exchange", &self.child_path(b), e))?;
+    rustix::fs::renameat_with(&self.fd, a, &self.fd, b, rustix::fs::RenameFlags::EXCHANGE)
+      .map_err(|e| io_err("exchange", &self.child_path(b), e))
+  }
+
+  /// Removes the directory `name` and everything below it, never following a symlink (a
+  /// symlink inside is removed as an entry, its target untouched). Returns false when `name`
+  /// did not exist; a `name` that is not a directory is refused. Each directory is walked
+  /// once and entries are removed as they are listed, so the work is linear in the tree.
+  /// Does not fsync this directory.
+  pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<bool> {
+    let name = name.as_ref();
+    let Some(sub) = self.subdir(name)? else { return Ok(false) };
+    // Depth-first with an explicit stack, so a deep tree cannot overflow the call stack.
+    let mut stack: Vec<(StateDir, Vec<DirEntry>)> = vec![(sub.try_clone()?, sub.entries()?)];
+    while let Some((dir, mut pending)) = stack.pop() {
+      match pending.pop() {
+        Some(entry) if entry.is_dir() => {
+          let child = dir
+            .subdir(&entry.name)?
+            .ok_or_else(|| io_err("remove", &dir.child_path(&entry.name), io::Error::from(io::ErrorKind::NotFound)))?;
+          let entries = child.entries()?;
+          stack.push((dir, pending));
+          stack.push((child, entries));
+        }
+        Some(entry) => {
+          dir.remove_file(&entry.name)?;
+          stack.push((dir, pending));
+        }
+        None => {
+          // `dir` is empty now: remove it from its parent (the next frame down, or `self`).
+          let (parent, last) = match stack.last() {
+            Some((parent, _)) => (parent, dir.path.file_name().map(OsStr::to_os_string)),
+            None => (self, Some(name.to_os_string())),
+          };
+          let last = last.ok_or_else(|| LoaError::Internal("a directory without a name".into()))?;
+          rustix::fs::unlinkat(&parent.fd, last.as_os_str(), AtFlags::REMOVEDIR)
+            .map_err(|e| io_err("remove directory", &dir.path, e))?;
+        }
+      }
+    }
+    Ok(true)
+  }
+
   /// Removes the file `name` (never a directory). Returns false when it did not exist. Does
   /// not fsync.
   pub fn remove_file(&self, name: impl AsRef<OsStr>) -> Result<bool> {

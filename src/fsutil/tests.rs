@@ -218,3 +218,42 @@ fn a_file_mode_is_at_most_0o7777() {
     assert_eq!(file_mode(bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
 }
+
+#[test]
+fn remove_tree_removes_below_without_following_symlinks() {
+  let tmp = tempfile::tempdir().unwrap();
+  let outside = tmp.path().join("outside");
+  fs::create_dir_all(outside.join("keep")).unwrap();
+  fs::write(outside.join("keep/file"), b"x").unwrap();
+  let tree = tmp.path().join("root/tree");
+  fs::create_dir_all(tree.join("a/b/c")).unwrap();
+  fs::write(tree.join("a/b/c/f"), b"1").unwrap();
+  fs::write(tree.join("top"), b"2").unwrap();
+  symlink(&outside, tree.join("a/link-dir")).unwrap();
+  symlink(outside.join("keep/file"), tree.join("link-file")).unwrap();
+  mkfifo(&tree.join("a/fifo"));
+  let root = StateDir::open_root(&tmp.path().join("root")).unwrap();
+  assert!(root.remove_tree("tree").unwrap());
+  assert!(!tree.exists());
+  assert_eq!(fs::read(outside.join("keep/file")).unwrap(), b"x", "symlink targets are untouched");
+  assert!(!root.remove_tree("tree").unwrap());
+  fs::write(tmp.path().join("root/plain"), b"").unwrap();
+  assert!(root.remove_tree("plain").is_err(), "a file is not a tree");
+  symlink(&outside, tmp.path().join("root/alias")).unwrap();
+  assert_eq!(root.remove_tree("alias").unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+  assert!(outside.join("keep/file").exists());
+}
+
+#[test]
+fn exchange_swaps_two_directories_in_one_step() {
+  let tmp = tempfile::tempdir().unwrap();
+  fs::create_dir_all(tmp.path().join("a")).unwrap();
+  fs::create_dir_all(tmp.path().join("b")).unwrap();
+  fs::write(tmp.path().join("a/f"), b"from a").unwrap();
+  fs::write(tmp.path().join("b/f"), b"from b").unwrap();
+  let root = StateDir::open_root(tmp.path()).unwrap();
+  root.exchange("a", "b").unwrap();
+  assert_eq!(fs::read(tmp.path().join("a/f")).unwrap(), b"from b");
+  assert_eq!(fs::read(tmp.path().join("b/f")).unwrap(), b"from a");
+  assert!(root.exchange("a", "missing").unwrap_err().is_not_found());
+}

@@ -1,0 +1,312 @@
+//! Filling a staging directory from a restore source, and swapping it in.
+//!
+//! Every source writes into a fresh staging directory beside the live grimoire (same parent, so
+//! on the same file system and a rename away); nothing here touches the live grimoire except
+//! [`swap_in`].
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{LoaError, Result};
+use crate::fsutil::{relative_components, StateDir};
+
+use super::{GitSource, TemplateFile};
+
+/// Limits of what one restore may write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+  pub max_file_bytes: u64,
+  pub max_files: usize,
+}
+
+/// The name of a new staging directory for the grimoire named `live`.
+pub(crate) fn staging_name(live: &OsStr) -> OsString {
+  static COUNTER: AtomicU64 = AtomicU64::new(0);
+  let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+  marked(live, &format!("{STAGING_MARK}{}-{n}", std::process::id()))
+}
+
+/// Marks of the directories recovery leaves beside the grimoire.
+pub(crate) const STAGING_MARK: &str = "loa-staging-";
+pub(crate) const EVIDENCE_MARK: &str = "loa-evidence-";
+pub(crate) const LEFTOVER_MARK: &str = "loa-leftover-";
+
+/// `.<live>.<suffix>`, with `live` cut so that the name fits `NAME_MAX`.
+pub(crate) fn marked(live: &OsStr, suffix: &str) -> OsString {
+  use std::os::unix::ffi::{OsStrExt, OsStringExt};
+  let keep = crate::fsutil::NAME_MAX.saturating_sub(suffix.len() + 2).min(live.len());
+  let mut name = vec![b'.'];
+  name.extend_from_slice(&live.as_bytes()[..keep]);
+  name.push(b'.');
+  name.extend_from_slice(suffix.as_bytes());
+  OsString::from_vec(name)
+}
+
+/// A free name `.<live>.<mark><timestamp>[-k]` in `parent`.
+pub(crate) fn free_name(parent: &StateDir, live: &OsStr, mark: &str) -> Result<OsString> {
+  let stamp = crate::timestamp::format_ms_compact(crate::timestamp::now_ms());
+  for k in 0..1000u32 {
+    let suffix = if k == 0 { format!("{mark}{stamp}") } else { format!("{mark}{stamp}-{k}") };
+    let name = marked(live, &suffix);
+    if parent.kind_of(&name)?.is_none() {
+      return Ok(name);
+    }
+  }
+  Err(LoaError::Internal("no free name beside the grimoire".into()))
+}
+
+/// Writes `content` at the relative `path` below `root`, creating directories on the way.
+fn write_rel(root: &StateDir, path: &str, content: &[u8]) -> Result<()> {
+  let parts = relative_components(Path::new(path))?;
+  let (name, dirs) = parts.split_last().ok_or_else(|| LoaError::InvalidArgument("empty path".into()))?;
+  let dir = if dirs.is_empty() {
+    root.try_clone()?
+  } else {
+    root.descend(&dirs.iter().collect::<std::path::PathBuf>(), true)?.expect("created")
+  };
+  if dir.kind_of(name)?.is_some() {
+    return Err(LoaError::InvalidArgument("a restore source lists one path twice".into()));
+  }
+  dir.write_atomic(name, content, None)
+}
+
+/// Copies every regular file below the mount directory into `staging`. A symlink, FIFO or other
+/// special file in the source fails the source (a restore must be faithful or not happen).
+pub(crate) fn stage_mount(mount: &Path, staging: &StateDir, limits: Limits) -> Result<usize> {
+  let root = StateDir::open_root(mount)?;
+  let mut stack: Vec<(StateDir, String)> = vec![(root, String::new())];
+  let mut files = 0usize;
+  while let Some((dir, prefix)) = stack.pop() {
+    for entry in dir.entries()? {
+      let Some(name) = entry.name_str() else {
+        return Err(LoaError::InvalidArgument("the mount holds a file name that is not UTF-8".into()));
+      };
+      if crate::fsutil::is_temp_name(&entry.name) {
+        continue; // an interrupted write on the source side; never part of a signed state
+      }
+      let rel = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+      if entry.is_dir() {
+        let sub = dir
+          .subdir(&entry.name)?
+          .ok_or_else(|| LoaError::io("open", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
+        stack.push((sub, rel));
+      } else if entry.is_file() {
+        files += 1;
+        if files > limits.max_files {
+          return Err(LoaError::TooLarge {
+            what: "the restore source".into(),
+            size: files as u64,
+            limit: limits.max_files as u64,
+          });
+        }
+        let bytes = dir
+          .read(&entry.name, limits.max_file_bytes)?
+          .ok_or_else(|| LoaError::io("read", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
+        write_rel(staging, &rel, &bytes)?;
+      } else {
+        return Err(LoaError::NotRegularFile {
+          path: dir.child_path(&entry.name).display().to_string(),
+          kind: crate::fsutil::kind_name(entry.file_type),
+        });
+      }
+    }
+  }
+  Ok(files)
+}
+
+/// Writes the template files into `staging`.
+pub(crate) fn stage_template(template: &[TemplateFile], staging: &StateDir) -> Result<usize> {
+  for file in template {
+    write_rel(staging, &file.path, &file.content)?;
+  }
+  Ok(template.len())
+}
+
+/// A `git` command with an argument vector (never a shell), without the user's or system's
+/// configuration, prompts or the `ext::` transport, and with no variable that would point it
+/// at another repository.
+fn git(git_dir: &Path) -> Command {
+  let mut cmd = git_base();
+  cmd.arg("--git-dir").arg(git_dir);
+  cmd
+}
+
+/// `git` with the environment of [`git`], before any repository is named.
+pub(crate) fn git_base() -> Command {
+  let mut cmd = Command::new("git");
+  for var in [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+  ] {
+    cmd.env_remove(var);
+  }
+  cmd
+    .env("GIT_CONFIG_NOSYSTEM", "1")
+    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_ASKPASS", "true")
+    .args(["-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null"])
+    .stdin(Stdio::null());
+  cmd
+}
+
+/// Runs a git command to completion; its output is returned, at most `max` bytes. stderr is
+/// dropped: it may quote the remote's URL, which can hold credentials.
+pub(crate) fn run(mut cmd: Command, what: &str, max: u64) -> Result<Vec<u8>> {
+  let mut child = cmd
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .map_err(|e| LoaError::io(format!("run git ({what})"), Path::new("git"), e))?;
+  let mut out = Vec::new();
+  let read = child.stdout.take().expect("piped").take(max + 1).read_to_end(&mut out);
+  if read.is_err() || out.len() as u64 > max {
+    let _ = child.kill();
+    let _ = child.wait();
+    return match read {
+      Err(e) => Err(LoaError::io(format!("read git output ({what})"), Path::new("git"), e)),
+      Ok(_) => Err(LoaError::TooLarge { what: format!("git output ({what})"), size: out.len() as u64, limit: max }),
+    };
+  }
+  let status = child.wait().map_err(|e| LoaError::io(format!("wait for git ({what})"), Path::new("git"), e))?;
+  if !status.success() {
+    return Err(LoaError::Io {
+      context: format!("git {what} failed ({status})"),
+      source: std::io::Error::other("git exited unsuccessfully"),
+    });
+  }
+  Ok(out)
+}
+
+/// Checks the remote and branch before they become arguments: neither may look like an option,
+/// and the branch must be a plain ref name.
+pub(crate) fn check_git_source(source: &GitSource) -> Result<()> {
+  if source.remote.is_empty() || source.remote.starts_with('-') || source.remote.contains('\0') {
+    return crate::error::invalid("`git.remote` must be a repository URL or path, not starting with '-'");
+  }
+  if source.remote.starts_with("ext::") {
+    return crate::error::invalid("`git.remote` must not use the ext:: transport");
+  }
+  let b = &source.branch;
+  let bad = b.is_empty()
+    || b.starts_with('-')
+    || b.starts_with('/')
+    || b.ends_with('/')
+    || b.ends_with(".lock")
+    || b.contains("..")
+    || b.contains("//")
+    || b.contains("@{")
+    || b.bytes().any(|c| c <= b' ' || matches!(c, b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\' | 0x7f));
+  if bad {
+    return crate::error::invalid("`git.branch` must be a plain branch name");
+  }
+  if source.path != "." {
+    relative_components(Path::new(&source.path))?;
+  }
+  Ok(())
+}
+
+/// Fetches `branch` of `remote` into a scratch bare repository `scratch` (which must not
+/// exist), then writes every blob below `path` of that commit into `staging`. Only regular
+/// blobs are accepted; a symlink or submodule entry fails the source.
+pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, limits: Limits) -> Result<usize> {
+  check_git_source(source)?;
+  let mut init = Command::new("git");
+  init
+    .env("GIT_CONFIG_NOSYSTEM", "1")
+    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    .args(["init", "-q", "--bare"])
+    .arg(scratch);
+  run(init, "init", 1 << 16)?;
+  let refspec = format!("+refs/heads/{}:refs/loa/restore", source.branch);
+  let mut fetch = git(scratch);
+  fetch.args(["fetch", "-q", "--no-tags", "--depth", "1", "--"]).arg(&source.remote).arg(&refspec);
+  run(fetch, "fetch", 1 << 16)?;
+  let mut ls = git(scratch);
+  ls.args(["ls-tree", "-r", "-z", "--full-tree", "refs/loa/restore"]);
+  if source.path != "." {
+    ls.arg("--").arg(&source.path);
+  }
+  let listing = run(ls, "ls-tree", 64 << 20)?;
+  let prefix = if source.path == "." { String::new() } else { format!("{}/", source.path.trim_end_matches('/')) };
+  let mut files = 0usize;
+  for record in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+    let text = std::str::from_utf8(record)
+      .map_err(|_| LoaError::InvalidArgument("the git tree holds a path that is not UTF-8".into()))?;
+    let (meta, path) = text.split_once('\t').ok_or_else(|| LoaError::Internal("unexpected ls-tree output".into()))?;
+    let mut meta = meta.split(' ');
+    let (mode, kind, object) = (meta.next(), meta.next(), meta.next());
+    let (Some(mode), Some("blob"), Some(object)) = (mode, kind, object) else {
+      return Err(LoaError::InvalidArgument("the git tree holds a submodule where state files belong".into()));
+    };
+    if mode != "100644" && mode != "100755" {
+      return Err(LoaError::InvalidArgument("the git tree holds a symlink where state files belong".into()));
+    }
+    if !object.bytes().all(|b| b.is_ascii_hexdigit()) || object.len() < 40 {
+      return Err(LoaError::Internal("unexpected ls-tree object id".into()));
+    }
+    let Some(rel) = path.strip_prefix(&prefix) else { continue };
+    files += 1;
+    if files > limits.max_files {
+      return Err(LoaError::TooLarge {
+        what: "the restore source".into(),
+        size: files as u64,
+        limit: limits.max_files as u64,
+      });
+    }
+    let mut cat = git(scratch);
+    cat.args(["cat-file", "blob", object]);
+    let content = run(cat, "cat-file", limits.max_file_bytes)?;
+    write_rel(staging, rel, &content)?;
+  }
+  Ok(files)
+}
+
+/// What a swap did, for the report.
+#[derive(Debug)]
+pub(crate) struct Swapped {
+  /// Where the previous live grimoire went (`None` when there was none).
+  pub evidence: Option<OsString>,
+}
+
+/// Puts the verified `staging` in place of `live` (both in `parent`). Steps, and what a crash
+/// at each leaves (see docs/recovery.md):
+/// 1. `renameat2(staging, live, RENAME_EXCHANGE)`: one atomic step; before it the live grimoire
+///    is untouched, after it the restored one is live and the staging name holds the old one.
+///    Without a live grimoire, a plain rename instead.
+/// 2. rename the staging name (now the old grimoire) to a free evidence name;
+/// 3. fsync the parent.
+///
+/// A file system without `RENAME_EXCHANGE`: live -> evidence, then staging -> live (a crash
+/// between the two leaves no live grimoire, which the next run restores again).
+pub(crate) fn swap_in(parent: &StateDir, live: &OsStr, staging: &OsStr) -> Result<Swapped> {
+  #[cfg(test)]
+  super::tests::hooks::before_swap();
+  if parent.kind_of(live)?.is_none() {
+    parent.rename(staging, live)?;
+    parent.sync()?;
+    return Ok(Swapped { evidence: None });
+  }
+  let evidence = free_name(parent, live, EVIDENCE_MARK)?;
+  match parent.exchange(staging, live) {
+    Ok(()) => {
+      parent.sync()?;
+      parent.rename(staging, &evidence)?;
+    }
+    Err(e) if e.os_error_name() == Some("EINVAL") => {
+      parent.rename(live, &evidence)?;
+      parent.sync()?;
+      parent.rename(staging, live)?;
+    }
+    Err(e) => return Err(e),
+  }
+  parent.sync()?;
+  Ok(Swapped { evidence: Some(evidence) })
+}
