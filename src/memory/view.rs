@@ -154,28 +154,8 @@ impl MemoryView {
         (last, s.into_entry())
       })
       .collect();
-    if let Some(text) = self.notes_text() {
-      if let Some(body) = notes::region_body(&text, notes::SESSIONS) {
-        for line in notes::parse_session_lines(&body) {
-          if sessions.iter().any(|(_, s)| s.session_id == line.session_id) {
-            continue;
-          }
-          let last = parse_rfc3339_ms(&line.last_active_at, "lastActiveAt").unwrap_or(0);
-          sessions.push((
-            last,
-            SessionEntry {
-              session_id: line.session_id,
-              started_at: line.started_at,
-              last_active_at: line.last_active_at,
-              memories: line.memories,
-              kinds: BTreeMap::new(),
-              latest: if line.latest.is_empty() { Vec::new() } else { vec![line.latest] },
-              source: SessionSource::Notes,
-            },
-          ));
-        }
-      }
-    }
+    let listed: HashSet<String> = sessions.iter().map(|(_, s)| s.session_id.clone()).collect();
+    sessions.extend(self.notes_sessions(&|id| listed.contains(id)));
     sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.session_id.cmp(&b.1.session_id)));
     Ok(sessions.into_iter().take(limit).map(|(_, s)| s).collect())
   }
@@ -185,8 +165,10 @@ impl MemoryView {
     let mut out = Vec::new();
     let Some(text) = self.notes_text() else { return out };
     let Some(body) = notes::region_body(&text, notes::SESSIONS) else { return out };
+    let mut seen = HashSet::new();
     for line in notes::parse_session_lines(&body) {
-      if known(&line.session_id) {
+      // A session NOTES.md lists twice counts once, as its first line.
+      if known(&line.session_id) || !seen.insert(line.session_id.clone()) {
         continue;
       }
       let last = parse_rfc3339_ms(&line.last_active_at, "lastActiveAt").unwrap_or(0);
