@@ -77,6 +77,7 @@ test('checkpoint persists decisions, context, questions, identifiers, bead and h
   assert.equal(l2.hits.length, 1)
   assert.ok(l2.hits[0].score > 0 && l2.hits[0].score <= 1)
   assert.ok(l2.text.includes('sliding window'))
+  assert.ok(!l2.text.includes('<!--'), 'a region marker is not part of a decision')
   const l3 = ledger.recallSync({ level: 3 })
   assert.equal(l3.text, readFileSync(join(ws, NOTES), 'utf8'))
 
