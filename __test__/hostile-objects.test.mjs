@@ -195,15 +195,12 @@ function ledger(ctx) {
   writeFileSync(join(ctx.ws, 'ledger.txt'), 'line one\n')
   return core.Ledger.open({ workspaceDir: ctx.ws })
 }
+// Small on purpose: every field multiplies the cases, and each case runs a whole checkpoint
+// (the other fields' shapes are the same `List<Obj<...>>` conversions, covered by editNotes).
 const ledgerCheckpoint = () => ({
   sessionId: 's',
   agent: 'main',
-  beadId: 'bd-2',
   activeContext: [{ key: 'k', value: 'v' }],
-  identifiers: [{ identifier: '${PROJECT_ROOT}/ledger.txt:1', purpose: 'p' }],
-  pendingQuestions: [{ text: 'q?', done: true }],
-  nextSteps: ['n'],
-  ghosts: [{ feature: 'rate limiter', queries: ['rate limiter', 'throttle requests'] }],
   at: ISO,
 })
 function wal(ctx, n) {
