@@ -665,6 +665,97 @@ export declare class KeyRing {
 }
 
 /**
+ * One workspace's Lossless Ledger: NOTES.md's Session Continuity, tiered recall, the
+ * trajectory, the grounding check, beads, lightweight identifiers and the synthesis checkpoint
+ * before `/clear` (docs/ledger.md). Paths and settings come from `.loa.config.yaml`.
+ *
+ * ```ts
+ * const ledger = Ledger.open({ workspaceDir: '.' })
+ * const report = await ledger.checkpoint({ sessionId: 's1', decisions: [{ decision: 'Use JWT' }] }, store)
+ * if (report.exitCode !== 0) refuseToClear(report)
+ * const { text } = ledger.recallSync({ level: 1 })
+ * ```
+ */
+export declare class Ledger {
+  /**
+   * Reads `.loa.config.yaml` and checks every ledger path (inside the workspace:
+   * `E_PATH_OUTSIDE_ROOT`). Touches no file.
+   */
+  static open(options: LedgerOpenOptions): Ledger
+  /** The workspace (the project root of lightweight identifiers). */
+  get workspaceDir(): string
+  /**
+   * NOTES.md read: its text, the Session Continuity section (found by heading) and its parts,
+   * and the Decision Log's entries. The template when there is no file (nothing is created).
+   * A NOTES.md that is not UTF-8 throws `E_STATE_CORRUPT`.
+   */
+  readNotes(): LedgerNotes
+  /**
+   * Merges `edit` into the regions of Session Continuity the ledger owns (Active Context,
+   * Lightweight Identifiers, Pending Questions), under the consolidation lock, atomically;
+   * every other byte of NOTES.md is kept. The Decision Log is written only by consolidation
+   * (see `checkpoint`).
+   */
+  editNotes(edit: LedgerNotesEdit): LedgerNotesEdited
+  /**
+   * Tiered recall: level 1 the Session Continuity section within `level1_tokens` (found by
+   * heading, never by line count), level 2 the decisions that best answer `query` within
+   * `level2_tokens`, level 3 the whole NOTES.md.
+   */
+  recall(options: LedgerRecallOptions): Promise<LedgerRecall>
+  /** Synchronous twin of `recall`. */
+  recallSync(options: LedgerRecallOptions): LedgerRecall
+  /**
+   * The grounding check over the agent's trajectory of the day: parsed, never grepped. Never
+   * rejects on a ledger problem: a damaged line, an empty or unreadable file is a report with
+   * `status: 'error'` and `exitCode: 2` (it blocks; it never passes). Rejects only for a bad
+   * argument.
+   */
+  groundingCheck(options?: LedgerDayOptions): Promise<GroundingReport>
+  /** Synchronous twin of `groundingCheck`. */
+  groundingCheckSync(options?: LedgerDayOptions): GroundingReport
+  /**
+   * The synthesis checkpoint before `/clear`: the seven steps of docs/ledger.md, and the
+   * pre-clear contract in `exitCode` (0 permit, 1 block, 2 error). Decisions are captured as
+   * decision memories through `store` (the session's open `MemoryStore`) and consolidated into
+   * the Decision Log; without `store`, a store for `input.sessionId` is opened for them (it
+   * waits for another open store of that session). Resolves with the report whatever the
+   * verdict; rejects only for a bad argument or a store that cannot be opened.
+   */
+  checkpoint(input: LedgerCheckpointInput, store?: MemoryStore): Promise<CheckpointReport>
+  /** Synchronous twin of `checkpoint`. */
+  checkpointSync(input: LedgerCheckpointInput, store?: MemoryStore): CheckpointReport
+  /**
+   * Parses a lightweight identifier (`${PROJECT_ROOT}/path:45-67`) and reads its lines (at most
+   * 100). Anything that leaves the workspace (`..`, a symlink on the way, an absolute path
+   * elsewhere) throws `E_PATH_OUTSIDE_ROOT`.
+   */
+  resolveIdentifier(identifier: string): ResolvedIdentifier
+  /** The ids of the beads (`.beads/<id>.yaml`), sorted. */
+  listBeads(): Array<string>
+  /**
+   * The bead `id`, or `null` when there is none. A file that does not parse, or whose `id` is
+   * not its name, throws `E_STATE_CORRUPT` (and is left as it is).
+   */
+  readBead(id: string): Bead | null
+  /**
+   * Appends decisions, test scenarios and next steps to the bead `id` (created when missing),
+   * validated, under the beads lock, atomically. Returns the bead as written.
+   */
+  appendBead(id: string, add: BeadAddInput): Bead
+  /**
+   * Appends a `cite` record (a claim and its grounding) to the agent's trajectory of the day:
+   * under lock, one write, fsynced. Returns the record as written.
+   */
+  cite(record: TrajectoryCiteInput): { v: number; ts: string; agent: string; phase: 'cite'; [member: string]: unknown }
+  /**
+   * The agent's trajectory of the day: every record with its line number, and every damaged
+   * line by number and reason (never skipped silently). Creates nothing.
+   */
+  readTrajectory(options?: LedgerDayOptions): TrajectoryRead
+}
+
+/**
  * One session's handle on a workspace's agent memory.
  *
  * ```ts
@@ -1013,6 +1104,67 @@ export interface AuditVerification {
   checkpoint?: AuditCheckpoint
 }
 
+/** A bead (`.beads/<id>.yaml`). */
+export interface Bead {
+  id: string
+  decisions: Array<BeadDecision>
+  handoffs: Array<BeadHandoff>
+  testScenarios: Array<BeadScenario>
+  nextSteps: Array<string>
+  /** Every other field of the file (`title`, `status`, ...), kept as values. */
+  other: Record<string, unknown>
+}
+
+/** What `Ledger.appendBead` adds to a bead (created when missing). */
+export interface BeadAddInput {
+  /** Recorded with the time of the call; evidence whose identifier does not parse is left out. */
+  decisions?: Array<LedgerDecision>
+  testScenarios?: Array<BeadScenarioInput>
+  nextSteps?: Array<string>
+}
+
+/** A decision of a bead. */
+export interface BeadDecision {
+  /** RFC 3339. */
+  ts: string
+  decision: string
+  rationale?: string
+  evidence: Array<BeadEvidence>
+}
+
+/** Evidence as a bead records it. */
+export interface BeadEvidence {
+  /** `${PROJECT_ROOT}/path`. */
+  path: string
+  line: number
+  quote: string
+}
+
+/** A session handed over, as a bead records it. */
+export interface BeadHandoff {
+  sessionId: string
+  /** RFC 3339. */
+  ended: string
+  notesRef?: string
+  trajectoryRef?: string
+  groundingRatio?: number
+}
+
+/** A test scenario of a bead. */
+export interface BeadScenario {
+  name: string
+  type: string
+  expected: string
+}
+
+/** A test scenario of a bead. */
+export interface BeadScenarioInput {
+  name: string
+  /** `happy_path`, `edge_case`, `error_handling`, ... Default `scenario`. */
+  type?: string
+  expected: string
+}
+
 /**
  * Packs recent sessions and active learnings into a token budget and returns the text to
  * prepend to a prompt, with what was included and what was dropped and why.
@@ -1124,6 +1276,33 @@ export interface CaptureResult {
   score: number
   tags: Array<string>
 }
+
+/** The checkpoint's verdict: the pre-clear contract. */
+export interface CheckpointReport {
+  /** 0 permit `/clear`, 1 block, 2 error (blocks too). */
+  exitCode: number
+  steps: Array<CheckpointStep>
+  grounding: GroundingReport
+  ghosts: Array<GhostVerdict>
+  /** Every decision documents enough test scenarios (and evidence when required). */
+  eddVerified: boolean
+}
+
+/** One step of the checkpoint. */
+export interface CheckpointStep {
+  /** 1 to 7 (0: the checkpoint itself failed). */
+  step: number
+  /**
+   * `grounding`, `negative_grounding`, `decision_log`, `bead`, `session_handoff`,
+   * `identifiers`, `edd`.
+   */
+  name: string
+  status: 'pass' | 'warn' | 'block' | 'error' | 'skipped'
+  messages: Array<string>
+}
+
+/** How a claim of the trajectory is grounded: `citation` (a word-for-word quote at a lightweight identifier), `assumption` (counted, never grounded) or `none`. */
+export type ClaimGrounding = 'citation' | 'assumption' | 'none'
 
 /** Kinds of context items context editing may clear. */
 export type ClearTarget = 'stale_tool_results' | 'completed_phase_details' | 'superseded_file_reads' | 'intermediate_outputs' | 'verbose_debug'
@@ -1579,6 +1758,42 @@ export interface GateResult {
   reason: string
 }
 
+/** One query of a negative-grounding check. */
+export interface GhostQuery {
+  query: string
+  /** The best hit's normalised score (0 when nothing matched). */
+  score: number
+  /** Where the best hit is (a lightweight identifier). */
+  hit?: string
+}
+
+/** Whether a claimed absence holds. */
+export interface GhostVerdict {
+  feature: string
+  verified: boolean
+  outcomes: Array<GhostQuery>
+  reason?: string
+}
+
+/** The grounding check's verdict (docs/ledger.md). */
+export interface GroundingReport {
+  status: GroundingStatus
+  /** 0 permit, 1 block (`fail`), 2 error (blocks too). */
+  exitCode: number
+  totalClaims: number
+  groundedClaims: number
+  assumptions: number
+  /** `groundedClaims / totalClaims`; null without claims (or when disabled or failed). */
+  ratio?: number
+  threshold: number
+  ungrounded: Array<UngroundedClaim>
+  /** Why the check could not run (damaged lines by number, an empty file, ...). */
+  errors: Array<string>
+}
+
+/** The grounding check's verdict: `pass` and `warn` permit (exit 0), `fail` blocks (1), `error` blocks (2), `disabled` checked nothing (0). */
+export type GroundingStatus = 'pass' | 'warn' | 'fail' | 'disabled' | 'error'
+
 /** What `MemoryStore.importMarkdown` did. */
 export interface ImportReport {
   /** Files read (`MEMORY.md`, `memory/2026-01-02.md`). */
@@ -1675,6 +1890,190 @@ export interface Learning {
   createdAt: string
   /** `'active'` unless learnings.json says otherwise. */
   status: string
+}
+
+/** What the session hands over to `Ledger.checkpoint`. */
+export interface LedgerCheckpointInput {
+  /**
+   * The session (its handoff record and bead handoff name it; without a `store`, the one
+   * whose memory store is opened for the decisions).
+   */
+  sessionId: string
+  /** The agent whose trajectory is checked and written. Default `main`. */
+  agent?: string
+  /** The session's bead (`.beads/<id>.yaml`), appended to and named in Active Context. */
+  beadId?: string
+  decisions?: Array<LedgerDecision>
+  /** Merged into Active Context by key. */
+  activeContext?: Array<LedgerContextInput>
+  identifiers?: Array<LedgerIdentifierInput>
+  /** Merged into Pending Questions by text. */
+  pendingQuestions?: Array<LedgerQuestionInput>
+  nextSteps?: Array<string>
+  /** Claimed absences, checked by negative grounding (step 2). */
+  ghosts?: Array<LedgerGhostInput>
+  /** RFC 3339: when the checkpoint runs (the trajectory day checked). Default now. */
+  at?: string
+}
+
+/** One `- **Key**: value` line of Active Context. */
+export interface LedgerContextInput {
+  key: string
+  value: string
+}
+
+/** One `- **Key**: value` line of Active Context. */
+export interface LedgerContextItem {
+  key: string
+  value: string
+}
+
+/** Whose trajectory, and when: `Ledger.groundingCheck`'s and `Ledger.readTrajectory`'s options. */
+export interface LedgerDayOptions {
+  /** The agent (1-64 of `A-Z a-z 0-9 . _ -`). Default `main`. */
+  agent?: string
+  /** RFC 3339: the UTC day read. Default now. */
+  at?: string
+}
+
+/** A decision to persist. */
+export interface LedgerDecision {
+  /** What was decided (redacted, gated, stored as a decision memory). */
+  decision: string
+  rationale?: string
+  evidence?: Array<LedgerEvidence>
+  /** `input -> expected`; EDD wants `edd.min_test_scenarios` (3) of them. */
+  testScenarios?: Array<string>
+}
+
+/** One entry of the Decision Log as read back (the ledger's and the humans'). */
+export interface LedgerDecisionEntry {
+  /** `2026-01-15T14:30:00Z - Token Expiry Handling`. */
+  heading: string
+  /** The heading's timestamp (UTC, RFC 3339), when it has one. */
+  timestamp?: string
+  title: string
+  decision: string
+  rationale?: string
+  evidence: Array<string>
+  testScenarios: Array<string>
+  /** The entry's markdown as written. */
+  text: string
+}
+
+/** A decision found by level-2 recall. */
+export interface LedgerDecisionHit {
+  /** In [0, 1]. */
+  score: number
+  entry: LedgerDecisionEntry
+}
+
+/** Evidence of a decision: the code quoted word for word at a lightweight identifier. */
+export interface LedgerEvidence {
+  /** `${PROJECT_ROOT}/path:line` or `:start-end`. */
+  identifier: string
+  quote: string
+}
+
+/** A feature claimed absent, with the (at least two different) queries that looked for it. */
+export interface LedgerGhostInput {
+  feature: string
+  queries: Array<string>
+}
+
+/** An identifier to keep in Lightweight Identifiers (resolved below the workspace first). */
+export interface LedgerIdentifierInput {
+  identifier: string
+  purpose: string
+}
+
+/** One row of Lightweight Identifiers. */
+export interface LedgerIdentifierRow {
+  identifier: string
+  purpose: string
+  /** RFC 3339. */
+  lastVerified: string
+}
+
+/** NOTES.md as the ledger reads it. */
+export interface LedgerNotes {
+  /** The whole file (the template when there is none yet). */
+  text: string
+  /** The `## Session Continuity` section, found by heading. */
+  sessionContinuity?: string
+  activeContext: Array<LedgerContextItem>
+  identifiers: Array<LedgerIdentifierRow>
+  pendingQuestions: Array<LedgerQuestion>
+  decisions: Array<LedgerDecisionEntry>
+}
+
+/**
+ * `Ledger.editNotes`'s edit of the Session Continuity regions the ledger owns. Items merge
+ * into what is there: by key, identifier and question text.
+ */
+export interface LedgerNotesEdit {
+  activeContext?: Array<LedgerContextInput>
+  /** Each resolved below the workspace; one that does not resolve is left out and reported. */
+  identifiers?: Array<LedgerIdentifierInput>
+  pendingQuestions?: Array<LedgerQuestionInput>
+}
+
+/** What `Ledger.editNotes` did. */
+export interface LedgerNotesEdited {
+  /** Whether NOTES.md changed. */
+  changed: boolean
+  /** One message per identifier left out (its error code, never the identifier). */
+  refused: Array<string>
+}
+
+/** Where `Ledger.open` finds the ledger. */
+export interface LedgerOpenOptions {
+  /**
+   * The workspace (the project root of lightweight identifiers); its `.loa.config.yaml` gives
+   * every path and setting (docs/ledger.md).
+   */
+  workspaceDir: string
+}
+
+/** One Pending Question. */
+export interface LedgerQuestion {
+  text: string
+  /** Answered (`- [x]`). */
+  done: boolean
+}
+
+/** A Pending Question (`done: true` marks it answered). */
+export interface LedgerQuestionInput {
+  text: string
+  done?: boolean
+}
+
+/** What `Ledger.recall` found. */
+export interface LedgerRecall {
+  level: number
+  /** At levels 1 and 2, within the budget counted with the exact tokenizer. */
+  text: string
+  tokens: number
+  truncated: boolean
+  /** Level 1: whether the Session Continuity section exists. Levels 2 and 3: true. */
+  found: boolean
+  /** Level 2's decisions, best first; empty at the other levels. */
+  hits: Array<LedgerDecisionHit>
+}
+
+/** `Ledger.recall`'s question. */
+export interface LedgerRecallOptions {
+  /**
+   * 1: the Session Continuity section, within `session_continuity.level1_tokens`; 2: the
+   * decisions that best answer `query`, within `level2_tokens`; 3: the whole NOTES.md.
+   */
+  level: 1 | 2 | 3
+  /** Level 2's words (required there). */
+  query?: string
+  /** Level 2: most decisions. Default 5. */
+  k?: number
+  /** The level's token budget instead of the configured one (levels 1 and 2). */
+  tokens?: number
 }
 
 /**
@@ -2105,6 +2504,18 @@ export declare function replayDeadLetters(options: DeadLetterReplayOptions): Pro
 /** Synchronous twin of `replayDeadLetters`. */
 export declare function replayDeadLettersSync(options: DeadLetterReplayOptions): DeadLetterReplay
 
+/** The lines a lightweight identifier names. */
+export interface ResolvedIdentifier {
+  /** The identifier in its canonical form (`${PROJECT_ROOT}/src/a.ts:3-5`). */
+  identifier: string
+  /** Relative to the workspace. */
+  path: string
+  start: number
+  end: number
+  /** The lines, without their line ends; fewer than asked when the file ends first. */
+  lines: Array<string>
+}
+
 /** Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`. */
 export interface SearchExplain {
   /** The BM25 sum over the matched terms. */
@@ -2219,6 +2630,59 @@ export interface StoredMemory {
 
 /** BPE encoding used to count tokens. */
 export type TokenEncoding = 'o200k_base' | 'cl100k_base'
+
+/** A `cite` record: a claim the agent made and how it is grounded. */
+export interface TrajectoryCiteInput {
+  /** Default `main`. */
+  agent?: string
+  claim: string
+  grounding: ClaimGrounding
+  /** Required for a `citation` to count as grounded. */
+  evidence?: LedgerEvidence
+  /** RFC 3339. Default now. */
+  at?: string
+}
+
+/** A line of a trajectory file that could not be read. */
+export interface TrajectoryDamage {
+  /** 1-based. */
+  line: number
+  /** Why (never the line's content). */
+  reason: string
+}
+
+/**
+ * One line of a trajectory file, as written (docs/ledger.md: `v`, `ts`, `agent`, `phase` and
+ * the phase's members, snake_case as on disk).
+ */
+export interface TrajectoryLine {
+  /** 1-based. */
+  line: number
+  record: { v: number; ts: string; agent: string; phase: 'cite' | 'session_handoff' | 'delta_sync' | 'grounding_check' | 'self_heal'; [member: string]: unknown }
+}
+
+/** A trajectory file read: every record, and every damaged line by number. */
+export interface TrajectoryRead {
+  records: Array<TrajectoryLine>
+  damaged: Array<TrajectoryDamage>
+  /** Whether the file exists. */
+  exists: boolean
+}
+
+/**
+ * The statuses `from -> to` may take: exactly `created -> in_progress`,
+ * `in_progress -> blocked`, `blocked -> in_progress`, `in_progress -> completed`,
+ * `completed -> archived`, and staying put. Returns `to`; anything else throws
+ * `E_ILLEGAL_TRANSITION`.
+ */
+export declare function transitionStatus(from: WorkflowStatus, to: WorkflowStatus): WorkflowStatus
+
+/** Lines of `${PROJECT_ROOT}/...` that did not ground a claim. */
+export interface UngroundedClaim {
+  /** The claim's line in the trajectory file (1-based). */
+  line: number
+  reason: string
+}
 
 /**
  * Verifies the audit log in `dir` without opening it for appending: never writes, never
@@ -2436,6 +2900,9 @@ export interface WalVerification {
   truncatedTails: Array<WalSegmentProblem>
   corrupt: Array<WalSegmentProblem>
 }
+
+/** A workflow's status in the persistence protocol (seed 004). */
+export type WorkflowStatus = 'created' | 'in_progress' | 'blocked' | 'completed' | 'archived'
 
 /**
  * Replaces the file at `path` with `data` so that, even after a crash or power loss, it holds

@@ -160,6 +160,13 @@ test('every command that takes a directory refuses each kind of bad path with on
     { make: (x) => ['dead-letter', 'replay', '--workspace', x, '--json'] },
     { make: (x) => ['demo', '--workspace', x], skip: ['missing'] }, // a missing one is made
     { make: (x) => ['plugin', 'install', x] },
+    { make: (x) => ['notes', 'show', '--workspace', x] },
+    { make: (x) => ['notes', 'edit', '--workspace', x, '--question', 'q?'] },
+    { make: (x) => ['recall', '--workspace', x] },
+    { make: (x) => ['grounding-check', '--workspace', x] },
+    { make: (x) => ['checkpoint', '--workspace', x, '--json'] },
+    { make: (x) => ['beads', 'list', '--workspace', x] },
+    { make: (x) => ['resolve', '${PROJECT_ROOT}/a.ts:1', '--workspace', x] },
   ]
   const cases = []
   for (const { make, skip = [] } of commands) {
@@ -257,11 +264,29 @@ test('bad command lines are E_USAGE, one line, without repeating what was typed'
     ['plugin', 'frob'],
     ['plugin', 'install'],
     ['plugin', 'install', dir, 'extra'],
+    ['notes'],
+    ['notes', 'frob'],
+    ['notes', 'edit', '--workspace', dir],
+    ['notes', 'edit', '--workspace', dir, '--context', 'novalue'],
+    ['notes', 'show', '--level', '1'],
+    ['recall', '--level', '4'],
+    ['recall', '--level', '2', '--workspace', dir],
+    ['recall', 'words', '--workspace', dir],
+    ['recall', '--tokens', '0'],
+    ['grounding-check', 'extra'],
+    ['grounding-check', '--agent', ''],
+    ['checkpoint', 'extra'],
+    ['checkpoint', '--input', ''],
+    ['beads'],
+    ['beads', 'frob'],
+    ['beads', 'add', '--workspace', dir],
+    ['resolve'],
+    ['resolve', 'a', 'b'],
   ]
   await each(usage.map((args) => ({ args })), (c, r) => assertFails(r, c.args, 'E_USAGE', /see loa --help/))
   const help = await loa([])
   assert.equal(help.status, 0)
-  for (const line of ['Exit status:', 'E_USAGE', 'E_IO', 'E_NOT_REGULAR_FILE', 'loa dead-letter list|replay', 'loa plugin install']) {
+  for (const line of ['Exit status:', 'E_USAGE', 'E_IO', 'E_NOT_REGULAR_FILE', 'loa dead-letter list|replay', 'loa plugin install', 'loa checkpoint', 'loa grounding-check', 'loa recall', 'loa notes show', 'loa beads list', 'loa resolve']) {
     assert.ok(help.stdout.includes(line), `--help lacks ${line}`)
   }
 })

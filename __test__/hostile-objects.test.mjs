@@ -150,6 +150,24 @@ const SPECS = {
   'MemoryStore.prototype.closed': { receiver: memoryStore, getter: true },
   'MemoryStore.prototype.close': { receiver: memoryStore, args: () => [] },
 
+  'Ledger.open': { args: (ctx) => [{ workspaceDir: ctx.ws }], paths: ['0.workspaceDir'] },
+  'Ledger.prototype.workspaceDir': { receiver: ledger, getter: true },
+  'Ledger.prototype.readNotes': { receiver: ledger, args: () => [] },
+  'Ledger.prototype.editNotes': { receiver: ledger, args: () => [{ activeContext: [{ key: 'k', value: 'v' }], identifiers: [{ identifier: '${PROJECT_ROOT}/ledger.txt:1', purpose: 'p' }], pendingQuestions: [{ text: 'q?', done: false }] }] },
+  'Ledger.prototype.recall': { async: true, receiver: ledger, args: () => [{ level: 2, query: 'tests', k: 3, tokens: 50 }] },
+  'Ledger.prototype.recallSync': { receiver: ledger, args: () => [{ level: 1, tokens: 50 }] },
+  'Ledger.prototype.groundingCheck': { async: true, receiver: ledger, args: () => [{ agent: 'main', at: ISO }] },
+  'Ledger.prototype.groundingCheckSync': { receiver: ledger, args: () => [{ agent: 'main', at: ISO }] },
+  'Ledger.prototype.checkpoint': { async: true, receiver: ledger, args: () => [ledgerCheckpoint()] },
+  'Ledger.prototype.checkpointSync': { receiver: ledger, args: () => [ledgerCheckpoint()] },
+  'Ledger.prototype.resolveIdentifier': { receiver: ledger, args: () => ['${PROJECT_ROOT}/ledger.txt:1'] },
+  'Ledger.prototype.listBeads': { receiver: ledger, args: () => [] },
+  'Ledger.prototype.readBead': { receiver: ledger, args: () => ['bd-1'] },
+  'Ledger.prototype.appendBead': { receiver: ledger, args: () => ['bd-1', { decisions: [{ decision: 'Use JWT', rationale: 'r', evidence: [{ identifier: '${PROJECT_ROOT}/ledger.txt:1', quote: 'line' }], testScenarios: ['a -> b'] }], testScenarios: [{ name: 'n', type: 'edge_case', expected: 'e' }], nextSteps: ['s'] }] },
+  'Ledger.prototype.cite': { receiver: ledger, args: () => [{ agent: 'main', claim: 'c', grounding: 'citation', evidence: { identifier: '${PROJECT_ROOT}/ledger.txt:1', quote: 'line' }, at: ISO }] },
+  'Ledger.prototype.readTrajectory': { receiver: ledger, args: () => [{ agent: 'main', at: ISO }] },
+  transitionStatus: { args: () => ['created', 'in_progress'] },
+
   'Wal.open': { args: (ctx, _, n) => [join(ctx.dir, `wal-${n}`), walOptions()], paths: ['0'] },
   'Wal.openAsync': { async: true, args: (ctx, _, n) => [join(ctx.dir, `wal-${n}`), walOptions()], paths: ['0'] },
   'Wal.prototype.append': { async: true, receiver: wal, args: () => [walRecord()] },
@@ -173,6 +191,18 @@ function keyRing(ctx, n) {
 function memoryStore(ctx, n) {
   return core.MemoryStore.open({ workspaceDir: ctx.ws, sessionId: `r${n}`, lockTimeoutMs: 100 })
 }
+function ledger(ctx) {
+  writeFileSync(join(ctx.ws, 'ledger.txt'), 'line one\n')
+  return core.Ledger.open({ workspaceDir: ctx.ws })
+}
+// Small on purpose: every field multiplies the cases, and each case runs a whole checkpoint
+// (the other fields' shapes are the same `List<Obj<...>>` conversions, covered by editNotes).
+const ledgerCheckpoint = () => ({
+  sessionId: 's',
+  agent: 'main',
+  activeContext: [{ key: 'k', value: 'v' }],
+  at: ISO,
+})
 function wal(ctx, n) {
   return core.Wal.open(join(ctx.dir, `w-${n}`), { sessionId: 's', lockTimeoutMs: 100, sync: 'none' })
 }
@@ -572,7 +602,7 @@ if (process.argv[2] === '--child') {
   test('classes without a constructor refuse `new`, and methods refuse a foreign `this`, without harm', () => {
     // These errors come from napi-rs and V8 before any of our code runs (no `code`); what
     // matters is a plain synchronous throw and a process that lives on.
-    for (const name of ['AuditLog', 'KeyRing', 'MemoryStore', 'Wal']) assert.throws(() => new core[name](), Error, name)
+    for (const name of ['AuditLog', 'KeyRing', 'Ledger', 'MemoryStore', 'Wal']) assert.throws(() => new core[name](), Error, name)
     for (const name of callables(core).filter((n) => n.includes('.prototype.'))) {
       const [cls, , member] = name.split('.')
       const descriptor = Object.getOwnPropertyDescriptor(core[cls].prototype, member)

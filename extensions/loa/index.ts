@@ -11,6 +11,7 @@ import { definePluginEntry, type OpenClawPluginApi } from 'openclaw/plugin-sdk/p
 import { checkHost, onDispose } from './src/adapter.ts'
 import { describeError } from './src/capture-queue.ts'
 import { resolveConfig } from './src/config.ts'
+import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
 
@@ -26,6 +27,7 @@ export default definePluginEntry({
     const config = resolveConfig(api.pluginConfig)
     const memory = new LoaMemory(config, api.logger)
     memory.start()
+    const ledger = new LoaLedger(config, api.logger, memory)
 
     // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
     api.registerMemoryCapability(
@@ -39,7 +41,8 @@ export default definePluginEntry({
 
     api.on('before_prompt_build', async (event, ctx) => {
       try {
-        return await memory.recall(event.prompt, ctx)
+        // After a checkpoint or a session start, the ledger's level 1 goes first.
+        return await memory.recall(event.prompt, ctx, (root, budget) => ledger.level1(root, ctx, budget))
       } catch (err) {
         failOpen('before_prompt_build', err)
         return undefined
@@ -47,26 +50,47 @@ export default definePluginEntry({
     })
     api.on('agent_end', async (event, ctx) => {
       try {
+        ledger.observe(event.messages, ctx)
         await memory.capture(event, ctx)
       } catch (err) {
         failOpen('agent_end', err)
       }
     })
-    api.on('session_start', async () => {
+    api.on('session_start', async (event, ctx) => {
       try {
+        ledger.sessionStarted({ sessionId: event.sessionId, ...(event.sessionKey ?? ctx.sessionKey ? { sessionKey: event.sessionKey ?? ctx.sessionKey } : {}) })
         await memory.sessionStarted()
       } catch (err) {
         failOpen('session_start', err)
       }
     })
-    api.on('before_compaction', async (_event, ctx) => {
+    // "Clear, don't compact": what the session knew is checkpointed into the ledger before the
+    // context goes (each step fail-open: memory never takes the agent down).
+    api.on('before_compaction', async (event, ctx) => {
+      try {
+        await ledger.checkpoint('before_compaction', event.messages, ctx)
+      } catch (err) {
+        failOpen('before_compaction (ledger)', err)
+      }
       try {
         await memory.settle(ctx, { close: false })
       } catch (err) {
         failOpen('before_compaction', err)
       }
     })
+    api.on('before_reset', async (event, ctx) => {
+      try {
+        await ledger.checkpoint('before_reset', event.messages, ctx)
+      } catch (err) {
+        failOpen('before_reset', err)
+      }
+    })
     api.on('session_end', async (_event, ctx) => {
+      try {
+        await ledger.sessionEnded(ctx)
+      } catch (err) {
+        failOpen('session_end (ledger)', err)
+      }
       try {
         await memory.settle(ctx, { close: true })
       } catch (err) {

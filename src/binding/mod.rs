@@ -34,6 +34,7 @@ mod fs;
 mod gates;
 mod glue;
 mod json;
+mod ledger;
 mod memory;
 mod promises;
 mod redact;

@@ -262,21 +262,6 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
     }
   }
   // 6 is folded in here: identifiers are checked now and written in the same NOTES.md edit.
-  let mut rows = Vec::new();
-  let mut id_messages = Vec::new();
-  for item in &input.identifiers {
-    match ledger.resolve(&item.identifier) {
-      Ok(r) => rows.push(IdentifierRow {
-        identifier: r.identifier.to_string(),
-        purpose: item.purpose.clone(),
-        last_verified: format_ms(input.now_ms),
-      }),
-      Err(e) => id_messages.push(format!("identifier not kept ({})", e.code())),
-    }
-  }
-  // Nothing the session wrote before is dropped: items merge by key (context), by identifier,
-  // by text (questions); what this checkpoint says replaces what was there under the same key.
-  let same = |a: &str, b: &str| one_line(a).eq_ignore_ascii_case(&one_line(b));
   let mut context = input.active_context.clone();
   let set_here = |key: &str| same(key, "Last Checkpoint") || (input.bead_id.is_some() && same(key, "Current Bead"));
   context.retain(|c| !set_here(&c.key));
@@ -284,24 +269,15 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
     context.insert(0, ContextItem { key: "Current Bead".into(), value: bead.clone() });
   }
   context.push(ContextItem { key: "Last Checkpoint".into(), value: format_ms(input.now_ms) });
-  let edit = ledger.edit_notes(|doc| {
-    let mut all_context = doc.active_context();
-    all_context.retain(|old| !context.iter().any(|new| same(&new.key, &old.key)));
-    all_context.extend(context.iter().cloned());
-    doc.set_active_context(&all_context);
-    let mut all_rows = doc.identifiers();
-    all_rows.retain(|old| !rows.iter().any(|new| new.identifier == old.identifier));
-    all_rows.extend(rows.iter().cloned());
-    doc.set_identifiers(&all_rows);
-    let mut questions = doc.pending_questions();
-    for q in &input.pending_questions {
-      match questions.iter_mut().find(|old| same(&old.text, &q.text)) {
-        Some(old) => old.done = q.done,
-        None => questions.push(q.clone()),
-      }
-    }
-    doc.set_pending_questions(&questions);
-  });
+  let continuity = ContinuityEdit {
+    active_context: context,
+    identifiers: input.identifiers.clone(),
+    pending_questions: input.pending_questions.clone(),
+  };
+  let (edit, id_messages) = match update_continuity(ledger, &continuity, input.now_ms) {
+    Ok(done) => (Ok(done.changed), done.refused),
+    Err(e) => (Err(e), Vec::new()),
+  };
   if let Err(e) = edit {
     failed = true;
     messages.push(err_text(&e));
@@ -388,6 +364,69 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
   CheckpointReport { exit_code, steps, grounding, ghosts, edd_verified }
 }
 
+fn same(a: &str, b: &str) -> bool {
+  one_line(a).eq_ignore_ascii_case(&one_line(b))
+}
+
+/// An edit of the Session Continuity regions the ledger owns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContinuityEdit {
+  /// Merged into Active Context by key (case-insensitive): a new value replaces the old one.
+  pub active_context: Vec<ContextItem>,
+  /// Each resolved below the workspace first; one that does not resolve is left out and
+  /// reported.
+  pub identifiers: Vec<IdentifierInput>,
+  /// Merged by text; `done: true` marks one answered.
+  pub pending_questions: Vec<Question>,
+}
+
+/// What [`update_continuity`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContinuityOutcome {
+  /// Whether NOTES.md changed.
+  pub changed: bool,
+  /// One message per identifier left out (its error code only, never the identifier).
+  pub refused: Vec<String>,
+}
+
+/// Merges `edit` into NOTES.md's Active Context, Lightweight Identifiers and Pending Questions
+/// (under the consolidation lock, written atomically). Nothing written earlier is dropped:
+/// items merge by key, identifier and question text, and what `edit` says replaces what was
+/// there under the same key.
+pub fn update_continuity(ledger: &Ledger, edit: &ContinuityEdit, now_ms: i64) -> Result<ContinuityOutcome> {
+  let mut rows = Vec::new();
+  let mut refused = Vec::new();
+  for item in &edit.identifiers {
+    match ledger.resolve(&item.identifier) {
+      Ok(r) => rows.push(IdentifierRow {
+        identifier: r.identifier.to_string(),
+        purpose: item.purpose.clone(),
+        last_verified: format_ms(now_ms),
+      }),
+      Err(e) => refused.push(format!("identifier not kept ({})", e.code())),
+    }
+  }
+  let changed = ledger.edit_notes(|doc| {
+    let mut all_context = doc.active_context();
+    all_context.retain(|old| !edit.active_context.iter().any(|new| same(&new.key, &old.key)));
+    all_context.extend(edit.active_context.iter().cloned());
+    doc.set_active_context(&all_context);
+    let mut all_rows = doc.identifiers();
+    all_rows.retain(|old| !rows.iter().any(|new| new.identifier == old.identifier));
+    all_rows.extend(rows.iter().cloned());
+    doc.set_identifiers(&all_rows);
+    let mut questions = doc.pending_questions();
+    for q in &edit.pending_questions {
+      match questions.iter_mut().find(|old| same(&old.text, &q.text)) {
+        Some(old) => old.done = q.done,
+        None => questions.push(q.clone()),
+      }
+    }
+    doc.set_pending_questions(&questions);
+  })?;
+  Ok(ContinuityOutcome { changed, refused })
+}
+
 /// Captures one decision as a decision memory. A refusal by a gate other than `duplicate`
 /// (already stored) is an error.
 pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> Result<()> {
@@ -414,7 +453,8 @@ pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> R
   Err(LoaError::InvalidArgument(format!("the decision was refused by the quality gates: {}", failed.join(", "))))
 }
 
-fn bead_decision(ledger: &Ledger, d: &DecisionInput, now_ms: i64) -> BeadDecision {
+/// A decision as a bead records it: evidence whose identifier does not parse is left out.
+pub fn bead_decision(ledger: &Ledger, d: &DecisionInput, now_ms: i64) -> BeadDecision {
   BeadDecision {
     ts: format_ms(now_ms),
     decision: d.decision.clone(),

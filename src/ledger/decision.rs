@@ -150,7 +150,18 @@ fn bold_field(line: &str) -> Option<(&str, &str)> {
 pub(crate) fn parse_entries(section: &str, headings: &[(usize, String)]) -> Vec<DecisionEntry> {
   let mut out = Vec::with_capacity(headings.len());
   for (i, (start, heading)) in headings.iter().enumerate() {
-    let end = headings.get(i + 1).map_or(section.len(), |h| h.0);
+    let mut end = headings.get(i + 1).map_or(section.len(), |h| h.0);
+    // A region marker is not part of an entry (the last entry of a region would otherwise carry
+    // `<!-- loa:end decisions -->` into level-2 recall): the entry stops at the first one.
+    // Written entries escape `<`, so a line that starts with one is a marker.
+    let mut at = *start;
+    for (n, line) in section[*start..end].split_inclusive('\n').enumerate() {
+      if n > 0 && line.trim_start().starts_with("<!-- loa:") {
+        end = at;
+        break;
+      }
+      at += line.len();
+    }
     let text = &section[*start..end];
     let (ts_ms, title) = split_heading(heading);
     let mut entry = DecisionEntry { heading: heading.clone(), ts_ms, title, ..Default::default() };
@@ -222,6 +233,13 @@ mod tests {
     assert_eq!(render_fields(Some(&json!({"other": 1}))), "");
     assert_eq!(render_fields(Some(&json!({"ledger": "not an object"}))), "");
     assert_eq!(render_fields(None), "");
+  }
+
+  #[test]
+  fn an_entry_stops_at_a_region_marker() {
+    let body = "#### 2026-01-15T14:30:00Z - A\n**Decision**: a\n<!-- loa:end decisions -->\n\n### Pending Questions\n";
+    let entries = parse_entries(body, &[(0, "2026-01-15T14:30:00Z - A".into())]);
+    assert_eq!(entries[0].text, "#### 2026-01-15T14:30:00Z - A\n**Decision**: a");
   }
 
   #[test]

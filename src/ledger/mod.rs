@@ -31,7 +31,10 @@ pub mod status;
 pub mod trajectory;
 mod workspace;
 
-pub use checkpoint::{checkpoint, CheckpointInput, CheckpointReport, DecisionInput, EvidenceInput, IdentifierInput};
+pub use checkpoint::{
+  checkpoint, update_continuity, CheckpointInput, CheckpointReport, ContinuityEdit, ContinuityOutcome, DecisionInput,
+  EvidenceInput, IdentifierInput,
+};
 pub use status::{transition_status, Status};
 pub use workspace::{Ledger, LedgerOptions, PersistOutcome, Recovered};
 

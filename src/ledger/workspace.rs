@@ -181,6 +181,11 @@ impl Ledger {
     })
   }
 
+  /// The trajectory directory, or `None` when it does not exist (reads create nothing).
+  pub fn existing_trajectory(&self) -> Result<Option<Trajectory>> {
+    Ok(self.existing_dir(&self.options.trajectory_dir, false)?.map(|d| Trajectory::new(d, self.options.lock_timeout)))
+  }
+
   /// The beads directory (created when missing).
   pub fn beads(&self) -> Result<Beads> {
     Ok(Beads::new(self.dir(&self.options.beads_dir)?, self.options.lock_timeout))

@@ -14,13 +14,14 @@ export type AgentEndEvent = Parameters<Parameters<typeof sampleApi.on<'agent_end
 export type SessionEndEvent = Parameters<Parameters<typeof sampleApi.on<'session_end'>>[1]>[0]
 export type SessionContext = Parameters<Parameters<typeof sampleApi.on<'session_end'>>[1]>[1]
 export type CompactionEvent = Parameters<Parameters<typeof sampleApi.on<'before_compaction'>>[1]>[0]
+export type ResetEvent = Parameters<Parameters<typeof sampleApi.on<'before_reset'>>[1]>[0]
 export type PluginLogger = OpenClawPluginApi['logger']
 
 /**
  * Hooks the plugin needs, checked against this OpenClaw's types at compile time (`satisfies`):
  * a renamed hook (as `before_agent_start` was) fails the type check, not silently at run time.
  */
-export const REQUIRED_HOOKS = ['before_prompt_build', 'agent_end', 'session_start', 'session_end', 'before_compaction'] as const satisfies readonly HookName[]
+export const REQUIRED_HOOKS = ['before_prompt_build', 'agent_end', 'session_start', 'session_end', 'before_compaction', 'before_reset'] as const satisfies readonly HookName[]
 
 /** Hooks OpenClaw only lets a non-bundled plugin register with `hooks.allowConversationAccess`. */
 export const CONVERSATION_HOOKS = ['before_prompt_build', 'agent_end'] as const satisfies readonly HookName[]

@@ -10,9 +10,13 @@ export interface LoaPluginConfig {
   redaction: { allowlist: string[]; pseudonymize: boolean }
   gates: { minConfidence?: number; speculationMinConfidence?: number; minContentLength?: number; maxAgeMs?: number }
   retry: { attempts: number; baseDelayMs: number }
+  /** Longest wait for the ledger checkpoint in `before_compaction` / `before_reset` / `session_end`. */
+  checkpointTimeoutMs: number
 }
 
 export const DEFAULT_CONTEXT_TOKEN_BUDGET = 2000
+/** Under OpenClaw's 30 s limit for `before_compaction`. */
+export const DEFAULT_CHECKPOINT_TIMEOUT_MS = 20_000
 
 export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPluginConfig {
   const given = (raw ?? {}) as Partial<LoaPluginConfig> & { redaction?: Partial<LoaPluginConfig['redaction']>; retry?: Partial<LoaPluginConfig['retry']> }
@@ -23,5 +27,6 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPlug
     redaction: { allowlist: given.redaction?.allowlist ?? [], pseudonymize: given.redaction?.pseudonymize ?? false },
     gates: { ...(given.gates ?? {}) },
     retry: { attempts: given.retry?.attempts ?? 3, baseDelayMs: given.retry?.baseDelayMs ?? 250 },
+    checkpointTimeoutMs: given.checkpointTimeoutMs ?? DEFAULT_CHECKPOINT_TIMEOUT_MS,
   }
 }

@@ -45,6 +45,9 @@ export interface StoreContext {
   workspaceDir?: string | undefined
 }
 
+/** Context put before the search hits, given the state root and the whole budget. */
+export type Lead = (root: string, budget: number) => { text: string; tokens: number } | undefined
+
 /** Longest prompt searched at `before_prompt_build`, in UTF-16 units (the core takes 32 KiB). */
 const MAX_PROMPT_QUERY = 8000
 
@@ -75,16 +78,32 @@ export class LoaMemory {
    * within the agent's scope), packed into the budget, each quoted as untrusted data. A prompt
    * with no words to search recalls nothing.
    */
-  async recall(prompt: unknown, ctx: AgentContext): Promise<PromptBuildResult | undefined> {
+  async recall(prompt: unknown, ctx: AgentContext, lead?: Lead): Promise<PromptBuildResult | undefined> {
     const session = this.session(ctx)
     const store = await this.store(session)
     const configured = this.config.contextTokenBudget
     // OpenClaw's contextTokenBudget is its budget for the whole prompt: it caps ours.
     const budget = Math.max(1, Math.min(configured, ctx.contextTokenBudget ?? configured))
+    // What goes first (the ledger's level 1 after a checkpoint) takes its share of the one
+    // budget; the search fills the rest. A lead that fails leaves the whole budget to the search.
+    let first: { text: string; tokens: number } | undefined
+    try {
+      first = lead?.(session.root, budget)
+    } catch (err) {
+      const { code, message } = describeError(err)
+      this.logger.warn(`[loa] the ledger could not be recalled: ${code}: ${message}`)
+    }
+    // The blank line between the two parts is one token, counted.
+    const rest = first ? budget - first.tokens - 1 : budget
     const query = typeof prompt === 'string' ? cutQuery(prompt) : ''
-    if (!query.trim()) return undefined
-    const built = store.buildContext({ budget, query, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) })
-    return built.text ? { prependContext: built.text } : undefined
+    const built = query.trim() && rest >= 1 ? store.buildContext({ budget: rest, query, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) }) : undefined
+    const parts = [first?.text, built?.text].filter((t): t is string => typeof t === 'string' && t.length > 0)
+    return parts.length ? { prependContext: parts.join('\n\n') } : undefined
+  }
+
+  /** The state root of the session `ctx` names (as its store is opened). */
+  rootOf(ctx: StoreContext): string {
+    return this.session(ctx).root
   }
 
   /** The store of the session a tool runs in (opened as the hooks open it). */

@@ -179,7 +179,7 @@ test('published, installed by `openclaw plugins install @loa/openclaw-plugin`, l
   assert.equal(loaded.source, join(modules, '@loa', 'openclaw-plugin', 'dist', 'index.js'), 'the compiled entry of the installed package')
   assert.deepEqual(registryOfPlugins.diagnostics.filter((d) => d.level === 'error'), [])
   const hooks = registryOfPlugins.typedHooks.filter((h) => h.pluginId === 'loa').map((h) => h.hookName).sort()
-  assert.deepEqual(hooks, ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end', 'session_start'])
+  assert.deepEqual(hooks, ['agent_end', 'before_compaction', 'before_prompt_build', 'before_reset', 'session_end', 'session_start'])
 
   // One conversation through the hooks, on the installed addon.
   const runner = getGlobalHookRunner()

@@ -47,7 +47,7 @@ const { getGlobalHookRunner } = await import(pathToFileURL(join(openclawRoot, 'd
 const { getActiveMemorySearchManager } = await import(pathToFileURL(join(openclawRoot, 'dist/plugin-sdk/memory-host-search.js')).href)
 const { buildMemoryPromptSection } = await import(pathToFileURL(join(openclawRoot, 'dist/plugins/memory-state.js')).href)
 
-const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'session_end', 'session_start']
+const REQUIRED = ['agent_end', 'before_compaction', 'before_prompt_build', 'before_reset', 'session_end', 'session_start']
 
 function workspace() {
   const dir = join(scratch, `ws-${randomBytes(4).toString('hex')}`)
@@ -130,6 +130,91 @@ test('what is said in one session comes back, redacted and within budget, in the
   await runner.runSessionEnd({ sessionId: 's2', sessionKey: 'agent:main:s2', messageCount: 0 }, sessionCtx('s2'))
 })
 
+// "Clear, don't compact" (issue 14): what a session decided survives compaction and /clear.
+const ledgerTurn = (decision) => [
+  { role: 'user', content: 'How should we rate limit the public API?' },
+  {
+    role: 'assistant',
+    content: [{ type: 'text', text: `Decision: ${decision}\nRationale: it protects the database\nThe limit lives at \${PROJECT_ROOT}/src/limits.ts:1\nOpen question: should admins be exempt?` }],
+  },
+]
+
+function ledgerWorkspace(yaml = '') {
+  const dir = workspace()
+  mkdirSync(join(dir, 'src'))
+  writeFileSync(join(dir, 'src', 'limits.ts'), 'export const REQUESTS_PER_MINUTE = 100\n')
+  if (yaml) writeFileSync(join(dir, '.loa.config.yaml'), yaml)
+  return dir
+}
+
+function trajectoryRecords(dir) {
+  const trajectory = join(dir, 'grimoires/loa/a2a/trajectory')
+  return readdirSync(trajectory)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) => readFileSync(join(trajectory, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)))
+}
+
+test('decisions made before compaction come back first in the next prompt, within the one budget', async () => {
+  const budget = 1200
+  const workspaceDir = ledgerWorkspace('session_continuity:\n  level1_tokens: 600\n')
+  const { runner, logs } = load({ workspaceDir, pluginConfig: { contextTokenBudget: budget } })
+  const ctx = agentCtx(workspaceDir, 'ledger-1')
+  const decision = 'Rate limit the public API at 100 requests per minute per token'
+  const messages = ledgerTurn(decision)
+  await runner.runAgentEnd({ messages, success: true }, ctx)
+  // Compaction fires (its messages may be absent: what agent_end saw is used then).
+  await runner.runBeforeCompaction({ messageCount: 2 }, ctx)
+  assert.ok(logs.some((l) => /before_compaction: ledger checkpoint written \(1 decision/.test(l.msg)), JSON.stringify(logs))
+
+  const notes = readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8')
+  assert.ok(notes.includes(`**Decision**: ${decision}`), notes)
+  assert.ok(notes.includes('**Rationale**: it protects the database'))
+  assert.ok(notes.includes('- [ ] should admins be exempt?'))
+  assert.ok(notes.includes('| ${PROJECT_ROOT}/src/limits.ts:1 |'))
+  const handoff = trajectoryRecords(workspaceDir).find((r) => r.phase === 'session_handoff')
+  assert.equal(handoff?.next_session_ready, true)
+
+  // The next prompt: the ledger first, then what the search finds, in one budget.
+  const result = await runner.runBeforePromptBuild({ prompt: 'What is the API rate limit?', messages: [] }, ctx)
+  const context = result?.prependContext
+  assert.equal(typeof context, 'string', JSON.stringify(logs))
+  assert.ok(context.startsWith('Ledger (NOTES.md Session Continuity'), context)
+  const [lead] = context.split('\n\n')
+  assert.ok(lead.includes(decision), lead)
+  assert.ok(core.countTokens(lead) <= 600)
+  assert.ok(core.countTokens(context) <= budget, `${core.countTokens(context)} tokens > ${budget}`)
+  // Quoted as data: nothing in it can start a line of the prompt.
+  assert.equal(lead.split('\n').length, 2)
+  // Only once: the prompt after that searches only.
+  const again = await runner.runBeforePromptBuild({ prompt: 'What is the API rate limit?', messages: [] }, ctx)
+  assert.ok(!again?.prependContext?.startsWith('Ledger'), again?.prependContext)
+  await runner.runSessionEnd({ sessionId: 'ledger-1', sessionKey: 'agent:main:ledger-1', messageCount: 2 }, sessionCtx('ledger-1'))
+})
+
+test('before_reset (/clear) checkpoints the messages; level 1 stays within level1_tokens; session_end checkpoints what was captured', async () => {
+  const workspaceDir = ledgerWorkspace()
+  const { runner, logs } = load({ workspaceDir, pluginConfig: { contextTokenBudget: 2000 } })
+  const ctx = agentCtx(workspaceDir, 'ledger-2')
+  await runner.runBeforeReset({ messages: ledgerTurn('Keep the limiter in memory, not in Redis'), reason: 'reset' }, ctx)
+  assert.ok(readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8').includes('**Decision**: Keep the limiter in memory, not in Redis'), JSON.stringify(logs))
+  const result = await runner.runBeforePromptBuild({ prompt: 'hello', messages: [] }, ctx)
+  const [lead] = result.prependContext.split('\n\n')
+  assert.ok(lead.startsWith('Ledger'))
+  assert.ok(core.countTokens(lead) <= 100, `${core.countTokens(lead)} tokens > level1_tokens 100`)
+
+  // session_end carries no messages: what agent_end captured is checkpointed.
+  const other = agentCtx(workspaceDir, 'ledger-3')
+  await runner.runAgentEnd({ messages: ledgerTurn('Return 429 with a Retry-After header'), success: true }, other)
+  await runner.runSessionEnd({ sessionId: 'ledger-3', sessionKey: 'agent:main:ledger-3', messageCount: 2, reason: 'new' }, sessionCtx('ledger-3'))
+  assert.ok(readFileSync(join(workspaceDir, 'grimoires/loa/NOTES.md'), 'utf8').includes('**Decision**: Return 429 with a Retry-After header'))
+  assert.equal(trajectoryRecords(workspaceDir).filter((r) => r.phase === 'session_handoff').length, 2)
+  // A session start owes the next prompt the ledger too.
+  await runner.runSessionStart({ sessionId: 'ledger-4', sessionKey: 'agent:main:ledger-4' }, sessionCtx('ledger-4'))
+  const fresh = await runner.runBeforePromptBuild({ prompt: 'hello', messages: [] }, agentCtx(workspaceDir, 'ledger-4'))
+  assert.ok(fresh?.prependContext?.startsWith('Ledger'), fresh?.prependContext)
+  assert.ok(!logs.some((l) => l.level === 'error'), JSON.stringify(logs.filter((l) => l.level === 'error')))
+})
+
 test('a failing capture is retried, then dead-lettered redacted, and the agent carries on', async () => {
   const { runner, workspaceDir, logs } = load({ pluginConfig: { retry: { attempts: 3, baseDelayMs: 5 } } })
   // A file where the write-ahead log's directory should be: every capture attempt fails.
@@ -157,7 +242,7 @@ test('a failing capture is retried, then dead-lettered redacted, and the agent c
 test('a missing conversation permission is reported as such', () => {
   const { registry, logs } = load({ access: false })
   const hooks = registry.typedHooks.filter((h) => h.pluginId === 'loa').map((h) => h.hookName).sort()
-  assert.deepEqual(hooks, ['before_compaction', 'session_end', 'session_start'])
+  assert.deepEqual(hooks, ['before_compaction', 'before_reset', 'session_end', 'session_start'])
   assert.ok(registry.diagnostics.some((d) => /before_prompt_build.*allowConversationAccess/.test(d.message)))
   const ours = logs.filter((l) => l.level === 'error' && l.msg.startsWith('[loa]'))
   assert.equal(ours.length, 1, JSON.stringify(logs))
