@@ -1382,7 +1382,7 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{classify_ident, ident_words, Strength, CLASS_COUNT};
+  use super::{classify_ident, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
 
   /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
   /// any byte without spilling into the next field.
@@ -1415,6 +1415,29 @@ mod tests {
     assert_eq!(w("APIKey"), ["api", "key"]);
     assert_eq!(w("token3"), ["token", "3"]);
     assert_eq!(w("new-relicToken"), ["new", "relic", "token"]);
+  }
+
+  /// The per-thread memo answers as the classification itself, also after other identifiers
+  /// took the same slots (more identifiers than slots, asked in two orders).
+  #[test]
+  fn remembered_words_are_classified_as_new_ones() {
+    let mut idents: Vec<String> = ["commit", "api_key", "DB_PASSWORD", "sha256", "review", "token", "id", "x"]
+      .iter()
+      .map(|s| s.to_string())
+      .collect();
+    idents.extend((0..600).map(|i| format!("{}_{i}", ["key", "note", "secret", "hash", "auth"][i % 5])));
+    idents.push("a_very_long_identifier_past_the_memo_token".into());
+    let order: Vec<&String> = idents.iter().chain(idents.iter().rev()).collect();
+    for ident in order {
+      let got = context_word(ident.as_bytes());
+      let class = classify_ident(ident.as_bytes());
+      assert_eq!(got.anti, ANTI_CONTEXT.in_text(ident.as_bytes()), "{ident}");
+      assert_eq!(
+        got.class.map(|c| (c.strength, c.provider, c.aws_secret)),
+        class.map(|c| (c.strength, c.provider, c.aws_secret)),
+        "{ident}"
+      );
+    }
   }
 
   #[test]
