@@ -97,6 +97,9 @@ pub struct Engine {
   tilde_rules: Vec<usize>,
   /// (rule, shortest run it can be in, a searcher for its keyword built once).
   infix_rules: Vec<(usize, usize, memchr::memmem::Finder<'static>)>,
+  /// First bytes of the infix keywords: a long run holding none of them (hashes, UUIDs, most
+  /// ids) skips the keyword searches.
+  infix_first: [bool; 256],
 }
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
@@ -211,7 +214,23 @@ impl Engine {
       .kind(Some(AhoCorasickKind::DFA))
       .build(&patterns)
       .expect("keyword automaton");
-    Engine { rules, ac, actions, first2, third, first2_bits, fourth, colon_rules, tilde_rules, infix_rules }
+    let mut infix_first = [false; 256];
+    for (_, _, finder) in &infix_rules {
+      infix_first[finder.needle()[0] as usize] = true;
+    }
+    Engine {
+      rules,
+      ac,
+      actions,
+      first2,
+      third,
+      first2_bits,
+      fourth,
+      colon_rules,
+      tilde_rules,
+      infix_rules,
+      infix_first,
+    }
   }
 
   /// Number of provider rules (the size of `Ctx::rule_until`).
@@ -334,7 +353,7 @@ impl Engine {
     }
     let len = e - s;
     if len >= 16 {
-      if len >= 35 {
+      if len >= 35 && t[s..e].iter().any(|&b| self.infix_first[b as usize]) {
         for (ri, min, finder) in &self.infix_rules {
           if len >= *min {
             let kw_len = finder.needle().len();

@@ -221,6 +221,12 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   {
     return Some(q + 9);
   }
+  // One look at the digit groups that follow decides for most separated numbers in logs and
+  // prose (`22.456` of a timestamp, `2.13.6`): every shape below needs seven digits or more, or
+  // four groups (IPv4), except the NINO's letters before a two-digit group.
+  if !(g1 == 2 && prev == Some(b' ')) && too_few_digits(t, q, g1) {
+    return None;
+  }
   if let Some(e) = national_id_at(ctx, p, q) {
     return Some(e);
   }
@@ -264,6 +270,27 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     return Some(q);
   }
   None
+}
+
+/// Fewer than seven digits in fewer than four groups, counting the first group (`g1` digits,
+/// ending at `q`) and the groups after it joined by one to three bytes of ` -./()`: a superset of
+/// every join the number shapes read (a single separator, `/` of a CNPJ, `) `, ` (` and `) (`
+/// around a parenthesised group), so no shape can fit. Looks at three groups at most.
+fn too_few_digits(t: &[u8], q: usize, g1: usize) -> bool {
+  let joint = |b: u8| matches!(b, b' ' | b'-' | b'.' | b'/' | b'(' | b')');
+  let (mut total, mut groups, mut i) = (g1, 1, q);
+  // Each turn moves `i` past a joint and at least one digit, or stops.
+  while total < 7 && groups < 4 {
+    let j = skip(t, i, 3, joint);
+    let d = digits_at(t, j);
+    if j == i || d == 0 {
+      return true;
+    }
+    total += d;
+    groups += 1;
+    i = j + d;
+  }
+  false
 }
 
 /// Does the number ending at `e` go on (a word character, or `-` `.` `/` and a digit)?

@@ -473,6 +473,7 @@ enum Strength {
   Weak,
 }
 
+#[derive(Clone, Copy)]
 struct IdentClass {
   strength: Strength,
   provider: bool,
@@ -1269,15 +1270,72 @@ fn context_before(t: &[u8], a: usize) -> Context {
     if i == e {
       break;
     }
-    let ident = &t[i..e];
-    if ANTI_CONTEXT.in_text(ident) {
+    let info = context_word(&t[i..e]);
+    if info.anti {
       return Context::Anti;
     }
-    if classify_ident(ident).is_some() {
+    if info.class.is_some() {
       return Context::Secret;
     }
   }
   Context::None
+}
+
+/// What the token checks ask of an identifier before a candidate: does it name a hash or an id
+/// (`commit`, `sha256`), and how does it name a secret.
+#[derive(Clone, Copy)]
+struct ContextWord {
+  anti: bool,
+  class: Option<IdentClass>,
+}
+
+/// Identifiers up to this length are remembered by [`context_word`] (longer ones are rare).
+const CACHED_WORD: usize = 24;
+const WORD_SLOTS: usize = 256;
+
+/// A direct-mapped memo of [`context_word`] per thread: the words before candidates repeat
+/// (the same prose and code words line after line), and classifying one costs a few hundred ns
+/// (its words split out, several lexicons looked up), several times a hash or a UUID.
+struct WordCache {
+  keys: [[u8; CACHED_WORD]; WORD_SLOTS],
+  /// Length of the remembered identifier (0: an empty slot; identifiers are never empty).
+  lens: [u8; WORD_SLOTS],
+  vals: [ContextWord; WORD_SLOTS],
+}
+
+thread_local! {
+  static WORD_CACHE: std::cell::RefCell<WordCache> = const {
+    std::cell::RefCell::new(WordCache {
+      keys: [[0; CACHED_WORD]; WORD_SLOTS],
+      lens: [0; WORD_SLOTS],
+      vals: [ContextWord { anti: false, class: None }; WORD_SLOTS],
+    })
+  };
+}
+
+/// [`ANTI_CONTEXT`] and [`classify_ident`] of `ident`, remembered (both depend on its bytes only).
+fn context_word(ident: &[u8]) -> ContextWord {
+  let compute = |ident: &[u8]| ContextWord { anti: ANTI_CONTEXT.in_text(ident), class: classify_ident(ident) };
+  let n = ident.len();
+  if n == 0 || n > CACHED_WORD {
+    return compute(ident);
+  }
+  let mut h = n as u32;
+  for &b in ident {
+    h = (h.rotate_left(5) ^ b as u32).wrapping_mul(0x9e37_79b9);
+  }
+  let slot = (h >> 24) as usize % WORD_SLOTS;
+  WORD_CACHE.with(|cache| {
+    let mut c = cache.borrow_mut();
+    if c.lens[slot] as usize == n && &c.keys[slot][..n] == ident {
+      return c.vals[slot];
+    }
+    let v = compute(ident);
+    c.keys[slot][..n].copy_from_slice(ident);
+    c.lens[slot] = n as u8;
+    c.vals[slot] = v;
+    v
+  })
 }
 
 /// A UUID is an id, unless the words just before it on its line name a credential more strongly
@@ -1293,10 +1351,11 @@ fn uuid_named_secret(t: &[u8], a: usize) -> bool {
       break;
     }
     let ident = &t[i..e];
-    if ANTI_CONTEXT.in_text(ident) {
+    let info = context_word(ident);
+    if info.anti {
       return false;
     }
-    match classify_ident(ident) {
+    match info.class {
       Some(c) if c.strength != Strength::Weak || c.provider => return true,
       Some(_) => weak = true,
       None if weak && ident.eq_ignore_ascii_case(b"api") => return true,
@@ -1323,7 +1382,7 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{classify_ident, ident_words, Strength, CLASS_COUNT};
+  use super::{classify_ident, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
 
   /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
   /// any byte without spilling into the next field.
@@ -1356,6 +1415,29 @@ mod tests {
     assert_eq!(w("APIKey"), ["api", "key"]);
     assert_eq!(w("token3"), ["token", "3"]);
     assert_eq!(w("new-relicToken"), ["new", "relic", "token"]);
+  }
+
+  /// The per-thread memo answers as the classification itself, also after other identifiers
+  /// took the same slots (more identifiers than slots, asked in two orders).
+  #[test]
+  fn remembered_words_are_classified_as_new_ones() {
+    let mut idents: Vec<String> = ["commit", "api_key", "DB_PASSWORD", "sha256", "review", "token", "id", "x"]
+      .iter()
+      .map(|s| s.to_string())
+      .collect();
+    idents.extend((0..600).map(|i| format!("{}_{i}", ["key", "note", "secret", "hash", "auth"][i % 5])));
+    idents.push("a_very_long_identifier_past_the_memo_token".into());
+    let order: Vec<&String> = idents.iter().chain(idents.iter().rev()).collect();
+    for ident in order {
+      let got = context_word(ident.as_bytes());
+      let class = classify_ident(ident.as_bytes());
+      assert_eq!(got.anti, ANTI_CONTEXT.in_text(ident.as_bytes()), "{ident}");
+      assert_eq!(
+        got.class.map(|c| (c.strength, c.provider, c.aws_secret)),
+        class.map(|c| (c.strength, c.provider, c.aws_secret)),
+        "{ident}"
+      );
+    }
   }
 
   #[test]
