@@ -36,6 +36,7 @@ mod glue;
 mod json;
 mod memory;
 mod promises;
+mod recovery;
 mod redact;
 mod search;
 mod sign;
