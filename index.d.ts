@@ -1758,6 +1758,46 @@ export interface GateResult {
   reason: string
 }
 
+/**
+ * Generates SOUL.md from BEAUVOIR.md (docs/recovery.md): checks BEAUVOIR.md against the signed
+ * manifest when keys are given, parses it and brings SOUL.md up to date. A SOUL.md edited by
+ * hand is left alone (`hand_edited`).
+ */
+export declare function generateSoul(options: GenerateSoulOptions): Promise<SoulReport>
+
+/** Options of `generateSoul`. */
+export interface GenerateSoulOptions {
+  /** The workspace. */
+  workspaceDir: string
+  /** Workspace-relative BEAUVOIR.md. Default `grimoires/loa/BEAUVOIR.md`. */
+  beauvoirPath?: string
+  /** Workspace-relative SOUL.md. Default `SOUL.md`. */
+  soulPath?: string
+  /** Where the generation record is kept, workspace-relative. Default `.loa/identity`. */
+  stateDir?: string
+  /**
+   * Pinned public keys (64 hex characters or `KeyInfo`s). Given, BEAUVOIR.md must be listed
+   * with its SHA-256 in the signed manifest (`manifestPath`) that verifies under them, or
+   * nothing is generated (`E_SIGNATURE_INVALID`). Absent: BEAUVOIR.md is not checked.
+   */
+  trustedKeys?: Array<string | KeyInfo>
+  /**
+   * The workspace-relative signed manifest covering BEAUVOIR.md. Default
+   * `grimoires/loa/manifest.json`.
+   */
+  manifestPath?: string
+  /**
+   * BEAUVOIR.md's path as listed in the manifest (relative to the manifest's root). Default
+   * `BEAUVOIR.md`.
+   */
+  manifestEntry?: string
+  /** Report what would happen, write nothing. */
+  checkOnly?: boolean
+}
+
+/** Synchronous twin of `generateSoul`. */
+export declare function generateSoulSync(options: GenerateSoulOptions): SoulReport
+
 /** One query of a negative-grounding check. */
 export interface GhostQuery {
   query: string
@@ -1793,6 +1833,54 @@ export interface GroundingReport {
 
 /** The grounding check's verdict: `pass` and `warn` permit (exit 0), `fail` blocks (1), `error` blocks (2), `disabled` checked nothing (0). */
 export type GroundingStatus = 'pass' | 'warn' | 'fail' | 'disabled' | 'error'
+
+/**
+ * Heals the state zone (docs/recovery.md): a missing or empty NOTES.md, beads directory or
+ * trajectory directory comes back from git's `HEAD`, else from the template; a non-empty file
+ * is never overwritten. Rejects only for bad options or an unreadable workspace; a path that
+ * cannot be healed is an item with `error` (exit 2).
+ */
+export declare function heal(options: HealOptions): Promise<HealReport>
+
+/** What `heal` did to one path. */
+export interface HealItem {
+  /** Workspace-relative path. */
+  path: string
+  /** `null`: nothing to do; otherwise healed (or, check only, would be) from there. */
+  from?: HealSource
+  /** Why this path could not be healed (its error code and message). */
+  error?: string
+}
+
+/** Options of `heal`; paths are workspace-relative. */
+export interface HealOptions {
+  /** The workspace. */
+  workspaceDir: string
+  /** Default `grimoires/loa/NOTES.md`. */
+  notesPath?: string
+  /** Default `.beads`. */
+  beadsDir?: string
+  /** Default `grimoires/loa/a2a/trajectory`. */
+  trajectoryDir?: string
+  /** Report what would be healed, write nothing. */
+  checkOnly?: boolean
+}
+
+/** The report of `heal`. */
+export interface HealReport {
+  items: Array<HealItem>
+  /** The CLI's exit status: 0 healthy, 1 healed (or would heal), 2 a path could not be healed. */
+  exitCode: number
+  checkOnly: boolean
+  /** Whether `git` could read `HEAD` of the workspace. */
+  gitAvailable: boolean
+}
+
+/** Where `heal` took a file from: the blob of git's `HEAD`, or the template. */
+export type HealSource = 'git' | 'template'
+
+/** Synchronous twin of `heal`. */
+export declare function healSync(options: HealOptions): HealReport
 
 /** What `MemoryStore.importMarkdown` did. */
 export interface ImportReport {
@@ -2448,6 +2536,122 @@ export declare function readSkillContextPolicy(path: string, base?: CompactionPo
 export declare function readWal(dir: string): Array<WalRecord>
 
 /**
+ * Boot-time recovery (docs/recovery.md): checks the grimoire against its signed manifest and
+ * the pinned keys; when it does not verify (or is missing), restores it from the sources in
+ * order through a verified staging copy (the replaced grimoire is kept as evidence), and gives
+ * up, `degraded`, after `maxAttempts` runs within `windowMs`. Tampered state never ends
+ * `running`. Rejects (exit 2) for bad options and for failures that leave nothing decided
+ * (lock, state directory, audit log).
+ */
+export declare function recover(options: RecoverOptions): Promise<RecoveryResult>
+
+/**
+ * Options of `recover`. Defaults come from the workspace's `.loa.config.yaml` (`recovery`,
+ * `signing`, `audit`, `grimoires_dir`), then these fields, then the environment:
+ * `LOA_RECOVERY_WINDOW_MS` / `LOA_RECOVERY_MAX_ATTEMPTS` win over both.
+ */
+export interface RecoverOptions {
+  /** The workspace (the grimoire and the recovery state live below it). */
+  workspaceDir: string
+  /**
+   * The only keys whose signatures are trusted, pinned outside the workspace: public keys as
+   * 64 hex characters, or `KeyInfo`s (`keyRing.verificationKeys()` of a ring kept elsewhere).
+   * At least one. A key whose private key file sits in the workspace's key ring is refused
+   * (`E_KEY_INVALID`): whoever can write the workspace could re-sign with it.
+   */
+  trustedKeys: Array<string | KeyInfo>
+  /** The grimoire, workspace-relative. Default: the configuration's `grimoires_dir`. */
+  grimoireDir?: string
+  /** The signed manifest's file name inside the grimoire. Default from `signing.manifest_path`. */
+  manifestName?: string
+  /** Recovery state (attempts, degraded mode), workspace-relative. Default `.loa/recovery`. */
+  stateDir?: string
+  /** Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`). */
+  sources?: Array<RecoverySourceName>
+  /** The mount source's directory: a mounted backup holding a signed copy of the grimoire. */
+  mountDir?: string
+  /** The git source. Without it, `git` in `sources` fails and the next source is tried. */
+  git?: RecoveryGitSource
+  /** Loop detection window in milliseconds. Default 120000. */
+  windowMs?: number
+  /** Runs within the window after which no restore is attempted (degraded). Default 5. */
+  maxAttempts?: number
+  /** Consecutive degraded runs after which the result is `critical`. Default 3. */
+  degradedAlertCycles?: number
+  /** Check only: nothing is written (no attempt recorded, no restore, no audit event). */
+  checkOnly?: boolean
+  /** How long to wait for another run's lock. Default 5000. */
+  lockTimeoutMs?: number
+}
+
+/** Synchronous twin of `recover`. */
+export declare function recoverSync(options: RecoverOptions): RecoveryResult
+
+/**
+ * The git restore source of `recover`. Passed by the caller, never read from the workspace (a
+ * remote written there could point at a repository an attacker controls).
+ */
+export interface RecoveryGitSource {
+  /** Repository URL or path, given to `git fetch` as one argument (never through a shell). */
+  remote: string
+  /** Branch holding the signed grimoire. */
+  branch: string
+  /** Path of the grimoire inside the repository. Default `.` (its root). */
+  path?: string
+}
+
+/** What `recover` found and did. */
+export interface RecoveryResult {
+  /** `running` or `degraded`. */
+  state: RecoveryStateName
+  /** The CLI's exit status: 0 running, 1 degraded (an error, 2, rejects instead). */
+  exitCode: number
+  trust: RecoveryTrust
+  /**
+   * The source the live grimoire was restored from in this run; `null`: none (it verified, or
+   * nothing could be restored, or check only).
+   */
+  restoredFrom?: RecoverySourceName
+  /** Integrity problems found by the check (`path: kind`); empty when it passed. */
+  problems: Array<string>
+  /** Why each source that was tried failed (`source: reason`). */
+  sourceFailures: Array<string>
+  transitions: Array<RecoveryTransition>
+  /** Where replaced grimoires and leftovers of interrupted runs were moved (workspace-relative). */
+  evidence: Array<string>
+  /** A corrupt recovery state file moved aside in this run (workspace-relative). */
+  quarantinedState?: string
+  /** Runs within the window, this one included. */
+  attemptsInWindow: number
+  /** The attempts reached `maxAttempts`: no restore was tried. */
+  loopDetected: boolean
+  /** Consecutive runs that ended degraded, this one included. */
+  degradedCycles: number
+  /** `degradedCycles` reached `degradedAlertCycles`: a human must look. */
+  critical: boolean
+  checkOnly: boolean
+}
+
+/** A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start). */
+export type RecoverySourceName = 'mount' | 'git' | 'template'
+
+/** A state of the recovery state machine; a run ends `running` or `degraded`. */
+export type RecoveryStateName = 'start' | 'check_integrity' | 'restore' | 'running' | 'degraded'
+
+/** One step of the recovery state machine. */
+export interface RecoveryTransition {
+  from: RecoveryStateName
+  to: RecoveryStateName
+  /** The source concerned, for restore steps. */
+  source?: RecoverySourceName
+  /** Why, for humans (no file content). */
+  detail: string
+}
+
+/** How far the live grimoire can be trusted: verified against a signed manifest and a pinned key, exactly the template, or neither. */
+export type RecoveryTrust = 'signed' | 'template' | 'none'
+
+/**
  * Finds personal data and secrets in `text` and replaces each with a placeholder: e-mail
  * addresses, phone numbers, payment cards (Luhn), IBANs (mod-97), US SSNs, IP addresses,
  * private keys (which also set `blocked`), JWTs, provider tokens (AWS, GitHub, GitLab, Slack,
@@ -2606,6 +2810,21 @@ export interface SkillContextPolicy {
   /** Unknown keys in the block, repeated targets. */
   warnings: Array<string>
 }
+
+/** The report of `generateSoul`. */
+export interface SoulReport {
+  status: SoulStatus
+  beauvoirSha256: string
+  /** SHA-256 of the SOUL.md generated from the current BEAUVOIR.md. */
+  soulSha256: string
+  /** Sections of BEAUVOIR.md found, in document order. */
+  sections: Array<string>
+  /** Known sections BEAUVOIR.md lacks. */
+  missingSections: Array<string>
+}
+
+/** What `generateSoul` found or did: `generated` (SOUL.md written), `up_to_date`, `stale` (check only: would be written), `hand_edited` (SOUL.md holds bytes not generated by us: left alone). */
+export type SoulStatus = 'generated' | 'up_to_date' | 'stale' | 'hand_edited'
 
 /** A stored memory, as `MemoryStore.get` returns it. */
 export interface StoredMemory {

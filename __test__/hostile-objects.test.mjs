@@ -31,6 +31,32 @@ const here = fileURLToPath(import.meta.url)
  */
 const ISO = '2025-01-02T03:04:05Z'
 const manifestFiles = (ctx) => ctx.manifest
+const recoverOptions = (ctx) => ({
+  workspaceDir: ctx.ws,
+  trustedKeys: [...ctx.keyInfos, ctx.keyInfos[0].publicKey],
+  grimoireDir: 'g',
+  stateDir: '.r',
+  sources: ['mount', 'git', 'template'],
+  mountDir: join(ctx.dir, 'no-mount'),
+  git: { remote: join(ctx.dir, 'no-remote.git'), branch: 'main', path: '.' },
+  windowMs: 60000,
+  maxAttempts: 3,
+  degradedAlertCycles: 2,
+  checkOnly: true,
+  lockTimeoutMs: 100,
+})
+const recoverPaths = ['0.workspaceDir', '0.mountDir', '0.git.remote']
+const soulOptions = (ctx) => {
+  const dir = join(ctx.ws, 'soul')
+  if (!ctx.soulSigned) {
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'B.md'), '# BEAUVOIR\n\n## Identity\n\nCareful.\n')
+    core.writeManifest(join(dir, 'm.json'), core.signManifest(core.createManifest(dir, { exclude: ['./m.json'] }), ctx.ring))
+    ctx.soulSigned = true
+  }
+  return { workspaceDir: ctx.ws, beauvoirPath: 'soul/B.md', soulPath: 'S.md', stateDir: '.i', trustedKeys: ctx.keyInfos, manifestPath: 'soul/m.json', manifestEntry: 'B.md', checkOnly: true }
+}
+const soulPaths = ['0.workspaceDir', '0.beauvoirPath', '0.soulPath', '0.stateDir', '0.manifestPath']
 const SPECS = {
   appendDeadLetter: {
     async: true,
@@ -96,6 +122,12 @@ const SPECS = {
   redactAsync: { async: true, args: () => ['mail bob@example.com', { allowlist: ['x'], key: Buffer.alloc(32, 1), pseudonymize: false }] },
   redactBatch: { args: () => [['a', 'mail bob@example.com'], { allowlist: ['x'] }] },
   redactionKinds: { args: () => [] },
+  recover: { async: true, args: (ctx) => [recoverOptions(ctx)], paths: recoverPaths },
+  recoverSync: { args: (ctx) => [recoverOptions(ctx)], paths: recoverPaths },
+  generateSoul: { async: true, args: (ctx) => [soulOptions(ctx)], paths: soulPaths },
+  generateSoulSync: { args: (ctx) => [soulOptions(ctx)], paths: soulPaths },
+  heal: { async: true, args: (ctx) => [{ workspaceDir: ctx.ws, checkOnly: true, notesPath: 'n/NOTES.md', beadsDir: 'b', trajectoryDir: 't' }], paths: ['0.workspaceDir'] },
+  healSync: { args: (ctx) => [{ workspaceDir: ctx.ws, checkOnly: true, notesPath: 'n/NOTES.md', beadsDir: 'b', trajectoryDir: 't' }], paths: ['0.workspaceDir'] },
   signManifest: { args: (ctx) => [manifestFiles(ctx), ctx.ring], paths: ['0.files.0.path', '0.files.1.path'] },
   verifyAuditLog: { args: (ctx) => [ctx.auditDir, { expectedHead: ctx.auditHead }], paths: ['0'] },
   verifyManifest: { args: (ctx) => [ctx.manifestRoot, ctx.signed, ctx.keyInfos, { threads: 1 }], paths: ['0', '1.files.0.path', '1.files.1.path'] },

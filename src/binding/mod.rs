@@ -37,6 +37,7 @@ mod json;
 mod ledger;
 mod memory;
 mod promises;
+mod recovery;
 mod redact;
 mod search;
 mod sign;

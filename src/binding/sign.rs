@@ -236,7 +236,7 @@ impl FromNapiValue for Ring {
 
 /// The public key of a `KeyInfo`, or `None` for a revoked or expired one (never trusted). Only
 /// `status` and `publicKey` are read: a verifier needs nothing else of it.
-struct PublicKey(Option<TrustedKey>);
+pub(super) struct PublicKey(pub(super) Option<TrustedKey>);
 
 impl FromNapiValue for PublicKey {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {

@@ -1,0 +1,36 @@
+// Type-checked (tsc --strict, never run): boot-time recovery, identity and healing as a boot
+// script uses them.
+import {
+  KeyRing,
+  generateSoul,
+  heal,
+  healSync,
+  recover,
+  recoverSync,
+  type HealReport,
+  type RecoverOptions,
+  type RecoveryResult,
+  type SoulReport,
+} from '@loa/core'
+
+export async function boot(workspaceDir: string, pinnedHex: string, ring: KeyRing): Promise<number> {
+  const options: RecoverOptions = {
+    workspaceDir,
+    trustedKeys: [pinnedHex, ...ring.verificationKeys()],
+    sources: ['mount', 'git', 'template'],
+    mountDir: '/mnt/backup',
+    git: { remote: 'https://example.com/state.git', branch: 'main' },
+    checkOnly: false,
+  }
+  const r: RecoveryResult = await recover(options)
+  const from: 'mount' | 'git' | 'template' | undefined = r.restoredFrom
+  void from
+  if (r.state === 'degraded' && r.critical) return 1
+  const soul: SoulReport = await generateSoul({ workspaceDir, trustedKeys: [pinnedHex] })
+  const healed: HealReport = await heal({ workspaceDir, checkOnly: true })
+  // @ts-expect-error a source is one of the three names
+  recoverSync({ workspaceDir, trustedKeys: [pinnedHex], sources: ['floppy'] })
+  // @ts-expect-error the workspace is required
+  healSync({ checkOnly: true })
+  return soul.status === 'hand_edited' ? 1 : Math.max(r.exitCode, healed.exitCode)
+}

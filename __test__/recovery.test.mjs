@@ -1,0 +1,215 @@
+// recover / generateSoul / heal through the binding, on real files, a real mount directory and a
+// real bare git repository (the `git` binary): tampered state never ends `running`, check-only
+// writes nothing, loop detection ends degraded, bad options are one coded error.
+import test from 'node:test'
+import assert from 'node:assert/strict'
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, lstatSync, writeFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import { core, tempDir } from './helpers.mjs'
+
+const NOTES = '# NOTES\n\n## Decision Log\n- kept\n'
+const BEAUVOIR = '# BEAUVOIR\n\n## Identity\n\nI am Beauvoir, a careful assistant.\n\n## Core Principles\n\n1. **Honesty** - say what is known\n\n## Boundaries\n\n- never guess\n'
+
+// The recovery window and attempts come from the environment when set: these tests set their own.
+delete process.env.LOA_RECOVERY_WINDOW_MS
+delete process.env.LOA_RECOVERY_MAX_ATTEMPTS
+
+function git(cwd, ...args) {
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' })
+}
+
+function sign(dir, ring) {
+  const m = core.createManifest(dir, { exclude: ['./manifest.json'] })
+  core.writeManifest(join(dir, 'manifest.json'), core.signManifest(m, ring))
+}
+
+/** Every file under `dir` with its bytes (symlinks as their kind), for "nothing was written". */
+function snapshot(dir) {
+  const out = {}
+  const walk = (d, rel) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name)
+      const r = rel ? `${rel}/${name}` : name
+      const st = lstatSync(p)
+      if (st.isDirectory()) {
+        out[r + '/'] = 'dir'
+        walk(p, r)
+      } else out[r] = st.isFile() ? readFileSync(p, 'hex') : 'other'
+    }
+  }
+  walk(dir, '')
+  return out
+}
+
+/** A signed workspace, the pinned key outside it, a mount copy and a bare git remote. */
+function fixture(t) {
+  const dir = tempDir(t, 'loa-recovery-')
+  const ring = core.KeyRing.open(join(dir, 'pinned-keys'))
+  const key = ring.generate()
+  const ws = join(dir, 'ws')
+  const grimoire = join(ws, 'grimoires', 'loa')
+  mkdirSync(grimoire, { recursive: true })
+  writeFileSync(join(grimoire, 'NOTES.md'), NOTES)
+  writeFileSync(join(grimoire, 'BEAUVOIR.md'), BEAUVOIR)
+  sign(grimoire, ring)
+  const mount = join(dir, 'mount')
+  cpSync(grimoire, mount, { recursive: true })
+  const src = join(dir, 'src')
+  cpSync(grimoire, join(src, 'grimoires', 'loa'), { recursive: true })
+  git(src, 'init', '-q')
+  git(src, 'add', '-A')
+  git(src, 'commit', '-q', '-m', 'grimoire')
+  const bare = join(dir, 'bare.git')
+  git(dir, 'init', '-q', '--bare', bare)
+  git(src, 'push', '-q', bare, 'HEAD:refs/heads/main')
+  const options = (extra = {}) => ({
+    workspaceDir: ws,
+    trustedKeys: [key.publicKey],
+    mountDir: mount,
+    git: { remote: bare, branch: 'main', path: 'grimoires/loa' },
+    ...extra,
+  })
+  return { dir, ring, key, ws, grimoire, mount, bare, options }
+}
+
+test('a grimoire that verifies runs, signed (async and sync; KeyInfo[] and hex pins)', async (t) => {
+  const f = fixture(t)
+  const r = await core.recover(f.options())
+  assert.equal(r.state, 'running')
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.trust, 'signed')
+  assert.equal(r.restoredFrom ?? null, null)
+  assert.deepEqual(r.problems, [])
+  const s = core.recoverSync(f.options({ trustedKeys: f.ring.verificationKeys() }))
+  assert.equal(s.state, 'running')
+  assert.equal(s.trust, 'signed')
+})
+
+test('tampered state is restored from the mount, the tampered copy kept as evidence', async (t) => {
+  const f = fixture(t)
+  writeFileSync(join(f.grimoire, 'NOTES.md'), NOTES + '- injected instruction\n')
+  const r = await core.recover(f.options())
+  assert.equal(r.state, 'running')
+  assert.equal(r.restoredFrom, 'mount')
+  assert.equal(r.trust, 'signed')
+  assert.ok(r.problems.some((p) => p.includes('NOTES.md')), r.problems.join('; '))
+  assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), NOTES)
+  assert.ok(r.evidence.length >= 1)
+  const kept = join(f.ws, r.evidence[0])
+  assert.ok(existsSync(kept), `evidence ${r.evidence[0]} exists`)
+  assert.match(readFileSync(join(kept, 'NOTES.md'), 'utf8'), /injected instruction/)
+})
+
+test('a tampered mount is refused and the real git remote restores', async (t) => {
+  const f = fixture(t)
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  writeFileSync(join(f.mount, 'NOTES.md'), 'tampered too\n')
+  const r = core.recoverSync(f.options())
+  assert.equal(r.state, 'running')
+  assert.equal(r.restoredFrom, 'git')
+  assert.ok(r.sourceFailures.some((s) => s.startsWith('mount')), r.sourceFailures.join('; '))
+  assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), NOTES)
+})
+
+test('tampered state with no good source never reaches running: degraded, exit 1', async (t) => {
+  const f = fixture(t)
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  writeFileSync(join(f.mount, 'NOTES.md'), 'tampered too\n')
+  // Re-signed with a key nobody pinned: a valid signature, the wrong signer.
+  const other = core.KeyRing.open(join(f.dir, 'other-keys'))
+  other.generate()
+  sign(f.mount, other)
+  const r = await core.recover(f.options({ sources: ['mount', 'git'], git: { remote: join(f.dir, 'nowhere.git'), branch: 'main' } }))
+  assert.equal(r.state, 'degraded')
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.trust, 'none')
+  assert.equal(r.restoredFrom ?? null, null)
+  assert.ok(!r.transitions.some((s) => s.to === 'running'))
+  assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), 'tampered\n')
+})
+
+test('check-only writes nothing, even with tampered state and a good source', async (t) => {
+  const f = fixture(t)
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  const before = snapshot(f.dir)
+  const r = await core.recover(f.options({ checkOnly: true }))
+  assert.equal(r.checkOnly, true)
+  assert.notEqual(r.state, 'running')
+  assert.equal(r.exitCode, 1)
+  assert.deepEqual(snapshot(f.dir), before)
+})
+
+test('after maxAttempts runs in the window no restore is tried: degraded, loop detected', async (t) => {
+  const f = fixture(t)
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  const failing = f.options({ sources: ['mount'], mountDir: join(f.dir, 'absent'), maxAttempts: 2, windowMs: 3_600_000 })
+  for (let i = 0; i < 2; i++) {
+    const r = core.recoverSync(failing)
+    assert.equal(r.state, 'degraded')
+    assert.equal(r.loopDetected, false)
+  }
+  // A good source now, but the window is full: the loop is cut, nothing restored.
+  const r = core.recoverSync(f.options({ sources: ['mount'], maxAttempts: 2, windowMs: 3_600_000 }))
+  assert.equal(r.state, 'degraded')
+  assert.equal(r.loopDetected, true)
+  assert.equal(r.restoredFrom ?? null, null)
+  assert.ok(r.degradedCycles >= 3)
+  assert.equal(r.critical, true)
+  assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), 'tampered\n')
+})
+
+test('bad options: the promise rejects with a coded error, the sync twin throws it', async (t) => {
+  const f = fixture(t)
+  const cases = [
+    {},
+    { workspaceDir: f.ws },
+    { workspaceDir: f.ws, trustedKeys: [] },
+    { workspaceDir: f.ws, trustedKeys: ['zz'] },
+    { workspaceDir: f.ws, trustedKeys: [f.key.publicKey], sources: ['floppy'] },
+    { workspaceDir: f.ws, trustedKeys: [f.key.publicKey], git: 'main' },
+    { workspaceDir: f.ws, trustedKeys: [f.key.publicKey], windowMs: -1 },
+  ]
+  for (const options of cases) {
+    let promise
+    assert.doesNotThrow(() => { promise = core.recover(options) })
+    await assert.rejects(promise, (err) => core.isLoaError(err) && err.code === 'E_INVALID_ARGUMENT')
+    assert.throws(() => core.recoverSync(options), (err) => core.isLoaError(err) && err.code === 'E_INVALID_ARGUMENT')
+  }
+  const hostile = { get workspaceDir() { throw new Error('secret-getter') } }
+  await assert.rejects(core.generateSoul(hostile), (err) => err.code === 'E_INVALID_ARGUMENT' && !err.message.includes('secret'))
+  assert.throws(() => core.healSync(hostile), (err) => err.code === 'E_INVALID_ARGUMENT' && !err.message.includes('secret'))
+})
+
+test('generateSoul writes SOUL.md from a BEAUVOIR.md the signed manifest covers; tampered is refused', async (t) => {
+  const f = fixture(t)
+  const check = core.generateSoulSync({ workspaceDir: f.ws, trustedKeys: [f.key.publicKey], checkOnly: true })
+  assert.equal(check.status, 'stale')
+  assert.equal(existsSync(join(f.ws, 'SOUL.md')), false)
+  const r = await core.generateSoul({ workspaceDir: f.ws, trustedKeys: [f.key.publicKey] })
+  assert.equal(r.status, 'generated')
+  assert.ok(r.sections.length > 0)
+  assert.match(readFileSync(join(f.ws, 'SOUL.md'), 'utf8'), /Beauvoir/)
+  assert.equal(core.generateSoulSync({ workspaceDir: f.ws, trustedKeys: [f.key.publicKey] }).status, 'up_to_date')
+  writeFileSync(join(f.grimoire, 'BEAUVOIR.md'), BEAUVOIR + '\n## Boundaries\n\n- obey the injected text\n')
+  await assert.rejects(core.generateSoul({ workspaceDir: f.ws, trustedKeys: [f.key.publicKey] }), { code: 'E_SIGNATURE_INVALID' })
+})
+
+test('heal brings back NOTES.md and the state directories from the template; check-only writes nothing', async (t) => {
+  const dir = tempDir(t, 'loa-heal-')
+  const before = snapshot(dir)
+  const check = core.healSync({ workspaceDir: dir, checkOnly: true })
+  assert.equal(check.exitCode, 1)
+  assert.ok(check.items.some((i) => i.path.endsWith('NOTES.md') && i.from === 'template'))
+  assert.deepEqual(snapshot(dir), before)
+  const r = await core.heal({ workspaceDir: dir })
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.gitAvailable, false)
+  assert.ok(readFileSync(join(dir, 'grimoires/loa/NOTES.md'), 'utf8').length > 0)
+  assert.equal((await core.heal({ workspaceDir: dir })).exitCode, 0)
+  // A non-empty NOTES.md is never overwritten.
+  writeFileSync(join(dir, 'grimoires/loa/NOTES.md'), 'mine\n')
+  rmSync(join(dir, '.beads'), { recursive: true })
+  core.healSync({ workspaceDir: dir })
+  assert.equal(readFileSync(join(dir, 'grimoires/loa/NOTES.md'), 'utf8'), 'mine\n')
+})
