@@ -14,6 +14,7 @@
 //! - **Level 3**: the whole file.
 
 use crate::error::Result;
+use crate::memory::notes as mnotes;
 use crate::memory::MemoryKind;
 use crate::search::{Document, MemoryIndex, SearchOptions};
 use crate::tokens::{encoder, TokenEncoding};
@@ -57,13 +58,32 @@ pub fn truncate_to_tokens(text: &str, budget: usize, encoding: TokenEncoding) ->
   }
 }
 
-/// Level 1: the Session Continuity section within `tokens`.
+/// Level 1: the Session Continuity section within `tokens`, with consolidation's session lines
+/// moved to its end. Consolidation writes them first in the section, and at the default budget
+/// (100 tokens) they would fill level 1 by themselves; what a cleared agent needs first is the
+/// active context, the decisions and the open questions.
 pub fn level1(doc: &NotesDoc, tokens: u64, encoding: TokenEncoding) -> Recalled {
   let Some(section) = doc.session_continuity() else {
     return Recalled { text: String::new(), tokens: 0, truncated: false, found: false };
   };
-  let (text, n, truncated) = truncate_to_tokens(section, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
+  let ordered = sessions_last(section);
+  let (text, n, truncated) = truncate_to_tokens(&ordered, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
   Recalled { text, tokens: n, truncated, found: true }
+}
+
+/// `section` with the sessions region (markers included) moved after everything else.
+fn sessions_last(section: &str) -> String {
+  let Some(range) = mnotes::region_range(section, mnotes::SESSIONS) else {
+    return section.to_string();
+  };
+  let mut out = String::with_capacity(section.len() + 1);
+  out.push_str(&section[..range.start]);
+  out.push_str(&section[range.end..]);
+  if !out.is_empty() && !out.ends_with('\n') {
+    out.push('\n');
+  }
+  out.push_str(&section[range]);
+  out
 }
 
 /// Level 3: the whole file.
@@ -137,6 +157,29 @@ mod tests {
     NotesDoc::new(format!(
       "# Notes\n\n## Foreign\n{filler}\n## Session Continuity\n\n### Active Context\n- **Current Bead**: bd-1\n- **Reasoning State**: validating expiry\n\n### Decision Log\n\n#### 2026-01-01T10:00:00Z - Token expiry\n**Decision**: Sliding window expiry with grace period\n\n#### 2026-01-02T10:00:00Z - Database\n**Decision**: Use SQLite for the cache\n**Rationale**: no server to run\n\n#### 2026-01-03T10:00:00Z - Logging\n**Decision**: JSON logs to stderr\n\n## After\n{filler}"
     ))
+  }
+
+  #[test]
+  fn level1_brings_the_ledger_before_consolidations_session_lines() {
+    let sessions: String =
+      (0..40).map(|i| format!("- session-{i:02}: 12 memories, last active 2026-01-{:02}\n", i % 28 + 1)).collect();
+    let text = mnotes::set_region(notes(0).text(), mnotes::SESSIONS, &|_| sessions.clone());
+    let doc = NotesDoc::new(text);
+    let section = doc.session_continuity().unwrap();
+    assert!(
+      section.find("session-00").unwrap() < section.find("Current Bead").unwrap(),
+      "consolidation writes its lines first"
+    );
+    let enc = TokenEncoding::O200kBase;
+    let r = level1(&doc, 100, enc);
+    assert!(r.text.starts_with("## Session Continuity"));
+    assert!(r.text.contains("**Current Bead**: bd-1") && r.text.contains("Sliding window expiry"), "{}", r.text);
+    assert!(!r.text.contains("session-00"));
+    assert!(r.tokens <= 100);
+    let full = level1(&doc, 100_000, enc);
+    assert!(!full.truncated && full.text.contains("session-39"));
+    assert_eq!(full.text.len(), section.len() + usize::from(!section.ends_with('\n')));
+    assert!(full.text.ends_with("<!-- loa:end sessions -->\n"), "{}", full.text);
   }
 
   #[test]

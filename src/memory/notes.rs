@@ -303,6 +303,12 @@ pub fn section_range(text: &str, title: &str) -> Option<Range<usize>> {
   Some(o.headings[i].start..end)
 }
 
+/// The byte range of region `name` (begin marker line to end marker line, newline included), if
+/// the document has one.
+pub fn region_range(text: &str, name: &str) -> Option<Range<usize>> {
+  outline(text).regions.into_iter().find(|r| r.name == name).map(|r| r.range)
+}
+
 /// The body of region `name`, if the document has one.
 pub fn region_body(text: &str, name: &str) -> Option<String> {
   let o = outline(text);
