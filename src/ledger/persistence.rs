@@ -126,6 +126,10 @@ impl L1Store {
     let state = WorkflowState { version: STATE_VERSION, status, last_updated: format_ms(now_ms), data };
     let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
     bytes.push(b'\n');
+    // A file the reader would refuse is never written.
+    if bytes.len() as u64 > MAX_STATE_BYTES {
+      return Err(LoaError::TooLarge { what: "L1 state".into(), size: bytes.len() as u64, limit: MAX_STATE_BYTES });
+    }
     self.dir.write_atomic(format!("{name}.json"), &bytes, None)?;
     Ok(state)
   }

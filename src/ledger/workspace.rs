@@ -16,7 +16,7 @@ use super::identifier::{Identifier, Resolved};
 use super::notes::{NotesDoc, NotesFile};
 use super::options::{EddConfig, GroundingConfig};
 use super::persistence::{
-  overflow_summary, recover, AppendOutcome, L1Store, MemoryLine, MemoryMd, Resolution, WorkflowState,
+  overflow_summary, recover, AppendOutcome, L1Store, LineKind, MemoryLine, MemoryMd, Resolution, WorkflowState,
   DEFAULT_MAX_ENTRIES,
 };
 use super::recall::{level1, level2, level3, Level2, Recalled};
@@ -217,23 +217,48 @@ impl Ledger {
   /// overflow is stored through `store` as one decision memory and consolidated into the
   /// Decision Log before the lines leave MEMORY.md. L1 failing is an error; L2 failing is a
   /// warning in the outcome ("learnings will not persist"), as the seed's degradation rules say.
+  ///
+  /// A workflow entering `completed` must bring its completion line (seed 004: the completion
+  /// write is mandatory, not conditional): without one nothing is written
+  /// (`E_INVALID_ARGUMENT`).
   pub fn persist_state(
     &self,
-    store: Option<&MemoryStore>,
+    store: OverflowStore<'_>,
     name: &str,
     status: Status,
     data: serde_json::Map<String, serde_json::Value>,
     line: Option<&MemoryLine>,
     now_ms: i64,
   ) -> Result<PersistOutcome> {
-    let state = self.l1()?.write(name, status, data, now_ms)?;
+    let l1 = self.l1()?;
+    if status == Status::Completed && line.is_none_or(|l| l.kind != LineKind::Completion) {
+      // Read before the locked write: a racing writer that completes first makes this a
+      // repeat of `completed`, which the locked transition check accepts either way.
+      if l1.read(name)?.is_none_or(|s| s.status != Status::Completed) {
+        return crate::error::invalid(
+          "a workflow entering `completed` needs its completion line in MEMORY.md (kind `completion`)",
+        );
+      }
+    }
+    let state = l1.write(name, status, data, now_ms)?;
     let mut outcome = PersistOutcome { state, l2: None, l2_warning: None };
     let Some(line) = line else { return Ok(outcome) };
     let mut sink = |lines: &[MemoryLine]| -> Result<()> {
-      let store = store.ok_or_else(|| LoaError::InvalidArgument("MEMORY.md overflow needs the memory store".into()))?;
       let decision = super::checkpoint::DecisionInput { decision: overflow_summary(lines), ..Default::default() };
-      super::checkpoint::record_decision(store, &decision, now_ms)?;
-      store.consolidate().map(|_| ())
+      let record = |store: &MemoryStore| -> Result<()> {
+        super::checkpoint::record_decision(store, &decision, now_ms)?;
+        store.consolidate().map(|_| ())
+      };
+      match &store {
+        OverflowStore::Given(store) => record(store),
+        OverflowStore::Open(options) => {
+          let store = MemoryStore::open(options.as_ref().clone())?;
+          let recorded = record(&store);
+          let closed = store.close();
+          recorded.and(closed.map(|_| ()))
+        }
+        OverflowStore::None => Err(LoaError::InvalidArgument("MEMORY.md overflow needs the memory store".into())),
+      }
     };
     match self.memory_md().and_then(|md| md.append(line, &mut sink)) {
       Ok(appended) => {
@@ -259,16 +284,15 @@ impl Ledger {
       return Ok(None);
     };
     let mut warnings: Vec<String> = resolution.warning.iter().cloned().collect();
-    if resolution.winner.source != "l1" {
-      let current = l1.read(name)?;
-      if current.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
-        let data = current.map(|c| c.data).unwrap_or_default();
-        if let Err(e) = l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
-          warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code()));
-        }
+    let mut state = l1.read(name)?;
+    if resolution.winner.source != "l1" && state.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
+      let data = state.as_ref().map(|c| c.data.clone()).unwrap_or_default();
+      match l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
+        Ok(written) => state = Some(written),
+        Err(e) => warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code())),
       }
     }
-    Ok(Some(Recovered { resolution, warnings }))
+    Ok(Some(Recovered { resolution, warnings, state }))
   }
 }
 
@@ -289,4 +313,18 @@ pub struct Recovered {
   pub resolution: Resolution,
   /// The staleness warning, and any problem bringing L1 up to date.
   pub warnings: Vec<String>,
+  /// L1 after recovery (`None` when only MEMORY.md knows the workflow and L1 could not be
+  /// written).
+  pub state: Option<WorkflowState>,
+}
+
+/// Where [`Ledger::persist_state`] stores MEMORY.md lines past the cap (as one decision memory).
+#[derive(Clone)]
+pub enum OverflowStore<'a> {
+  /// Nowhere: the lines stay in MEMORY.md, over the cap, and the outcome says why.
+  None,
+  /// The caller's open store.
+  Given(&'a MemoryStore),
+  /// A store opened with these options when an overflow happens (rare), closed after.
+  Open(Box<crate::memory::StoreOptions>),
 }
