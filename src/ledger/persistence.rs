@@ -147,7 +147,8 @@ pub enum LineKind {
 }
 
 impl LineKind {
-  fn as_str(self) -> &'static str {
+  /// The name as written in a line's tag.
+  pub fn as_str(self) -> &'static str {
     match self {
       LineKind::Learning => "learning",
       LineKind::Completion => "completion",
@@ -199,6 +200,22 @@ impl MemoryLine {
       name: Some(name.to_string()),
       status: Some(status),
       text: format!("Active {workflow} workflow: {completed} completed, {next_verb} {context}"),
+    }
+  }
+
+  /// Whether [`MemoryMd::append`] takes the line: text at most [`MAX_LINE_TEXT_BYTES`]
+  /// (`E_TOO_LARGE`, a line is never cut), a valid name.
+  pub fn check(&self) -> Result<()> {
+    if self.text.len() > MAX_LINE_TEXT_BYTES {
+      return Err(LoaError::TooLarge {
+        what: "MEMORY.md line".into(),
+        size: self.text.len() as u64,
+        limit: MAX_LINE_TEXT_BYTES as u64,
+      });
+    }
+    match &self.name {
+      Some(name) => check_name(name),
+      None => Ok(()),
     }
   }
 
@@ -285,16 +302,7 @@ impl MemoryMd {
     line: &MemoryLine,
     overflow: &mut dyn FnMut(&[MemoryLine]) -> Result<()>,
   ) -> Result<AppendOutcome> {
-    if line.text.len() > MAX_LINE_TEXT_BYTES {
-      return Err(LoaError::TooLarge {
-        what: "MEMORY.md line".into(),
-        size: line.text.len() as u64,
-        limit: MAX_LINE_TEXT_BYTES as u64,
-      });
-    }
-    if let Some(name) = &line.name {
-      check_name(name)?;
-    }
+    line.check()?;
     let _guard = lock_in(&self.dir, format!("{}.lock", self.name), self.lock_timeout, "MEMORY.md")?;
     let mut text = self.read_text()?.unwrap_or_else(|| MEMORY_MD_HEADER.to_string());
     if !text.is_empty() && !text.ends_with('\n') {

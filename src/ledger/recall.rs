@@ -144,7 +144,8 @@ fn decisions_newest_first(section: &str) -> String {
 }
 
 /// `text` without the lines that hold only an HTML comment (found as HTML by the markdown
-/// parser, so a comment in a code fence stays) and with each run of blank lines made one.
+/// parser, so a comment in a code fence stays), with each run of blank lines made one and none
+/// after a heading.
 fn compact(text: &str) -> String {
   let mut dropped: Vec<std::ops::Range<usize>> = Vec::new();
   for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
@@ -160,7 +161,8 @@ fn compact(text: &str) -> String {
   }
   let mut out = String::with_capacity(text.len());
   let mut at = 0;
-  let mut blank_run = false;
+  // A blank line after another, or after a heading (which needs none), is left out.
+  let mut skip_blank = true;
   for line in text.split_inclusive('\n') {
     let start = at;
     at += line.len();
@@ -168,10 +170,10 @@ fn compact(text: &str) -> String {
       continue;
     }
     let blank = line.trim().is_empty();
-    if blank && (blank_run || out.is_empty()) {
+    if blank && skip_blank {
       continue;
     }
-    blank_run = blank;
+    skip_blank = blank || line.starts_with('#');
     out.push_str(line);
   }
   while out.ends_with("\n\n") {

@@ -67,7 +67,7 @@ impl Default for LedgerOptions {
       memory_max_entries: DEFAULT_MAX_ENTRIES,
       stale_after_ms: 300_000,
       lock_timeout: Duration::from_secs(5),
-      level1_tokens: 100,
+      level1_tokens: super::options::DEFAULT_LEVEL1_TOKENS,
       level2_tokens: 500,
       encoding: TokenEncoding::O200kBase,
       grounding: GroundingConfig::default(),
@@ -213,10 +213,11 @@ impl Ledger {
   }
 
   /// The write protocol of seed 004 for one state change: L1 first (synchronous, atomic, the
-  /// transition checked: an illegal one writes nothing), then `line` into MEMORY.md, whose
-  /// overflow is stored through `store` as one decision memory and consolidated into the
-  /// Decision Log before the lines leave MEMORY.md. L1 failing is an error; L2 failing is a
-  /// warning in the outcome ("learnings will not persist"), as the seed's degradation rules say.
+  /// transition checked: an illegal one writes nothing), then `line` (its text redacted) into
+  /// MEMORY.md, whose overflow is stored through `store` as one decision memory and
+  /// consolidated into the Decision Log before the lines leave MEMORY.md. L1 failing is an
+  /// error; L2 failing is a warning in the outcome ("learnings will not persist"), as the
+  /// seed's degradation rules say.
   ///
   /// A workflow entering `completed` must bring its completion line (seed 004: the completion
   /// write is mandatory, not conditional): without one nothing is written
@@ -230,6 +231,14 @@ impl Ledger {
     line: Option<&MemoryLine>,
     now_ms: i64,
   ) -> Result<PersistOutcome> {
+    // MEMORY.md is memory an agent reads back: no secret or personal data goes there in clear.
+    let line = line.map(|l| MemoryLine { text: crate::redact::redact(&l.text, &Default::default()).text, ..l.clone() });
+    let line = line.as_ref();
+    // A line MEMORY.md would refuse is refused before L1 is written (only an unavailable
+    // MEMORY.md is a warning).
+    if let Some(l) = line {
+      l.check()?;
+    }
     let l1 = self.l1()?;
     if status == Status::Completed && line.is_none_or(|l| l.kind != LineKind::Completion) {
       // Read before the locked write: a racing writer that completes first makes this a
