@@ -182,16 +182,16 @@ function resolve({ action, args, values }) {
   return 0
 }
 
-/** `--data` as a JSON object. */
+/** `--state-data` as a JSON object. */
 function dataObject(text) {
   if (text === undefined) return undefined
   let parsed
   try {
     parsed = JSON.parse(text)
   } catch {
-    throw new cli.CliError('E_INVALID_ARGUMENT', '--data is not JSON')
+    throw new cli.CliError('E_INVALID_ARGUMENT', '--state-data is not JSON')
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new cli.CliError('E_INVALID_ARGUMENT', '--data must be a JSON object')
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new cli.CliError('E_INVALID_ARGUMENT', '--state-data must be a JSON object')
   return parsed
 }
 
@@ -219,7 +219,7 @@ async function state({ action, args, values }) {
   if (workflow === undefined) throw cli.usage(`'loa state ${action}' needs a workflow name`)
   const ledger = open(values)
   if (action === 'recover') {
-    for (const flag of ['status', 'data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about']) {
+    for (const flag of ['status', 'state-data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about']) {
       if (values[flag] !== undefined) throw cli.usage(`--${flag} goes with 'loa state persist'`)
     }
     const found = await ledger.recoverState(workflow)
@@ -232,7 +232,7 @@ async function state({ action, args, values }) {
   const input = { ...inputObject(values), workflow }
   if (nonEmpty(values.status, '--status') !== undefined) input.status = values.status
   if (input.status === undefined) throw cli.usage("'loa state persist' needs --status (created, in_progress, blocked, completed, archived)")
-  const data = dataObject(values.data)
+  const data = dataObject(values['state-data'])
   if (data !== undefined) input.data = data
   const line = memoryLine(values)
   if (line !== undefined) input.memory = line
@@ -264,7 +264,7 @@ const options = {
   decision: { type: 'string', multiple: true },
   'next-step': { type: 'string', multiple: true },
   status: { type: 'string' },
-  data: { type: 'string' },
+  'state-data': { type: 'string' },
   learning: { type: 'string' },
   completed: { type: 'string' },
   phase: { type: 'string' },
@@ -326,7 +326,7 @@ module.exports = {
     run: beads,
   },
   state: {
-    help: `  loa state persist <workflow> --status STATUS [--data JSON] [--learning TEXT]
+    help: `  loa state persist <workflow> --status STATUS [--state-data JSON] [--learning TEXT]
                   [--completed OUTCOME | --phase DONE --next VERB] [--workflow-type T]
                   [--about TEXT] [--at RFC3339] [--input FILE|-] [--workspace DIR] [--json]
                                  seed 004's write: L1 state (.loa/state/<workflow>.json, the
@@ -338,7 +338,7 @@ module.exports = {
                                  more than 5 minutes apart or nothing is known, 2 error`,
     optionHelp: `  --status S    state persist: created, in_progress, blocked, completed, archived`,
     options,
-    accepts: ['json', 'workspace', 'status', 'data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about'],
+    accepts: ['json', 'workspace', 'status', 'state-data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about'],
     run: state,
   },
   resolve: {
