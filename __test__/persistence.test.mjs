@@ -38,7 +38,8 @@ test('persistState writes L1 then the MEMORY.md line; recoverState reads them ba
   const ws = workspace(t)
   const ledger = core.Ledger.open({ workspaceDir: ws })
   assert.equal(await ledger.recoverState('apex'), null)
-  assert.equal(existsSync(join(ws, MEMORY)), false)
+  // A read creates nothing.
+  assert.deepEqual(readdirSync(ws), [])
 
   const r = await ledger.persistState({ workflow: 'apex', status: 'created', data: { milestone: 1, owner: { name: 'ada' } }, at: at(T0) })
   assert.deepEqual(r, { state: { status: 'created', lastUpdated: at(T0), data: { milestone: 1, owner: { name: 'ada' } } }, memoryWritten: false, overflowed: 0 })

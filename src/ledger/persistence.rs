@@ -47,7 +47,8 @@ pub const DEFAULT_MAX_ENTRIES: usize = 200;
 pub const MEMORY_MD_HEADER: &str =
   "# MEMORY.md\n\n<!-- loa:memory v1: one line per learning, completion or checkpoint -->\n\n";
 
-fn check_name(name: &str) -> Result<()> {
+/// Checks a state name (`E_INVALID_ARGUMENT`, without echoing it).
+pub fn check_name(name: &str) -> Result<()> {
   let ok = !name.is_empty()
     && name.len() <= 64
     && name.as_bytes()[0].is_ascii_alphanumeric()
@@ -388,15 +389,23 @@ pub fn newest_wins(candidates: &[Candidate], stale_after_ms: u64) -> Option<Reso
 }
 
 /// Reads workflow `name` in the documented priority (L1, then MEMORY.md's newest line naming
-/// it with a status) and resolves a disagreement newest-wins.
-pub fn recover(l1: &L1Store, l2: &MemoryMd, name: &str, stale_after_ms: u64) -> Result<Option<Resolution>> {
+/// it with a status) and resolves a disagreement newest-wins. A layer that does not exist
+/// (`None`: its directory is missing) knows nothing.
+pub fn recover(
+  l1: Option<&L1Store>,
+  l2: Option<&MemoryMd>,
+  name: &str,
+  stale_after_ms: u64,
+) -> Result<Option<Resolution>> {
+  check_name(name)?;
   let mut candidates = Vec::new();
-  if let Some(state) = l1.read(name)? {
+  if let Some(state) = l1.map(|l1| l1.read(name)).transpose()?.flatten() {
     let ms = parse_ms(&state.last_updated).unwrap_or(i64::MIN);
     candidates.push(Candidate { source: "l1".into(), status: state.status, updated_ms: ms });
   }
+  let lines = l2.map(MemoryMd::lines).transpose()?.unwrap_or_default();
   let newest_line =
-    l2.lines()?.into_iter().filter(|l| l.name.as_deref() == Some(name) && l.status.is_some()).max_by_key(|l| l.ts_ms);
+    lines.into_iter().filter(|l| l.name.as_deref() == Some(name) && l.status.is_some()).max_by_key(|l| l.ts_ms);
   if let Some(line) = newest_line {
     candidates.push(Candidate {
       source: "memory.md".into(),
@@ -508,7 +517,7 @@ mod tests {
       text: "blocked".into(),
     };
     md.append(&line, &mut |_| Ok(())).unwrap();
-    let r = recover(&l1, &md, "apex", 300_000).unwrap().unwrap();
+    let r = recover(Some(&l1), Some(&md), "apex", 300_000).unwrap().unwrap();
     assert_eq!((r.winner.status, r.winner.source.as_str()), (Status::Blocked, "memory.md"));
     assert!(r.warning.is_some());
   }

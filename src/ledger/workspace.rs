@@ -287,15 +287,27 @@ impl Ledger {
   /// Reads workflow `name` in the documented priority and resolves a disagreement newest-wins
   /// (see [`super::persistence`]). When MEMORY.md is newer than L1 with another status, L1 is
   /// brought up to it (the transition checked; an illegal one is a warning and L1 stays).
+  ///
+  /// Reads create nothing: a missing state directory or MEMORY.md directory is a layer that
+  /// knows nothing (the state directory is created only to bring L1 up to MEMORY.md).
   pub fn recover_state(&self, name: &str) -> Result<Option<Recovered>> {
-    let l1 = self.l1()?;
-    let Some(resolution) = recover(&l1, &self.memory_md()?, name, self.options.stale_after_ms)? else {
+    let lock_timeout = self.options.lock_timeout;
+    let l1 = self.existing_dir(&self.options.state_dir, false)?.map(|d| L1Store::new(d, lock_timeout));
+    let (md_dir, md_name) = split_file(&self.options.memory_path)?;
+    let md = self
+      .existing_dir(&md_dir.to_string_lossy(), false)?
+      .map(|d| MemoryMd::new(d, md_name, self.options.memory_max_entries, lock_timeout));
+    let Some(resolution) = recover(l1.as_ref(), md.as_ref(), name, self.options.stale_after_ms)? else {
       return Ok(None);
     };
     let mut warnings: Vec<String> = resolution.warning.iter().cloned().collect();
-    let mut state = l1.read(name)?;
+    let mut state = l1.as_ref().map(|l1| l1.read(name)).transpose()?.flatten();
     if resolution.winner.source != "l1" && state.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
       let data = state.as_ref().map(|c| c.data.clone()).unwrap_or_default();
+      let l1 = match l1 {
+        Some(l1) => l1,
+        None => self.l1()?,
+      };
       match l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
         Ok(written) => state = Some(written),
         Err(e) => warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code())),
