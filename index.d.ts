@@ -416,7 +416,7 @@ export interface GroundingConfig {
 export interface SessionContinuityConfig {
   /** Whether recovery loads the ledger in tiers (level 1 first). Default true. */
   tieredRecovery: boolean;
-  /** Token budget of level 1 (Session Continuity section only). Default 100. */
+  /** Token budget of level 1 (Session Continuity section only). Default 250 (the seed's 100 did not carry an Active Context and one decision). */
   level1Tokens: number;
   /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500 (or `level1Tokens` if more). */
   level2Tokens: number;
@@ -511,6 +511,8 @@ export interface PersistenceConfig {
   memoryPath: string;
   /** Sources disagreeing by more than this many milliseconds: newest wins, with a staleness warning. Default 300000. */
   staleAfterMs: number;
+  /** The ledger's lines MEMORY.md keeps; past it the oldest move into the Decision Log (never dropped). Default 200. */
+  memoryMaxEntries: number;
 }
 
 /** Result of loading the configuration. */
@@ -753,6 +755,29 @@ export declare class Ledger {
    * line by number and reason (never skipped silently). Creates nothing.
    */
   readTrajectory(options?: LedgerDayOptions): TrajectoryRead
+  /**
+   * The persistence protocol's write (seed 004, docs/ledger.md): L1 first, synchronous and
+   * atomic, the status change checked (`E_ILLEGAL_TRANSITION` writes nothing), then the
+   * MEMORY.md line (redacted). MEMORY.md keeps `persistence.memory_max_entries` lines; the
+   * oldest past it are stored as one decision memory through `store` (else a store of the
+   * workspace opened for it) and consolidated into the Decision Log before they leave
+   * MEMORY.md, never dropped. Entering `completed` needs a `completion` line. MEMORY.md
+   * unavailable is a `warning`, not an error (L1 is what must persist).
+   */
+  persistState(input: LedgerPersistInput, store?: MemoryStore): Promise<LedgerPersistReport>
+  /** Synchronous twin of `persistState`. */
+  persistStateSync(input: LedgerPersistInput, store?: MemoryStore): LedgerPersistReport
+  /**
+   * The persistence protocol's read (seed 004): L1, then MEMORY.md's newest line naming the
+   * workflow; the newest wins (on a tie L1), with `staleWarning` when the two are more than
+   * `persistence.stale_after_ms` (five minutes) apart. A newer MEMORY.md status is written
+   * back to L1 (transition checked). `null` when neither knows the workflow. A state file that
+   * does not parse is moved aside and throws `E_STATE_CORRUPT`; a symlink or FIFO in its place
+   * is refused, never followed or read.
+   */
+  recoverState(workflow: string): Promise<LedgerStateRecovery | null>
+  /** Synchronous twin of `recoverState`. */
+  recoverStateSync(workflow: string): LedgerStateRecovery | null
 }
 
 /**
@@ -2083,6 +2108,28 @@ export interface LedgerIdentifierRow {
   lastVerified: string
 }
 
+/** The MEMORY.md line of a state change, in seed 004's wording. */
+export interface LedgerMemoryLineInput {
+  /**
+   * `learning`: `text` as it is. `completion`:
+   * `Completed {workflowType} for {context}: {outcome}`. `checkpoint`:
+   * `Active {workflowType} workflow: {completed} completed, {next} {context}`.
+   */
+  kind: MemoryLineKind
+  /** A learning's text (required for `learning`; at most 2 KiB, never cut). */
+  text?: string
+  /** `APEX`, `DEBUG`, ... (completion and checkpoint). */
+  workflowType?: string
+  /** What the workflow is about (completion and checkpoint). */
+  context?: string
+  /** How it ended (completion). */
+  outcome?: string
+  /** The phase just completed (checkpoint), `plan`. */
+  completed?: string
+  /** What comes next, as a verb (checkpoint), `implementing`. */
+  next?: string
+}
+
 /** NOTES.md as the ledger reads it. */
 export interface LedgerNotes {
   /** The whole file (the template when there is none yet). */
@@ -2121,6 +2168,38 @@ export interface LedgerOpenOptions {
    * every path and setting (docs/ledger.md).
    */
   workspaceDir: string
+}
+
+/** One state change for `Ledger.persistState`. */
+export interface LedgerPersistInput {
+  /**
+   * The workflow's state name: 1-64 of `a-z 0-9 . _ -`, starting with a letter or digit
+   * (`<persistence.state_dir>/<workflow>.json`).
+   */
+  workflow: string
+  /** The new status; the change from the stored one is checked (`transitionStatus`). */
+  status: WorkflowStatus
+  /** The state's data (JSON; the whole file at most 4 MiB). Default `{}`. */
+  data?: Record<string, unknown>
+  /** The MEMORY.md line (L2) written after the state; required when entering `completed`. */
+  memory?: LedgerMemoryLineInput
+  /** RFC 3339: the state's `lastUpdated` and the line's time. Default now. */
+  at?: string
+}
+
+/** What `Ledger.persistState` wrote. */
+export interface LedgerPersistReport {
+  /** L1 as written (durable on return). */
+  state: LedgerWorkflowState
+  /** Whether the MEMORY.md line was appended. */
+  memoryWritten: boolean
+  /** MEMORY.md lines past `persistence.memory_max_entries` moved into the Decision Log. */
+  overflowed: number
+  /**
+   * Why MEMORY.md was not (fully) written: unavailable ("learnings will not persist"), or
+   * over its cap because the overflow could not be stored (the lines stay; nothing dropped).
+   */
+  warning?: string
 }
 
 /** One Pending Question. */
@@ -2162,6 +2241,35 @@ export interface LedgerRecallOptions {
   k?: number
   /** The level's token budget instead of the configured one (levels 1 and 2). */
   tokens?: number
+}
+
+/** What `Ledger.recoverState` found: the newest source wins. */
+export interface LedgerStateRecovery {
+  /** The winning status. */
+  status: WorkflowStatus
+  /** Where it came from: `l1` (the state file) or `memory.md`. */
+  source: 'l1' | 'memory.md'
+  /** RFC 3339: when the winner was last updated. */
+  lastUpdated: string
+  /** Sources older than the winner. */
+  stale: Array<string>
+  /**
+   * The sources are more than `persistence.stale_after_ms` (five minutes) apart: "state may
+   * be stale".
+   */
+  staleWarning?: string
+  /** The staleness warning, and any problem bringing L1 up to the newer MEMORY.md state. */
+  warnings: Array<string>
+  /** L1 after recovery (brought up to a newer MEMORY.md status), when there is one. */
+  state?: LedgerWorkflowState
+}
+
+/** An L1 state file (`<persistence.state_dir>/<workflow>.json`, version 1). */
+export interface LedgerWorkflowState {
+  status: WorkflowStatus
+  /** RFC 3339. */
+  lastUpdated: string
+  data: Record<string, unknown>
 }
 
 /**
@@ -2368,6 +2476,9 @@ export interface MemoryImportOptions {
   /** Confidence given to imported blocks, 0..1. Default 0.8. */
   confidence?: number
 }
+
+/** What a MEMORY.md line records: a `learning` (written when one is found), a `completion` (mandatory when a workflow enters `completed`) or a `checkpoint` (a major phase transition). */
+export type MemoryLineKind = 'learning' | 'completion' | 'checkpoint'
 
 /** Lines of a file of the Markdown view. */
 export interface MemoryMarkdownRead {

@@ -875,6 +875,7 @@ module.exports.loadRedactionKey = nativeBinding.loadRedactionKey
 module.exports.loadRedactionKeySync = nativeBinding.loadRedactionKeySync
 module.exports.LoaErrorCode = nativeBinding.LoaErrorCode
 module.exports.loaErrorCodes = nativeBinding.loaErrorCodes
+module.exports.MemoryLineKind = nativeBinding.MemoryLineKind
 module.exports.MemoryType = nativeBinding.MemoryType
 module.exports.parseConfig = nativeBinding.parseConfig
 module.exports.planCompaction = nativeBinding.planCompaction

@@ -198,6 +198,11 @@ const SPECS = {
   'Ledger.prototype.appendBead': { receiver: ledger, args: () => ['bd-1', { decisions: [{ decision: 'Use JWT', rationale: 'r', evidence: [{ identifier: '${PROJECT_ROOT}/ledger.txt:1', quote: 'line' }], testScenarios: ['a -> b'] }], testScenarios: [{ name: 'n', type: 'edge_case', expected: 'e' }], nextSteps: ['s'] }] },
   'Ledger.prototype.cite': { receiver: ledger, args: () => [{ agent: 'main', claim: 'c', grounding: 'citation', evidence: { identifier: '${PROJECT_ROOT}/ledger.txt:1', quote: 'line' }, at: ISO }] },
   'Ledger.prototype.readTrajectory': { receiver: ledger, args: () => [{ agent: 'main', at: ISO }] },
+  // Staying `in_progress` is always legal, so every case of the valid call can write again.
+  'Ledger.prototype.persistState': { async: true, receiver: ledger, args: () => [ledgerPersist()] },
+  'Ledger.prototype.persistStateSync': { receiver: ledger, args: () => [ledgerPersist()] },
+  'Ledger.prototype.recoverState': { async: true, receiver: ledger, args: () => ['apex'] },
+  'Ledger.prototype.recoverStateSync': { receiver: ledger, args: () => ['apex'] },
   transitionStatus: { args: () => ['created', 'in_progress'] },
 
   'Wal.open': { args: (ctx, _, n) => [join(ctx.dir, `wal-${n}`), walOptions()], paths: ['0'] },
@@ -233,6 +238,13 @@ const ledgerCheckpoint = () => ({
   sessionId: 's',
   agent: 'main',
   activeContext: [{ key: 'k', value: 'v' }],
+  at: ISO,
+})
+const ledgerPersist = () => ({
+  workflow: 'apex',
+  status: 'in_progress',
+  data: { step: 2, tags: ['a', { b: null }] },
+  memory: { kind: 'checkpoint', workflowType: 'APEX', completed: 'plan', next: 'implementing', context: 'billing' },
   at: ISO,
 })
 function wal(ctx, n) {

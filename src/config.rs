@@ -225,6 +225,7 @@ impl Config {
       state_dir: self.persistence.state_dir.clone(),
       memory_path: self.persistence.memory_path.clone(),
       stale_after_ms: self.persistence.stale_after_ms,
+      memory_max_entries: usize::try_from(self.persistence.memory_max_entries).unwrap_or(usize::MAX),
       lock_timeout: Duration::from_millis(self.wal.lock_timeout_ms),
       level1_tokens: self.session_continuity.level1_tokens,
       level2_tokens: self.session_continuity.level2_tokens,
@@ -1030,6 +1031,7 @@ synthesis:
 persistence:
   state_dir: .loa/l1
   stale_after_ms: 60000
+  memory_max_entries: 50
 "#;
 
   #[test]
@@ -1080,6 +1082,7 @@ persistence:
     assert_eq!(c.synthesis.dir, "ledger");
     assert_eq!(c.persistence.memory_path, "state/loa/MEMORY.md");
     assert_eq!(c.persistence.stale_after_ms, 60_000);
+    assert_eq!(c.persistence.memory_max_entries, 50);
   }
 
   #[test]
@@ -1090,7 +1093,10 @@ persistence:
       trajectory:\n  retention_days: 30\n  archive_days: 365\n  compression_level: 6\n\
       edd:\n  enabled: true\n  min_test_scenarios: 3\n  require_citations: true\n";
     let loaded = parse(yaml);
-    assert_eq!(loaded.config, Config::default());
+    // The seed's level 1 budget is below ours (docs/ledger.md says why); the rest is the default.
+    let mut expected = Config::default();
+    expected.session_continuity.level1_tokens = 100;
+    assert_eq!(loaded.config, expected);
     assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is deprecated; use `grounding.enforcement`"]);
   }
 

@@ -1,7 +1,7 @@
 'use strict'
 // The Lossless Ledger from a terminal, a git hook or a pre-clear hook (docs/ledger.md):
 // `loa notes`, `loa recall`, `loa grounding-check`, `loa checkpoint`, `loa beads`,
-// `loa resolve`. `grounding-check` and `checkpoint` exit with the pre-clear contract: 0 permit,
+// `loa resolve`, `loa state` (the persistence protocol of seed 004). `grounding-check` and `checkpoint` exit with the pre-clear contract: 0 permit,
 // 1 block, 2 error (which blocks too). `notes show`, `recall` and `resolve` print ledger text:
 // that is what was asked.
 
@@ -182,6 +182,71 @@ function resolve({ action, args, values }) {
   return 0
 }
 
+/** `--state-data` as a JSON object. */
+function dataObject(text) {
+  if (text === undefined) return undefined
+  let parsed
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new cli.CliError('E_INVALID_ARGUMENT', '--state-data is not JSON')
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new cli.CliError('E_INVALID_ARGUMENT', '--state-data must be a JSON object')
+  return parsed
+}
+
+/** The MEMORY.md line the flags ask for, if any (at most one kind). */
+function memoryLine(values) {
+  const kinds = [values.learning !== undefined, values.completed !== undefined, values.phase !== undefined].filter(Boolean).length
+  if (kinds > 1) throw cli.usage('--learning, --completed and --phase each write a different MEMORY.md line: give one')
+  const about = { ...(nonEmpty(values['workflow-type'], '--workflow-type') !== undefined ? { workflowType: values['workflow-type'] } : {}), ...(nonEmpty(values.about, '--about') !== undefined ? { context: values.about } : {}) }
+  if (values.learning !== undefined) return { kind: 'learning', text: nonEmpty(values.learning, '--learning') }
+  if (values.completed !== undefined) return { kind: 'completion', outcome: nonEmpty(values.completed, '--completed'), ...about }
+  if (values.phase !== undefined) return { kind: 'checkpoint', completed: nonEmpty(values.phase, '--phase'), ...(values.next !== undefined ? { next: nonEmpty(values.next, '--next') } : {}), ...about }
+  if (values.next !== undefined || Object.keys(about).length) throw cli.usage('--workflow-type, --about and --next go with --completed or --phase')
+  return undefined
+}
+
+function printRecovery(r) {
+  process.stdout.write(`${r.status} (from ${r.source}, last updated ${r.lastUpdated})\n`)
+  for (const w of r.warnings) process.stdout.write(`  warning: ${w}\n`)
+}
+
+async function state({ action, args, values }) {
+  if (action !== 'persist' && action !== 'recover') throw cli.badAction('state', action, ['persist', 'recover'])
+  cli.expectArgs(args, 2, `state ${action}`)
+  const workflow = args[1]
+  if (workflow === undefined) throw cli.usage(`'loa state ${action}' needs a workflow name`)
+  const ledger = open(values)
+  if (action === 'recover') {
+    for (const flag of ['status', 'state-data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about']) {
+      if (values[flag] !== undefined) throw cli.usage(`--${flag} goes with 'loa state persist'`)
+    }
+    const found = await ledger.recoverState(workflow)
+    if (values.json) printJson(found)
+    else if (found === null) process.stdout.write(`no state for ${workflow}\n`)
+    else printRecovery(found)
+    // Nothing known, or sources that disagree by more than the staleness limit: a problem found.
+    return found === null || found.warnings.length ? 1 : 0
+  }
+  const input = { ...inputObject(values), workflow }
+  if (nonEmpty(values.status, '--status') !== undefined) input.status = values.status
+  if (input.status === undefined) throw cli.usage("'loa state persist' needs --status (created, in_progress, blocked, completed, archived)")
+  const data = dataObject(values['state-data'])
+  if (data !== undefined) input.data = data
+  const line = memoryLine(values)
+  if (line !== undefined) input.memory = line
+  if (nonEmpty(values.at, '--at') !== undefined) input.at = values.at
+  const report = await ledger.persistState(input)
+  if (values.json) printJson(report)
+  else {
+    process.stdout.write(`${workflow}: ${report.state.status} at ${report.state.lastUpdated}${report.memoryWritten ? ', MEMORY.md line written' : ''}${report.overflowed ? `, ${report.overflowed} old line(s) moved to the Decision Log` : ''}\n`)
+    if (report.warning) process.stdout.write(`  warning: ${report.warning}\n`)
+  }
+  // L1 is written; MEMORY.md not (fully): a problem found, not a failure (seed 004 degradation).
+  return report.warning ? 1 : 0
+}
+
 const options = {
   workspace: { type: 'string' },
   agent: { type: 'string' },
@@ -198,6 +263,14 @@ const options = {
   answered: { type: 'string', multiple: true },
   decision: { type: 'string', multiple: true },
   'next-step': { type: 'string', multiple: true },
+  status: { type: 'string' },
+  'state-data': { type: 'string' },
+  learning: { type: 'string' },
+  completed: { type: 'string' },
+  phase: { type: 'string' },
+  next: { type: 'string' },
+  'workflow-type': { type: 'string' },
+  about: { type: 'string' },
 }
 
 module.exports = {
@@ -251,6 +324,22 @@ module.exports = {
     options,
     accepts: ['json', 'workspace', 'decision', 'next-step', 'input'],
     run: beads,
+  },
+  state: {
+    help: `  loa state persist <workflow> --status STATUS [--state-data JSON] [--learning TEXT]
+                  [--completed OUTCOME | --phase DONE --next VERB] [--workflow-type T]
+                  [--about TEXT] [--at RFC3339] [--input FILE|-] [--workspace DIR] [--json]
+                                 seed 004's write: L1 state (.loa/state/<workflow>.json, the
+                                 status change checked), then one MEMORY.md line; entering
+                                 completed needs --completed. Exit 0 written, 1 L1 written
+                                 but MEMORY.md not, 2 error (E_ILLEGAL_TRANSITION, ...)
+  loa state recover <workflow> [--workspace DIR] [--json]
+                                 newest of L1 and MEMORY.md wins: exit 0, 1 when the two are
+                                 more than 5 minutes apart or nothing is known, 2 error`,
+    optionHelp: `  --status S    state persist: created, in_progress, blocked, completed, archived`,
+    options,
+    accepts: ['json', 'workspace', 'status', 'state-data', 'input', 'at', 'learning', 'completed', 'phase', 'next', 'workflow-type', 'about'],
+    run: state,
   },
   resolve: {
     help: `  loa resolve <identifier> [--workspace DIR] [--json]

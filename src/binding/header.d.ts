@@ -416,7 +416,7 @@ export interface GroundingConfig {
 export interface SessionContinuityConfig {
   /** Whether recovery loads the ledger in tiers (level 1 first). Default true. */
   tieredRecovery: boolean;
-  /** Token budget of level 1 (Session Continuity section only). Default 100. */
+  /** Token budget of level 1 (Session Continuity section only). Default 250 (the seed's 100 did not carry an Active Context and one decision). */
   level1Tokens: number;
   /** Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500 (or `level1Tokens` if more). */
   level2Tokens: number;
@@ -511,6 +511,8 @@ export interface PersistenceConfig {
   memoryPath: string;
   /** Sources disagreeing by more than this many milliseconds: newest wins, with a staleness warning. Default 300000. */
   staleAfterMs: number;
+  /** The ledger's lines MEMORY.md keeps; past it the oldest move into the Decision Log (never dropped). Default 200. */
+  memoryMaxEntries: number;
 }
 
 /** Result of loading the configuration. */

@@ -11,12 +11,13 @@ use napi::{sys, Env, Unknown, ValueType};
 use napi_derive::napi;
 
 use super::convert::{
-  arg, js_from, object, opt_object, refuse, string_union, type_of, Bool, Choice, Given, Int, List, Obj, Str, Text,
+  arg, js_from, object, opt_object, refuse, string_union, type_of, Bool, Choice, Given, Int, JsonObject, List, Obj,
+  Str, Text,
 };
 use super::memory::MemoryStore;
 use super::{sync, sync_twin, CoreTask};
 use crate::error::{LoaError, Result};
-use crate::ledger::{self as core, beads, grounding, notes, trajectory, Status};
+use crate::ledger::{self as core, beads, grounding, notes, persistence, trajectory, Status};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
 string_union! {
@@ -27,6 +28,15 @@ string_union! {
     blocked = Blocked,
     completed = Completed,
     archived = Archived,
+  }
+}
+
+string_union! {
+  "What a MEMORY.md line records: a `learning` (written when one is found), a `completion` (mandatory when a workflow enters `completed`) or a `checkpoint` (a major phase transition)."
+  MemoryLineKind <=> persistence::LineKind {
+    learning = Learning,
+    completion = Completion,
+    checkpoint = Checkpoint,
   }
 }
 
@@ -432,6 +442,114 @@ impl TryFrom<TrajectoryCiteInput> for Cite {
   }
 }
 
+/// The MEMORY.md line of a state change, in seed 004's wording.
+#[napi(object, object_to_js = false)]
+pub struct LedgerMemoryLineInput {
+  /// `learning`: `text` as it is. `completion`:
+  /// `Completed {workflowType} for {context}: {outcome}`. `checkpoint`:
+  /// `Active {workflowType} workflow: {completed} completed, {next} {context}`.
+  #[napi(ts_type = "MemoryLineKind")]
+  pub kind: Choice<MemoryLineKind>,
+  /// A learning's text (required for `learning`; at most 2 KiB, never cut).
+  #[napi(ts_type = "string")]
+  pub text: Option<Option<Str>>,
+  /// `APEX`, `DEBUG`, ... (completion and checkpoint).
+  #[napi(ts_type = "string")]
+  pub workflow_type: Option<Option<Str>>,
+  /// What the workflow is about (completion and checkpoint).
+  #[napi(ts_type = "string")]
+  pub context: Option<Option<Str>>,
+  /// How it ended (completion).
+  #[napi(ts_type = "string")]
+  pub outcome: Option<Option<Str>>,
+  /// The phase just completed (checkpoint), `plan`.
+  #[napi(ts_type = "string")]
+  pub completed: Option<Option<Str>>,
+  /// What comes next, as a verb (checkpoint), `implementing`.
+  #[napi(ts_type = "string")]
+  pub next: Option<Option<Str>>,
+}
+
+/// One state change for `Ledger.persistState`.
+#[napi(object, object_to_js = false)]
+pub struct LedgerPersistInput {
+  /// The workflow's state name: 1-64 of `a-z 0-9 . _ -`, starting with a letter or digit
+  /// (`<persistence.state_dir>/<workflow>.json`).
+  #[napi(ts_type = "string")]
+  pub workflow: Str,
+  /// The new status; the change from the stored one is checked (`transitionStatus`).
+  #[napi(ts_type = "WorkflowStatus")]
+  pub status: Choice<WorkflowStatus>,
+  /// The state's data (JSON; the whole file at most 4 MiB). Default `{}`.
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub data: Option<Option<JsonObject>>,
+  /// The MEMORY.md line (L2) written after the state; required when entering `completed`.
+  #[napi(ts_type = "LedgerMemoryLineInput")]
+  pub memory: Option<Option<Obj<LedgerMemoryLineInput>>>,
+  /// RFC 3339: the state's `lastUpdated` and the line's time. Default now.
+  #[napi(ts_type = "string")]
+  pub at: Option<Option<Str>>,
+}
+
+struct Persist {
+  name: String,
+  status: Status,
+  data: serde_json::Map<String, serde_json::Value>,
+  line: Option<persistence::MemoryLine>,
+  now_ms: i64,
+}
+
+fn required(value: Option<String>, field: &str, kind: &str) -> Result<String> {
+  match value {
+    Some(v) if !v.trim().is_empty() => Ok(v),
+    _ => crate::error::invalid(format!("`input.memory.{field}` is required for a `{kind}` line")),
+  }
+}
+
+impl TryFrom<LedgerPersistInput> for Persist {
+  type Error = LoaError;
+
+  fn try_from(i: LedgerPersistInput) -> Result<Persist> {
+    let name = i.workflow.0;
+    let status: Status = i.status.into();
+    let now_ms = at_ms(i.at.given(), "input.at")?;
+    let line = match i.memory.flatten().map(|m| m.0) {
+      None => None,
+      Some(m) => {
+        let kind: persistence::LineKind = m.kind.into();
+        let workflow_type = || required(m.workflow_type.clone().given(), "workflowType", kind.as_str());
+        let context = || required(m.context.clone().given(), "context", kind.as_str());
+        Some(match kind {
+          persistence::LineKind::Learning => persistence::MemoryLine {
+            ts_ms: now_ms,
+            kind,
+            name: Some(name.clone()),
+            status: Some(status),
+            text: required(m.text.given(), "text", kind.as_str())?,
+          },
+          persistence::LineKind::Completion => persistence::MemoryLine::completion(
+            now_ms,
+            &name,
+            &workflow_type()?,
+            &context()?,
+            &required(m.outcome.given(), "outcome", kind.as_str())?,
+          ),
+          persistence::LineKind::Checkpoint => persistence::MemoryLine::checkpoint(
+            now_ms,
+            &name,
+            status,
+            &workflow_type()?,
+            &required(m.completed.given(), "completed", kind.as_str())?,
+            &required(m.next.given(), "next", kind.as_str())?,
+            &context()?,
+          ),
+        })
+      }
+    };
+    Ok(Persist { name, status, data: i.data.flatten().map(|d| d.0).unwrap_or_default(), line, now_ms })
+  }
+}
+
 /// A `MemoryStore` argument: the store it wraps (napi-rs checks the class recorded when the
 /// object was made, so another object, or one with a spoofed prototype, is refused).
 pub struct Store(pub Arc<crate::memory::MemoryStore>);
@@ -686,6 +804,89 @@ js_from!(|r: core::CheckpointReport| CheckpointReport {
   edd_verified,
 });
 
+/// An L1 state file (`<persistence.state_dir>/<workflow>.json`, version 1).
+#[napi(object, object_from_js = false)]
+pub struct LedgerWorkflowState {
+  pub status: WorkflowStatus,
+  /// RFC 3339.
+  pub last_updated: String,
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub data: serde_json::Value,
+}
+
+impl From<persistence::WorkflowState> for LedgerWorkflowState {
+  fn from(s: persistence::WorkflowState) -> LedgerWorkflowState {
+    LedgerWorkflowState {
+      status: s.status.into(),
+      last_updated: s.last_updated,
+      data: serde_json::Value::Object(s.data),
+    }
+  }
+}
+
+/// What `Ledger.persistState` wrote.
+#[napi(object, object_from_js = false)]
+pub struct LedgerPersistReport {
+  /// L1 as written (durable on return).
+  pub state: LedgerWorkflowState,
+  /// Whether the MEMORY.md line was appended.
+  pub memory_written: bool,
+  /// MEMORY.md lines past `persistence.memory_max_entries` moved into the Decision Log.
+  pub overflowed: u32,
+  /// Why MEMORY.md was not (fully) written: unavailable ("learnings will not persist"), or
+  /// over its cap because the overflow could not be stored (the lines stay; nothing dropped).
+  pub warning: Option<String>,
+}
+
+impl From<core::PersistOutcome> for LedgerPersistReport {
+  fn from(o: core::PersistOutcome) -> LedgerPersistReport {
+    use super::convert::JsNumber;
+    LedgerPersistReport {
+      state: o.state.into(),
+      memory_written: o.l2.is_some(),
+      overflowed: o.l2.as_ref().map_or(0, |a| a.overflowed.js()),
+      warning: o.l2_warning,
+    }
+  }
+}
+
+/// What `Ledger.recoverState` found: the newest source wins.
+#[napi(object, object_from_js = false)]
+pub struct LedgerStateRecovery {
+  /// The winning status.
+  pub status: WorkflowStatus,
+  /// Where it came from: `l1` (the state file) or `memory.md`.
+  #[napi(ts_type = "'l1' | 'memory.md'")]
+  pub source: String,
+  /// RFC 3339: when the winner was last updated.
+  pub last_updated: String,
+  /// Sources older than the winner.
+  pub stale: Vec<String>,
+  /// The sources are more than `persistence.stale_after_ms` (five minutes) apart: "state may
+  /// be stale".
+  pub stale_warning: Option<String>,
+  /// The staleness warning, and any problem bringing L1 up to the newer MEMORY.md state.
+  pub warnings: Vec<String>,
+  /// L1 after recovery (brought up to a newer MEMORY.md status), when there is one.
+  pub state: Option<LedgerWorkflowState>,
+}
+
+impl From<core::Recovered> for LedgerStateRecovery {
+  fn from(r: core::Recovered) -> LedgerStateRecovery {
+    use super::convert::Each;
+    let winner = r.resolution.winner;
+    LedgerStateRecovery {
+      status: winner.status.into(),
+      source: winner.source,
+      last_updated: format_ms(winner.updated_ms),
+      stale: r.resolution.stale,
+      stale_warning: r.resolution.warning,
+      warnings: r.warnings,
+      state: r.state.each(),
+    }
+  }
+}
+
 /// The lines a lightweight identifier names.
 #[napi(object, object_from_js = false)]
 pub struct ResolvedIdentifier {
@@ -920,6 +1121,34 @@ fn bead_id(id: Unknown) -> Result<String> {
   Ok(id)
 }
 
+fn persist_args(input: Unknown, store: Option<Unknown>) -> Result<(Persist, Option<Store>)> {
+  Ok((object::<LedgerPersistInput, _>(input, "input")?, super::convert::opt_arg::<Store>(store, "store")?))
+}
+
+/// The write protocol with `store` for MEMORY.md's overflow, or a store of the workspace opened
+/// only when an overflow happens.
+fn run_persist(ledger: &core::Ledger, p: Persist, store: Option<Store>) -> Result<LedgerPersistReport> {
+  let overflow = match &store {
+    Some(s) => core::OverflowStore::Given(&s.0),
+    None => core::OverflowStore::Open(Box::new(crate::memory::StoreOptions {
+      session_id: OVERFLOW_SESSION.into(),
+      ..crate::config::store_options(ledger.root(), &Default::default())?
+    })),
+  };
+  Ok(ledger.persist_state(overflow, &p.name, p.status, p.data, p.line.as_ref(), p.now_ms)?.into())
+}
+
+/// The session MEMORY.md's overflow is recorded under when no store is given.
+const OVERFLOW_SESSION: &str = "loa-persistence";
+
+fn workflow(name: Unknown) -> Result<String> {
+  arg::<Str>(name, "workflow").map(|s| s.0)
+}
+
+fn run_recover(ledger: &core::Ledger, name: &str) -> Result<Option<LedgerStateRecovery>> {
+  Ok(ledger.recover_state(name)?.map(Into::into))
+}
+
 /// One workspace's Lossless Ledger: NOTES.md's Session Continuity, tiered recall, the
 /// trajectory, the grounding check, beads, lightweight identifiers and the synthesis checkpoint
 /// before `/clear` (docs/ledger.md). Paths and settings come from `.loa.config.yaml`.
@@ -1102,5 +1331,55 @@ impl Ledger {
       };
       read.try_into()
     })
+  }
+
+  /// The persistence protocol's write (seed 004, docs/ledger.md): L1 first, synchronous and
+  /// atomic, the status change checked (`E_ILLEGAL_TRANSITION` writes nothing), then the
+  /// MEMORY.md line (redacted). MEMORY.md keeps `persistence.memory_max_entries` lines; the
+  /// oldest past it are stored as one decision memory through `store` (else a store of the
+  /// workspace opened for it) and consolidated into the Decision Log before they leave
+  /// MEMORY.md, never dropped. Entering `completed` needs a `completion` line. MEMORY.md
+  /// unavailable is a `warning`, not an error (L1 is what must persist).
+  #[napi(
+    ts_args_type = "input: LedgerPersistInput, store?: MemoryStore",
+    ts_return_type = "Promise<LedgerPersistReport>"
+  )]
+  pub fn persist_state(
+    &self,
+    env: Env,
+    input: Unknown,
+    store: Option<Unknown>,
+  ) -> AsyncTask<CoreTask<LedgerPersistReport>> {
+    let inner = Arc::clone(&self.inner);
+    CoreTask::after(&env, || persist_args(input, store), move |(p, s)| run_persist(&inner, p, s))
+  }
+
+  /// Synchronous twin of `persistState`.
+  #[napi(ts_args_type = "input: LedgerPersistInput, store?: MemoryStore")]
+  pub fn persist_state_sync(
+    &self,
+    env: Env,
+    input: Unknown,
+    store: Option<Unknown>,
+  ) -> napi::Result<LedgerPersistReport> {
+    sync_twin(&env, || persist_args(input, store), |(p, s)| run_persist(&self.inner, p, s))
+  }
+
+  /// The persistence protocol's read (seed 004): L1, then MEMORY.md's newest line naming the
+  /// workflow; the newest wins (on a tie L1), with `staleWarning` when the two are more than
+  /// `persistence.stale_after_ms` (five minutes) apart. A newer MEMORY.md status is written
+  /// back to L1 (transition checked). `null` when neither knows the workflow. A state file that
+  /// does not parse is moved aside and throws `E_STATE_CORRUPT`; a symlink or FIFO in its place
+  /// is refused, never followed or read.
+  #[napi(ts_args_type = "workflow: string", ts_return_type = "Promise<LedgerStateRecovery | null>")]
+  pub fn recover_state(&self, env: Env, workflow: Unknown) -> AsyncTask<CoreTask<Option<LedgerStateRecovery>>> {
+    let inner = Arc::clone(&self.inner);
+    CoreTask::after(&env, || self::workflow(workflow), move |name| run_recover(&inner, &name))
+  }
+
+  /// Synchronous twin of `recoverState`.
+  #[napi(ts_args_type = "workflow: string")]
+  pub fn recover_state_sync(&self, env: Env, workflow: Unknown) -> napi::Result<Option<LedgerStateRecovery>> {
+    sync_twin(&env, || self::workflow(workflow), |name| run_recover(&self.inner, &name))
   }
 }

@@ -36,7 +36,7 @@ pub use checkpoint::{
   EvidenceInput, IdentifierInput,
 };
 pub use status::{transition_status, Status};
-pub use workspace::{Ledger, LedgerOptions, PersistOutcome, Recovered};
+pub use workspace::{Ledger, LedgerOptions, OverflowStore, PersistOutcome, Recovered};
 
 #[cfg(test)]
 mod tests;

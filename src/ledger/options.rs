@@ -56,13 +56,18 @@ pub enum GroundingEnforcement {
   Disabled,
 }
 
+/// Default `session_continuity.level1_tokens` (see [`SessionContinuityConfig::level1_tokens`]).
+pub const DEFAULT_LEVEL1_TOKENS: u64 = 250;
+
 /// Tiered ledger recovery after `/clear` (YAML section `session_continuity`, seed 000 §5.4).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, rename_all(serialize = "camelCase"))]
 pub struct SessionContinuityConfig {
   /// Whether recovery loads the ledger in tiers (level 1 first). Default true.
   pub tiered_recovery: bool,
-  /// Token budget of level 1 (Session Continuity section only). Default 100.
+  /// Token budget of level 1 (Session Continuity section only). Default 250, not the seed's
+  /// 100: an RFC 3339 time alone is 24 tokens, and 100 did not carry an Active Context and one
+  /// decision (docs/ledger.md, "Recall").
   #[serde(deserialize_with = "positive")]
   pub level1_tokens: u64,
   /// Token budget of level 2 (targeted decision search); at least `level1Tokens`. Default 500,
@@ -73,7 +78,7 @@ pub struct SessionContinuityConfig {
 
 impl Default for SessionContinuityConfig {
   fn default() -> Self {
-    SessionContinuityConfig { tiered_recovery: true, level1_tokens: 100, level2_tokens: 500 }
+    SessionContinuityConfig { tiered_recovery: true, level1_tokens: DEFAULT_LEVEL1_TOKENS, level2_tokens: 500 }
   }
 }
 
@@ -135,10 +140,19 @@ pub struct PersistenceConfig {
   /// warning. Default 300000 (seed 004: 5 minutes).
   #[serde(deserialize_with = "count")]
   pub stale_after_ms: u64,
+  /// The ledger's lines MEMORY.md keeps; past it the oldest are moved into the Decision Log
+  /// (never dropped). 1..100000, default 200.
+  #[serde(deserialize_with = "uint::<_, _, 1, 100_000>")]
+  pub memory_max_entries: u64,
 }
 
 impl Default for PersistenceConfig {
   fn default() -> Self {
-    PersistenceConfig { state_dir: ".loa/state".into(), memory_path: in_grimoire("MEMORY.md"), stale_after_ms: 300_000 }
+    PersistenceConfig {
+      state_dir: ".loa/state".into(),
+      memory_path: in_grimoire("MEMORY.md"),
+      stale_after_ms: 300_000,
+      memory_max_entries: super::persistence::DEFAULT_MAX_ENTRIES as u64,
+    }
   }
 }

@@ -47,7 +47,8 @@ pub const DEFAULT_MAX_ENTRIES: usize = 200;
 pub const MEMORY_MD_HEADER: &str =
   "# MEMORY.md\n\n<!-- loa:memory v1: one line per learning, completion or checkpoint -->\n\n";
 
-fn check_name(name: &str) -> Result<()> {
+/// Checks a state name (`E_INVALID_ARGUMENT`, without echoing it).
+pub fn check_name(name: &str) -> Result<()> {
   let ok = !name.is_empty()
     && name.len() <= 64
     && name.as_bytes()[0].is_ascii_alphanumeric()
@@ -126,6 +127,10 @@ impl L1Store {
     let state = WorkflowState { version: STATE_VERSION, status, last_updated: format_ms(now_ms), data };
     let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| LoaError::Internal(e.to_string()))?;
     bytes.push(b'\n');
+    // A file the reader would refuse is never written.
+    if bytes.len() as u64 > MAX_STATE_BYTES {
+      return Err(LoaError::TooLarge { what: "L1 state".into(), size: bytes.len() as u64, limit: MAX_STATE_BYTES });
+    }
     self.dir.write_atomic(format!("{name}.json"), &bytes, None)?;
     Ok(state)
   }
@@ -143,7 +148,8 @@ pub enum LineKind {
 }
 
 impl LineKind {
-  fn as_str(self) -> &'static str {
+  /// The name as written in a line's tag.
+  pub fn as_str(self) -> &'static str {
     match self {
       LineKind::Learning => "learning",
       LineKind::Completion => "completion",
@@ -195,6 +201,22 @@ impl MemoryLine {
       name: Some(name.to_string()),
       status: Some(status),
       text: format!("Active {workflow} workflow: {completed} completed, {next_verb} {context}"),
+    }
+  }
+
+  /// Whether [`MemoryMd::append`] takes the line: text at most [`MAX_LINE_TEXT_BYTES`]
+  /// (`E_TOO_LARGE`, a line is never cut), a valid name.
+  pub fn check(&self) -> Result<()> {
+    if self.text.len() > MAX_LINE_TEXT_BYTES {
+      return Err(LoaError::TooLarge {
+        what: "MEMORY.md line".into(),
+        size: self.text.len() as u64,
+        limit: MAX_LINE_TEXT_BYTES as u64,
+      });
+    }
+    match &self.name {
+      Some(name) => check_name(name),
+      None => Ok(()),
     }
   }
 
@@ -281,16 +303,7 @@ impl MemoryMd {
     line: &MemoryLine,
     overflow: &mut dyn FnMut(&[MemoryLine]) -> Result<()>,
   ) -> Result<AppendOutcome> {
-    if line.text.len() > MAX_LINE_TEXT_BYTES {
-      return Err(LoaError::TooLarge {
-        what: "MEMORY.md line".into(),
-        size: line.text.len() as u64,
-        limit: MAX_LINE_TEXT_BYTES as u64,
-      });
-    }
-    if let Some(name) = &line.name {
-      check_name(name)?;
-    }
+    line.check()?;
     let _guard = lock_in(&self.dir, format!("{}.lock", self.name), self.lock_timeout, "MEMORY.md")?;
     let mut text = self.read_text()?.unwrap_or_else(|| MEMORY_MD_HEADER.to_string());
     if !text.is_empty() && !text.ends_with('\n') {
@@ -376,15 +389,23 @@ pub fn newest_wins(candidates: &[Candidate], stale_after_ms: u64) -> Option<Reso
 }
 
 /// Reads workflow `name` in the documented priority (L1, then MEMORY.md's newest line naming
-/// it with a status) and resolves a disagreement newest-wins.
-pub fn recover(l1: &L1Store, l2: &MemoryMd, name: &str, stale_after_ms: u64) -> Result<Option<Resolution>> {
+/// it with a status) and resolves a disagreement newest-wins. A layer that does not exist
+/// (`None`: its directory is missing) knows nothing.
+pub fn recover(
+  l1: Option<&L1Store>,
+  l2: Option<&MemoryMd>,
+  name: &str,
+  stale_after_ms: u64,
+) -> Result<Option<Resolution>> {
+  check_name(name)?;
   let mut candidates = Vec::new();
-  if let Some(state) = l1.read(name)? {
+  if let Some(state) = l1.map(|l1| l1.read(name)).transpose()?.flatten() {
     let ms = parse_ms(&state.last_updated).unwrap_or(i64::MIN);
     candidates.push(Candidate { source: "l1".into(), status: state.status, updated_ms: ms });
   }
+  let lines = l2.map(MemoryMd::lines).transpose()?.unwrap_or_default();
   let newest_line =
-    l2.lines()?.into_iter().filter(|l| l.name.as_deref() == Some(name) && l.status.is_some()).max_by_key(|l| l.ts_ms);
+    lines.into_iter().filter(|l| l.name.as_deref() == Some(name) && l.status.is_some()).max_by_key(|l| l.ts_ms);
   if let Some(line) = newest_line {
     candidates.push(Candidate {
       source: "memory.md".into(),
@@ -496,7 +517,7 @@ mod tests {
       text: "blocked".into(),
     };
     md.append(&line, &mut |_| Ok(())).unwrap();
-    let r = recover(&l1, &md, "apex", 300_000).unwrap().unwrap();
+    let r = recover(Some(&l1), Some(&md), "apex", 300_000).unwrap().unwrap();
     assert_eq!((r.winner.status, r.winner.source.as_str()), (Status::Blocked, "memory.md"));
     assert!(r.warning.is_some());
   }

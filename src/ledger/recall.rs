@@ -1,10 +1,14 @@
 //! Tiered recall of NOTES.md after `/clear` or compaction (seed 000 §4.1).
 //!
 //! - **Level 1**: the `## Session Continuity` section, found by heading wherever it is (the
-//!   original took `head -50`, which misses it once the file grows), cut to `level1_tokens`
-//!   counted with the exact tokenizer. The cut is deterministic: at the last line end that fits,
-//!   or inside the first line when not even one line fits; the result is counted again and
-//!   never exceeds the budget.
+//!   original took `head -50`, which misses it once the file grows), in a compact reading view,
+//!   cut to `level1_tokens` counted with the exact tokenizer. The view spends the budget on
+//!   content: HTML comments (the region markers, the template's notes) are left out, runs of
+//!   blank lines become one, the ledger's decisions come newest first without their
+//!   bookkeeping line (`**Session**: ... · **Id**: ...`), and consolidation's session lines come
+//!   last. The file itself is not touched. The cut is deterministic: at the last line end that
+//!   fits, or inside the first line when not even one line fits; the result is counted again
+//!   and never exceeds the budget.
 //! - **Level 2**: the Decision Log's entries (managed and human-written) ranked for a query by
 //!   the crate's search ([`crate::search::MemoryIndex`]: BM25 normalised to [0, 1], with the
 //!   search's recency decay so that of two equal matches the newer decision comes first), the
@@ -12,6 +16,8 @@
 //!   decision memories; an index built per call over the parsed entries also finds the human
 //!   entries, and a decision log is small (consolidation keeps 50 entries).
 //! - **Level 3**: the whole file.
+
+use pulldown_cmark::{Event, Options, Parser};
 
 use crate::error::Result;
 use crate::memory::notes as mnotes;
@@ -58,16 +64,16 @@ pub fn truncate_to_tokens(text: &str, budget: usize, encoding: TokenEncoding) ->
   }
 }
 
-/// Level 1: the Session Continuity section within `tokens`, with consolidation's session lines
-/// moved to its end. Consolidation writes them first in the section, and at the default budget
-/// (100 tokens) they would fill level 1 by themselves; what a cleared agent needs first is the
-/// active context, the decisions and the open questions.
+/// Level 1: the Session Continuity section's reading view (see the module docs) within
+/// `tokens`. At the default budget every token counts: the markers and comments alone took
+/// about half of it, and consolidation's session lines (written first in the section) and the
+/// oldest decisions (the log is in time order) would fill the rest before the newest decision.
 pub fn level1(doc: &NotesDoc, tokens: u64, encoding: TokenEncoding) -> Recalled {
   let Some(section) = doc.session_continuity() else {
     return Recalled { text: String::new(), tokens: 0, truncated: false, found: false };
   };
-  let ordered = sessions_last(section);
-  let (text, n, truncated) = truncate_to_tokens(&ordered, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
+  let view = compact(&decisions_newest_first(&sessions_last(section)));
+  let (text, n, truncated) = truncate_to_tokens(&view, usize::try_from(tokens).unwrap_or(usize::MAX), encoding);
   Recalled { text, tokens: n, truncated, found: true }
 }
 
@@ -83,6 +89,96 @@ fn sessions_last(section: &str) -> String {
     out.push('\n');
   }
   out.push_str(&section[range]);
+  out
+}
+
+/// The start of the bookkeeping line consolidation writes under each decision.
+const BOOKKEEPING: &str = "**Session**: `";
+
+/// `section` with the entries of the managed decisions region newest first and without their
+/// bookkeeping lines. Consolidation writes the region in time order, one heading per entry, and
+/// its content is one line each with `<` escaped, so a line starting with `#` is an entry's
+/// heading and nothing else.
+fn decisions_newest_first(section: &str) -> String {
+  let Some(range) = mnotes::region_range(section, mnotes::DECISIONS) else {
+    return section.to_string();
+  };
+  let mut preamble = String::new();
+  let mut entries: Vec<String> = Vec::new();
+  for line in section[range.clone()].split_inclusive('\n') {
+    let trimmed = line.trim_end();
+    if trimmed.starts_with('#') {
+      entries.push(String::new());
+    }
+    if trimmed.is_empty() || trimmed.starts_with(BOOKKEEPING) {
+      continue;
+    }
+    match entries.last_mut() {
+      Some(entry) => entry.push_str(line),
+      // The begin marker (dropped later with the other comments).
+      None => preamble.push_str(line),
+    }
+  }
+  // The end marker closes the last entry: keep it last.
+  let end = entries.last_mut().and_then(|e| {
+    let at = e.trim_end().rfind('\n').map(|i| i + 1)?;
+    let tail = e[at..].to_string();
+    tail.trim_start().starts_with("<!--").then(|| {
+      e.truncate(at);
+      tail
+    })
+  });
+  entries.reverse();
+  let mut out = String::with_capacity(section.len());
+  out.push_str(&section[..range.start]);
+  out.push_str(&preamble);
+  for e in &entries {
+    out.push_str(e);
+    if !e.ends_with('\n') {
+      out.push('\n');
+    }
+  }
+  out.push_str(end.as_deref().unwrap_or(""));
+  out.push_str(&section[range.end..]);
+  out
+}
+
+/// `text` without the lines that hold only an HTML comment (found as HTML by the markdown
+/// parser, so a comment in a code fence stays), with each run of blank lines made one and none
+/// after a heading.
+fn compact(text: &str) -> String {
+  let mut dropped: Vec<std::ops::Range<usize>> = Vec::new();
+  for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+    if let Event::Html(html) = event {
+      let t = html.trim();
+      let start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
+      let end = text[range.start..].find('\n').map_or(text.len(), |i| range.start + i + 1);
+      let whole_line = text[start..end].trim() == t;
+      if whole_line && t.starts_with("<!--") && t.ends_with("-->") && t.matches("-->").count() == 1 {
+        dropped.push(start..end);
+      }
+    }
+  }
+  let mut out = String::with_capacity(text.len());
+  let mut at = 0;
+  // A blank line after another, or after a heading (which needs none), is left out.
+  let mut skip_blank = true;
+  for line in text.split_inclusive('\n') {
+    let start = at;
+    at += line.len();
+    if dropped.iter().any(|r| r.start == start) {
+      continue;
+    }
+    let blank = line.trim().is_empty();
+    if blank && skip_blank {
+      continue;
+    }
+    skip_blank = blank || line.starts_with('#');
+    out.push_str(line);
+  }
+  while out.ends_with("\n\n") {
+    out.pop();
+  }
   out
 }
 
@@ -178,8 +274,50 @@ mod tests {
     assert!(r.tokens <= 100);
     let full = level1(&doc, 100_000, enc);
     assert!(!full.truncated && full.text.contains("session-39"));
-    assert_eq!(full.text.len(), section.len() + usize::from(!section.ends_with('\n')));
-    assert!(full.text.ends_with("<!-- loa:end sessions -->\n"), "{}", full.text);
+    assert!(full.text.ends_with("session-39: 12 memories, last active 2026-01-12\n"), "{}", full.text);
+  }
+
+  #[test]
+  fn level1_spends_its_budget_on_content_newest_decision_first() {
+    let text = mnotes::TEMPLATE.to_string();
+    let text = mnotes::set_region(&text, mnotes::SESSIONS, &|_| "- **`s1`** · one session line\n".into());
+    let entry = |level: usize, day: u32, what: &str| {
+      format!(
+        "{} 2026-01-{day:02}T10:00:00.000Z - {what}\n**Decision**: {what}\n**Session**: `s1` · **Confidence**: 1 · **Id**: `0123456789ab`\n",
+        "#".repeat(level)
+      )
+    };
+    let text = mnotes::set_region(&text, mnotes::DECISIONS, &|level| {
+      [entry(level, 1, "Old choice of logging"), entry(level, 2, "Use SQLite for the cache")].join("\n")
+    });
+    let text =
+      crate::memory::notes::set_region(&text, mnotes::ACTIVE_CONTEXT, &|_| "- **Current Task**: caching\n".into());
+    let text = text.replace("### Pending Questions", "### Pending Questions\n\n```\n<!-- kept: in a fence -->\n```");
+    let doc = NotesDoc::new(text.clone());
+    let enc = TokenEncoding::O200kBase;
+    let full = level1(&doc, 100_000, enc);
+    assert!(
+      !full.text.contains("loa:") && !full.text.contains("CRITICAL") && !full.text.contains("**Session**"),
+      "{}",
+      full.text
+    );
+    assert!(full.text.contains("<!-- kept: in a fence -->"), "{}", full.text);
+    assert!(!full.text.contains("\n\n\n"), "{}", full.text);
+    let newest = full.text.find("Use SQLite").unwrap();
+    assert!(newest < full.text.find("Old choice").unwrap(), "{}", full.text);
+    assert!(full.text.find("Current Task").unwrap() < newest);
+    assert!(full.text.find("one session line").unwrap() > full.text.find("Old choice").unwrap());
+    // The file is the file: only the view changed.
+    assert_eq!(doc.text(), text);
+    // A budget of 60 carries the Active Context line and the newest decision.
+    let small = level1(&doc, 60, enc);
+    assert!(small.tokens <= 60);
+    assert!(
+      small.text.contains("- **Current Task**: caching")
+        && small.text.contains("**Decision**: Use SQLite for the cache"),
+      "{}",
+      small.text
+    );
   }
 
   #[test]

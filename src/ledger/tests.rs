@@ -321,13 +321,17 @@ fn the_write_protocol_writes_l1_then_l2_and_recovery_brings_l1_up_to_date() {
   let l = ledger(ws);
   let s = store(ws);
   let line = MemoryLine::checkpoint(1_000, "apex", Status::InProgress, "APEX", "plan", "implementing", "billing");
-  let out = l.persist_state(Some(&s), "apex", Status::InProgress, Default::default(), Some(&line), 1_000).unwrap();
+  let out = l
+    .persist_state(OverflowStore::Given(&s), "apex", Status::InProgress, Default::default(), Some(&line), 1_000)
+    .unwrap();
   assert_eq!(out.state.status, Status::InProgress);
   assert!(out.l2_warning.is_none());
   // An illegal transition writes neither layer.
   let done = MemoryLine::completion(2_000, "apex", "APEX", "billing", "shipped");
   assert_eq!(
-    l.persist_state(Some(&s), "apex", Status::Archived, Default::default(), Some(&done), 2_000).unwrap_err().code(),
+    l.persist_state(OverflowStore::Given(&s), "apex", Status::Archived, Default::default(), Some(&done), 2_000)
+      .unwrap_err()
+      .code(),
     "E_ILLEGAL_TRANSITION"
   );
   assert_eq!(l.memory_md().unwrap().lines().unwrap().len(), 1);
@@ -336,7 +340,8 @@ fn the_write_protocol_writes_l1_then_l2_and_recovery_brings_l1_up_to_date() {
   let saved = std::fs::read(&md_path).unwrap();
   std::fs::remove_file(&md_path).unwrap();
   std::fs::create_dir(&md_path).unwrap();
-  let out = l.persist_state(None, "apex", Status::Blocked, Default::default(), Some(&line), 3_000).unwrap();
+  let out =
+    l.persist_state(OverflowStore::None, "apex", Status::Blocked, Default::default(), Some(&line), 3_000).unwrap();
   assert!(out.l2_warning.unwrap().starts_with("Auto-memory unavailable"));
   std::fs::remove_dir(&md_path).unwrap();
   std::fs::write(&md_path, saved).unwrap();
@@ -349,4 +354,57 @@ fn the_write_protocol_writes_l1_then_l2_and_recovery_brings_l1_up_to_date() {
   assert!(r.warnings[0].contains("stale"));
   assert_eq!(l.l1().unwrap().read("apex").unwrap().unwrap().status, Status::InProgress);
   assert!(l.recover_state("other").unwrap().is_none());
+}
+
+#[test]
+fn completion_needs_its_line_and_overflow_reaches_the_decision_log_through_an_opened_store() {
+  use super::persistence::MemoryLine;
+  let tmp = workspace();
+  let ws = tmp.path();
+  let mut options = LedgerOptions { workspace_dir: ws.to_path_buf(), memory_max_entries: 2, ..Default::default() };
+  options.level1_tokens = 400;
+  let l = Ledger::new(options).unwrap();
+  let open = || {
+    OverflowStore::Open(Box::new(StoreOptions {
+      workspace_dir: ws.to_path_buf(),
+      session_id: "persist".into(),
+      ..Default::default()
+    }))
+  };
+  let none = Default::default;
+  l.persist_state(open(), "apex", Status::InProgress, none(), None, 1_000).unwrap();
+  // Entering `completed` without the completion line writes nothing.
+  let learning = MemoryLine {
+    ts_ms: 2_000,
+    kind: super::persistence::LineKind::Learning,
+    name: None,
+    status: None,
+    text: "x".into(),
+  };
+  for line in [None, Some(&learning)] {
+    let err = l.persist_state(open(), "apex", Status::Completed, none(), line, 2_000).unwrap_err();
+    assert_eq!(err.code(), "E_INVALID_ARGUMENT");
+  }
+  assert_eq!(l.l1().unwrap().read("apex").unwrap().unwrap().status, Status::InProgress);
+  for (i, ctx) in ["alpha billing", "beta invoices", "gamma refunds"].iter().enumerate() {
+    let ts = 3_000 + i as i64;
+    let line = MemoryLine::checkpoint(ts, "apex", Status::InProgress, "APEX", "plan", "implementing", ctx);
+    let out = l.persist_state(open(), "apex", Status::InProgress, none(), Some(&line), ts).unwrap();
+    assert!(out.l2_warning.is_none(), "{:?}", out.l2_warning);
+  }
+  let done = MemoryLine::completion(9_000, "apex", "APEX", "billing", "shipped");
+  let out = l.persist_state(open(), "apex", Status::Completed, none(), Some(&done), 9_000).unwrap();
+  assert_eq!((out.state.status, out.l2.unwrap().overflowed), (Status::Completed, 1));
+  // Staying completed needs no second completion line.
+  l.persist_state(open(), "apex", Status::Completed, none(), None, 9_500).unwrap();
+  // Two lines stay; the two oldest went to the Decision Log, every word kept.
+  assert_eq!(l.memory_md().unwrap().lines().unwrap().len(), 2);
+  let notes = std::fs::read_to_string(ws.join("grimoires/loa/NOTES.md")).unwrap();
+  assert!(notes.contains("MEMORY.md overflow") && notes.contains("implementing alpha billing"), "{notes}");
+  assert!(notes.contains("implementing beta invoices"), "{notes}");
+  // A state the reader would refuse is never written.
+  let mut big = serde_json::Map::new();
+  big.insert("x".into(), serde_json::Value::String("y".repeat(super::persistence::MAX_STATE_BYTES as usize)));
+  assert_eq!(l.persist_state(open(), "big", Status::Created, big, None, 1).unwrap_err().code(), "E_TOO_LARGE");
+  assert!(!ws.join(".loa/state/big.json").exists());
 }

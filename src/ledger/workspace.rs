@@ -16,7 +16,7 @@ use super::identifier::{Identifier, Resolved};
 use super::notes::{NotesDoc, NotesFile};
 use super::options::{EddConfig, GroundingConfig};
 use super::persistence::{
-  overflow_summary, recover, AppendOutcome, L1Store, MemoryLine, MemoryMd, Resolution, WorkflowState,
+  overflow_summary, recover, AppendOutcome, L1Store, LineKind, MemoryLine, MemoryMd, Resolution, WorkflowState,
   DEFAULT_MAX_ENTRIES,
 };
 use super::recall::{level1, level2, level3, Level2, Recalled};
@@ -67,7 +67,7 @@ impl Default for LedgerOptions {
       memory_max_entries: DEFAULT_MAX_ENTRIES,
       stale_after_ms: 300_000,
       lock_timeout: Duration::from_secs(5),
-      level1_tokens: 100,
+      level1_tokens: super::options::DEFAULT_LEVEL1_TOKENS,
       level2_tokens: 500,
       encoding: TokenEncoding::O200kBase,
       grounding: GroundingConfig::default(),
@@ -213,27 +213,61 @@ impl Ledger {
   }
 
   /// The write protocol of seed 004 for one state change: L1 first (synchronous, atomic, the
-  /// transition checked: an illegal one writes nothing), then `line` into MEMORY.md, whose
-  /// overflow is stored through `store` as one decision memory and consolidated into the
-  /// Decision Log before the lines leave MEMORY.md. L1 failing is an error; L2 failing is a
-  /// warning in the outcome ("learnings will not persist"), as the seed's degradation rules say.
+  /// transition checked: an illegal one writes nothing), then `line` (its text redacted) into
+  /// MEMORY.md, whose overflow is stored through `store` as one decision memory and
+  /// consolidated into the Decision Log before the lines leave MEMORY.md. L1 failing is an
+  /// error; L2 failing is a warning in the outcome ("learnings will not persist"), as the
+  /// seed's degradation rules say.
+  ///
+  /// A workflow entering `completed` must bring its completion line (seed 004: the completion
+  /// write is mandatory, not conditional): without one nothing is written
+  /// (`E_INVALID_ARGUMENT`).
   pub fn persist_state(
     &self,
-    store: Option<&MemoryStore>,
+    store: OverflowStore<'_>,
     name: &str,
     status: Status,
     data: serde_json::Map<String, serde_json::Value>,
     line: Option<&MemoryLine>,
     now_ms: i64,
   ) -> Result<PersistOutcome> {
-    let state = self.l1()?.write(name, status, data, now_ms)?;
+    // MEMORY.md is memory an agent reads back: no secret or personal data goes there in clear.
+    let line = line.map(|l| MemoryLine { text: crate::redact::redact(&l.text, &Default::default()).text, ..l.clone() });
+    let line = line.as_ref();
+    // A line MEMORY.md would refuse is refused before L1 is written (only an unavailable
+    // MEMORY.md is a warning).
+    if let Some(l) = line {
+      l.check()?;
+    }
+    let l1 = self.l1()?;
+    if status == Status::Completed && line.is_none_or(|l| l.kind != LineKind::Completion) {
+      // Read before the locked write: a racing writer that completes first makes this a
+      // repeat of `completed`, which the locked transition check accepts either way.
+      if l1.read(name)?.is_none_or(|s| s.status != Status::Completed) {
+        return crate::error::invalid(
+          "a workflow entering `completed` needs its completion line in MEMORY.md (kind `completion`)",
+        );
+      }
+    }
+    let state = l1.write(name, status, data, now_ms)?;
     let mut outcome = PersistOutcome { state, l2: None, l2_warning: None };
     let Some(line) = line else { return Ok(outcome) };
     let mut sink = |lines: &[MemoryLine]| -> Result<()> {
-      let store = store.ok_or_else(|| LoaError::InvalidArgument("MEMORY.md overflow needs the memory store".into()))?;
       let decision = super::checkpoint::DecisionInput { decision: overflow_summary(lines), ..Default::default() };
-      super::checkpoint::record_decision(store, &decision, now_ms)?;
-      store.consolidate().map(|_| ())
+      let record = |store: &MemoryStore| -> Result<()> {
+        super::checkpoint::record_decision(store, &decision, now_ms)?;
+        store.consolidate().map(|_| ())
+      };
+      match &store {
+        OverflowStore::Given(store) => record(store),
+        OverflowStore::Open(options) => {
+          let store = MemoryStore::open(options.as_ref().clone())?;
+          let recorded = record(&store);
+          let closed = store.close();
+          recorded.and(closed.map(|_| ()))
+        }
+        OverflowStore::None => Err(LoaError::InvalidArgument("MEMORY.md overflow needs the memory store".into())),
+      }
     };
     match self.memory_md().and_then(|md| md.append(line, &mut sink)) {
       Ok(appended) => {
@@ -253,22 +287,33 @@ impl Ledger {
   /// Reads workflow `name` in the documented priority and resolves a disagreement newest-wins
   /// (see [`super::persistence`]). When MEMORY.md is newer than L1 with another status, L1 is
   /// brought up to it (the transition checked; an illegal one is a warning and L1 stays).
+  ///
+  /// Reads create nothing: a missing state directory or MEMORY.md directory is a layer that
+  /// knows nothing (the state directory is created only to bring L1 up to MEMORY.md).
   pub fn recover_state(&self, name: &str) -> Result<Option<Recovered>> {
-    let l1 = self.l1()?;
-    let Some(resolution) = recover(&l1, &self.memory_md()?, name, self.options.stale_after_ms)? else {
+    let lock_timeout = self.options.lock_timeout;
+    let l1 = self.existing_dir(&self.options.state_dir, false)?.map(|d| L1Store::new(d, lock_timeout));
+    let (md_dir, md_name) = split_file(&self.options.memory_path)?;
+    let md = self
+      .existing_dir(&md_dir.to_string_lossy(), false)?
+      .map(|d| MemoryMd::new(d, md_name, self.options.memory_max_entries, lock_timeout));
+    let Some(resolution) = recover(l1.as_ref(), md.as_ref(), name, self.options.stale_after_ms)? else {
       return Ok(None);
     };
     let mut warnings: Vec<String> = resolution.warning.iter().cloned().collect();
-    if resolution.winner.source != "l1" {
-      let current = l1.read(name)?;
-      if current.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
-        let data = current.map(|c| c.data).unwrap_or_default();
-        if let Err(e) = l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
-          warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code()));
-        }
+    let mut state = l1.as_ref().map(|l1| l1.read(name)).transpose()?.flatten();
+    if resolution.winner.source != "l1" && state.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
+      let data = state.as_ref().map(|c| c.data.clone()).unwrap_or_default();
+      let l1 = match l1 {
+        Some(l1) => l1,
+        None => self.l1()?,
+      };
+      match l1.write(name, resolution.winner.status, data, resolution.winner.updated_ms) {
+        Ok(written) => state = Some(written),
+        Err(e) => warnings.push(format!("L1 not updated to the newer MEMORY.md state ({})", e.code())),
       }
     }
-    Ok(Some(Recovered { resolution, warnings }))
+    Ok(Some(Recovered { resolution, warnings, state }))
   }
 }
 
@@ -289,4 +334,18 @@ pub struct Recovered {
   pub resolution: Resolution,
   /// The staleness warning, and any problem bringing L1 up to date.
   pub warnings: Vec<String>,
+  /// L1 after recovery (`None` when only MEMORY.md knows the workflow and L1 could not be
+  /// written).
+  pub state: Option<WorkflowState>,
+}
+
+/// Where [`Ledger::persist_state`] stores MEMORY.md lines past the cap (as one decision memory).
+#[derive(Clone)]
+pub enum OverflowStore<'a> {
+  /// Nowhere: the lines stay in MEMORY.md, over the cap, and the outcome says why.
+  None,
+  /// The caller's open store.
+  Given(&'a MemoryStore),
+  /// A store opened with these options when an overflow happens (rare), closed after.
+  Open(Box<crate::memory::StoreOptions>),
 }

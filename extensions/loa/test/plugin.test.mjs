@@ -154,10 +154,13 @@ function trajectoryRecords(dir) {
     .flatMap((f) => readFileSync(join(trajectory, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)))
 }
 
-test('decisions made before compaction come back first in the next prompt, within the one budget', async () => {
-  const budget = 1200
-  const workspaceDir = ledgerWorkspace('session_continuity:\n  level1_tokens: 600\n')
-  const { runner, logs } = load({ workspaceDir, pluginConfig: { contextTokenBudget: budget } })
+// At the default configuration (no .loa.config.yaml, no plugin config): level 1 at its default
+// budget carries the Active Context and the decision made before compaction.
+test('decisions made before compaction come back first in the next prompt, within the one budget, at the default config', async () => {
+  const budget = 2000 // the plugin's default contextTokenBudget
+  const level1Tokens = core.loadConfig(scratch).config.sessionContinuity.level1Tokens
+  const workspaceDir = ledgerWorkspace()
+  const { runner, logs } = load({ workspaceDir })
   const ctx = agentCtx(workspaceDir, 'ledger-1')
   const decision = 'Rate limit the public API at 100 requests per minute per token'
   const messages = ledgerTurn(decision)
@@ -178,10 +181,14 @@ test('decisions made before compaction come back first in the next prompt, withi
   const result = await runner.runBeforePromptBuild({ prompt: 'What is the API rate limit?', messages: [] }, ctx)
   const context = result?.prependContext
   assert.equal(typeof context, 'string', JSON.stringify(logs))
-  assert.ok(context.startsWith('Ledger (NOTES.md Session Continuity'), context)
+  assert.ok(context.startsWith('Ledger (notes saved before the context was cleared'), context)
   const [lead] = context.split('\n\n')
-  assert.ok(lead.includes(decision), lead)
-  assert.ok(core.countTokens(lead) <= 600)
+  assert.ok(lead.includes(`**Decision**: ${decision}`), lead)
+  assert.ok(lead.includes('**Rationale**: it protects the database'), lead)
+  assert.ok(lead.includes('**Current Task**: How should we rate limit the public API?'), lead)
+  // The tokens go to content: no region marker, no template comment, no bookkeeping line.
+  assert.ok(!lead.includes('<!--') && !lead.includes('**Session**'), lead)
+  assert.ok(core.countTokens(lead) <= level1Tokens, `${core.countTokens(lead)} tokens > level1_tokens ${level1Tokens}`)
   assert.ok(core.countTokens(context) <= budget, `${core.countTokens(context)} tokens > ${budget}`)
   // Quoted as data: nothing in it can start a line of the prompt.
   assert.equal(lead.split('\n').length, 2)
@@ -200,7 +207,8 @@ test('before_reset (/clear) checkpoints the messages; level 1 stays within level
   const result = await runner.runBeforePromptBuild({ prompt: 'hello', messages: [] }, ctx)
   const [lead] = result.prependContext.split('\n\n')
   assert.ok(lead.startsWith('Ledger'))
-  assert.ok(core.countTokens(lead) <= 100, `${core.countTokens(lead)} tokens > level1_tokens 100`)
+  assert.ok(core.countTokens(lead) <= 250, `${core.countTokens(lead)} tokens > level1_tokens 250`)
+  assert.ok(lead.includes('Keep the limiter in memory, not in Redis'), lead)
 
   // session_end carries no messages: what agent_end captured is checkpointed.
   const other = agentCtx(workspaceDir, 'ledger-3')
