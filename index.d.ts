@@ -820,10 +820,19 @@ export declare class MemoryStore {
    * writes nothing. A corrupt learnings.json or memory record is moved aside to
    * `<name>.corrupt-<timestamp>` and the run rejects with `E_STATE_CORRUPT`; the next run
    * rebuilds from the memory records.
+   *
+   * With `sealWith`, the run ends by signing the grimoire with that ring's signing key
+   * (`LOA_SIGNING_KEY` when set), under the consolidation lock: the search index is folded
+   * into one file and a manifest of every file is signed and written to
+   * `signing.manifest_path`, which recovery verifies against its pinned keys. Captures never
+   * need the key (what they append is left out of the seal); other writes to the grimoire
+   * leave the manifest stale until the next sealed run. A ring without a signing key
+   * (`E_KEY_NOT_FOUND`) or a manifest path outside the grimoire (`E_CONFIG_INVALID`) is
+   * refused before anything is consolidated. Sealing reads every file of the grimoire.
    */
-  consolidate(): Promise<MemoryConsolidation>
+  consolidate(sealWith?: KeyRing): Promise<MemoryConsolidation>
   /** Synchronous twin of `consolidate`. */
-  consolidateSync(): MemoryConsolidation
+  consolidateSync(sealWith?: KeyRing): MemoryConsolidation
   /**
    * The context for the next prompt, as `buildContext` builds it, from this workspace's memory:
    * the `context.recentSessions` newest sessions (each summarised by its latest memories) and the
@@ -1412,12 +1421,12 @@ export interface CompactionStep {
 
 /**
  * `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
- * nothing, such as `loa consolidate`).
+ * nothing, such as `loa consolidate`); `sealWith` as there.
  */
-export declare function consolidateMemory(options: MemoryWorkspaceOptions): Promise<MemoryConsolidation>
+export declare function consolidateMemory(options: MemoryWorkspaceOptions, sealWith?: KeyRing): Promise<MemoryConsolidation>
 
 /** Synchronous twin of `consolidateMemory`. */
-export declare function consolidateMemorySync(options: MemoryWorkspaceOptions): MemoryConsolidation
+export declare function consolidateMemorySync(options: MemoryWorkspaceOptions, sealWith?: KeyRing): MemoryConsolidation
 
 /**
  * Applies every session's new records under `dir` to `targetDir`: `write` records become files
@@ -2384,6 +2393,8 @@ export interface MemoryConsolidation {
    * record (first run, damaged or stale summary) rather than updated with this run's.
    */
   rebuilt: boolean
+  /** The grimoire's signed manifest, when the run was given a key ring to seal with. */
+  sealed?: SealedGrimoire
 }
 
 /** Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting. */
@@ -2829,6 +2840,20 @@ export interface ResolvedIdentifier {
   end: number
   /** The lines, without their line ends; fewer than asked when the file ends first. */
   lines: Array<string>
+}
+
+/**
+ * The manifest a sealed consolidation signed: every file of the grimoire but the search
+ * index's log (which captures append to between seals) and the manifest itself.
+ */
+export interface SealedGrimoire {
+  /** Path of the signed manifest (`signing.manifest_path`, `grimoires/loa/manifest.json`). */
+  manifest: string
+  /** The key that signed it: pin its public key in recovery's `trustedKeys`. */
+  keyId: string
+  /** Files covered, and their total size in bytes. */
+  files: number
+  bytes: number
 }
 
 /** Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`. */

@@ -190,16 +190,7 @@ impl Config {
   /// ([`crate::recovery::RecoveryOptions::apply_env`]).
   pub fn recovery_options(&self, workspace: &Path) -> Result<crate::recovery::RecoveryOptions> {
     let grimoire = self.grimoires_dir.trim_end_matches('/');
-    let manifest_name = self
-      .signing
-      .manifest_path
-      .strip_prefix(grimoire)
-      .and_then(|rest| rest.strip_prefix('/'))
-      .filter(|name| !name.is_empty() && !name.contains('/'))
-      .ok_or_else(|| LoaError::ConfigInvalid {
-        key: "signing.manifest_path".into(),
-        reason: "recovery needs the manifest directly inside `grimoires_dir`".into(),
-      })?;
+    let manifest_name = self.manifest_name()?;
     let r = &self.recovery;
     Ok(crate::recovery::RecoveryOptions {
       workspace_dir: workspace.to_path_buf(),
@@ -214,6 +205,24 @@ impl Config {
       degraded_alert_cycles: r.degraded_alert_cycles,
       ..Default::default()
     })
+  }
+
+  /// The file name of the grimoire's signed manifest (`signing.manifest_path`), which recovery
+  /// reads and a sealed consolidation writes: `E_CONFIG_INVALID` unless it lies directly inside
+  /// `grimoires_dir`.
+  pub fn manifest_name(&self) -> Result<String> {
+    let grimoire = self.grimoires_dir.trim_end_matches('/');
+    self
+      .signing
+      .manifest_path
+      .strip_prefix(grimoire)
+      .and_then(|rest| rest.strip_prefix('/'))
+      .filter(|name| !name.is_empty() && !name.contains('/'))
+      .map(str::to_string)
+      .ok_or_else(|| LoaError::ConfigInvalid {
+        key: "signing.manifest_path".into(),
+        reason: "the grimoire's manifest must lie directly inside `grimoires_dir`".into(),
+      })
   }
 
   pub fn ledger_options(&self, workspace: &Path) -> crate::ledger::LedgerOptions {
@@ -556,6 +565,7 @@ fn memory_settings(workspace: &Path, config: &Config, overrides: &MemoryOverride
     keys_dir: config.signing.keys_dir.clone(),
     audit_dir: config.audit.dir.clone(),
     audit_segment_max_bytes: config.audit.segment_max_bytes,
+    manifest_name: config.manifest_name().ok(),
   }
 }
 

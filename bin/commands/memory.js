@@ -66,14 +66,21 @@ async function capture({ args, values }) {
 
 async function consolidate({ args, values }) {
   cli.expectArgs(args, 0, 'consolidate')
-  const result = await core.consolidateMemory({ workspaceDir: workspace(values) })
+  if (values.keys !== undefined && !values.seal) throw cli.usage('--keys applies to consolidate --seal only')
+  const workspaceDir = workspace(values)
+  // The ring is opened only when sealing: without --seal no private key is touched.
+  const sealWith = values.seal ? core.KeyRing.open(cli.keysDir(values, core)) : undefined
+  const result = await core.consolidateMemory({ workspaceDir }, sealWith)
   if (values.json) {
     printJson(result)
   } else {
+    const sealed = result.sealed
+      ? `; sealed ${result.sealed.files} file(s) in ${result.sealed.manifest} with key ${result.sealed.keyId}`
+      : ''
     process.stdout.write(
       `applied ${result.applied} file(s); ${result.memories} memor${result.memories === 1 ? 'y' : 'ies'}; ` +
         `learnings ${result.learnings} new or changed (${result.learningsTotal} in all); ` +
-        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)\n`,
+        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)${sealed}\n`,
     )
   }
   return 0
@@ -118,6 +125,8 @@ const options = {
   tags: { type: 'string' },
   agent: { type: 'string' },
   session: { type: 'string' },
+  seal: { type: 'boolean' },
+  keys: { type: 'string' },
 }
 
 module.exports = {
@@ -144,11 +153,13 @@ module.exports = {
     run: capture,
   },
   consolidate: {
-    help: `  loa consolidate [--workspace DIR] [--json]
+    help: `  loa consolidate [--workspace DIR] [--seal [--keys DIR]] [--json]
                                  apply every session's WAL to the grimoire: memory records,
-                                 learnings.json, NOTES.md (idempotent)`,
+                                 learnings.json, NOTES.md (idempotent); --seal then signs the
+                                 grimoire's manifest for recovery (LOA_SIGNING_KEY, else the
+                                 ring in --keys, default the workspace's signing.keys_dir)`,
     options,
-    accepts: ['json', 'workspace'],
+    accepts: ['json', 'workspace', 'seal', 'keys'],
     run: consolidate,
   },
 }

@@ -14,10 +14,11 @@ use napi::{Env, Unknown};
 use napi_derive::napi;
 
 use super::convert::{
-  arg, js_from, object, opt_object, string_union, Bool, Bytes, Choice, Given, Int, JsonObject, List, Num, Obj, Str,
-  Text,
+  arg, js_from, object, opt_arg, opt_object, string_union, Bool, Bytes, Choice, Given, Int, JsonObject, List, Num, Obj,
+  Str, Text,
 };
 use super::gates::{GateOptions, GateResult};
+use super::sign::Ring;
 use super::tokens::TokenEncoding;
 use super::{guard, sync, sync_twin, to_napi, CoreTask, RawJs};
 use crate::config::{store_options, MemoryOverrides};
@@ -268,6 +269,8 @@ pub struct MemoryConsolidation {
   /// True when the summary of all memories (`memory-summary.json`) was rebuilt from every
   /// record (first run, damaged or stale summary) rather than updated with this run's.
   pub rebuilt: bool,
+  /// The grimoire's signed manifest, when the run was given a key ring to seal with.
+  pub sealed: Option<SealedGrimoire>,
 }
 
 js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
@@ -279,7 +282,33 @@ js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
   learnings_total: u32,
   expired: u32,
   rebuilt,
+  sealed => each,
 });
+
+/// The manifest a sealed consolidation signed: every file of the grimoire but the search
+/// index's log (which captures append to between seals) and the manifest itself.
+#[napi(object, object_from_js = false)]
+pub struct SealedGrimoire {
+  /// Path of the signed manifest (`signing.manifest_path`, `grimoires/loa/manifest.json`).
+  pub manifest: String,
+  /// The key that signed it: pin its public key in recovery's `trustedKeys`.
+  pub key_id: String,
+  /// Files covered, and their total size in bytes.
+  pub files: u32,
+  pub bytes: f64,
+}
+
+js_from!(|s: core::Sealed| SealedGrimoire {
+  manifest = s.manifest.display().to_string(),
+  key_id,
+  files: u32,
+  bytes = s.bytes as f64,
+});
+
+/// The optional `sealWith` argument of the consolidations.
+fn seal_request(seal_with: Option<Unknown>) -> Result<Option<core::SealRequest>> {
+  Ok(opt_arg::<Ring>(seal_with, "sealWith")?.map(|ring| core::SealRequest { ring: ring.0 }))
+}
 
 /// A session, as `recentSessions` reports it.
 #[napi(object, object_from_js = false)]
@@ -497,16 +526,25 @@ impl MemoryStore {
   /// writes nothing. A corrupt learnings.json or memory record is moved aside to
   /// `<name>.corrupt-<timestamp>` and the run rejects with `E_STATE_CORRUPT`; the next run
   /// rebuilds from the memory records.
-  #[napi(ts_return_type = "Promise<MemoryConsolidation>")]
-  pub fn consolidate(&self) -> AsyncTask<CoreTask<MemoryConsolidation>> {
+  ///
+  /// With `sealWith`, the run ends by signing the grimoire with that ring's signing key
+  /// (`LOA_SIGNING_KEY` when set), under the consolidation lock: the search index is folded
+  /// into one file and a manifest of every file is signed and written to
+  /// `signing.manifest_path`, which recovery verifies against its pinned keys. Captures never
+  /// need the key (what they append is left out of the seal); other writes to the grimoire
+  /// leave the manifest stale until the next sealed run. A ring without a signing key
+  /// (`E_KEY_NOT_FOUND`) or a manifest path outside the grimoire (`E_CONFIG_INVALID`) is
+  /// refused before anything is consolidated. Sealing reads every file of the grimoire.
+  #[napi(ts_args_type = "sealWith?: KeyRing", ts_return_type = "Promise<MemoryConsolidation>")]
+  pub fn consolidate(&self, env: Env, seal_with: Option<Unknown>) -> AsyncTask<CoreTask<MemoryConsolidation>> {
     let inner = Arc::clone(&self.inner);
-    AsyncTask::new(CoreTask::new(move || inner.consolidate().map(Into::into)))
+    CoreTask::after(&env, || seal_request(seal_with), move |seal| inner.consolidate_with(seal.as_ref()).map(Into::into))
   }
 
   /// Synchronous twin of `consolidate`.
-  #[napi]
-  pub fn consolidate_sync(&self, env: Env) -> napi::Result<MemoryConsolidation> {
-    sync(&env, || self.inner.consolidate()).map(Into::into)
+  #[napi(ts_args_type = "sealWith?: KeyRing")]
+  pub fn consolidate_sync(&self, env: Env, seal_with: Option<Unknown>) -> napi::Result<MemoryConsolidation> {
+    sync(&env, || self.inner.consolidate_with(seal_request(seal_with)?.as_ref())).map(Into::into)
   }
 
   /// The context for the next prompt, as `buildContext` builds it, from this workspace's memory:
@@ -552,20 +590,35 @@ impl MemoryStore {
 }
 
 /// `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
-/// nothing, such as `loa consolidate`).
-#[napi(ts_args_type = "options: MemoryWorkspaceOptions", ts_return_type = "Promise<MemoryConsolidation>")]
-pub fn consolidate_memory(env: Env, options: Unknown) -> AsyncTask<CoreTask<MemoryConsolidation>> {
+/// nothing, such as `loa consolidate`); `sealWith` as there.
+#[napi(
+  ts_args_type = "options: MemoryWorkspaceOptions, sealWith?: KeyRing",
+  ts_return_type = "Promise<MemoryConsolidation>"
+)]
+pub fn consolidate_memory(
+  env: Env,
+  options: Unknown,
+  seal_with: Option<Unknown>,
+) -> AsyncTask<CoreTask<MemoryConsolidation>> {
   CoreTask::after(
     &env,
-    || workspace(options, "options"),
-    |w| core::consolidate_workspace(&w.options()?).map(Into::into),
+    || Ok((workspace(options, "options")?, seal_request(seal_with)?)),
+    |(w, seal)| core::consolidate_workspace_with(&w.options()?, seal.as_ref()).map(Into::into),
   )
 }
 
 /// Synchronous twin of `consolidateMemory`.
-#[napi(ts_args_type = "options: MemoryWorkspaceOptions")]
-pub fn consolidate_memory_sync(env: Env, options: Unknown) -> napi::Result<MemoryConsolidation> {
-  sync(&env, || core::consolidate_workspace(&workspace(options, "options")?.options()?)).map(Into::into)
+#[napi(ts_args_type = "options: MemoryWorkspaceOptions, sealWith?: KeyRing")]
+pub fn consolidate_memory_sync(
+  env: Env,
+  options: Unknown,
+  seal_with: Option<Unknown>,
+) -> napi::Result<MemoryConsolidation> {
+  sync(&env, || {
+    let (w, seal) = (workspace(options, "options")?, seal_request(seal_with)?);
+    core::consolidate_workspace_with(&w.options()?, seal.as_ref())
+  })
+  .map(Into::into)
 }
 
 /// `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory

@@ -40,6 +40,7 @@ use super::forget::{self, Own, Reason};
 use super::layout::Layout;
 use super::learnings;
 use super::notes;
+use super::seal::SealRequest;
 use super::types::{
   record_name_hash, ConsolidateOutcome, MemoryKind, MemoryRecord, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR,
   NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
@@ -173,14 +174,23 @@ fn lock(wal: &StateDir, layout: &Layout) -> Result<StateFile> {
 }
 
 /// Runs one consolidation (see the module docs). `own`: the calling store's session (its log
-/// is suspended if an expired memory must be forgotten from it); `index`: its open index.
-pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>) -> Result<RunOutcome> {
+/// is suspended if an expired memory must be forgotten from it); `index`: its open index;
+/// `seal`: sign the grimoire at the end, still under the lock (see [`super::seal`]).
+pub(crate) fn run(
+  layout: &Layout,
+  own: Option<Own>,
+  index: Option<&SearchIndex>,
+  seal: Option<&SealRequest>,
+) -> Result<RunOutcome> {
   let root = layout.root()?;
   let dir = |relative, create| -> Result<StateDir> {
     layout.dir_in(&root, relative, create)?.ok_or_else(|| LoaError::Internal("directory vanished".into()))
   };
   let wal_dir = dir(&layout.wal, true)?;
   let _lock = lock(&wal_dir, layout)?;
+  if let Some(request) = seal {
+    super::seal::preflight(layout, request)?;
+  }
   let grimoire = dir(&layout.grimoire, true)?;
   let notes_dir = dir(&layout.notes.dir, true)?;
   let learnings_dir = dir(&layout.learnings.dir, true)?;
@@ -283,6 +293,9 @@ pub(crate) fn run(layout: &Layout, own: Option<Own>, index: Option<&SearchIndex>
     let after = load_summary(&grimoire).unwrap_or_default();
     outcome.memories = after.memories as usize;
     forgotten = expired;
+  }
+  if let Some(request) = seal {
+    outcome.sealed = Some(super::seal::seal(layout, index, request)?);
   }
   Ok(RunOutcome { outcome, forgotten })
 }

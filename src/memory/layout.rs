@@ -42,6 +42,8 @@ pub(crate) struct Layout {
   pub sync: crate::wal::SyncMode,
   pub sharing: super::types::Sharing,
   pub search: super::types::SearchSettings,
+  /// The signed manifest's file name in the grimoire (see [`super::seal`]).
+  pub manifest_name: Option<String>,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -86,6 +88,7 @@ impl Layout {
       sync: options.wal.sync,
       sharing: options.sharing.clone(),
       search: options.search.clone(),
+      manifest_name: options.manifest_name.clone(),
     })
   }
 

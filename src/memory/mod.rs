@@ -66,6 +66,7 @@ mod layout;
 pub mod learnings;
 pub mod markdown;
 pub mod notes;
+pub mod seal;
 mod search;
 mod store;
 mod tombstone;
@@ -77,8 +78,9 @@ pub(crate) use consolidate::LOCK_FILE as NOTES_LOCK_FILE;
 pub use import::{ImportOptions, ImportReport};
 pub use layout::check_workspace;
 pub use markdown::{MarkdownRead, ReadOptions};
+pub use seal::{SealRequest, Sealed};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
-pub use store::{consolidate_workspace, MemoryStore};
+pub use store::{consolidate_workspace, consolidate_workspace_with, MemoryStore};
 pub use types::{
   CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
   ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,
@@ -93,5 +95,7 @@ pub use view::MemoryView;
 mod tests;
 #[cfg(test)]
 mod tests_forget;
+#[cfg(test)]
+mod tests_seal;
 #[cfg(test)]
 mod tests_search;

@@ -22,6 +22,7 @@ use super::forget;
 use super::import::{ImportOptions, ImportReport};
 use super::layout::Layout;
 use super::markdown::{MarkdownRead, ReadOptions};
+use super::seal::SealRequest;
 use super::search::{self as msearch, Searcher};
 use super::types::{
   record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest,
@@ -55,9 +56,15 @@ pub struct MemoryStore {
 /// [`MemoryStore::consolidate`] without opening a session: for tools (`loa consolidate`) that
 /// capture nothing. `options.session_id` is ignored.
 pub fn consolidate_workspace(options: &StoreOptions) -> Result<ConsolidateOutcome> {
+  consolidate_workspace_with(options, None)
+}
+
+/// [`consolidate_workspace`]; with `seal`, the run ends by signing the grimoire (see
+/// [`super::seal`]).
+pub fn consolidate_workspace_with(options: &StoreOptions, seal: Option<&SealRequest>) -> Result<ConsolidateOutcome> {
   let layout = Layout::resolve(options)?;
   layout.create()?;
-  consolidate::run(&layout, None, None).map(|o| o.outcome)
+  consolidate::run(&layout, None, None, seal).map(|o| o.outcome)
 }
 
 impl MemoryStore {
@@ -324,9 +331,15 @@ impl MemoryStore {
   /// NOTES.md, then forgets the memories whose `expiresAt` has passed. See
   /// [`super::consolidate`].
   pub fn consolidate(&self) -> Result<ConsolidateOutcome> {
+    self.consolidate_with(None)
+  }
+
+  /// [`consolidate`](Self::consolidate); with `seal`, the run ends by signing the grimoire
+  /// (see [`super::seal`]).
+  pub fn consolidate_with(&self, seal: Option<&SealRequest>) -> Result<ConsolidateOutcome> {
     let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
     let own = forget::Own { wal: &self.wal, options: &self.wal_options };
-    let outcome = consolidate::run(&self.layout, Some(own), Some(&self.index))?;
+    let outcome = consolidate::run(&self.layout, Some(own), Some(&self.index), seal)?;
     self.after_forget(&outcome.forgotten);
     Ok(outcome.outcome)
   }

@@ -115,6 +115,9 @@ pub struct StoreOptions {
   /// segment size.
   pub audit_dir: String,
   pub audit_segment_max_bytes: u64,
+  /// The file name of the grimoire's signed manifest, which a sealed consolidation writes
+  /// (`signing.manifest_path`; `None` when the configuration puts it outside the grimoire).
+  pub manifest_name: Option<String>,
 }
 
 impl Default for StoreOptions {
@@ -136,6 +139,7 @@ impl Default for StoreOptions {
       keys_dir: DEFAULT_KEYS_DIR.into(),
       audit_dir: DEFAULT_AUDIT_DIR.into(),
       audit_segment_max_bytes: DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
+      manifest_name: Some(super::seal::DEFAULT_MANIFEST_NAME.into()),
     }
   }
 }
@@ -388,6 +392,8 @@ pub struct ConsolidateOutcome {
   /// The summary of all memories (`memory-summary.json`) had to be rebuilt from every record
   /// (first run, damaged or stale summary) instead of updated with this run's records.
   pub rebuilt: bool,
+  /// The signed manifest written at the end of the run, when it was asked to seal.
+  pub sealed: Option<super::seal::Sealed>,
 }
 
 /// Where a session entry comes from.
