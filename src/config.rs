@@ -555,6 +555,7 @@ fn memory_settings(workspace: &Path, config: &Config, overrides: &MemoryOverride
     keys_dir: config.signing.keys_dir.clone(),
     audit_dir: config.audit.dir.clone(),
     audit_segment_max_bytes: config.audit.segment_max_bytes,
+    recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
   }
 }
 

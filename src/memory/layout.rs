@@ -42,6 +42,9 @@ pub(crate) struct Layout {
   pub sync: crate::wal::SyncMode,
   pub sharing: super::types::Sharing,
   pub search: super::types::SearchSettings,
+  /// The recovery state directory (relative, checked): captures are refused while it says
+  /// degraded.
+  pub recovery_state: PathBuf,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -86,6 +89,7 @@ impl Layout {
       sync: options.wal.sync,
       sharing: options.sharing.clone(),
       search: options.search.clone(),
+      recovery_state: checked(&options.recovery_state_dir)?,
     })
   }
 

@@ -115,6 +115,10 @@ pub struct StoreOptions {
   /// segment size.
   pub audit_dir: String,
   pub audit_segment_max_bytes: u64,
+  /// The recovery state directory, relative to the workspace (`.loa/recovery`): while the
+  /// `state.json` there says degraded, captures are refused with `E_DEGRADED`
+  /// ([`crate::recovery::ensure_not_degraded`]). It must be the `stateDir` recovery runs with.
+  pub recovery_state_dir: String,
 }
 
 impl Default for StoreOptions {
@@ -136,6 +140,7 @@ impl Default for StoreOptions {
       keys_dir: DEFAULT_KEYS_DIR.into(),
       audit_dir: DEFAULT_AUDIT_DIR.into(),
       audit_segment_max_bytes: DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
+      recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
     }
   }
 }

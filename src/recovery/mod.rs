@@ -53,7 +53,7 @@ use crate::fsutil::{relative_components, StateDir};
 use crate::lock::lock_in;
 use crate::sign::manifest::{read_manifest, verify_manifest, ProblemKind, TrustedKey};
 
-pub use state::PersistedState;
+pub use state::{DegradedProbe, PersistedState};
 
 /// Environment override of [`RecoveryOptions::window_ms`].
 pub const ENV_WINDOW_MS: &str = "LOA_RECOVERY_WINDOW_MS";
@@ -447,12 +447,17 @@ pub fn is_degraded(workspace_dir: &Path, state_dir: &str) -> Result<bool> {
 /// `E_DEGRADED` when the workspace is in degraded mode: the check memory writes make first.
 pub fn ensure_not_degraded(workspace_dir: &Path, state_dir: &str) -> Result<()> {
   if is_degraded(workspace_dir, state_dir)? {
-    return Err(LoaError::Degraded(
-      "recovery left the workspace in degraded mode; memory writes are refused until it verifies (run `loa recover`)"
-        .into(),
-    ));
+    return Err(degraded_error());
   }
   Ok(())
+}
+
+/// The error of a memory write refused in degraded mode.
+pub fn degraded_error() -> LoaError {
+  LoaError::Degraded(
+    "recovery left the workspace in degraded mode; memory writes are refused until it verifies (run `loa recover`)"
+      .into(),
+  )
 }
 
 fn rel_display(base: &str, path: &Path) -> String {

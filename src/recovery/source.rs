@@ -22,6 +22,22 @@ pub(crate) struct Limits {
   pub max_files: usize,
 }
 
+impl Limits {
+  /// Counts one more restored file: `E_TOO_LARGE` past `max_files` (the one check every source
+  /// makes before it writes a file).
+  fn count_file(self, so_far: usize) -> Result<usize> {
+    let files = so_far + 1;
+    if files > self.max_files {
+      return Err(LoaError::TooLarge {
+        what: "the restore source".into(),
+        size: files as u64,
+        limit: self.max_files as u64,
+      });
+    }
+    Ok(files)
+  }
+}
+
 /// The name of a new staging directory for the grimoire named `live`.
 pub(crate) fn staging_name(live: &OsStr) -> OsString {
   static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -94,14 +110,7 @@ pub(crate) fn stage_mount(mount: &Path, staging: &StateDir, limits: Limits) -> R
           .ok_or_else(|| LoaError::io("open", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
         stack.push((sub, rel));
       } else if entry.is_file() {
-        files += 1;
-        if files > limits.max_files {
-          return Err(LoaError::TooLarge {
-            what: "the restore source".into(),
-            size: files as u64,
-            limit: limits.max_files as u64,
-          });
-        }
+        files = limits.count_file(files)?;
         let bytes = dir
           .read(&entry.name, limits.max_file_bytes)?
           .ok_or_else(|| LoaError::io("read", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
@@ -253,14 +262,7 @@ pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, 
       return Err(LoaError::Internal("unexpected ls-tree object id".into()));
     }
     let Some(rel) = path.strip_prefix(&prefix) else { continue };
-    files += 1;
-    if files > limits.max_files {
-      return Err(LoaError::TooLarge {
-        what: "the restore source".into(),
-        size: files as u64,
-        limit: limits.max_files as u64,
-      });
-    }
+    files = limits.count_file(files)?;
     let mut cat = git(scratch);
     cat.args(["cat-file", "blob", object]);
     let content = run(cat, "cat-file", limits.max_file_bytes)?;
