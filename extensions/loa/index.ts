@@ -13,6 +13,7 @@ import { describeError } from './src/capture-queue.ts'
 import { resolveConfig } from './src/config.ts'
 import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
+import { LoaRecovery, loadRoots } from './src/recovery.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
 
 export default definePluginEntry({
@@ -28,6 +29,13 @@ export default definePluginEntry({
     const memory = new LoaMemory(config, api.logger)
     memory.start()
     const ledger = new LoaLedger(config, api.logger, memory)
+    // Recovery at load, for every workspace nameable now; the identity at every bootstrap.
+    const recovery = new LoaRecovery(config, api.logger)
+    for (const root of loadRoots(api, (ws) => memory.rootFor(ws))) recovery.start(root)
+    api.registerHook('agent:bootstrap', (event) => recovery.bootstrap(event.context, (ws) => memory.rootFor(ws)), {
+      name: 'loa-identity',
+      description: 'SOUL.md generated from a BEAUVOIR.md that verifies, else the template identity (fail-closed)',
+    })
 
     // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
     api.registerMemoryCapability(
@@ -41,6 +49,8 @@ export default definePluginEntry({
 
     api.on('before_prompt_build', async (event, ctx) => {
       try {
+        // Degraded: nothing from the state that did not verify reaches the prompt.
+        if (recovery.degraded(memory.rootOf(ctx))) return undefined
         // After a checkpoint or a session start, the ledger's level 1 goes first.
         return await memory.recall(event.prompt, ctx, (root, budget) => ledger.level1(root, ctx, budget))
       } catch (err) {

@@ -15,6 +15,19 @@ pub(crate) mod hooks {
   /// writing `paused` there, until it is killed.
   pub const PAUSE_DIR: &str = "LOA_TEST_RECOVERY_PAUSE_DIR";
 
+  /// Variable naming a directory: a process with it set stops between the two renames of the
+  /// swap without `RENAME_EXCHANGE`, after writing `paused` there, until it is killed.
+  pub const FALLBACK_PAUSE_DIR: &str = "LOA_TEST_RECOVERY_FALLBACK_PAUSE_DIR";
+
+  pub fn between_fallback_renames() {
+    if let Some(dir) = std::env::var_os(FALLBACK_PAUSE_DIR) {
+      std::fs::write(std::path::Path::new(&dir).join("paused"), b"1").unwrap();
+      loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+      }
+    }
+  }
+
   pub fn before_swap() {
     if let Some(dir) = std::env::var_os(PAUSE_DIR) {
       std::fs::write(std::path::Path::new(&dir).join("paused"), b"1").unwrap();
@@ -27,6 +40,8 @@ pub(crate) mod hooks {
 
 const NOTES: &str = "# NOTES\n\n## Decision Log\n- kept\n";
 const CHILD_VAR: &str = "LOA_RECOVERY_TEST_CHILD";
+/// Set in a child: its file system "lacks" `RENAME_EXCHANGE` (the swap takes the two-rename path).
+const NO_EXCHANGE_VAR: &str = "LOA_RECOVERY_TEST_NO_EXCHANGE";
 
 struct Fixture {
   _tmp: tempfile::TempDir,
@@ -381,6 +396,9 @@ fn child_entry() {
     ..Default::default()
   };
   options.apply_env().unwrap();
+  // A file system without RENAME_EXCHANGE: the exchange onto the grimoire answers EINVAL once.
+  let _fault = std::env::var_os(NO_EXCHANGE_VAR)
+    .map(|_| faults::inject(&options.workspace_dir.join("grimoires/loa"), faults::Op::Rename, libc::EINVAL, 0, 1));
   let o = recover(&options).unwrap();
   println!("LOA_OUTCOME {}", serde_json::to_string(&o).unwrap());
 }
@@ -554,4 +572,96 @@ fn captures_are_refused_with_e_degraded_while_degraded_and_accepted_once_healthy
   write(&f.ws.join(".loa/recovery/state.json"), "{\"version\":1,");
   let other = Entry::new(MemoryKind::Learning, "Never deploy on a Friday afternoon without a rollback plan.");
   assert_eq!(store.capture(other).unwrap_err().code(), "E_STATE_CORRUPT");
+}
+
+/// Waits (without a deadline) until a child paused at a test hook, then SIGKILLs it.
+fn kill_when_paused(mut proc: std::process::Child, pause: &Path) {
+  while !pause.join("paused").exists() {
+    if let Some(status) = proc.try_wait().unwrap() {
+      panic!("child exited early: {status}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+  }
+  rustix::process::kill_process(rustix::process::Pid::from_child(&proc), rustix::process::Signal::KILL).unwrap();
+  proc.wait().unwrap();
+}
+
+#[test]
+fn without_rename_exchange_the_swap_takes_two_renames_and_still_restores() {
+  let f = fixture();
+  let signed = snapshot(&f.grimoire());
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let o = {
+    let _fault = faults::inject(&f.grimoire(), faults::Op::Rename, libc::EINVAL, 0, 1);
+    recover(&f.options()).unwrap()
+  };
+  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Mount)));
+  assert_eq!(snapshot(&f.grimoire()), signed);
+  assert_eq!(std::fs::read_to_string(f.ws.join(&o.evidence[0]).join("NOTES.md")).unwrap(), "tampered");
+}
+
+#[test]
+fn a_process_killed_between_the_two_renames_leaves_a_swap_the_next_run_completes() {
+  let f = fixture();
+  let signed = snapshot(&f.grimoire());
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let pause = f.ws.parent().unwrap().join("pause-fallback");
+  std::fs::create_dir_all(&pause).unwrap();
+  let proc = child(&f, &[(NO_EXCHANGE_VAR, "1"), (hooks::FALLBACK_PAUSE_DIR, pause.to_str().unwrap())])
+    .stdout(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+  kill_when_paused(proc, &pause);
+  // The half state: no live grimoire, the tampered one as evidence, the verified copy staged.
+  assert!(!f.grimoire().exists());
+  let names = beside(&f);
+  assert_eq!(names.len(), 2, "{names:?}");
+  assert!(names.iter().any(|n| n.contains(source::STAGING_MARK)) && names.iter().any(|n| n.contains(source::EVIDENCE_MARK)));
+
+  // Every source is gone now: the next run completes the swap from the verified copy, it does
+  // not fall back to the template.
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  std::fs::remove_dir_all(&f.bare).unwrap();
+  let o = recover(&f.options()).unwrap();
+  assert_eq!((o.state, o.trust, o.restored_from), (RecoveryState::Running, Trust::Signed, None));
+  assert!(o.source_failures.is_empty(), "{:?}", o.source_failures);
+  assert_eq!(snapshot(&f.grimoire()), signed);
+  assert!(o.transitions.iter().any(|t| t.detail.contains("interrupted swap completed")), "{:?}", o.transitions);
+  assert_eq!(beside(&f).len(), 1, "only the evidence is left: {:?}", beside(&f));
+
+  // A leftover that does not verify is never swapped in: without it the template comes in.
+  let mut o2 = f.options();
+  std::fs::rename(f.grimoire(), f.ws.join("grimoires/.loa.loa-staging-1-0")).unwrap();
+  write(&f.ws.join("grimoires/.loa.loa-staging-1-0/NOTES.md"), "tampered again");
+  o2.sources = vec![RecoverySource::Template];
+  let o = recover(&o2).unwrap();
+  assert_eq!((o.state, o.trust, o.restored_from), (RecoveryState::Running, Trust::Template, Some(RecoverySource::Template)));
+}
+
+#[test]
+fn evidence_beyond_max_evidence_is_removed_oldest_first_and_audited() {
+  let f = fixture();
+  let mut options = f.options();
+  options.max_evidence = 2;
+  let mut made = Vec::new();
+  for i in 0..4 {
+    write(&f.grimoire().join("NOTES.md"), &format!("tampered {i}"));
+    let o = recover(&options).unwrap();
+    assert_eq!(o.state, RecoveryState::Running);
+    made.extend(o.evidence.clone());
+    if i >= 2 {
+      assert_eq!(o.evidence_removed.len(), 1, "run {i}: {:?}", o.evidence_removed);
+    }
+  }
+  assert_eq!(made.len(), 4);
+  let left = beside(&f);
+  assert_eq!(left.len(), 2, "{left:?}");
+  // The newest two are kept: their contents are the last two tamperings.
+  let mut kept: Vec<String> =
+    left.iter().map(|n| std::fs::read_to_string(f.ws.join("grimoires").join(n).join("NOTES.md")).unwrap()).collect();
+  kept.sort();
+  assert_eq!(kept, vec!["tampered 2", "tampered 3"]);
+  let removed = audit_actions(&f).iter().filter(|a| *a == "recovery.evidence_removed").count();
+  assert_eq!(removed, 2);
+  assert!(crate::audit::verify(&f.ws.join(".loa/audit"), None, None).unwrap().ok);
 }
