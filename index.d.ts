@@ -2579,6 +2579,11 @@ export interface RecoverOptions {
   checkOnly?: boolean
   /** How long to wait for another run's lock. Default 5000. */
   lockTimeoutMs?: number
+  /**
+   * Evidence and leftover directories kept beside the grimoire; the oldest beyond this many
+   * are removed at the end of each run (each removal an audit event). Default 10.
+   */
+  maxEvidence?: number
 }
 
 /** Synchronous twin of `recover`. */
@@ -2616,6 +2621,11 @@ export interface RecoveryResult {
   transitions: Array<RecoveryTransition>
   /** Where replaced grimoires and leftovers of interrupted runs were moved (workspace-relative). */
   evidence: Array<string>
+  /**
+   * Evidence directories removed in this run: the oldest beyond `maxEvidence`
+   * (workspace-relative).
+   */
+  evidenceRemoved: Array<string>
   /** A corrupt recovery state file moved aside in this run (workspace-relative). */
   quarantinedState?: string
   /** Runs within the window, this one included. */

@@ -6,6 +6,8 @@
 // an error is logged (codes and paths, never content) and the agent runs on without memory;
 // captures that fail are retried and finally dead-lettered, never dropped, and the dead letters
 // are replayed (each stored at most once) when the plugin starts and when a session starts.
+// Identity is the exception, and fail-closed: a SOUL.md that does not verify is never injected
+// (the template identity is; src/recovery.ts).
 import { definePluginEntry, type OpenClawPluginApi } from 'openclaw/plugin-sdk/plugin-entry'
 
 import { checkHost, onDispose } from './src/adapter.ts'
@@ -13,7 +15,7 @@ import { describeError } from './src/capture-queue.ts'
 import { resolveConfig } from './src/config.ts'
 import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
-import { LoaRecovery, loadRoots } from './src/recovery.ts'
+import { LoaRecovery, bootstrapHookProblem, loadRoots } from './src/recovery.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
 
 export default definePluginEntry({
@@ -31,6 +33,8 @@ export default definePluginEntry({
     const ledger = new LoaLedger(config, api.logger, memory)
     // Recovery at load, for every workspace nameable now; the identity at every bootstrap.
     const recovery = new LoaRecovery(config, api.logger)
+    const bootstrapProblem = bootstrapHookProblem(api)
+    if (bootstrapProblem) api.logger.error(`[loa] ${bootstrapProblem}`)
     for (const root of loadRoots(api, (ws) => memory.rootFor(ws))) recovery.start(root)
     api.registerHook('agent:bootstrap', (event) => recovery.bootstrap(event.context, (ws) => memory.rootFor(ws)), {
       name: 'loa-identity',

@@ -44,7 +44,7 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPlug
     retry?: Partial<LoaPluginConfig['retry']>
     recovery?: Partial<RecoveryPluginConfig>
   }
-  const r = given.recovery ?? {}
+  const r: Partial<RecoveryPluginConfig> = given.recovery ?? {}
   return {
     contextTokenBudget: given.contextTokenBudget ?? DEFAULT_CONTEXT_TOKEN_BUDGET,
     ...(given.grimoiresDir !== undefined ? { grimoiresDir: given.grimoiresDir } : {}),

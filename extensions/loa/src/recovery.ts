@@ -307,3 +307,15 @@ export function loadRoots(api: OpenClawPluginApi, rootFor: (workspaceDir: string
   }
   return [...roots]
 }
+
+/**
+ * Why `agent:bootstrap` will not run on this host, if it will not: with internal hooks off,
+ * OpenClaw injects the workspace's SOUL.md itself, unverified.
+ */
+export function bootstrapHookProblem(api: OpenClawPluginApi): string | undefined {
+  const hooks = (api.config as { hooks?: { internal?: { enabled?: unknown } } } | undefined)?.hooks
+  if (hooks?.internal?.enabled === false) {
+    return 'hooks.internal.enabled is false: agent:bootstrap never runs, so OpenClaw injects the workspace\'s SOUL.md unverified; enable internal hooks'
+  }
+  return undefined
+}

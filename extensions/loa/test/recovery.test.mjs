@@ -213,14 +213,18 @@ test('degraded at load: template identity, memory writes refused (E_DEGRADED, ke
   // The backup is mounted; the plugin starts again: recovery restores, degraded mode ends, the
   // identity verifies again, and the stranded capture is stored.
   cpSync(backup, mountDir, { recursive: true })
-  const again = load(f.ws, pluginConfig)
+  // (Another configuration: OpenClaw reuses the registry it loaded for an identical one.)
+  const again = load(f.ws, { ...pluginConfig, retry: { attempts: 2, baseDelayMs: 1 } })
   await until(() => again.logs.some((l) => l.msg.includes(`[loa] recovery of ${f.ws}: running (trust signed, restored from mount)`)), `restore at load; logs ${JSON.stringify(again.logs)}`)
   assert.equal(core.recoveryStatusSync({ workspaceDir: f.ws }).degraded, false)
   assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), NOTES)
   const healthy = await bootstrap(f.ws, again.config)
   assert.match(healthy.soul, /I am Beauvoir/)
-  await again.runner.runSessionStart({ sessionId: 'deg2', sessionKey: 'agent:main:deg2' }, { agentId: 'main', sessionKey: 'agent:main:deg2', sessionId: 'deg2' })
+  const ctx2 = { ...ctx, sessionKey: 'agent:main:deg2', sessionId: 'deg2', runId: 'run-deg2' }
+  const recalled = await again.runner.runBeforePromptBuild({ prompt: 'When does the release train leave?', messages: [] }, ctx2)
+  assert.match(recalled?.prependContext ?? '', /Tuesday at nine/, JSON.stringify(again.logs))
   assert.deepEqual(core.listDeadLetters({ workspaceDir: f.ws }).letters, [])
+  await again.runner.runSessionEnd({ sessionId: 'deg2', sessionKey: 'agent:main:deg2', messageCount: 0 }, { agentId: 'main', sessionKey: 'agent:main:deg2', sessionId: 'deg2' })
 })
 
 test('without a trust anchor nothing is verified: the template identity, with a warning naming the setting', async () => {
