@@ -261,7 +261,9 @@ impl RecoveryOptions {
       relative_components(Path::new(&t.path))?;
     }
     if self.window_ms == 0 || self.max_attempts == 0 || self.degraded_alert_cycles == 0 || self.max_evidence == 0 {
-      return crate::error::invalid("`windowMs`, `maxAttempts`, `degradedAlertCycles` and `maxEvidence` must be positive");
+      return crate::error::invalid(
+        "`windowMs`, `maxAttempts`, `degradedAlertCycles` and `maxEvidence` must be positive",
+      );
     }
     if let Some(git) = &self.git {
       source::check_git_source(git)?;

@@ -148,7 +148,8 @@ impl DegradedProbe {
       }
     }
     let bytes = file.read_to_end_bounded(MAX_STATE_BYTES)?;
-    let state = parse(&bytes).map_err(|reason| LoaError::StateCorrupt { path: file.path().display().to_string(), reason })?;
+    let state =
+      parse(&bytes).map_err(|reason| LoaError::StateCorrupt { path: file.path().display().to_string(), reason })?;
     *last = Some((id, state.degraded));
     Ok(state.degraded)
   }

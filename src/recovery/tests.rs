@@ -616,7 +616,9 @@ fn a_process_killed_between_the_two_renames_leaves_a_swap_the_next_run_completes
   assert!(!f.grimoire().exists());
   let names = beside(&f);
   assert_eq!(names.len(), 2, "{names:?}");
-  assert!(names.iter().any(|n| n.contains(source::STAGING_MARK)) && names.iter().any(|n| n.contains(source::EVIDENCE_MARK)));
+  assert!(
+    names.iter().any(|n| n.contains(source::STAGING_MARK)) && names.iter().any(|n| n.contains(source::EVIDENCE_MARK))
+  );
 
   // Every source is gone now: the next run completes the swap from the verified copy, it does
   // not fall back to the template.
@@ -635,7 +637,10 @@ fn a_process_killed_between_the_two_renames_leaves_a_swap_the_next_run_completes
   write(&f.ws.join("grimoires/.loa.loa-staging-1-0/NOTES.md"), "tampered again");
   o2.sources = vec![RecoverySource::Template];
   let o = recover(&o2).unwrap();
-  assert_eq!((o.state, o.trust, o.restored_from), (RecoveryState::Running, Trust::Template, Some(RecoverySource::Template)));
+  assert_eq!(
+    (o.state, o.trust, o.restored_from),
+    (RecoveryState::Running, Trust::Template, Some(RecoverySource::Template))
+  );
 }
 
 #[test]
@@ -664,4 +669,38 @@ fn evidence_beyond_max_evidence_is_removed_oldest_first_and_audited() {
   let removed = audit_actions(&f).iter().filter(|a| *a == "recovery.evidence_removed").count();
   assert_eq!(removed, 2);
   assert!(crate::audit::verify(&f.ws.join(".loa/audit"), None, None).unwrap().ok);
+}
+
+#[test]
+fn a_crash_loop_of_processes_killed_mid_restore_reaches_degraded_at_the_threshold_and_leaves_it_when_healthy() {
+  let f = fixture();
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let tampered = snapshot(&f.grimoire());
+  let env = [(ENV_MAX_ATTEMPTS, "3"), (ENV_WINDOW_MS, "3600000")];
+  // Three processes crash (SIGKILL) in the middle of a restore, right before the swap: each had
+  // recorded its attempt on disk before doing anything else.
+  for run in 0..3 {
+    let pause = f.ws.parent().unwrap().join(format!("pause-{run}"));
+    std::fs::create_dir_all(&pause).unwrap();
+    let mut extra = env.to_vec();
+    extra.push((hooks::PAUSE_DIR, pause.to_str().unwrap()));
+    kill_when_paused(child(&f, &extra).stdout(std::process::Stdio::null()).spawn().unwrap(), &pause);
+    assert_eq!(snapshot(&f.grimoire()), tampered, "run {run}: a killed restore leaves the live state as it was");
+  }
+  // The fourth process sees three runs in the window: the loop is cut, no restore is tried.
+  let o = child_outcome(&mut child(&f, &env));
+  assert_eq!((o["state"].as_str(), o["loopDetected"].as_bool()), (Some("degraded"), Some(true)));
+  assert_eq!(o["attemptsInWindow"], 4);
+  assert_eq!(o["sourceFailures"].as_array().unwrap().len(), 0);
+  assert!(is_degraded(&f.ws, DEFAULT_STATE_DIR).unwrap());
+  assert_eq!(snapshot(&f.grimoire()), tampered);
+  // Healthy again (a human put the signed state back): the next process leaves degraded mode.
+  std::fs::remove_dir_all(f.grimoire()).unwrap();
+  copy_tree(&f.mount, &f.grimoire());
+  let o = child_outcome(&mut child(&f, &env));
+  assert_eq!((o["state"].as_str(), o["trust"].as_str()), (Some("running"), Some("signed")));
+  assert!(!is_degraded(&f.ws, DEFAULT_STATE_DIR).unwrap());
+  let actions = audit_actions(&f);
+  assert!(actions.contains(&"recovery.degraded".to_string()));
+  assert_eq!(actions.last().map(String::as_str), Some("recovery.running"));
 }
