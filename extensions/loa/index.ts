@@ -35,7 +35,7 @@ export default definePluginEntry({
     const recovery = new LoaRecovery(config, api.logger)
     const bootstrapProblem = bootstrapHookProblem(api)
     if (bootstrapProblem) api.logger.error(`[loa] ${bootstrapProblem}`)
-    for (const root of loadRoots(api, (ws) => memory.rootFor(ws))) recovery.start(root)
+    if (recovery.anchored) for (const root of loadRoots(api, (ws) => memory.rootFor(ws))) recovery.start(root)
     api.registerHook('agent:bootstrap', (event) => recovery.bootstrap(event.context, (ws) => memory.rootFor(ws)), {
       name: 'loa-identity',
       description: 'SOUL.md generated from a BEAUVOIR.md that verifies, else the template identity (fail-closed)',
