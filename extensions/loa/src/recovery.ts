@@ -113,9 +113,9 @@ export class LoaRecovery {
   }
 
   /**
-   * Recovery of `root`, once per process: started at plugin load for the roots known then, else
-   * the first time a hook names the root. Never rejects: an error is logged and returned as a
-   * rejected promise only to `result()`.
+   * Recovery of `root`, once per process (a failed run is tried again at the next bootstrap):
+   * started at plugin load for the roots known then, else the first time a bootstrap names the
+   * root. Errors are logged; only `result()` sees them.
    */
   start(root: string): void {
     if (!this.anchored) return
@@ -126,8 +126,11 @@ export class LoaRecovery {
   result(root: string): Promise<RecoveryResult> {
     let run = this.runs.get(root)
     if (!run) {
-      run = this.runRecovery(root)
-      this.runs.set(root, run)
+      const started = this.runRecovery(root)
+      // A run that failed (the lock, the audit log) is not kept: the next bootstrap runs
+      // recovery again, and loop detection counts it.
+      started.catch(() => this.runs.get(root) === started && this.runs.delete(root))
+      this.runs.set(root, (run = started))
     }
     return run
   }
