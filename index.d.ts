@@ -188,8 +188,8 @@ export interface ManifestSignature {
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
-// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding` and
-// `ClearTarget` are declared by the binding, whose inputs take them too). The Rust types
+// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding`,
+// `ClearTarget` and `RecoverySource` are declared by the binding, whose inputs take them too). The Rust types
 // (`Config` in `src/config.rs` and the section types the parts own) serialize to exactly this,
 // which a unit test of `src/config.rs` checks against this text and the generated unions: keep
 // the two in sync. The YAML file `.loa.config.yaml` uses the
@@ -200,9 +200,6 @@ export interface ManifestSignature {
 
 /** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
 export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
-
-/** A place state files can be restored from (`mount` is seed 002's R2 backup). */
-export type RecoverySource = 'mount' | 'git' | 'template';
 
 /**
  * The whole resolved configuration. Every key has a value: the one from `.loa.config.yaml`, or
@@ -2689,7 +2686,7 @@ export interface RecoverOptions {
   /** Recovery state (attempts, degraded mode), workspace-relative. Default `.loa/recovery`. */
   stateDir?: string
   /** Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`). */
-  sources?: Array<RecoverySourceName>
+  sources?: Array<RecoverySource>
   /** The mount source's directory: a mounted backup holding a signed copy of the grimoire. */
   mountDir?: string
   /** The git source. Without it, `git` in `sources` fails and the next source is tried. */
@@ -2704,6 +2701,11 @@ export interface RecoverOptions {
   checkOnly?: boolean
   /** How long to wait for another run's lock. Default 5000. */
   lockTimeoutMs?: number
+  /**
+   * Evidence and leftover directories kept beside the grimoire; the oldest beyond this many
+   * are removed at the end of each run (each removal an audit event). Default 10.
+   */
+  maxEvidence?: number
 }
 
 /** Synchronous twin of `recover`. */
@@ -2725,7 +2727,7 @@ export interface RecoveryGitSource {
 /** What `recover` found and did. */
 export interface RecoveryResult {
   /** `running` or `degraded`. */
-  state: RecoveryStateName
+  state: RecoveryState
   /** The CLI's exit status: 0 running, 1 degraded (an error, 2, rejects instead). */
   exitCode: number
   trust: RecoveryTrust
@@ -2733,7 +2735,7 @@ export interface RecoveryResult {
    * The source the live grimoire was restored from in this run; `null`: none (it verified, or
    * nothing could be restored, or check only).
    */
-  restoredFrom?: RecoverySourceName
+  restoredFrom?: RecoverySource
   /** Integrity problems found by the check (`path: kind`); empty when it passed. */
   problems: Array<string>
   /** Why each source that was tried failed (`source: reason`). */
@@ -2741,6 +2743,11 @@ export interface RecoveryResult {
   transitions: Array<RecoveryTransition>
   /** Where replaced grimoires and leftovers of interrupted runs were moved (workspace-relative). */
   evidence: Array<string>
+  /**
+   * Evidence directories removed in this run: the oldest beyond `maxEvidence`
+   * (workspace-relative).
+   */
+  evidenceRemoved: Array<string>
   /** A corrupt recovery state file moved aside in this run (workspace-relative). */
   quarantinedState?: string
   /** Runs within the window, this one included. */
@@ -2755,17 +2762,52 @@ export interface RecoveryResult {
 }
 
 /** A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start). */
-export type RecoverySourceName = 'mount' | 'git' | 'template'
+export type RecoverySource = 'mount' | 'git' | 'template'
 
 /** A state of the recovery state machine; a run ends `running` or `degraded`. */
-export type RecoveryStateName = 'start' | 'check_integrity' | 'restore' | 'running' | 'degraded'
+export type RecoveryState = 'start' | 'check_integrity' | 'restore' | 'running' | 'degraded'
+
+/** The persisted recovery state of a workspace, as the last `recover` run left it. */
+export interface RecoveryStatus {
+  /**
+   * The last run ended degraded: memory writes are refused (`E_DEGRADED`) and the plugin
+   * bootstraps with the template identity until a run ends `running`.
+   */
+  degraded: boolean
+  /** Consecutive runs that ended degraded. */
+  degradedCycles: number
+  /** When degraded mode was entered (ms since the epoch); `null` when not degraded. */
+  degradedSince?: number
+  /** Trust of the grimoire the last run left live (`none` when recovery never ran). */
+  trust: RecoveryTrust
+  /** Start times (ms) of the runs inside the loop-detection window. */
+  attempts: Array<number>
+  /** When the state was last written (ms); 0 when recovery never ran here. */
+  updatedAt: number
+}
+
+/** Options of `recoveryStatus`. */
+export interface RecoveryStatusOptions {
+  /** The workspace. */
+  workspaceDir: string
+  /** The recovery state directory, workspace-relative. Default `.loa/recovery`. */
+  stateDir?: string
+}
+
+/**
+ * The persisted recovery state of a workspace (docs/recovery.md), read without writing
+ * anything: whether it is degraded, for how many runs, and the trust of its grimoire. One small
+ * file read, no verification (that is `recover`'s). A state file that does not parse is
+ * `E_STATE_CORRUPT`.
+ */
+export declare function recoveryStatusSync(options: RecoveryStatusOptions): RecoveryStatus
 
 /** One step of the recovery state machine. */
 export interface RecoveryTransition {
-  from: RecoveryStateName
-  to: RecoveryStateName
+  from: RecoveryState
+  to: RecoveryState
   /** The source concerned, for restore steps. */
-  source?: RecoverySourceName
+  source?: RecoverySource
   /** Why, for humans (no file content). */
   detail: string
 }

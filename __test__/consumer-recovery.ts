@@ -7,9 +7,12 @@ import {
   healSync,
   recover,
   recoverSync,
+  recoveryStatusSync,
   type HealReport,
   type RecoverOptions,
   type RecoveryResult,
+  type RecoverySource,
+  type RecoveryStatus,
   type SoulReport,
 } from '@loa/core'
 
@@ -23,8 +26,13 @@ export async function boot(workspaceDir: string, pinnedHex: string, ring: KeyRin
     checkOnly: false,
   }
   const r: RecoveryResult = await recover(options)
-  const from: 'mount' | 'git' | 'template' | undefined = r.restoredFrom
+  const from: RecoverySource | undefined = r.restoredFrom
   void from
+  // What a hook asks before it trusts the grimoire: one small file read.
+  const status: RecoveryStatus = recoveryStatusSync({ workspaceDir })
+  if (status.degraded) return 1
+  const removed: string[] = r.evidenceRemoved
+  void removed
   if (r.state === 'degraded' && r.critical) return 1
   const soul: SoulReport = await generateSoul({ workspaceDir, trustedKeys: [pinnedHex] })
   const healed: HealReport = await heal({ workspaceDir, checkOnly: true })

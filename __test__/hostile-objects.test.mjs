@@ -44,6 +44,7 @@ const recoverOptions = (ctx) => ({
   degradedAlertCycles: 2,
   checkOnly: true,
   lockTimeoutMs: 100,
+  maxEvidence: 4,
 })
 const recoverPaths = ['0.workspaceDir', '0.mountDir', '0.git.remote']
 const soulOptions = (ctx) => {
@@ -124,6 +125,7 @@ const SPECS = {
   redactionKinds: { args: () => [] },
   recover: { async: true, args: (ctx) => [recoverOptions(ctx)], paths: recoverPaths },
   recoverSync: { args: (ctx) => [recoverOptions(ctx)], paths: recoverPaths },
+  recoveryStatusSync: { args: (ctx) => [{ workspaceDir: ctx.ws, stateDir: '.r' }], paths: ['0.workspaceDir'] },
   generateSoul: { async: true, args: (ctx) => [soulOptions(ctx)], paths: soulPaths },
   generateSoulSync: { args: (ctx) => [soulOptions(ctx)], paths: soulPaths },
   heal: { async: true, args: (ctx) => [{ workspaceDir: ctx.ws, checkOnly: true, notesPath: 'n/NOTES.md', beadsDir: 'b', trajectoryDir: 't' }], paths: ['0.workspaceDir'] },

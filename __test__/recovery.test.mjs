@@ -159,6 +159,45 @@ test('after maxAttempts runs in the window no restore is tried: degraded, loop d
   assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), 'tampered\n')
 })
 
+test('degraded mode through the public API: recoveryStatusSync says so, MemoryStore.capture rejects with E_DEGRADED until a run ends running', async (t) => {
+  const f = fixture(t)
+  assert.equal(core.recoveryStatusSync({ workspaceDir: f.ws }).degraded, false, 'recovery never ran: not degraded')
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  const failing = f.options({ sources: ['mount'], mountDir: join(f.dir, 'absent') })
+  assert.equal(core.recoverSync(failing).state, 'degraded')
+  const status = core.recoveryStatusSync({ workspaceDir: f.ws })
+  assert.equal(status.degraded, true)
+  assert.equal(status.degradedCycles, 1)
+  assert.equal(typeof status.degradedSince, 'number')
+  const store = core.MemoryStore.open({ workspaceDir: f.ws, sessionId: 'deg' })
+  t.after(() => store.close())
+  const entry = { content: 'Always tag releases from the main branch only.', type: 'learning', confidence: 0.9 }
+  await assert.rejects(store.capture(entry), (err) => core.isLoaError(err) && err.code === 'E_DEGRADED')
+  assert.throws(() => store.captureSync(entry), (err) => err.code === 'E_DEGRADED')
+  assert.equal(core.recoverSync(f.options({ sources: ['mount'] })).state, 'running')
+  assert.equal(core.recoveryStatusSync({ workspaceDir: f.ws }).degraded, false)
+  assert.equal((await store.capture(entry)).accepted, true)
+  // An unreadable state counts against writes, never for them.
+  writeFileSync(join(f.ws, '.loa', 'recovery', 'state.json'), '{"version":1,')
+  assert.throws(() => core.recoveryStatusSync({ workspaceDir: f.ws }), (err) => err.code === 'E_STATE_CORRUPT')
+  assert.throws(() => store.captureSync({ ...entry, content: 'Never force-push to the main branch.' }), (err) => err.code === 'E_STATE_CORRUPT')
+})
+
+test('evidence is kept bounded: beyond maxEvidence the oldest is removed and reported', (t) => {
+  const f = fixture(t)
+  const kept = []
+  for (let i = 0; i < 3; i++) {
+    writeFileSync(join(f.grimoire, 'NOTES.md'), `tampered ${i}\n`)
+    const r = core.recoverSync(f.options({ sources: ['mount'], maxEvidence: 2 }))
+    assert.equal(r.state, 'running')
+    kept.push(...r.evidence)
+    assert.equal(r.evidenceRemoved.length, i < 2 ? 0 : 1)
+  }
+  assert.deepEqual(core.recoverSync(f.options({ sources: ['mount'], maxEvidence: 2 })).evidenceRemoved, [])
+  assert.ok(!existsSync(join(f.ws, kept[0])), 'the oldest evidence is gone')
+  assert.ok(existsSync(join(f.ws, kept[1])) && existsSync(join(f.ws, kept[2])))
+})
+
 test('bad options: the promise rejects with a coded error, the sync twin throws it', async (t) => {
   const f = fixture(t)
   const cases = [

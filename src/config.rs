@@ -566,6 +566,7 @@ fn memory_settings(workspace: &Path, config: &Config, overrides: &MemoryOverride
     audit_dir: config.audit.dir.clone(),
     audit_segment_max_bytes: config.audit.segment_max_bytes,
     manifest_name: config.manifest_name().ok(),
+    recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
   }
 }
 

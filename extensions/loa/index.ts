@@ -6,6 +6,8 @@
 // an error is logged (codes and paths, never content) and the agent runs on without memory;
 // captures that fail are retried and finally dead-lettered, never dropped, and the dead letters
 // are replayed (each stored at most once) when the plugin starts and when a session starts.
+// Identity is the exception, and fail-closed: a SOUL.md that does not verify is never injected
+// (the template identity is; src/recovery.ts).
 import { definePluginEntry, type OpenClawPluginApi } from 'openclaw/plugin-sdk/plugin-entry'
 
 import { checkHost, onDispose } from './src/adapter.ts'
@@ -13,6 +15,7 @@ import { describeError } from './src/capture-queue.ts'
 import { resolveConfig } from './src/config.ts'
 import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
+import { LoaRecovery, bootstrapHookProblem, loadRoots } from './src/recovery.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
 
 export default definePluginEntry({
@@ -28,6 +31,15 @@ export default definePluginEntry({
     const memory = new LoaMemory(config, api.logger)
     memory.start()
     const ledger = new LoaLedger(config, api.logger, memory)
+    // Recovery at load, for every workspace nameable now; the identity at every bootstrap.
+    const recovery = new LoaRecovery(config, api.logger)
+    const bootstrapProblem = bootstrapHookProblem(api)
+    if (bootstrapProblem) api.logger.error(`[loa] ${bootstrapProblem}`)
+    if (recovery.anchored) for (const root of loadRoots(api, (ws) => memory.rootFor(ws))) recovery.start(root)
+    api.registerHook('agent:bootstrap', (event) => recovery.bootstrap(event.context, (ws) => memory.rootFor(ws)), {
+      name: 'loa-identity',
+      description: 'SOUL.md generated from a BEAUVOIR.md that verifies, else the template identity (fail-closed)',
+    })
 
     // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
     api.registerMemoryCapability(
@@ -41,6 +53,8 @@ export default definePluginEntry({
 
     api.on('before_prompt_build', async (event, ctx) => {
       try {
+        // Degraded: nothing from the state that did not verify reaches the prompt.
+        if (recovery.degraded(memory.rootOf(ctx))) return undefined
         // After a checkpoint or a session start, the ledger's level 1 goes first.
         return await memory.recall(event.prompt, ctx, (root, budget) => ledger.level1(root, ctx, budget))
       } catch (err) {

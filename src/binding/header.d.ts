@@ -188,8 +188,8 @@ export interface ManifestSignature {
 }
 
 // Types of the configuration returned by `loadConfig` / `parseConfig` of `@loa/core`: the one
-// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding` and
-// `ClearTarget` are declared by the binding, whose inputs take them too). The Rust types
+// TypeScript declaration of these shapes (the string unions `WalSync`, `TokenEncoding`,
+// `ClearTarget` and `RecoverySource` are declared by the binding, whose inputs take them too). The Rust types
 // (`Config` in `src/config.rs` and the section types the parts own) serialize to exactly this,
 // which a unit test of `src/config.rs` checks against this text and the generated unions: keep
 // the two in sync. The YAML file `.loa.config.yaml` uses the
@@ -200,9 +200,6 @@ export interface ManifestSignature {
 
 /** What happens when the grounding ratio is below threshold at the synthesis checkpoint. */
 export type GroundingEnforcement = 'strict' | 'warn' | 'disabled';
-
-/** A place state files can be restored from (`mount` is seed 002's R2 backup). */
-export type RecoverySource = 'mount' | 'git' | 'template';
 
 /**
  * The whole resolved configuration. Every key has a value: the one from `.loa.config.yaml`, or

@@ -21,7 +21,7 @@ use crate::sign::manifest::TrustedKey;
 
 string_union! {
   "A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start)."
-  RecoverySourceName <=> core::RecoverySource {
+  RecoverySource <=> core::RecoverySource {
     mount = Mount,
     git = Git,
     template = Template,
@@ -39,7 +39,7 @@ string_union! {
 
 string_union! {
   "A state of the recovery state machine; a run ends `running` or `degraded`."
-  RecoveryStateName <=> core::RecoveryState {
+  RecoveryState <=> core::RecoveryState {
     start = Start,
     check_integrity = CheckIntegrity,
     restore = Restore,
@@ -116,8 +116,8 @@ pub struct RecoverOptions {
   #[napi(ts_type = "string")]
   pub state_dir: Option<Option<Str>>,
   /// Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`).
-  #[napi(ts_type = "Array<RecoverySourceName>")]
-  pub sources: Option<Option<List<Choice<RecoverySourceName>>>>,
+  #[napi(ts_type = "Array<RecoverySource>")]
+  pub sources: Option<Option<List<Choice<RecoverySource>>>>,
   /// The mount source's directory: a mounted backup holding a signed copy of the grimoire.
   #[napi(ts_type = "string")]
   pub mount_dir: Option<Option<Str>>,
@@ -139,6 +139,10 @@ pub struct RecoverOptions {
   /// How long to wait for another run's lock. Default 5000.
   #[napi(ts_type = "number")]
   pub lock_timeout_ms: Option<Option<Int>>,
+  /// Evidence and leftover directories kept beside the grimoire; the oldest beyond this many
+  /// are removed at the end of each run (each removal an audit event). Default 10.
+  #[napi(ts_type = "number")]
+  pub max_evidence: Option<Option<Int>>,
 }
 
 impl TryFrom<RecoverOptions> for core::RecoveryOptions {
@@ -181,6 +185,9 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
     if let Some(ms) = o.lock_timeout_ms.given() {
       options.lock_timeout = Duration::from_millis(ms);
     }
+    if let Some(n) = Given::<u64>::given(o.max_evidence) {
+      options.max_evidence = usize::try_from(n).unwrap_or(usize::MAX);
+    }
     options.apply_env()?;
     Ok(options)
   }
@@ -189,10 +196,10 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
 /// One step of the recovery state machine.
 #[napi(object, object_from_js = false)]
 pub struct RecoveryTransition {
-  pub from: RecoveryStateName,
-  pub to: RecoveryStateName,
+  pub from: RecoveryState,
+  pub to: RecoveryState,
   /// The source concerned, for restore steps.
-  pub source: Option<RecoverySourceName>,
+  pub source: Option<RecoverySource>,
   /// Why, for humans (no file content).
   pub detail: String,
 }
@@ -203,13 +210,13 @@ js_from!(|t: core::Transition| RecoveryTransition { from => into, to => into, so
 #[napi(object, object_from_js = false)]
 pub struct RecoveryResult {
   /// `running` or `degraded`.
-  pub state: RecoveryStateName,
+  pub state: RecoveryState,
   /// The CLI's exit status: 0 running, 1 degraded (an error, 2, rejects instead).
   pub exit_code: u32,
   pub trust: RecoveryTrust,
   /// The source the live grimoire was restored from in this run; `null`: none (it verified, or
   /// nothing could be restored, or check only).
-  pub restored_from: Option<RecoverySourceName>,
+  pub restored_from: Option<RecoverySource>,
   /// Integrity problems found by the check (`path: kind`); empty when it passed.
   pub problems: Vec<String>,
   /// Why each source that was tried failed (`source: reason`).
@@ -217,6 +224,9 @@ pub struct RecoveryResult {
   pub transitions: Vec<RecoveryTransition>,
   /// Where replaced grimoires and leftovers of interrupted runs were moved (workspace-relative).
   pub evidence: Vec<String>,
+  /// Evidence directories removed in this run: the oldest beyond `maxEvidence`
+  /// (workspace-relative).
+  pub evidence_removed: Vec<String>,
   /// A corrupt recovery state file moved aside in this run (workspace-relative).
   pub quarantined_state: Option<String>,
   /// Runs within the window, this one included.
@@ -239,6 +249,7 @@ js_from!(|r: core::RecoveryOutcome| RecoveryResult {
   source_failures,
   transitions => each,
   evidence,
+  evidence_removed,
   quarantined_state,
   attempts_in_window: f64,
   loop_detected,
@@ -472,4 +483,70 @@ pub fn heal(env: Env, options: Unknown) -> AsyncTask<CoreTask<HealReport>> {
 #[napi(ts_args_type = "options: HealOptions")]
 pub fn heal_sync(env: Env, options: Unknown) -> napi::Result<HealReport> {
   sync_twin(&env, || heal_args(options), run_heal)
+}
+
+/// Options of `recoveryStatus`.
+#[napi(object, object_to_js = false)]
+pub struct RecoveryStatusOptions {
+  /// The workspace.
+  #[napi(ts_type = "string")]
+  pub workspace_dir: Str,
+  /// The recovery state directory, workspace-relative. Default `.loa/recovery`.
+  #[napi(ts_type = "string")]
+  pub state_dir: Option<Option<Str>>,
+}
+
+impl TryFrom<RecoveryStatusOptions> for core::StatusOptions {
+  type Error = LoaError;
+
+  fn try_from(o: RecoveryStatusOptions) -> Result<core::StatusOptions> {
+    Ok(core::StatusOptions {
+      workspace_dir: o.workspace_dir.0.into(),
+      state_dir: o.state_dir.given().unwrap_or_else(|| core::DEFAULT_STATE_DIR.into()),
+    })
+  }
+}
+
+/// The persisted recovery state of a workspace, as the last `recover` run left it.
+#[napi(object, object_from_js = false)]
+pub struct RecoveryStatus {
+  /// The last run ended degraded: memory writes are refused (`E_DEGRADED`) and the plugin
+  /// bootstraps with the template identity until a run ends `running`.
+  pub degraded: bool,
+  /// Consecutive runs that ended degraded.
+  pub degraded_cycles: f64,
+  /// When degraded mode was entered (ms since the epoch); `null` when not degraded.
+  pub degraded_since: Option<f64>,
+  /// Trust of the grimoire the last run left live (`none` when recovery never ran).
+  pub trust: RecoveryTrust,
+  /// Start times (ms) of the runs inside the loop-detection window.
+  pub attempts: Vec<f64>,
+  /// When the state was last written (ms); 0 when recovery never ran here.
+  pub updated_at: f64,
+}
+
+js_from!(|s: core::PersistedState| RecoveryStatus {
+  degraded_since = s.degraded_since.map(|t| t as f64),
+  attempts = s.attempts.iter().map(|&t| t as f64).collect(),
+  degraded,
+  degraded_cycles: f64,
+  trust => into,
+  updated_at: f64,
+});
+
+fn status_args(options: Unknown) -> Result<core::StatusOptions> {
+  object::<RecoveryStatusOptions, _>(options, "options")
+}
+
+fn run_status(options: core::StatusOptions) -> Result<RecoveryStatus> {
+  core::status(&options).map(Into::into)
+}
+
+/// The persisted recovery state of a workspace (docs/recovery.md), read without writing
+/// anything: whether it is degraded, for how many runs, and the trust of its grimoire. One small
+/// file read, no verification (that is `recover`'s). A state file that does not parse is
+/// `E_STATE_CORRUPT`.
+#[napi(ts_args_type = "options: RecoveryStatusOptions")]
+pub fn recovery_status_sync(env: Env, options: Unknown) -> napi::Result<RecoveryStatus> {
+  sync_twin(&env, || status_args(options), run_status)
 }

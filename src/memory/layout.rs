@@ -44,6 +44,9 @@ pub(crate) struct Layout {
   pub search: super::types::SearchSettings,
   /// The signed manifest's file name in the grimoire (see [`super::seal`]).
   pub manifest_name: Option<String>,
+  /// The recovery state directory (relative, checked): captures are refused while it says
+  /// degraded.
+  pub recovery_state: PathBuf,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -89,6 +92,7 @@ impl Layout {
       sharing: options.sharing.clone(),
       search: options.search.clone(),
       manifest_name: options.manifest_name.clone(),
+      recovery_state: checked(&options.recovery_state_dir)?,
     })
   }
 

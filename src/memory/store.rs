@@ -51,6 +51,8 @@ pub struct MemoryStore {
   /// session's log (see `forget`).
   gate: RwLock<()>,
   wal_options: WalOptions,
+  /// Whether recovery left the workspace degraded (captures refused), read cheaply per capture.
+  degraded: crate::recovery::DegradedProbe,
 }
 
 /// [`MemoryStore::consolidate`] without opening a session: for tools (`loa consolidate`) that
@@ -94,6 +96,7 @@ impl MemoryStore {
       index_stale: AtomicBool::new(false),
       gate: RwLock::new(()),
       wal_options,
+      degraded: Default::default(),
       layout,
     })
   }
@@ -167,8 +170,10 @@ impl MemoryStore {
   }
 
   /// Redacts, gates and durably appends one memory. Not accepted (gates) and blocked
-  /// (redaction policy) are answers, not errors; errors are bad arguments, a closed store and
-  /// the disk refusing (after `memory.retry.maxAttempts` tries for `E_IO`).
+  /// (redaction policy) are answers, not errors; errors are bad arguments, a closed store,
+  /// `E_DEGRADED` while recovery's state says degraded (see
+  /// [`crate::recovery::DegradedProbe`]) and the disk refusing (after
+  /// `memory.retry.maxAttempts` tries for `E_IO`).
   pub fn capture(&self, entry: Entry) -> Result<CaptureOutcome> {
     self.capture_with(entry, &CaptureOptions::default())
   }
@@ -185,6 +190,11 @@ impl MemoryStore {
     }
     let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
     let wal = self.wal()?;
+    // Degraded mode (recovery could not verify the grimoire): nothing is written, not even the
+    // audit record of a blocked capture.
+    if self.degraded.is_degraded(&self.layout.root()?, &self.layout.recovery_state)? {
+      return Err(crate::recovery::degraded_error());
+    }
 
     let mut findings = Vec::new();
     let mut blocked = false;

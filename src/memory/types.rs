@@ -118,6 +118,10 @@ pub struct StoreOptions {
   /// The file name of the grimoire's signed manifest, which a sealed consolidation writes
   /// (`signing.manifest_path`; `None` when the configuration puts it outside the grimoire).
   pub manifest_name: Option<String>,
+  /// The recovery state directory, relative to the workspace (`.loa/recovery`): while the
+  /// `state.json` there says degraded, captures are refused with `E_DEGRADED`
+  /// ([`crate::recovery::ensure_not_degraded`]). It must be the `stateDir` recovery runs with.
+  pub recovery_state_dir: String,
 }
 
 impl Default for StoreOptions {
@@ -140,6 +144,7 @@ impl Default for StoreOptions {
       audit_dir: DEFAULT_AUDIT_DIR.into(),
       audit_segment_max_bytes: DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
       manifest_name: Some(super::seal::DEFAULT_MANIFEST_NAME.into()),
+      recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
     }
   }
 }

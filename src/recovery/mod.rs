@@ -53,7 +53,7 @@ use crate::fsutil::{relative_components, StateDir};
 use crate::lock::lock_in;
 use crate::sign::manifest::{read_manifest, verify_manifest, ProblemKind, TrustedKey};
 
-pub use state::PersistedState;
+pub use state::{DegradedProbe, PersistedState};
 
 /// Environment override of [`RecoveryOptions::window_ms`].
 pub const ENV_WINDOW_MS: &str = "LOA_RECOVERY_WINDOW_MS";
@@ -62,6 +62,8 @@ pub const ENV_MAX_ATTEMPTS: &str = "LOA_RECOVERY_MAX_ATTEMPTS";
 /// Default recovery state directory, relative to the workspace.
 pub const DEFAULT_STATE_DIR: &str = ".loa/recovery";
 const LOCK_FILE: &str = ".lock";
+/// Default of [`RecoveryOptions::max_evidence`].
+pub const DEFAULT_MAX_EVIDENCE: usize = 10;
 
 /// A place the grimoire can be restored from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -181,6 +183,10 @@ pub struct RecoveryOptions {
   pub max_file_bytes: u64,
   /// Most files a source may restore. Default 100000.
   pub max_files: usize,
+  /// Evidence and leftover directories kept beside the grimoire: at the end of every run (not
+  /// check-only) the oldest beyond this many are removed, each removal an audit event. Default
+  /// 10; at least 1.
+  pub max_evidence: usize,
 }
 
 impl Default for RecoveryOptions {
@@ -204,6 +210,7 @@ impl Default for RecoveryOptions {
       lock_timeout: Duration::from_secs(5),
       max_file_bytes: 64 << 20,
       max_files: 100_000,
+      max_evidence: DEFAULT_MAX_EVIDENCE,
     }
   }
 }
@@ -253,8 +260,10 @@ impl RecoveryOptions {
     for t in &self.template {
       relative_components(Path::new(&t.path))?;
     }
-    if self.window_ms == 0 || self.max_attempts == 0 || self.degraded_alert_cycles == 0 {
-      return crate::error::invalid("`windowMs`, `maxAttempts` and `degradedAlertCycles` must be positive");
+    if self.window_ms == 0 || self.max_attempts == 0 || self.degraded_alert_cycles == 0 || self.max_evidence == 0 {
+      return crate::error::invalid(
+        "`windowMs`, `maxAttempts`, `degradedAlertCycles` and `maxEvidence` must be positive",
+      );
     }
     if let Some(git) = &self.git {
       source::check_git_source(git)?;
@@ -291,6 +300,9 @@ pub struct RecoveryOutcome {
   pub transitions: Vec<Transition>,
   /// Where replaced grimoires and leftovers of interrupted runs were moved (workspace-relative).
   pub evidence: Vec<String>,
+  /// Evidence directories removed in this run, the oldest beyond `max_evidence`
+  /// (workspace-relative).
+  pub evidence_removed: Vec<String>,
   /// A corrupt state file moved aside in this run (workspace-relative).
   pub quarantined_state: Option<String>,
   /// Runs in the window, this one included.
@@ -390,10 +402,20 @@ pub fn recover(options: &RecoveryOptions) -> Result<RecoveryOutcome> {
       let tampered = matches!(other, Integrity::Tampered(_));
       let (Integrity::Missing(problems) | Integrity::Tampered(problems)) = other else { unreachable!() };
       run.outcome.problems = problems;
-      let parent = parent.expect("created when not check-only");
-      run.restore(&parent, live_name, &parent_rel, tampered)?
+      let parent = parent.as_ref().expect("created when not check-only");
+      let completed = match parent.kind_of(live_name)? {
+        None => run.complete_interrupted_swap(parent, live_name, &parent_rel)?,
+        Some(_) => None,
+      };
+      match completed {
+        Some(done) => done,
+        None => run.restore(parent, live_name, &parent_rel, tampered)?,
+      }
     }
   };
+  if let (Some(parent), false) = (&parent, options.check_only) {
+    run.prune_evidence(parent, live_name, &parent_rel)?;
+  }
 
   run.outcome.state = final_state;
   run.outcome.trust = trust;
@@ -435,6 +457,26 @@ fn check_anchor(workspace: &StateDir, options: &RecoveryOptions) -> Result<()> {
   Ok(())
 }
 
+/// Where [`status`] reads the persisted recovery state.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+  pub workspace_dir: PathBuf,
+  /// The recovery state directory, relative to the workspace (`.loa/recovery`).
+  pub state_dir: String,
+}
+
+/// The persisted recovery state of a workspace (reads only, nothing created): the default state
+/// when recovery never ran there; `E_STATE_CORRUPT` for a state file that does not parse (it is
+/// left for the next run of [`recover`] to move aside). What hooks ask before they trust the
+/// grimoire (degraded mode: the template identity, no memory writes).
+pub fn status(options: &StatusOptions) -> Result<PersistedState> {
+  let workspace = StateDir::open_root(&options.workspace_dir)?;
+  match workspace.descend(Path::new(&options.state_dir), false)? {
+    Some(dir) => state::peek(&dir),
+    None => Ok(PersistedState::default()),
+  }
+}
+
 /// Whether the workspace is in degraded mode (reads only).
 pub fn is_degraded(workspace_dir: &Path, state_dir: &str) -> Result<bool> {
   let workspace = StateDir::open_root(workspace_dir)?;
@@ -447,12 +489,17 @@ pub fn is_degraded(workspace_dir: &Path, state_dir: &str) -> Result<bool> {
 /// `E_DEGRADED` when the workspace is in degraded mode: the check memory writes make first.
 pub fn ensure_not_degraded(workspace_dir: &Path, state_dir: &str) -> Result<()> {
   if is_degraded(workspace_dir, state_dir)? {
-    return Err(LoaError::Degraded(
-      "recovery left the workspace in degraded mode; memory writes are refused until it verifies (run `loa recover`)"
-        .into(),
-    ));
+    return Err(degraded_error());
   }
   Ok(())
+}
+
+/// The error of a memory write refused in degraded mode.
+pub fn degraded_error() -> LoaError {
+  LoaError::Degraded(
+    "recovery left the workspace in degraded mode; memory writes are refused until it verifies (run `loa recover`)"
+      .into(),
+  )
 }
 
 fn rel_display(base: &str, path: &Path) -> String {
@@ -550,6 +597,8 @@ struct Run<'a> {
   options: &'a RecoveryOptions,
   audit: Option<AuditLog>,
   outcome: RecoveryOutcome,
+  /// Staging directories of interrupted runs moved aside in this run, oldest first.
+  leftovers: Vec<OsString>,
 }
 
 impl<'a> Run<'a> {
@@ -564,6 +613,7 @@ impl<'a> Run<'a> {
     Ok(Run {
       options,
       audit,
+      leftovers: Vec::new(),
       outcome: RecoveryOutcome {
         state: RecoveryState::Start,
         trust: Trust::None,
@@ -572,6 +622,7 @@ impl<'a> Run<'a> {
         source_failures: Vec::new(),
         transitions: Vec::new(),
         evidence: Vec::new(),
+        evidence_removed: Vec::new(),
         quarantined_state: None,
         attempts_in_window: 0,
         loop_detected: false,
@@ -621,6 +672,58 @@ impl<'a> Run<'a> {
       parent.rename(&entry.name, &to)?;
       parent.sync()?;
       self.outcome.evidence.push(parent_rel.join(&to).to_string_lossy().into_owned());
+      self.leftovers.push(to);
+    }
+    Ok(())
+  }
+
+  /// The grimoire is gone and a leftover of an interrupted run verifies against the pinned keys:
+  /// the run was stopped between the two renames of a swap without `RENAME_EXCHANGE` (live
+  /// moved to evidence, the verified copy not yet in place). The swap is completed with that
+  /// copy, verified again here, instead of restoring from scratch. `None` when no leftover
+  /// verifies.
+  fn complete_interrupted_swap(
+    &mut self,
+    parent: &StateDir,
+    live: &OsString,
+    parent_rel: &Path,
+  ) -> Result<Option<(RecoveryState, Trust)>> {
+    for name in self.leftovers.clone().iter().rev() {
+      let Some(dir) = parent.subdir(name)? else { continue };
+      if self.verify_staged(&dir, RecoverySource::Mount).is_err() {
+        continue;
+      }
+      let detail = "the grimoire is missing and a verified copy of an interrupted swap is beside it";
+      self.step(RecoveryState::CheckIntegrity, RecoveryState::Restore, None, detail)?;
+      parent.rename(name, live)?;
+      parent.sync()?;
+      let shown = parent_rel.join(name).to_string_lossy().into_owned();
+      self.outcome.evidence.retain(|e| *e != shown);
+      self.leftovers.retain(|l| l != name);
+      self.step(RecoveryState::Restore, RecoveryState::Running, None, "interrupted swap completed (verified)")?;
+      return Ok(Some((RecoveryState::Running, Trust::Signed)));
+    }
+    Ok(None)
+  }
+
+  /// Removes the oldest evidence and leftover directories beyond `max_evidence` (bounded
+  /// retention: each holds a whole grimoire), each removal an audit event.
+  fn prune_evidence(&mut self, parent: &StateDir, live: &OsString, parent_rel: &Path) -> Result<()> {
+    let kept = source::kept_aside(parent, live)?;
+    let excess = kept.len().saturating_sub(self.options.max_evidence);
+    for name in &kept[..excess] {
+      let shown = parent_rel.join(name).to_string_lossy().into_owned();
+      if let Some(audit) = &self.audit {
+        audit.append(&AuditEvent {
+          action: "recovery.evidence_removed".into(),
+          actor: Actor::System,
+          details: Some(json!({ "path": shown, "keep": self.options.max_evidence })),
+        })?;
+      }
+      parent.remove_tree(name)?;
+      parent.sync()?;
+      self.outcome.evidence.retain(|e| *e != shown);
+      self.outcome.evidence_removed.push(shown);
     }
     Ok(())
   }

@@ -22,6 +22,22 @@ pub(crate) struct Limits {
   pub max_files: usize,
 }
 
+impl Limits {
+  /// Counts one more restored file: `E_TOO_LARGE` past `max_files` (the one check every source
+  /// makes before it writes a file).
+  fn count_file(self, so_far: usize) -> Result<usize> {
+    let files = so_far + 1;
+    if files > self.max_files {
+      return Err(LoaError::TooLarge {
+        what: "the restore source".into(),
+        size: files as u64,
+        limit: self.max_files as u64,
+      });
+    }
+    Ok(files)
+  }
+}
+
 /// The name of a new staging directory for the grimoire named `live`.
 pub(crate) fn staging_name(live: &OsStr) -> OsString {
   static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -94,14 +110,7 @@ pub(crate) fn stage_mount(mount: &Path, staging: &StateDir, limits: Limits) -> R
           .ok_or_else(|| LoaError::io("open", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
         stack.push((sub, rel));
       } else if entry.is_file() {
-        files += 1;
-        if files > limits.max_files {
-          return Err(LoaError::TooLarge {
-            what: "the restore source".into(),
-            size: files as u64,
-            limit: limits.max_files as u64,
-          });
-        }
+        files = limits.count_file(files)?;
         let bytes = dir
           .read(&entry.name, limits.max_file_bytes)?
           .ok_or_else(|| LoaError::io("read", &dir.child_path(&entry.name), std::io::ErrorKind::NotFound.into()))?;
@@ -253,20 +262,41 @@ pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, 
       return Err(LoaError::Internal("unexpected ls-tree object id".into()));
     }
     let Some(rel) = path.strip_prefix(&prefix) else { continue };
-    files += 1;
-    if files > limits.max_files {
-      return Err(LoaError::TooLarge {
-        what: "the restore source".into(),
-        size: files as u64,
-        limit: limits.max_files as u64,
-      });
-    }
+    files = limits.count_file(files)?;
     let mut cat = git(scratch);
     cat.args(["cat-file", "blob", object]);
     let content = run(cat, "cat-file", limits.max_file_bytes)?;
     write_rel(staging, rel, &content)?;
   }
   Ok(files)
+}
+
+/// The evidence and leftover directories beside the grimoire `live` in `parent`, oldest first
+/// (by the time in their names; names this code did not make are not listed).
+pub(crate) fn kept_aside(parent: &StateDir, live: &OsStr) -> Result<Vec<OsString>> {
+  use std::os::unix::ffi::OsStrExt;
+  let mut found: Vec<(u64, u32, OsString)> = Vec::new();
+  for entry in parent.entries()? {
+    if !entry.is_dir() {
+      continue;
+    }
+    let Some(name) = entry.name_str() else { continue };
+    for mark in [EVIDENCE_MARK, LEFTOVER_MARK] {
+      let Some((head, tail)) = name.rsplit_once(&format!(".{mark}")) else { continue };
+      // `.<live, perhaps cut>` before the mark, `<stamp>[-k]` after it.
+      let Some(cut) = head.strip_prefix('.') else { continue };
+      if !live.as_bytes().starts_with(cut.as_bytes()) {
+        continue;
+      }
+      let (stamp, k) = tail.split_once('-').unwrap_or((tail, "0"));
+      let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+      if let (Ok(at), Ok(k)) = (digits.parse::<u64>(), k.parse::<u32>()) {
+        found.push((at, k, entry.name.clone()));
+      }
+    }
+  }
+  found.sort();
+  Ok(found.into_iter().map(|(_, _, name)| name).collect())
 }
 
 /// What a swap did, for the report.
@@ -284,8 +314,11 @@ pub(crate) struct Swapped {
 /// 2. rename the staging name (now the old grimoire) to a free evidence name;
 /// 3. fsync the parent.
 ///
-/// A file system without `RENAME_EXCHANGE`: live -> evidence, then staging -> live (a crash
-/// between the two leaves no live grimoire, which the next run restores again).
+/// A file system without `RENAME_EXCHANGE` (`EINVAL`): live -> evidence, then staging -> live.
+/// A crash between the two leaves no live grimoire and the verified copy under its staging
+/// name; the next run moves it aside as a leftover, sees the grimoire missing, verifies the
+/// leftover against the pinned keys again and renames it into place
+/// (`Run::complete_interrupted_swap`): the swap is completed, never left half done.
 pub(crate) fn swap_in(parent: &StateDir, live: &OsStr, staging: &OsStr) -> Result<Swapped> {
   #[cfg(test)]
   super::tests::hooks::before_swap();
@@ -303,6 +336,8 @@ pub(crate) fn swap_in(parent: &StateDir, live: &OsStr, staging: &OsStr) -> Resul
     Err(e) if e.os_error_name() == Some("EINVAL") => {
       parent.rename(live, &evidence)?;
       parent.sync()?;
+      #[cfg(test)]
+      super::tests::hooks::between_fallback_renames();
       parent.rename(staging, live)?;
     }
     Err(e) => return Err(e),

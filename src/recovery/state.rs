@@ -114,3 +114,43 @@ impl PersistedState {
     self.attempts.drain(..excess);
   }
 }
+
+/// What the memory store asks before every capture: is the workspace degraded? (SPEC: memory
+/// writes are refused with `E_DEGRADED` in degraded mode.)
+///
+/// How a store finds the state: `<workspace>/<state_dir>/state.json`, `state_dir` being
+/// [`crate::memory::StoreOptions::recovery_state_dir`] (default `.loa/recovery`, the default of
+/// recovery itself). Cheap: one `open` (no symlink followed, regular files only) and one `fstat`
+/// per capture; the file is parsed again only when its identity changed (every write of it is
+/// an atomic rename, so a new write is a new inode). Safe: a state file that cannot be read or
+/// parsed refuses the capture with its own code (`E_STATE_CORRUPT`, `E_NOT_REGULAR_FILE`, ...)
+/// rather than letting writes through on state nobody can read; no state file (recovery never
+/// ran) is not degraded.
+#[derive(Debug, Default)]
+pub struct DegradedProbe {
+  /// `(dev, ino, size, mtime s, mtime ns, ctime s, ctime ns)` of the file last parsed, and its
+  /// answer.
+  last: std::sync::Mutex<Option<([i64; 7], bool)>>,
+}
+
+impl DegradedProbe {
+  /// Whether the state file below `workspace` says degraded (see the type's docs).
+  pub fn is_degraded(&self, workspace: &StateDir, state_dir: &std::path::Path) -> Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = workspace.descend(state_dir, false)? else { return Ok(false) };
+    let Some(file) = dir.open_file_if_exists(STATE_FILE, crate::fsutil::OpenMode::READ)? else { return Ok(false) };
+    let m = file.file().metadata().map_err(|e| LoaError::io("stat", file.path(), e))?;
+    let id = [m.dev() as i64, m.ino() as i64, m.size() as i64, m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()];
+    let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((seen, degraded)) = *last {
+      if seen == id {
+        return Ok(degraded);
+      }
+    }
+    let bytes = file.read_to_end_bounded(MAX_STATE_BYTES)?;
+    let state =
+      parse(&bytes).map_err(|reason| LoaError::StateCorrupt { path: file.path().display().to_string(), reason })?;
+    *last = Some((id, state.degraded));
+    Ok(state.degraded)
+  }
+}

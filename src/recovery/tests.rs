@@ -15,6 +15,19 @@ pub(crate) mod hooks {
   /// writing `paused` there, until it is killed.
   pub const PAUSE_DIR: &str = "LOA_TEST_RECOVERY_PAUSE_DIR";
 
+  /// Variable naming a directory: a process with it set stops between the two renames of the
+  /// swap without `RENAME_EXCHANGE`, after writing `paused` there, until it is killed.
+  pub const FALLBACK_PAUSE_DIR: &str = "LOA_TEST_RECOVERY_FALLBACK_PAUSE_DIR";
+
+  pub fn between_fallback_renames() {
+    if let Some(dir) = std::env::var_os(FALLBACK_PAUSE_DIR) {
+      std::fs::write(std::path::Path::new(&dir).join("paused"), b"1").unwrap();
+      loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+      }
+    }
+  }
+
   pub fn before_swap() {
     if let Some(dir) = std::env::var_os(PAUSE_DIR) {
       std::fs::write(std::path::Path::new(&dir).join("paused"), b"1").unwrap();
@@ -27,6 +40,8 @@ pub(crate) mod hooks {
 
 const NOTES: &str = "# NOTES\n\n## Decision Log\n- kept\n";
 const CHILD_VAR: &str = "LOA_RECOVERY_TEST_CHILD";
+/// Set in a child: its file system "lacks" `RENAME_EXCHANGE` (the swap takes the two-rename path).
+const NO_EXCHANGE_VAR: &str = "LOA_RECOVERY_TEST_NO_EXCHANGE";
 
 struct Fixture {
   _tmp: tempfile::TempDir,
@@ -342,7 +357,7 @@ fn a_failure_between_staging_and_swap_leaves_the_live_state_untouched() {
 fn child(f: &Fixture, extra: &[(&str, &str)]) -> Command {
   let mut cmd = Command::new(std::env::current_exe().unwrap());
   cmd
-    .args(["--exact", "recovery::tests::child_entry", "--nocapture", "--test-threads=1"])
+    .args(["--exact", "recovery::tests::child_entry", "--ignored", "--nocapture", "--test-threads=1"])
     .env(CHILD_VAR, "1")
     .env("LOA_TEST_WS", &f.ws)
     .env("LOA_TEST_KEY", TrustedKey::from_ring(&f.ring).unwrap()[0].public_key.map(|b| format!("{b:02x}")).concat())
@@ -364,13 +379,13 @@ fn child_outcome(cmd: &mut Command) -> serde_json::Value {
   serde_json::from_str(line).unwrap()
 }
 
-/// The body of the child processes above; a plain test run (without the variable) only checks
-/// that the variable is absent.
+/// The body of the child processes above. Ignored in a plain test run (it is no test of its own:
+/// reported as ignored, never as passed), and run explicitly (`--ignored --exact`) by
+/// [`child`]; run by hand without the child's variables, it fails.
 #[test]
+#[ignore = "the body of the child processes the recovery tests spawn"]
 fn child_entry() {
-  if std::env::var_os(CHILD_VAR).is_none() {
-    return;
-  }
+  assert!(std::env::var_os(CHILD_VAR).is_some(), "child_entry runs only as a child process of the recovery tests");
   let var = |k: &str| std::env::var(k).unwrap();
   let mut options = RecoveryOptions {
     workspace_dir: var("LOA_TEST_WS").into(),
@@ -381,6 +396,9 @@ fn child_entry() {
     ..Default::default()
   };
   options.apply_env().unwrap();
+  // A file system without RENAME_EXCHANGE: the exchange onto the grimoire answers EINVAL once.
+  let _fault = std::env::var_os(NO_EXCHANGE_VAR)
+    .map(|_| faults::inject(&options.workspace_dir.join("grimoires/loa"), faults::Op::Rename, libc::EINVAL, 0, 1));
   let o = recover(&options).unwrap();
   println!("LOA_OUTCOME {}", serde_json::to_string(&o).unwrap());
 }
@@ -522,4 +540,167 @@ fn attempts_outside_the_window_or_in_the_future_are_dropped() {
   s.prune(2000, 10_000);
   assert_eq!(s.attempts.len(), state::MAX_ATTEMPTS_KEPT - 1);
   assert_eq!(s.attempts.last(), Some(&1999));
+}
+
+#[test]
+fn captures_are_refused_with_e_degraded_while_degraded_and_accepted_once_healthy() {
+  use crate::memory::{Entry, MemoryKind, MemoryStore, StoreOptions};
+  let f = fixture();
+  let away = f.ws.parent().unwrap().join("mount-away");
+  std::fs::rename(&f.mount, &away).unwrap();
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let mut options = f.options();
+  options.sources = vec![RecoverySource::Mount];
+  assert_eq!(recover(&options).unwrap().state, RecoveryState::Degraded);
+
+  let store =
+    MemoryStore::open(StoreOptions { workspace_dir: f.ws.clone(), session_id: "s1".into(), ..Default::default() })
+      .unwrap();
+  let entry = || Entry::new(MemoryKind::Learning, "Always run the full test suite before tagging a release.");
+  assert_eq!(store.capture(entry()).unwrap_err().code(), "E_DEGRADED");
+  assert_eq!(store.capture(entry()).unwrap_err().code(), "E_DEGRADED", "the cached answer holds");
+  let wal = crate::wal::reader::read_session(&f.ws.join(".loa/wal"), "s1").unwrap();
+  assert!(wal.records.is_empty(), "nothing was written: {:?}", wal.records.len());
+
+  // The backup comes back: the next run restores and leaves degraded mode; the same open store
+  // sees the new state file at its next capture.
+  std::fs::rename(&away, &f.mount).unwrap();
+  assert_eq!(recover(&options).unwrap().state, RecoveryState::Running);
+  assert!(store.capture(entry()).unwrap().accepted);
+
+  // A state file nobody can read refuses writes with its own code, never lets them through.
+  write(&f.ws.join(".loa/recovery/state.json"), "{\"version\":1,");
+  let other = Entry::new(MemoryKind::Learning, "Never deploy on a Friday afternoon without a rollback plan.");
+  assert_eq!(store.capture(other).unwrap_err().code(), "E_STATE_CORRUPT");
+}
+
+/// Waits (without a deadline) until a child paused at a test hook, then SIGKILLs it.
+fn kill_when_paused(mut proc: std::process::Child, pause: &Path) {
+  while !pause.join("paused").exists() {
+    if let Some(status) = proc.try_wait().unwrap() {
+      panic!("child exited early: {status}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+  }
+  rustix::process::kill_process(rustix::process::Pid::from_child(&proc), rustix::process::Signal::KILL).unwrap();
+  proc.wait().unwrap();
+}
+
+#[test]
+fn without_rename_exchange_the_swap_takes_two_renames_and_still_restores() {
+  let f = fixture();
+  let signed = snapshot(&f.grimoire());
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let o = {
+    let _fault = faults::inject(&f.grimoire(), faults::Op::Rename, libc::EINVAL, 0, 1);
+    recover(&f.options()).unwrap()
+  };
+  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Mount)));
+  assert_eq!(snapshot(&f.grimoire()), signed);
+  assert_eq!(std::fs::read_to_string(f.ws.join(&o.evidence[0]).join("NOTES.md")).unwrap(), "tampered");
+}
+
+#[test]
+fn a_process_killed_between_the_two_renames_leaves_a_swap_the_next_run_completes() {
+  let f = fixture();
+  let signed = snapshot(&f.grimoire());
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let pause = f.ws.parent().unwrap().join("pause-fallback");
+  std::fs::create_dir_all(&pause).unwrap();
+  let proc = child(&f, &[(NO_EXCHANGE_VAR, "1"), (hooks::FALLBACK_PAUSE_DIR, pause.to_str().unwrap())])
+    .stdout(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+  kill_when_paused(proc, &pause);
+  // The half state: no live grimoire, the tampered one as evidence, the verified copy staged.
+  assert!(!f.grimoire().exists());
+  let names = beside(&f);
+  assert_eq!(names.len(), 2, "{names:?}");
+  assert!(
+    names.iter().any(|n| n.contains(source::STAGING_MARK)) && names.iter().any(|n| n.contains(source::EVIDENCE_MARK))
+  );
+
+  // Every source is gone now: the next run completes the swap from the verified copy, it does
+  // not fall back to the template.
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  std::fs::remove_dir_all(&f.bare).unwrap();
+  let o = recover(&f.options()).unwrap();
+  assert_eq!((o.state, o.trust, o.restored_from), (RecoveryState::Running, Trust::Signed, None));
+  assert!(o.source_failures.is_empty(), "{:?}", o.source_failures);
+  assert_eq!(snapshot(&f.grimoire()), signed);
+  assert!(o.transitions.iter().any(|t| t.detail.contains("interrupted swap completed")), "{:?}", o.transitions);
+  assert_eq!(beside(&f).len(), 1, "only the evidence is left: {:?}", beside(&f));
+
+  // A leftover that does not verify is never swapped in: without it the template comes in.
+  let mut o2 = f.options();
+  std::fs::rename(f.grimoire(), f.ws.join("grimoires/.loa.loa-staging-1-0")).unwrap();
+  write(&f.ws.join("grimoires/.loa.loa-staging-1-0/NOTES.md"), "tampered again");
+  o2.sources = vec![RecoverySource::Template];
+  let o = recover(&o2).unwrap();
+  assert_eq!(
+    (o.state, o.trust, o.restored_from),
+    (RecoveryState::Running, Trust::Template, Some(RecoverySource::Template))
+  );
+}
+
+#[test]
+fn evidence_beyond_max_evidence_is_removed_oldest_first_and_audited() {
+  let f = fixture();
+  let mut options = f.options();
+  options.max_evidence = 2;
+  let mut made = Vec::new();
+  for i in 0..4 {
+    write(&f.grimoire().join("NOTES.md"), &format!("tampered {i}"));
+    let o = recover(&options).unwrap();
+    assert_eq!(o.state, RecoveryState::Running);
+    made.extend(o.evidence.clone());
+    if i >= 2 {
+      assert_eq!(o.evidence_removed.len(), 1, "run {i}: {:?}", o.evidence_removed);
+    }
+  }
+  assert_eq!(made.len(), 4);
+  let left = beside(&f);
+  assert_eq!(left.len(), 2, "{left:?}");
+  // The newest two are kept: their contents are the last two tamperings.
+  let mut kept: Vec<String> =
+    left.iter().map(|n| std::fs::read_to_string(f.ws.join("grimoires").join(n).join("NOTES.md")).unwrap()).collect();
+  kept.sort();
+  assert_eq!(kept, vec!["tampered 2", "tampered 3"]);
+  let removed = audit_actions(&f).iter().filter(|a| *a == "recovery.evidence_removed").count();
+  assert_eq!(removed, 2);
+  assert!(crate::audit::verify(&f.ws.join(".loa/audit"), None, None).unwrap().ok);
+}
+
+#[test]
+fn a_crash_loop_of_processes_killed_mid_restore_reaches_degraded_at_the_threshold_and_leaves_it_when_healthy() {
+  let f = fixture();
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let tampered = snapshot(&f.grimoire());
+  let env = [(ENV_MAX_ATTEMPTS, "3"), (ENV_WINDOW_MS, "3600000")];
+  // Three processes crash (SIGKILL) in the middle of a restore, right before the swap: each had
+  // recorded its attempt on disk before doing anything else.
+  for run in 0..3 {
+    let pause = f.ws.parent().unwrap().join(format!("pause-{run}"));
+    std::fs::create_dir_all(&pause).unwrap();
+    let mut extra = env.to_vec();
+    extra.push((hooks::PAUSE_DIR, pause.to_str().unwrap()));
+    kill_when_paused(child(&f, &extra).stdout(std::process::Stdio::null()).spawn().unwrap(), &pause);
+    assert_eq!(snapshot(&f.grimoire()), tampered, "run {run}: a killed restore leaves the live state as it was");
+  }
+  // The fourth process sees three runs in the window: the loop is cut, no restore is tried.
+  let o = child_outcome(&mut child(&f, &env));
+  assert_eq!((o["state"].as_str(), o["loopDetected"].as_bool()), (Some("degraded"), Some(true)));
+  assert_eq!(o["attemptsInWindow"], 4);
+  assert_eq!(o["sourceFailures"].as_array().unwrap().len(), 0);
+  assert!(is_degraded(&f.ws, DEFAULT_STATE_DIR).unwrap());
+  assert_eq!(snapshot(&f.grimoire()), tampered);
+  // Healthy again (a human put the signed state back): the next process leaves degraded mode.
+  std::fs::remove_dir_all(f.grimoire()).unwrap();
+  copy_tree(&f.mount, &f.grimoire());
+  let o = child_outcome(&mut child(&f, &env));
+  assert_eq!((o["state"].as_str(), o["trust"].as_str()), (Some("running"), Some("signed")));
+  assert!(!is_degraded(&f.ws, DEFAULT_STATE_DIR).unwrap());
+  let actions = audit_actions(&f);
+  assert!(actions.contains(&"recovery.degraded".to_string()));
+  assert_eq!(actions.last().map(String::as_str), Some("recovery.running"));
 }

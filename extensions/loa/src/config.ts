@@ -12,6 +12,26 @@ export interface LoaPluginConfig {
   retry: { attempts: number; baseDelayMs: number }
   /** Longest wait for the ledger checkpoint in `before_compaction` / `before_reset` / `session_end`. */
   checkpointTimeoutMs: number
+  /** Boot-time recovery and the identity check at bootstrap (src/recovery.ts). */
+  recovery: RecoveryPluginConfig
+}
+
+/**
+ * The trust anchor and restore sources of recovery. They live in OpenClaw's configuration (or a
+ * key file outside the workspace), never in the workspace: whoever can write the workspace must
+ * not be able to choose what is trusted.
+ */
+export interface RecoveryPluginConfig {
+  /** Public keys (64 hex digits) the grimoire's manifest must be signed with. */
+  trustedKeys: string[]
+  /** An absolute path outside the workspace: hex keys one a line, or `loa keys list --json` output. */
+  trustedKeysFile?: string
+  /** A mounted backup holding a signed copy of the grimoire. */
+  mountDir?: string
+  /** A git branch holding a signed copy of the grimoire. */
+  git?: { remote: string; branch: string; path?: string }
+  /** Sources in the order tried (default: the workspace's `recovery.sources`). */
+  sources?: Array<'mount' | 'git' | 'template'>
 }
 
 export const DEFAULT_CONTEXT_TOKEN_BUDGET = 2000
@@ -19,7 +39,12 @@ export const DEFAULT_CONTEXT_TOKEN_BUDGET = 2000
 export const DEFAULT_CHECKPOINT_TIMEOUT_MS = 20_000
 
 export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPluginConfig {
-  const given = (raw ?? {}) as Partial<LoaPluginConfig> & { redaction?: Partial<LoaPluginConfig['redaction']>; retry?: Partial<LoaPluginConfig['retry']> }
+  const given = (raw ?? {}) as Partial<LoaPluginConfig> & {
+    redaction?: Partial<LoaPluginConfig['redaction']>
+    retry?: Partial<LoaPluginConfig['retry']>
+    recovery?: Partial<RecoveryPluginConfig>
+  }
+  const r: Partial<RecoveryPluginConfig> = given.recovery ?? {}
   return {
     contextTokenBudget: given.contextTokenBudget ?? DEFAULT_CONTEXT_TOKEN_BUDGET,
     ...(given.grimoiresDir !== undefined ? { grimoiresDir: given.grimoiresDir } : {}),
@@ -28,5 +53,12 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPlug
     gates: { ...(given.gates ?? {}) },
     retry: { attempts: given.retry?.attempts ?? 3, baseDelayMs: given.retry?.baseDelayMs ?? 250 },
     checkpointTimeoutMs: given.checkpointTimeoutMs ?? DEFAULT_CHECKPOINT_TIMEOUT_MS,
+    recovery: {
+      trustedKeys: r.trustedKeys ?? [],
+      ...(r.trustedKeysFile !== undefined ? { trustedKeysFile: r.trustedKeysFile } : {}),
+      ...(r.mountDir !== undefined ? { mountDir: r.mountDir } : {}),
+      ...(r.git !== undefined ? { git: r.git } : {}),
+      ...(r.sources !== undefined ? { sources: r.sources } : {}),
+    },
   }
 }
