@@ -98,6 +98,12 @@ export default definePluginEntry({
       } catch (err) {
         failOpen('before_reset', err)
       }
+      try {
+        // The checkpoint edited NOTES.md: sealed again when a signing key ring is configured.
+        await memory.reseal(ctx)
+      } catch (err) {
+        failOpen('before_reset (seal)', err)
+      }
     })
     api.on('session_end', async (_event, ctx) => {
       try {

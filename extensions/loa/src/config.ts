@@ -32,6 +32,13 @@ export interface RecoveryPluginConfig {
   git?: { remote: string; branch: string; path?: string }
   /** Sources in the order tried (default: the workspace's `recovery.sources`). */
   sources?: Array<'mount' | 'git' | 'template'>
+  /**
+   * An absolute path outside the workspace: a key ring (`loa keys generate --keys DIR`) whose
+   * signing key (or `LOA_SIGNING_KEY`) seals the grimoire at each consolidation, so that the
+   * workspace's own writes verify at the next start. Its public key belongs in `trustedKeys`.
+   * Without it, anything the plugin writes into the grimoire fails the next integrity check.
+   */
+  signingKeysDir?: string
 }
 
 export const DEFAULT_CONTEXT_TOKEN_BUDGET = 2000
@@ -59,6 +66,7 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPlug
       ...(r.mountDir !== undefined ? { mountDir: r.mountDir } : {}),
       ...(r.git !== undefined ? { git: r.git } : {}),
       ...(r.sources !== undefined ? { sources: r.sources } : {}),
+      ...(r.signingKeysDir !== undefined ? { signingKeysDir: r.signingKeysDir } : {}),
     },
   }
 }

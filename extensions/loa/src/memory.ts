@@ -6,8 +6,10 @@ import { createHash } from 'node:crypto'
 import { isAbsolute, resolve } from 'node:path'
 
 import {
+  KeyRing,
   MemoryStore,
   appendDeadLetter,
+  consolidateMemory,
   isLoaError,
   loadConfig,
   loadRedactionKey,
@@ -21,6 +23,7 @@ import type { AgentContext, AgentEndEvent, PluginLogger, PromptBuildResult, Sess
 import { CaptureQueue, describeError } from './capture-queue.ts'
 import type { LoaPluginConfig } from './config.ts'
 import { lastText } from './messages.ts'
+import { inside } from './recovery.ts'
 
 /** A WAL session id from OpenClaw's session key (`agent:main:main` has characters the WAL refuses). */
 export function walSessionId(key: string): string {
@@ -160,16 +163,48 @@ export class LoaMemory {
     const key = storeKey(session)
     const pending = this.stores.get(key)
     const store = pending ? await pending : undefined
+    const seal = this.sealWith(session.root)
     if (store) {
-      await store.consolidate()
+      await store.consolidate(seal)
       if (close) {
         this.stores.delete(key)
         store.close()
       }
     } else {
       // Nothing opened for this session in this process: still make its captures visible.
-      const { consolidateMemory } = await import('@loa/core')
-      await consolidateMemory({ workspaceDir: session.root, ...this.layout() })
+      await consolidateMemory({ workspaceDir: session.root, ...this.layout() }, seal)
+    }
+  }
+
+  /**
+   * After a write into the grimoire outside consolidation (a forget, a ledger checkpoint): seal
+   * it again when a signing key ring is configured, so the next integrity check verifies it.
+   */
+  async reseal(ctx: StoreContext | SessionContext): Promise<void> {
+    const root = this.session(ctx).root
+    const seal = this.sealWith(root)
+    if (seal) await consolidateMemory({ workspaceDir: root, ...this.layout() }, seal)
+  }
+
+  /**
+   * The key ring that seals `root`'s grimoire at consolidation (`recovery.signingKeysDir`), if
+   * configured and usable. It must lie outside the workspace (whoever can write the workspace
+   * must not hold the key recovery trusts); otherwise the consolidation runs unsealed and the
+   * error is logged (the captures matter more than the seal).
+   */
+  private sealWith(root: string): KeyRing | undefined {
+    const dir = this.config.recovery.signingKeysDir
+    if (dir === undefined) return undefined
+    try {
+      if (!isAbsolute(dir)) throw Object.assign(new Error('recovery.signingKeysDir must be an absolute path outside the workspace'), { code: 'E_KEY_INVALID' })
+      if (inside(root, dir)) {
+        throw Object.assign(new Error(`recovery.signingKeysDir lies inside the workspace ${root}: keep the signing key outside it`), { code: 'E_KEY_INVALID' })
+      }
+      return KeyRing.open(dir)
+    } catch (err) {
+      const { code, message } = describeError(err)
+      this.logger.error(`[loa] the grimoire of ${root} is not sealed (the next integrity check will fail): ${code}: ${message}`)
+      return undefined
     }
   }
 
@@ -180,7 +215,7 @@ export class LoaMemory {
       this.stores.delete(key)
       try {
         const store = await pending
-        await store.consolidate()
+        await store.consolidate(this.sealWith(key.slice(0, key.indexOf('\0'))))
         store.close()
       } catch (err) {
         const { code, message } = describeError(err)

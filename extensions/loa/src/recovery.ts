@@ -84,7 +84,7 @@ function coded(code: string, message: string): Error {
 }
 
 /** Whether `path` is `dir` or inside it, symlinks resolved where they exist. */
-function inside(dir: string, path: string): boolean {
+export function inside(dir: string, path: string): boolean {
   const real = (p: string) => {
     try {
       return realpathSync(p)

@@ -380,6 +380,7 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
             })
           }
           const done: ForgetResult = await store.forget({ id: wanted })
+          await memory.reseal(scope)
           return jsonResult({ status: 'forgotten', forgotten: done.tombstones.length, tombstones: done.tombstones })
         }
         const words = cutText(requiredString(query, 'query'), MAX_QUERY_CHARS)
@@ -391,6 +392,7 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
           const done = await store.forget({ id: hit.id })
           tombstones.push(...done.tombstones)
         }
+        if (tombstones.length) await memory.reseal(scope)
         return jsonResult({ status: 'forgotten', forgotten: tombstones.length, tombstones, memories: candidates.map((h) => ({ id: h.id, path: h.path })) })
       } catch (err) {
         return errorResult(err)

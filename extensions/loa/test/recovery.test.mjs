@@ -253,3 +253,47 @@ test('without a trust anchor nothing is verified: the template identity, with a 
   const boot3 = await bootstrap(f.ws, third.config)
   assert.match(boot3.soul, /I am Beauvoir/)
 })
+
+test('sealing at consolidation keeps the plugin trusted across restarts; without a usable signing ring the next start is degraded', async () => {
+  /** One session: a remembered turn, then session_end (ledger checkpoint and consolidation). */
+  async function session(runner, ws, id, text) {
+    const ctx = { agentId: 'main', sessionKey: `agent:main:${id}`, sessionId: id, runId: `run-${id}`, workspaceDir: ws }
+    await runner.runAgentEnd({ messages: [{ role: 'user', content: text }, { role: 'assistant', content: 'Noted.' }], success: true }, ctx)
+    await runner.runSessionEnd({ sessionId: id, sessionKey: ctx.sessionKey, messageCount: 2 }, { agentId: 'main', sessionKey: ctx.sessionKey, sessionId: id })
+    return ctx
+  }
+  const recovered = (logs, ws, what) => until(() => logs.some((l) => l.msg.includes(`[loa] recovery of ${ws}: ${what}`)), `recovery ${what}; logs ${JSON.stringify(logs)}`)
+
+  // The operator's ring, outside the workspace, seals every consolidation.
+  const f = fixture()
+  const sealing = { recovery: { trustedKeys: [f.key.publicKey], signingKeysDir: join(f.dir, 'operator-keys'), sources: ['template'] }, retry: { attempts: 1, baseDelayMs: 1 } }
+  const first = load(f.ws, sealing)
+  await recovered(first.logs, f.ws, 'running (trust signed)')
+  const ctx = await session(first.runner, f.ws, 'seal-1', 'Remember that the staging database moved to port 6543.')
+  const manifest = core.readManifest(join(f.grimoire, 'manifest.json'))
+  assert.ok(manifest.files.some((e) => e.path === 'search/search-index.base'), 'the index is sealed with the rest')
+  const v = core.verifyManifest(f.grimoire, manifest, [f.key])
+  assert.equal(v.ok, true, JSON.stringify(v.problems))
+  // The next start finds the plugin's own writes signed: running, and the memory comes back.
+  const second = load(f.ws, { ...sealing, retry: { attempts: 2, baseDelayMs: 1 } })
+  await recovered(second.logs, f.ws, 'running (trust signed)')
+  assert.equal(core.recoveryStatusSync({ workspaceDir: f.ws }).degraded, false)
+  const recalled = await second.runner.runBeforePromptBuild({ prompt: 'Which port does the staging database use?', messages: [] }, { ...ctx, sessionKey: 'agent:main:seal-2', sessionId: 'seal-2', runId: 'run-seal-2' })
+  assert.match(recalled?.prependContext ?? '', /6543/, JSON.stringify(second.logs))
+  assert.ok(![...first.logs, ...second.logs].some((l) => l.level === 'error'), JSON.stringify([...first.logs, ...second.logs].filter((l) => l.level === 'error')))
+
+  // A signing ring inside the workspace anchors nothing: refused with an error, the
+  // consolidation runs unsealed (nothing captured is lost), and the next start finds the
+  // grimoire modified.
+  const g = fixture()
+  const planted = join(g.ws, '.loa', 'keys')
+  core.KeyRing.open(planted).generate()
+  const unsealed = { recovery: { trustedKeys: [g.key.publicKey], signingKeysDir: planted, sources: ['template'] }, retry: { attempts: 1, baseDelayMs: 1 } }
+  const third = load(g.ws, unsealed)
+  await recovered(third.logs, g.ws, 'running (trust signed)')
+  await session(third.runner, g.ws, 'plain-1', 'Remember that the nightly backup runs at two.')
+  assert.ok(third.logs.some((l) => l.level === 'error' && /is not sealed .*E_KEY_INVALID: recovery\.signingKeysDir lies inside the workspace/.test(l.msg)), JSON.stringify(third.logs))
+  assert.equal(core.verifyManifest(g.grimoire, core.readManifest(join(g.grimoire, 'manifest.json')), [g.key]).ok, false)
+  const fourth = load(g.ws, { ...unsealed, retry: { attempts: 2, baseDelayMs: 1 } })
+  await recovered(fourth.logs, g.ws, 'degraded')
+})
