@@ -367,8 +367,25 @@ impl Engine {
         self.assignment(ctx, s, e);
       }
       None
+    } else if has_digit && !has_sep && e - s < 16 && ctx.t[s..e].iter().all(u8::is_ascii_digit) {
+      self.digit_run(ctx, s, e, numbers_until);
+      None
     } else {
       self.long_run(ctx, s, e, has_digit, has_sep, numbers_until)
+    }
+  }
+
+  /// [`Self::long_run`] for a run of fewer than 16 digits (status codes, durations, counts):
+  /// one number, whose digits end where the run ends.
+  #[inline(never)]
+  fn digit_run(&self, ctx: &mut Ctx, s: usize, e: usize, numbers_until: &mut usize) {
+    self.word_start(ctx, s);
+    if e > *numbers_until {
+      let j = s.max(*numbers_until);
+      *numbers_until = pii::number_run(ctx, j, e).max(e);
+    }
+    if assignment_follows(ctx.t, s, e) {
+      self.assignment(ctx, s, e);
     }
   }
 
@@ -528,7 +545,13 @@ impl Engine {
         }
       }
       if c >= v6_from {
-        v6_from = pii::ipv6_at(ctx, c);
+        // The first `:` of a log line's `THH:MM:SS`: the address it could start is glued to the
+        // `T` before it, which `ipv6_at` refuses once it has measured the run, without a finding.
+        v6_from = if c >= 3 && t[c - 3] == b'T' && t[c - 2].is_ascii_digit() && t[c - 1].is_ascii_digit() {
+          pii::v6_run_end(t, c)
+        } else {
+          pii::ipv6_at(ctx, c)
+        };
       }
     }
     for c in memchr::memchr_iter(b'~', t) {
@@ -786,7 +809,29 @@ fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{masks64, TOKEN_CHAR};
+  use super::{log_timestamp_end, masks64, TOKEN_CHAR};
+
+  #[test]
+  fn log_timestamps_are_skipped_only_in_their_exact_shape() {
+    let ok = |s: &str| log_timestamp_end(s.as_bytes(), 1);
+    assert_eq!(ok(" 2024-11-23T14:35:22.456Z INFO"), Some(25));
+    assert_eq!(ok("\n2024-11-23T14:35:22Z"), Some(21));
+    assert_eq!(ok("=2024-11-23T14:35:22.4Z,"), Some(23));
+    for s in [
+      ".2024-11-23T14:35:22.456Z",
+      "+2024-11-23T14:35:22.456Z",
+      "(2024-11-23T14:35:22.456Z",
+      " 2024-11-23T14:35:22.45678Z",
+      " 2024-11-23T14:35:22.Z",
+      " 2024-11-23T14:35:22.456",
+      " 2024-11-23T14:35:22.456Zx",
+      " 2024-11-23T14:35:22.456Z-",
+      " 2024-11-23 14:35:22.456Z",
+      " 2024-11-23T14:35",
+    ] {
+      assert_eq!(ok(s), None, "{s}");
+    }
+  }
 
   #[test]
   fn masks_match_the_scalar_classes() {
