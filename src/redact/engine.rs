@@ -91,6 +91,11 @@ pub struct Engine {
   /// Bit per first-two-bytes pair that starts a keyword (2 KiB: stays in L1), and the possible
   /// fourth bytes per first three (most English words starting like a keyword stop there).
   first2_bits: Box<[u64; 256]>,
+  /// A Bloom filter over the first three bytes (first two as in `first2`, the third as it
+  /// stands) of every word start the third-byte test of [`Self::keyword_at`] lets through: one
+  /// look rejects the quarter of prose words whose first two bytes start a keyword (`re`, `se`,
+  /// `be`) and whose third does not, without the call. 8 KiB, to stay in L1.
+  first3_bloom: Box<[u64; 1024]>,
   fourth: rustc_hash::FxHashMap<[u8; 3], u128>,
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
@@ -125,6 +130,12 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 
 pub fn engine() -> &'static Engine {
   ENGINE.get_or_init(Engine::new)
+}
+
+/// Bit of the first-three-bytes filter for the first-two index `i` and the third byte `c`.
+#[inline(always)]
+fn bloom3_index(i: usize, c: u8) -> usize {
+  ((((i as u32) << 8) | c as u32).wrapping_mul(0x9e37_79b1) >> 16) as usize
 }
 
 #[inline]
@@ -207,6 +218,20 @@ impl Engine {
         };
       }
     }
+    // Every (first two, third) the third-byte test passes goes into the filter: a word start it
+    // rejects is one `keyword_at` would have returned from.
+    let mut first3_bloom = Box::new([0u64; 1024]);
+    for (i, &bucket) in first2.iter().enumerate() {
+      if bucket == 0 {
+        continue;
+      }
+      for c in 0..128u8 {
+        if third[bucket as usize] & (1u128 << c) != 0 {
+          let k = bloom3_index(i, c);
+          first3_bloom[k >> 6] |= 1 << (k & 63);
+        }
+      }
+    }
     let ac = AhoCorasickBuilder::new()
       .ascii_case_insensitive(true)
       .match_kind(MatchKind::LeftmostLongest)
@@ -225,6 +250,7 @@ impl Engine {
       first2,
       third,
       first2_bits,
+      first3_bloom,
       fourth,
       colon_rules,
       tilde_rules,
@@ -279,7 +305,7 @@ impl Engine {
     let mut open: Option<usize> = None;
     let (mut digits, mut seps) = (false, false);
     let mut b = 0;
-    while b < n {
+    'blocks: while b < n {
       let (tm, dm, sm) = masks64(t, b);
       let mut pos = 0u32;
       // Each turn either ends (a block with no more run boundaries) or moves `pos` to the
@@ -302,32 +328,83 @@ impl Engine {
           break;
         }
         let s = open.take().unwrap_or(b + pos as usize);
-        self.run(ctx, s, b + end as usize, digits, seps, &mut numbers_until);
+        let resume = self.run(ctx, s, b + end as usize, digits, seps, &mut numbers_until);
         digits = false;
         seps = false;
+        if let Some(r) = resume {
+          // The runs up to `r` (after this one, which ends before it) need no look: scanning
+          // restarts there, at a byte that is not a token character.
+          b = r;
+          continue 'blocks;
+        }
         pos = end;
       }
       b += 64;
     }
     if let Some(s) = open {
-      self.run(ctx, s, n, digits, seps, &mut numbers_until);
+      // A resume point lies past the end of the text here: nothing is left to scan.
+      let _ = self.run(ctx, s, n, digits, seps, &mut numbers_until);
     }
   }
 
   /// One run of token characters `t[s..e]`. Most runs are short words with nothing after them
   /// that looks like an assignment: they only need the keyword check, done here inline.
+  /// Returns where scanning may resume when the runs that follow this one need no look (see
+  /// [`log_timestamp_end`]).
   #[inline(always)]
-  fn run(&self, ctx: &mut Ctx, s: usize, e: usize, has_digit: bool, has_sep: bool, numbers_until: &mut usize) {
-    if !has_digit && !has_sep && e - s < 16 && !assignment_follows(ctx.t, s, e) {
+  fn run(
+    &self,
+    ctx: &mut Ctx,
+    s: usize,
+    e: usize,
+    has_digit: bool,
+    has_sep: bool,
+    numbers_until: &mut usize,
+  ) -> Option<usize> {
+    if !has_digit && !has_sep && e - s < 16 {
       self.word_start(ctx, s);
+      if assignment_follows(ctx.t, s, e) {
+        self.assignment(ctx, s, e);
+      }
+      None
+    } else if has_digit && !has_sep && e - s < 16 && ctx.t[s..e].iter().all(u8::is_ascii_digit) {
+      self.digit_run(ctx, s, e, numbers_until);
+      None
     } else {
-      self.long_run(ctx, s, e, has_digit, has_sep, numbers_until);
+      self.long_run(ctx, s, e, has_digit, has_sep, numbers_until)
+    }
+  }
+
+  /// [`Self::long_run`] for a run of fewer than 16 digits (status codes, durations, counts):
+  /// one number, whose digits end where the run ends.
+  #[inline(never)]
+  fn digit_run(&self, ctx: &mut Ctx, s: usize, e: usize, numbers_until: &mut usize) {
+    self.word_start(ctx, s);
+    if e > *numbers_until {
+      let j = s.max(*numbers_until);
+      *numbers_until = pii::number_run(ctx, j, e).max(e);
+    }
+    if assignment_follows(ctx.t, s, e) {
+      self.assignment(ctx, s, e);
     }
   }
 
   #[inline(never)]
-  fn long_run(&self, ctx: &mut Ctx, s: usize, e: usize, has_digit: bool, has_sep: bool, numbers_until: &mut usize) {
+  fn long_run(
+    &self,
+    ctx: &mut Ctx,
+    s: usize,
+    e: usize,
+    has_digit: bool,
+    has_sep: bool,
+    numbers_until: &mut usize,
+  ) -> Option<usize> {
     let t = ctx.t;
+    if has_digit && has_sep && e - s == 13 && *numbers_until <= s {
+      if let Some(r) = log_timestamp_end(t, s) {
+        return Some(r);
+      }
+    }
     self.word_start(ctx, s);
     if has_sep {
       let stop = e.saturating_sub(2).max(s);
@@ -370,11 +447,20 @@ impl Engine {
       }
     }
     if assignment_follows(t, s, e) {
-      let a = skip_back(t, s, 64, is_ident);
-      let b = skip_back(t, e, e - s, |b| b == b'.');
-      if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
-        secrets::assignment_on(ctx, a, b);
-      }
+      self.assignment(ctx, s, e);
+    }
+    None
+  }
+
+  /// The run `t[s..e]`, followed by an assignment operator, as the end of an identifier naming
+  /// a secret (`DB_PASSWORD=`, `config.token:`).
+  #[inline(never)]
+  fn assignment(&self, ctx: &mut Ctx, s: usize, e: usize) {
+    let t = ctx.t;
+    let a = skip_back(t, s, 64, is_ident);
+    let b = skip_back(t, e, e - s, |b| b == b'.');
+    if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
+      secrets::assignment_on(ctx, a, b);
     }
   }
 
@@ -385,7 +471,14 @@ impl Engine {
   fn word_start(&self, ctx: &mut Ctx, j: usize) {
     let t = ctx.t;
     let Some(i) = at(t, j + 1).and_then(|b1| first2_index(t[j], b1)) else { return };
-    if self.first2_bits[i >> 6] & (1 << (i & 63)) != 0 {
+    let pass = match at(t, j + 2) {
+      Some(c) => {
+        let k = bloom3_index(i, c.to_ascii_lowercase());
+        self.first3_bloom[k >> 6] & (1 << (k & 63)) != 0
+      }
+      None => self.first2_bits[i >> 6] & (1 << (i & 63)) != 0,
+    };
+    if pass {
       self.keyword_at(ctx, j, i);
     }
   }
@@ -452,7 +545,13 @@ impl Engine {
         }
       }
       if c >= v6_from {
-        v6_from = pii::ipv6_at(ctx, c);
+        // The first `:` of a log line's `THH:MM:SS`: the address it could start is glued to the
+        // `T` before it, which `ipv6_at` refuses once it has measured the run, without a finding.
+        v6_from = if c >= 3 && t[c - 3] == b'T' && t[c - 2].is_ascii_digit() && t[c - 1].is_ascii_digit() {
+          pii::v6_run_end(t, c)
+        } else {
+          pii::ipv6_at(ctx, c)
+        };
       }
     }
     for c in memchr::memchr_iter(b'~', t) {
@@ -579,6 +678,42 @@ impl Engine {
   }
 }
 
+/// Where scanning may resume after a log line's timestamp `YYYY-MM-DDTHH:MM:SS[.f]Z` (a
+/// fraction of one to four digits) whose first run `YYYY-MM-DDTHH` starts at `s`: the byte after
+/// the `Z`, which is no token character. Every detector of the main pass leaves such a
+/// timestamp without a finding whatever its digits, as long as nothing before it joins it: no
+/// word keyword starts with two digits (nor with a digit and `Z`), the date is one shape and the
+/// time's groups too few digits for any other (`number_at`), and what precedes an `=` or `:` in
+/// it holds no letter but `T` and `Z` (the assignment words need more). The byte before must
+/// not make it part of something else: not a word byte or `.` (an identifier, a version), `+`
+/// or `(` (a phone number), which the callers' condition (a run starts at `s`, and no number
+/// from before reaches into it) and the list below ensure. (The `:` of the time are the
+/// punctuation pass's, which looks at them on its own.)
+#[inline]
+fn log_timestamp_end(t: &[u8], s: usize) -> Option<usize> {
+  if !before(t, s).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\'' | b'[' | b'=' | b'`')) {
+    return None;
+  }
+  let x = t.get(s..s + 19)?;
+  let d = |i: usize| x[i].is_ascii_digit();
+  let shape = d(0) && d(1) && d(2) && d(3) && x[4] == b'-' && d(5) && d(6) && x[7] == b'-' && d(8) && d(9);
+  if !(shape && x[10] == b'T' && d(11) && d(12) && x[13] == b':' && d(14) && d(15) && x[16] == b':' && d(17) && d(18)) {
+    return None;
+  }
+  let mut i = s + 19;
+  if at(t, i) == Some(b'.') {
+    let f = skip(t, i + 1, 5, |b| b.is_ascii_digit()) - (i + 1);
+    if !(1..=4).contains(&f) {
+      return None;
+    }
+    i += 1 + f;
+  }
+  if at(t, i) != Some(b'Z') || at(t, i + 1).is_some_and(|b| TOKEN_CHAR[b as usize]) {
+    return None;
+  }
+  Some(i + 1)
+}
+
 /// Bitmasks of 64 bytes starting at `b` (bits past the end are 0): token characters
 /// (`[A-Za-z0-9+/_-]`), digits, and `-` `/` `+`.
 #[inline]
@@ -674,7 +809,29 @@ fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{masks64, TOKEN_CHAR};
+  use super::{log_timestamp_end, masks64, TOKEN_CHAR};
+
+  #[test]
+  fn log_timestamps_are_skipped_only_in_their_exact_shape() {
+    let ok = |s: &str| log_timestamp_end(s.as_bytes(), 1);
+    assert_eq!(ok(" 2024-11-23T14:35:22.456Z INFO"), Some(25));
+    assert_eq!(ok("\n2024-11-23T14:35:22Z"), Some(21));
+    assert_eq!(ok("=2024-11-23T14:35:22.4Z,"), Some(23));
+    for s in [
+      ".2024-11-23T14:35:22.456Z",
+      "+2024-11-23T14:35:22.456Z",
+      "(2024-11-23T14:35:22.456Z",
+      " 2024-11-23T14:35:22.45678Z",
+      " 2024-11-23T14:35:22.Z",
+      " 2024-11-23T14:35:22.456",
+      " 2024-11-23T14:35:22.456Zx",
+      " 2024-11-23T14:35:22.456Z-",
+      " 2024-11-23 14:35:22.456Z",
+      " 2024-11-23T14:35",
+    ] {
+      assert_eq!(ok(s), None, "{s}");
+    }
+  }
 
   #[test]
   fn masks_match_the_scalar_classes() {

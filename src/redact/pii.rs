@@ -1282,6 +1282,13 @@ fn v6_char(b: u8) -> bool {
   b.is_ascii_hexdigit() || b == b':' || b == b'.'
 }
 
+/// What [`ipv6_at`] returns at a `:` with two digits before it and a word byte that is no hex
+/// digit before those (`T14:35:22`): the end of the address characters after it, as far as
+/// an address starting at the digits could reach.
+pub fn v6_run_end(t: &[u8], c: usize) -> usize {
+  skip(t, c + 1, 64 - 3, v6_char)
+}
+
 static V6_CONTEXT: WordSet =
   WordSet::new(&["ip", "addr", "unspecified", "listen", "bind", "host", "src", "dst", "route", "gateway", "any"]);
 
