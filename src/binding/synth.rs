@@ -235,7 +235,10 @@ fn event_args(dir: Unknown, event: Unknown) -> Result<(PathBuf, core::Event)> {
 }
 
 fn synth_args(dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, core::SynthOptions)> {
-  Ok((PathBuf::from(arg::<Str>(dir, "dir")?.0), opt_object::<SynthesizeLedgerOptions, core::SynthOptions>(options, "options")?))
+  Ok((
+    PathBuf::from(arg::<Str>(dir, "dir")?.0),
+    opt_object::<SynthesizeLedgerOptions, core::SynthOptions>(options, "options")?,
+  ))
 }
 
 /// Writes one event file into `<dir>/events/` (created if needed), atomically, under a name no

@@ -76,7 +76,10 @@ struct FrontMatter {
   reason: Option<String>,
 }
 
+/// The body's sections; any other key makes the event malformed (a typo would otherwise lose a
+/// section silently).
 #[derive(Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct Body {
   #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_scalar_string")]
   now: Option<String>,
@@ -279,6 +282,29 @@ mod erased {
   }
 }
 
+/// Deepest nesting of flow collections (`[`, `{`) a part may have. The YAML parser checks every
+/// open flow level at each token, so its time grows with input size times depth: bounding the
+/// depth first keeps decoding linear. Counted without regard to quotes, so text holding more
+/// than this many unmatched `[` or `{` is refused too (an over-estimate, never an under one).
+pub const MAX_FLOW_DEPTH: usize = 64;
+
+fn flow_depth_ok(text: &str) -> bool {
+  let mut depth = 0usize;
+  for b in text.bytes() {
+    match b {
+      b'[' | b'{' => {
+        depth += 1;
+        if depth > MAX_FLOW_DEPTH {
+          return false;
+        }
+      }
+      b']' | b'}' => depth = depth.saturating_sub(1),
+      _ => {}
+    }
+  }
+  true
+}
+
 fn yaml_error(part: &str, e: &serde_norway::Error, line_offset: usize) -> String {
   match e.location() {
     Some(at) => format!("{part} is not a valid event (line {})", at.line() + line_offset),
@@ -305,6 +331,9 @@ fn from_markdown(text: &str) -> std::result::Result<Event, String> {
   let (front_end, body_start) = close.ok_or_else(|| "the front matter has no closing `---` line".to_string())?;
   let front_text = &rest[..front_end];
   let body_text = &rest[body_start..];
+  if !flow_depth_ok(front_text) || !flow_depth_ok(body_text) {
+    return Err(format!("nested deeper than {MAX_FLOW_DEPTH} levels"));
+  }
   let front: FrontMatter = serde_norway::from_str(front_text).map_err(|e| yaml_error("the front matter", &e, 2))?;
   if let Some(v) = front.v {
     if v != EVENT_VERSION {

@@ -414,3 +414,40 @@ proptest! {
     }
   }
 }
+
+/// Inputs that make a YAML parser slow (deep flow nesting, long runs of one indicator, alias
+/// fans, deep block nesting), each as large as an event may be: decoded or refused with a reason.
+/// Flow nesting past [`event::MAX_FLOW_DEPTH`] is refused before the YAML parser sees it (the
+/// parser's time grows with size times flow depth; unbounded, the first body took minutes).
+/// The time of each shape is measured in bench/synth.bench.mjs, not asserted here.
+#[test]
+fn hostile_yaml_shapes_are_decoded_or_refused() {
+  let max = event::MAX_EVENT_BYTES as usize - 200;
+  let head = "---\nts: 2026-01-10T10:00:00Z\nagent: a\ntype: x\n---\n";
+  let deep =
+    [format!("now: {}", "[".repeat(max)), format!("now: {}", "{".repeat(max)), format!("now: {}", "[{".repeat(33))];
+  for body in deep {
+    let reason = Event::decode(format!("{head}{body}\n").as_bytes(), false).unwrap_err();
+    assert_eq!(reason, format!("nested deeper than {} levels", event::MAX_FLOW_DEPTH));
+  }
+  let ok = Event::decode(format!("{head}now: \"{}\"\n", "[".repeat(event::MAX_FLOW_DEPTH)).as_bytes(), false).unwrap();
+  assert_eq!(ok.now.unwrap().len(), event::MAX_FLOW_DEPTH);
+  let mut bodies = vec![
+    format!("now: {}", "[".repeat(60) + &"a,".repeat(max / 2)),
+    format!("this_session:\n{}", "- x\n".repeat(max / 4)),
+    format!("now: \"{}\"", "\\u0041".repeat(max / 6)),
+    format!("now: {}", "- ".repeat(max / 2)),
+    format!("now: {}", "? ".repeat(max / 2)),
+    format!("now: {}", "&a ".repeat(max / 3)),
+    format!("this_session: &a [x]\nopen_questions: [{}]", "*a,".repeat(max / 3)),
+  ];
+  let mut nested = String::from("now:\n");
+  for depth in 0..700 {
+    nested.push_str(&" ".repeat(depth));
+    nested.push_str("- \n");
+  }
+  bodies.push(nested);
+  for body in bodies {
+    let _ = Event::decode(format!("{head}{body}\n").as_bytes(), false);
+  }
+}
