@@ -14,6 +14,7 @@ import { resolveConfig } from './src/config.ts'
 import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
+import { LoaSynthesis } from './src/synth.ts'
 
 export default definePluginEntry({
   id: 'loa',
@@ -28,6 +29,7 @@ export default definePluginEntry({
     const memory = new LoaMemory(config, api.logger)
     memory.start()
     const ledger = new LoaLedger(config, api.logger, memory)
+    const synthesis = new LoaSynthesis(config, api.logger, memory, ledger)
 
     // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
     api.registerMemoryCapability(
@@ -40,6 +42,11 @@ export default definePluginEntry({
     }
 
     api.on('before_prompt_build', async (event, ctx) => {
+      try {
+        await synthesis.beforePrompt(ctx)
+      } catch (err) {
+        failOpen('session_start (synthesis)', err)
+      }
       try {
         // After a checkpoint or a session start, the ledger's level 1 goes first.
         return await memory.recall(event.prompt, ctx, (root, budget) => ledger.level1(root, ctx, budget))
@@ -63,6 +70,11 @@ export default definePluginEntry({
       } catch (err) {
         failOpen('session_start', err)
       }
+      try {
+        await synthesis.sessionStarted(ctx)
+      } catch (err) {
+        failOpen('session_start (synthesis)', err)
+      }
     })
     // "Clear, don't compact": what the session knew is checkpointed into the ledger before the
     // context goes (each step fail-open: memory never takes the agent down).
@@ -85,7 +97,12 @@ export default definePluginEntry({
         failOpen('before_reset', err)
       }
     })
-    api.on('session_end', async (_event, ctx) => {
+    api.on('session_end', async (event, ctx) => {
+      try {
+        await synthesis.sessionEnded(event, ctx)
+      } catch (err) {
+        failOpen('session_end (synthesis)', err)
+      }
       try {
         await ledger.sessionEnded(ctx)
       } catch (err) {
