@@ -286,7 +286,7 @@ mod erased {
 /// open flow level at each token, so its time grows with input size times depth: bounding the
 /// depth first keeps decoding linear. Counted without regard to quotes, so text holding more
 /// than this many unmatched `[` or `{` is refused too (an over-estimate, never an under one).
-pub const MAX_FLOW_DEPTH: usize = 64;
+pub const MAX_FLOW_DEPTH: usize = 32;
 
 fn flow_depth_ok(text: &str) -> bool {
   let mut depth = 0usize;

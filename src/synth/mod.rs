@@ -275,64 +275,119 @@ struct Live {
   source: Option<Source>,
 }
 
-/// Reads every event of `events/`: decoded ones, and the skipped with reasons.
-fn read_events(events: &StateDir, base: &State) -> Result<(Vec<Live>, Vec<Skipped>)> {
-  let entries = events.entries()?;
-  let mut live = Vec::new();
+/// One listed file's outcome.
+enum Read {
+  Live(Box<Live>),
+  Skipped(Skipped),
+  Gone,
+}
+
+/// Reads and decodes one event file.
+fn read_one(events: &StateDir, name: &std::ffi::OsStr, base: &State) -> Read {
+  let name_bytes = std::os::unix::ffi::OsStrExt::as_bytes(name);
+  let json = name_bytes.ends_with(b".json");
+  let shown = || shown_name(name_bytes);
+  let bytes = match events.read(name, event::MAX_EVENT_BYTES) {
+    Ok(Some(bytes)) => bytes,
+    Ok(None) => return Read::Gone, // archived by someone else since listing
+    Err(e) => return Read::Skipped(Skipped { file: shown(), reason: format!("{}: unreadable", e.code()) }),
+  };
+  let file = String::from_utf8_lossy(name_bytes).into_owned();
+  let id = merge::event_id(&file, &bytes);
+  if base.events.contains(&id) {
+    // Already folded into the base (an archive interrupted before the move): counted once.
+    return Read::Live(Box::new(Live { name: name.to_owned(), ts: i64::MIN, state: State::default(), source: None }));
+  }
+  match Event::decode(&bytes, json) {
+    Ok(event) => {
+      let ts = event.validate().expect("decode validated it");
+      let state = State::of_event(id, &file, ts, &event);
+      let source = Source {
+        file: file.clone(),
+        agent: event.agent.clone(),
+        ts: format_ms(ts),
+        kind: event::normalise(&event.kind),
+        branch: event.branch.as_deref().map(event::normalise),
+      };
+      Read::Live(Box::new(Live { name: name.to_owned(), ts, state, source: Some(source) }))
+    }
+    Err(reason) => Read::Skipped(Skipped { file: shown(), reason }),
+  }
+}
+
+/// Files below this many are read on the calling thread alone.
+const PARALLEL_FROM: usize = 512;
+
+/// Reads every event of `events/`: decoded ones, the skipped with reasons, and the merge of the
+/// decoded ones. Files are decoded on up to 8 threads, each merging its share: the merge is
+/// associative and commutative, so how the work is split never changes the result.
+fn read_events(events: &StateDir, base: &State) -> Result<(Vec<Live>, Vec<Skipped>, State)> {
+  let mut names = Vec::new();
   let mut skipped = Vec::new();
-  for entry in entries {
+  for entry in events.entries()? {
     let name_bytes = std::os::unix::ffi::OsStrExt::as_bytes(entry.name.as_os_str());
     if name_bytes.first() == Some(&b'.') || is_temp_name(&entry.name) {
       continue; // hidden files and writers' temp files are not events
     }
-    let json = name_bytes.ends_with(b".json");
-    if !json && !name_bytes.ends_with(b".md") {
+    if !name_bytes.ends_with(b".json") && !name_bytes.ends_with(b".md") {
       continue;
     }
-    if live.len() + skipped.len() >= MAX_EVENTS {
+    if names.len() + skipped.len() >= MAX_EVENTS {
       return Err(LoaError::TooLarge {
         what: format!("{} (event files; archive some)", events.path().display()),
-        size: (live.len() + skipped.len() + 1) as u64,
+        size: (names.len() + skipped.len() + 1) as u64,
         limit: MAX_EVENTS as u64,
       });
     }
-    let shown = shown_name(name_bytes);
-    if !entry.is_file() {
-      skipped.push(Skipped { file: shown, reason: "not a regular file".into() });
-      continue;
-    }
-    let bytes = match events.read(&entry.name, event::MAX_EVENT_BYTES) {
-      Ok(Some(bytes)) => bytes,
-      Ok(None) => continue, // archived by someone else since listing
-      Err(e) => {
-        skipped.push(Skipped { file: shown, reason: format!("{}: unreadable", e.code()) });
-        continue;
-      }
-    };
-    let file = String::from_utf8_lossy(name_bytes).into_owned();
-    let id = merge::event_id(&file, &bytes);
-    if base.events.contains(&id) {
-      // Already folded into the base (an archive interrupted before the move): counted once.
-      live.push(Live { name: entry.name.clone(), ts: i64::MIN, state: State::default(), source: None });
-      continue;
-    }
-    match Event::decode(&bytes, json) {
-      Ok(event) => {
-        let ts = event.validate().expect("decode validated it");
-        let state = State::of_event(id, &file, ts, &event);
-        let source = Source {
-          file: file.clone(),
-          agent: event.agent.clone(),
-          ts: format_ms(ts),
-          kind: event::normalise(&event.kind),
-          branch: event.branch.as_deref().map(event::normalise),
-        };
-        live.push(Live { name: entry.name.clone(), ts, state, source: Some(source) });
-      }
-      Err(reason) => skipped.push(Skipped { file: shown, reason }),
+    if entry.is_file() {
+      names.push(entry.name);
+    } else {
+      skipped.push(Skipped { file: shown_name(name_bytes), reason: "not a regular file".into() });
     }
   }
-  Ok((live, skipped))
+  let threads = if names.len() < PARALLEL_FROM {
+    1
+  } else {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+  };
+  let chunk = names.len().div_ceil(threads).max(1);
+  let work = |part: &[std::ffi::OsString]| {
+    let mut merged = State::default();
+    let reads: Vec<Read> = part
+      .iter()
+      .map(|name| {
+        let read = read_one(events, name, base);
+        if let Read::Live(live) = &read {
+          merged.merge(&live.state);
+        }
+        read
+      })
+      .collect();
+    (reads, merged)
+  };
+  let parts: Vec<(Vec<Read>, State)> = if threads == 1 {
+    vec![work(&names)]
+  } else {
+    std::thread::scope(|scope| {
+      let handles: Vec<_> = names.chunks(chunk).map(|part| scope.spawn(move || work(part))).collect();
+      handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+  };
+  let mut live = Vec::with_capacity(names.len());
+  let mut merged = State::default();
+  for (reads, part) in parts {
+    merged.absorb(part);
+    for read in reads {
+      match read {
+        Read::Live(l) => live.push(*l),
+        Read::Skipped(s) => skipped.push(s),
+        Read::Gone => {}
+      }
+    }
+  }
+  // Listed in name order whatever the split.
+  skipped.sort_by(|a, b| a.file.cmp(&b.file));
+  Ok((live, skipped, merged))
 }
 
 /// Synthesises `<dir>/current.md` from `<dir>/base.json` and `<dir>/events/` (see the module
@@ -354,15 +409,13 @@ pub fn synthesize(dir: &Path, options: &SynthOptions) -> Result<SynthReport> {
     if options.check { None } else { Some(lock_in(&root, LOCK_FILE, options.lock_timeout, "ledger synthesis")?) };
   let base = read_base(&root, options)?;
   let events = if options.check { root.subdir(EVENTS_DIR)? } else { Some(root.create_subdir(EVENTS_DIR)?) };
-  let (mut live, skipped) = match &events {
+  let (mut live, skipped, merged) = match &events {
     Some(events) => read_events(events, &base)?,
-    None => (Vec::new(), Vec::new()),
+    None => (Vec::new(), Vec::new(), State::default()),
   };
   let base_events = base.events.len() as u64;
   let mut state = base.clone();
-  for l in &live {
-    state.merge(&l.state);
-  }
+  state.absorb(merged);
   let text = state.render();
   let current = root.read(CURRENT_FILE, MAX_CURRENT_BYTES)?;
   let differs = current.as_deref() != Some(text.as_bytes());

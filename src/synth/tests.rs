@@ -451,3 +451,27 @@ fn hostile_yaml_shapes_are_decoded_or_refused() {
     let _ = Event::decode(format!("{head}{body}\n").as_bytes(), false);
   }
 }
+
+/// Enough files to be decoded on several threads: the result is the one-thread merge.
+#[test]
+fn many_files_decoded_in_parallel_give_the_sequential_result() {
+  let dir = tempfile::tempdir().unwrap();
+  let events = dir.path().join(EVENTS_DIR);
+  std::fs::create_dir_all(&events).unwrap();
+  let mut sequential = State::default();
+  for i in 0..(PARALLEL_FROM * 2 + 7) {
+    let mut e = event(&format!("2026-01-{:02}T10:00:{:02}Z", 1 + i % 28, i % 60), ["a", "b", "c"][i % 3]);
+    e.now = Some(format!("now {i}"));
+    e.this_session = vec![format!("item {}", i % 50)];
+    e.decisions = BTreeMap::from([(format!("k{}", i % 7), format!("v{i}"))]);
+    let file = format!("{i:05}_{}.md", e.agent);
+    let bytes = e.encode().unwrap();
+    std::fs::write(events.join(&file), &bytes).unwrap();
+    sequential.merge(&State::of_event(event_id(&file, &bytes), &file, e.validate().unwrap(), &e));
+  }
+  std::fs::write(events.join("00003_bad.md"), "not an event").unwrap();
+  let report = synthesize(dir.path(), &SynthOptions::default()).unwrap();
+  assert_eq!(report.text, sequential.render());
+  assert_eq!(report.skipped.len(), 1);
+  assert_eq!(report.sources.len(), PARALLEL_FROM * 2 + 7);
+}
