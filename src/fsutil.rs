@@ -358,29 +358,39 @@ impl StateDir {
   }
 
   /// Like [`write_atomic`](Self::write_atomic), but never replaces anything: the complete file
-  /// appears under `name` only if no entry of that name exists (a hard link from the fsynced
-  /// temp file, which the kernel refuses with `EEXIST` atomically), so two writers racing for
-  /// one name cannot both win. `Ok(false)` when the name was taken; nothing is left behind.
-  pub fn write_new(&self, name: impl AsRef<OsStr>, data: &[u8], mode: Option<u32>) -> Result<bool> {
-    let name = name.as_ref();
-    check_name(name)?;
-    let temp = temp_name(name);
+  /// appears under the first of `names` that is free (a hard link from one fsynced temp file,
+  /// which the kernel refuses with `EEXIST` atomically), so two writers racing for one name
+  /// cannot both win, and a taken name costs one `linkat`, not another write. `Ok(None)` when
+  /// every name was taken; nothing is left behind.
+  pub fn write_new<N: AsRef<OsStr>>(
+    &self,
+    names: impl IntoIterator<Item = N>,
+    data: &[u8],
+    mode: Option<u32>,
+  ) -> Result<Option<OsString>> {
+    let mut names = names.into_iter().peekable();
+    let Some(first) = names.peek() else { return Ok(None) };
+    let temp = temp_name(first.as_ref());
     let how = OpenMode::CREATE_NEW.with_mode(mode.unwrap_or(DEFAULT_FILE_MODE));
     let result = (|| {
       let mut file = self.open_file(&temp, how)?;
       file.write_all(data)?;
       file.sync_all()?;
       drop(file);
-      match rustix::fs::linkat(&self.fd, temp.as_os_str(), &self.fd, name, AtFlags::empty()) {
-        Ok(()) => {}
-        Err(rustix::io::Errno::EXIST) => return Ok(false),
-        Err(e) => return Err(io_err("link into place", &self.child_path(name), e)),
+      for name in names {
+        let name = name.as_ref();
+        check_name(name)?;
+        match rustix::fs::linkat(&self.fd, temp.as_os_str(), &self.fd, name, AtFlags::empty()) {
+          Ok(()) => return Ok(Some(name.to_owned())),
+          Err(rustix::io::Errno::EXIST) => continue,
+          Err(e) => return Err(io_err("link into place", &self.child_path(name), e)),
+        }
       }
-      Ok(true)
+      Ok(None)
     })();
-    // The temp name goes in every case: on success the data lives on under `name`.
+    // The temp name goes in every case: on success the data lives on under its name.
     let _ = rustix::fs::unlinkat(&self.fd, temp.as_os_str(), AtFlags::empty());
-    if result.as_ref().is_ok_and(|&linked| linked) {
+    if matches!(result, Ok(Some(_))) {
       self.sync()?;
     }
     result

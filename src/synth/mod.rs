@@ -92,13 +92,14 @@ pub fn write_event(dir: &Path, event: &Event) -> Result<Written> {
   let root = StateDir::create_root(dir)?;
   let events = root.create_subdir(EVENTS_DIR)?;
   let stem = format!("{}_{}", format_ms_compact(ts), event.agent);
-  for n in 1..=MAX_NAME_TRIES {
-    let file = if n == 1 { format!("{stem}.md") } else { format!("{stem}~{n}.md") };
-    if events.write_new(&file, &bytes, None)? {
-      return Ok(Written { path: events.child_path(&file), file });
+  let names = (1..=MAX_NAME_TRIES).map(|n| if n == 1 { format!("{stem}.md") } else { format!("{stem}~{n}.md") });
+  match events.write_new(names, &bytes, None)? {
+    Some(file) => {
+      let file = file.to_string_lossy().into_owned();
+      Ok(Written { path: events.child_path(&file), file })
     }
+    None => Err(LoaError::WalLocked { what: format!("every name of {MAX_NAME_TRIES} for the event"), waited_ms: 0 }),
   }
-  Err(LoaError::WalLocked { what: "the event name".into(), waited_ms: 0 })
 }
 
 /// How to synthesise.
