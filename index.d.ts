@@ -2087,6 +2087,49 @@ export interface LedgerDecisionHit {
   entry: LedgerDecisionEntry
 }
 
+/** One line of `checkpoints`: the status a phase reached. */
+export interface LedgerEventCheckpoint {
+  /** A number (`"5"`) or a name (`"review"`). */
+  phase: string
+  status: string
+  /** RFC 3339, any offset: when the phase reached it. Default the event's `ts`. */
+  updated?: string
+}
+
+/** One session's account for `writeLedgerEvent` (seed 001's event file). */
+export interface LedgerEventInput {
+  /** The agent: 1-64 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. */
+  agent: string
+  /** What ended: `session_end`, `handoff`, `checkpoint`, ... Default `session_end`. */
+  type?: string
+  /** RFC 3339, any offset. Default now. */
+  ts?: string
+  /** The git branch the session worked on. */
+  branch?: string
+  /** Why it ended (`clear`, `compact`, ...). */
+  reason?: string
+  /** What the agent is doing now (the newest event's wins). */
+  now?: string
+  /** What was done (merged as a set across events). */
+  thisSession?: Array<string>
+  /** Key -> decision (per key, the newest event's wins). */
+  decisions?: Record<string, string>
+  /** Phases and their status (the latest per phase wins). */
+  checkpoints?: Array<LedgerEventCheckpoint>
+  /** Questions still open (merged as a set). */
+  openQuestions?: Array<string>
+}
+
+/** Where `writeLedgerEvent` put the event. */
+export interface LedgerEventWritten {
+  /**
+   * Its name in `<dir>/events/`: `<ts>_<agent>.md`, or `<ts>_<agent>~<n>.md` when that was
+   * taken.
+   */
+  file: string
+  path: string
+}
+
 /** Evidence of a decision: the code quoted word for word at a lightweight identifier. */
 export interface LedgerEvidence {
   /** `${PROJECT_ROOT}/path:line` or `:start-end`. */
@@ -2268,6 +2311,51 @@ export interface LedgerStateRecovery {
   warnings: Array<string>
   /** L1 after recovery (brought up to a newer MEMORY.md status), when there is one. */
   state?: LedgerWorkflowState
+}
+
+/** What `synthesizeLedger` did. */
+export interface LedgerSynthReport {
+  /** `<dir>/current.md`. */
+  currentPath: string
+  /** current.md was written with new bytes. */
+  changed: boolean
+  /** `check`: current.md is missing or differs (the CLI exits 1). */
+  stale: boolean
+  /** Events in the output: the base's and the live ones. */
+  eventCount: number
+  /** The newest event's `ts` (RFC 3339, UTC). */
+  latestTs?: string
+  /** The winning `now`. */
+  now?: string
+  /** The live events read, oldest first. */
+  sources: Array<LedgerSynthSource>
+  /** Events taken from the signed base.json. */
+  baseEvents: number
+  skipped: Array<LedgerSynthSkipped>
+  /** Events folded into the base and moved to the archive by this call. */
+  archived: number
+  /** current.md was committed with git. */
+  committed: boolean
+  /** current.md's text. */
+  text: string
+}
+
+/** A file of `events/` left out, and why (never its content). */
+export interface LedgerSynthSkipped {
+  /** Its name, or a description when the name is not one the library writes. */
+  file: string
+  reason: string
+}
+
+/** A live event that went into current.md. */
+export interface LedgerSynthSource {
+  file: string
+  agent: string
+  /** RFC 3339, UTC. */
+  ts: string
+  /** The event's `type`. */
+  type: string
+  branch?: string
 }
 
 /** An L1 state file (`<persistence.state_dir>/<workflow>.json`, version 1). */
@@ -3025,6 +3113,39 @@ export interface StoredMemory {
   path: string
 }
 
+/**
+ * Synthesises `<dir>/current.md` from the signed `base.json` and every event of `events/`,
+ * under `.synth.lock`: the same bytes whatever the order or grouping the events are found in
+ * (no wall-clock time in it). Malformed events are skipped and listed in `skipped`. With
+ * `check`, compares instead of writing.
+ */
+export declare function synthesizeLedger(dir: string, options?: SynthesizeLedgerOptions): Promise<LedgerSynthReport>
+
+/** `synthesizeLedger`'s options. */
+export interface SynthesizeLedgerOptions {
+  /**
+   * Compare only: `stale` says whether current.md differs from what synthesis gives. Writes
+   * nothing and takes no lock.
+   */
+  check?: boolean
+  /**
+   * Fold events older than `retentionDays` into the signed base.json (needs `keysDir`) and
+   * move them to `archive/<day>/`. current.md keeps the same bytes.
+   */
+  archive?: boolean
+  /** Days an event stays live before `archive` folds it. Default 7. */
+  retentionDays?: number
+  /** The key ring that signs base.json (archive) and verifies it (whenever it exists). */
+  keysDir?: string
+  /** Commit current.md with git when it changed (an argument vector, never a shell). */
+  commit?: boolean
+  /** How long to wait for another synthesiser's `.synth.lock`, in ms. Default 5000. */
+  lockTimeoutMs?: number
+}
+
+/** Synchronous twin of `synthesizeLedger`. */
+export declare function synthesizeLedgerSync(dir: string, options?: SynthesizeLedgerOptions): LedgerSynthReport
+
 /** BPE encoding used to count tokens. */
 export type TokenEncoding = 'o200k_base' | 'cl100k_base'
 
@@ -3317,6 +3438,16 @@ export interface WriteFileAtomicOptions {
 
 /** Synchronous twin of `writeFileAtomic`: blocks until the new content is durable. */
 export declare function writeFileAtomicSync(path: string, data: Buffer | Uint8Array | string, options?: WriteFileAtomicOptions): void
+
+/**
+ * Writes one event file into `<dir>/events/` (created if needed), atomically, under a name no
+ * other writer holds (same millisecond, same agent: `~2`, `~3`, ...). `dir` is the handoffs
+ * directory that `synthesizeLedger` reads.
+ */
+export declare function writeLedgerEvent(dir: string, event: LedgerEventInput): Promise<LedgerEventWritten>
+
+/** Synchronous twin of `writeLedgerEvent`. */
+export declare function writeLedgerEventSync(dir: string, event: LedgerEventInput): LedgerEventWritten
 
 /**
  * Writes a manifest (signed or not) atomically as its RFC 8785 canonical JSON and a newline.

@@ -58,6 +58,19 @@ const soulOptions = (ctx) => {
   return { workspaceDir: ctx.ws, beauvoirPath: 'soul/B.md', soulPath: 'S.md', stateDir: '.i', trustedKeys: ctx.keyInfos, manifestPath: 'soul/m.json', manifestEntry: 'B.md', checkOnly: true }
 }
 const soulPaths = ['0.workspaceDir', '0.beauvoirPath', '0.soulPath', '0.stateDir', '0.manifestPath']
+const ledgerEvent = () => ({
+  agent: 'toast',
+  type: 'session_end',
+  ts: ISO,
+  branch: 'feat/x',
+  reason: 'clear',
+  now: 'ship it',
+  thisSession: ['did a'],
+  decisions: { db: 'postgres' },
+  checkpoints: [{ phase: '5', status: 'validated', updated: ISO }],
+  openQuestions: ['why?'],
+})
+const synthOptions = (ctx) => ({ check: false, archive: false, retentionDays: 7, keysDir: join(ctx.dir, 'no-keys'), commit: false, lockTimeoutMs: 100 })
 const SPECS = {
   appendDeadLetter: {
     async: true,
@@ -206,6 +219,10 @@ const SPECS = {
   'Ledger.prototype.recoverState': { async: true, receiver: ledger, args: () => ['apex'] },
   'Ledger.prototype.recoverStateSync': { receiver: ledger, args: () => ['apex'] },
   transitionStatus: { args: () => ['created', 'in_progress'] },
+  writeLedgerEvent: { async: true, args: (ctx) => [join(ctx.dir, 'handoffs'), ledgerEvent()], paths: ['0'] },
+  writeLedgerEventSync: { args: (ctx) => [join(ctx.dir, 'handoffs'), ledgerEvent()], paths: ['0'] },
+  synthesizeLedger: { async: true, args: (ctx) => [join(ctx.dir, 'handoffs'), synthOptions(ctx)], paths: ['0', '1.keysDir'] },
+  synthesizeLedgerSync: { args: (ctx) => [join(ctx.dir, 'handoffs'), synthOptions(ctx)], paths: ['0', '1.keysDir'] },
 
   'Wal.open': { args: (ctx, _, n) => [join(ctx.dir, `wal-${n}`), walOptions()], paths: ['0'] },
   'Wal.openAsync': { async: true, args: (ctx, _, n) => [join(ctx.dir, `wal-${n}`), walOptions()], paths: ['0'] },

@@ -452,7 +452,8 @@ pub struct SynthesisConfig {
   /// `thoughts/shared/handoffs` (seed 001).
   #[serde(deserialize_with = "rel_path")]
   pub dir: String,
-  /// Days archived events are kept. Default 7 (seed 001).
+  /// Days an event stays live in `events/` before archiving folds it into the signed base
+  /// snapshot and moves it to `archive/` (`loa ledger synth --archive`). Default 7 (seed 001).
   #[serde(deserialize_with = "uint::<_, _, 0, 36_500>")]
   pub retention_days: u64,
   /// Minimum interval between commits of `current.md` at checkpoints, in milliseconds. Default

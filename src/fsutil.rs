@@ -357,6 +357,58 @@ impl StateDir {
     result
   }
 
+  /// Like [`write_atomic`](Self::write_atomic), but never replaces anything: the complete file
+  /// appears under the first of `names` that is free (a hard link from one fsynced temp file,
+  /// which the kernel refuses with `EEXIST` atomically), so two writers racing for one name
+  /// cannot both win, and a taken name costs one `linkat`, not another write. `Ok(None)` when
+  /// every name was taken; nothing is left behind.
+  pub fn write_new<N: AsRef<OsStr>>(
+    &self,
+    names: impl IntoIterator<Item = N>,
+    data: &[u8],
+    mode: Option<u32>,
+  ) -> Result<Option<OsString>> {
+    let mut names = names.into_iter().peekable();
+    let Some(first) = names.peek() else { return Ok(None) };
+    let temp = temp_name(first.as_ref());
+    let how = OpenMode::CREATE_NEW.with_mode(mode.unwrap_or(DEFAULT_FILE_MODE));
+    let result = (|| {
+      let mut file = self.open_file(&temp, how)?;
+      file.write_all(data)?;
+      file.sync_all()?;
+      drop(file);
+      for name in names {
+        let name = name.as_ref();
+        check_name(name)?;
+        match rustix::fs::linkat(&self.fd, temp.as_os_str(), &self.fd, name, AtFlags::empty()) {
+          Ok(()) => return Ok(Some(name.to_owned())),
+          Err(rustix::io::Errno::EXIST) => continue,
+          Err(e) => return Err(io_err("link into place", &self.child_path(name), e)),
+        }
+      }
+      Ok(None)
+    })();
+    // The temp name goes in every case: on success the data lives on under its name.
+    let _ = rustix::fs::unlinkat(&self.fd, temp.as_os_str(), AtFlags::empty());
+    if matches!(result, Ok(Some(_))) {
+      self.sync()?;
+    }
+    result
+  }
+
+  /// Moves `from` of this directory to `to` in `target` (another directory on the same file
+  /// system), without replacing anything there: `Ok(false)` when `to` exists. Does not fsync.
+  pub fn move_to(&self, from: impl AsRef<OsStr>, target: &StateDir, to: impl AsRef<OsStr>) -> Result<bool> {
+    let (from, to) = (from.as_ref(), to.as_ref());
+    check_name(from)?;
+    check_name(to)?;
+    if target.kind_of(to)?.is_some() {
+      return Ok(false);
+    }
+    rustix::fs::renameat(&self.fd, from, &target.fd, to).map_err(|e| io_err("move", &target.child_path(to), e))?;
+    Ok(true)
+  }
+
   /// Renames `from` to `to` within this directory (replacing `to`). Does not fsync.
   pub fn rename(&self, from: impl AsRef<OsStr>, to: impl AsRef<OsStr>) -> Result<()> {
     let (from, to) = (from.as_ref(), to.as_ref());

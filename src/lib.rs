@@ -22,6 +22,7 @@ pub mod redact;
 pub mod search;
 pub mod settings;
 pub mod sign;
+pub mod synth;
 pub mod timestamp;
 pub mod tokens;
 pub mod wal;

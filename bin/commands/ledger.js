@@ -350,3 +350,21 @@ module.exports = {
     run: resolve,
   },
 }
+
+// ---------------------------------------------------------------------------------------------
+// `loa ledger <action>`: ledger synthesis (`event`, `synth`) lives in ./synth.js; other actions
+// can be added beside it.
+// ---------------------------------------------------------------------------------------------
+const synthesis = require('./synth.js')
+
+module.exports.ledger = {
+  help: synthesis.help,
+  optionHelp: synthesis.optionHelp,
+  options: synthesis.options,
+  accepts: [...new Set(Object.values(synthesis.accepts).flat())],
+  run(context) {
+    const ran = synthesis.run(context)
+    if (ran === undefined) throw cli.badAction('ledger', context.action, Object.keys(synthesis.actions))
+    return ran
+  },
+}

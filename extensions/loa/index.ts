@@ -17,6 +17,7 @@ import { LoaLedger } from './src/ledger.ts'
 import { LoaMemory } from './src/memory.ts'
 import { LoaRecovery, bootstrapHookProblem, loadRoots } from './src/recovery.ts'
 import { memoryCapability, memoryTools } from './src/slot.ts'
+import { LoaSynthesis } from './src/synth.ts'
 
 export default definePluginEntry({
   id: 'loa',
@@ -40,6 +41,7 @@ export default definePluginEntry({
       name: 'loa-identity',
       description: 'SOUL.md generated from a BEAUVOIR.md that verifies, else the template identity (fail-closed)',
     })
+    const synthesis = new LoaSynthesis(config, api.logger, memory, ledger)
 
     // The slot: the host's search manager and prompt guidance, and the agent's memory tools.
     api.registerMemoryCapability(
@@ -52,6 +54,11 @@ export default definePluginEntry({
     }
 
     api.on('before_prompt_build', async (event, ctx) => {
+      try {
+        await synthesis.beforePrompt(ctx)
+      } catch (err) {
+        failOpen('session_start (synthesis)', err)
+      }
       try {
         // Degraded: nothing from the state that did not verify reaches the prompt.
         if (recovery.degraded(memory.rootOf(ctx))) return undefined
@@ -76,6 +83,11 @@ export default definePluginEntry({
         await memory.sessionStarted()
       } catch (err) {
         failOpen('session_start', err)
+      }
+      try {
+        await synthesis.sessionStarted(ctx)
+      } catch (err) {
+        failOpen('session_start (synthesis)', err)
       }
     })
     // "Clear, don't compact": what the session knew is checkpointed into the ledger before the
@@ -105,7 +117,12 @@ export default definePluginEntry({
         failOpen('before_reset (seal)', err)
       }
     })
-    api.on('session_end', async (_event, ctx) => {
+    api.on('session_end', async (event, ctx) => {
+      try {
+        await synthesis.sessionEnded(event, ctx)
+      } catch (err) {
+        failOpen('session_end (synthesis)', err)
+      }
       try {
         await ledger.sessionEnded(ctx)
       } catch (err) {

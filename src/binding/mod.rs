@@ -42,6 +42,7 @@ mod redact;
 mod search;
 mod sign;
 mod strings;
+mod synth;
 mod testing;
 mod tokens;
 mod wal;

@@ -20,6 +20,9 @@ use sha2::{Digest, Sha256};
 /// JSON text contains.
 pub const MANIFEST_DOMAIN: &[u8] = b"loa-core/manifest/v1\0";
 
+/// Prefix of every signature of a ledger synthesis base snapshot (see [`crate::synth`]).
+pub const SYNTH_BASE_DOMAIN: &[u8] = b"loa-core/synth-base/v1\0";
+
 /// Prefix of every audit checkpoint signature (see [`crate::audit::Checkpoint`]).
 pub const AUDIT_CHECKPOINT_DOMAIN: &[u8] = b"loa-core/audit-checkpoint/v1\0";
 

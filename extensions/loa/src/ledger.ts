@@ -98,14 +98,14 @@ export function extract(messages: readonly unknown[] | undefined, into: Extracte
 }
 
 /** An agent name the trajectory accepts (1-64 of `A-Z a-z 0-9 . _ -`). */
-function agentName(agentId: string | undefined): string {
+export function agentName(agentId: string | undefined): string {
   const safe = (agentId ?? '').replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 64)
   return safe || 'main'
 }
 
-type Context = AgentContext | SessionContext
+export type Context = AgentContext | SessionContext
 
-function scope(ctx: Context): StoreContext {
+export function scope(ctx: Context): StoreContext {
   return {
     ...(ctx.sessionKey !== undefined ? { sessionKey: ctx.sessionKey } : {}),
     ...(ctx.sessionId !== undefined ? { sessionId: ctx.sessionId } : {}),
@@ -114,7 +114,7 @@ function scope(ctx: Context): StoreContext {
   }
 }
 
-function sessionKey(ctx: { sessionKey?: string | undefined; sessionId?: string | undefined; agentId?: string | undefined }): string {
+export function sessionKey(ctx: { sessionKey?: string | undefined; sessionId?: string | undefined; agentId?: string | undefined }): string {
   return ctx.sessionKey ?? ctx.sessionId ?? ctx.agentId ?? 'default'
 }
 
@@ -190,6 +190,11 @@ export class LoaLedger {
     if (report.exitCode === 0) this.logger.info(`[loa] ${hook}: ledger checkpoint written (${summary})`)
     else this.logger.warn(`[loa] ${hook}: ledger checkpoint exit ${report.exitCode} (${summary}): ${problems.join(' | ')}`)
     return report.exitCode
+  }
+
+  /** What `agent_end` captured of the session so far (for its synthesis event). */
+  seen(ctx: Context): Extracted | undefined {
+    return this.captured.get(sessionKey(ctx))
   }
 
   /** `session_end`: the checkpoint from what was captured, then the session is forgotten here. */

@@ -109,6 +109,16 @@ export class LoaMemory {
     return this.session(ctx).root
   }
 
+  /** Whether the state root of the session `ctx` names is known yet (session hooks carry no workspaceDir). */
+  knowsRoot(ctx: StoreContext): boolean {
+    try {
+      this.session(ctx)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /** The store of the session a tool runs in (opened as the hooks open it). */
   storeFor(ctx: StoreContext): Promise<MemoryStore> {
     return this.store(this.session(ctx))

@@ -601,3 +601,41 @@ test('in the memory slot: memory-core files are imported at first start, once', 
   assert.deepEqual(memoryWrites(workspaceDir), writes)
   await second.runner.runSessionEnd({ sessionId: 'import-2', sessionKey: 'agent:main:import-2', messageCount: 0 }, sessionCtx('import-2'))
 })
+
+// Ledger synthesis (issue 16): each session leaves an event file; a session start merges them.
+test('session_end writes a redacted ledger event; session_start synthesises current.md and says what was combined', async () => {
+  const workspaceDir = ledgerWorkspace()
+  const { runner, logs } = load({ workspaceDir })
+  const handoffs = join(workspaceDir, 'thoughts/shared/handoffs')
+  for (const [session, decision] of [['synth-1', 'Keep the limiter in memory'], ['synth-2', `Rotate ${apiKey} weekly`]]) {
+    const ctx = agentCtx(workspaceDir, session)
+    await runner.runAgentEnd({ messages: ledgerTurn(decision), success: true }, ctx)
+    await runner.runSessionEnd({ sessionId: session, sessionKey: `agent:main:${session}`, messageCount: 2, reason: 'new' }, sessionCtx(session))
+  }
+  const events = readdirSync(join(handoffs, 'events')).sort()
+  assert.equal(events.length, 2, JSON.stringify(logs))
+  assert.ok(events.every((f) => /^\d{8}T\d{9}Z_main(~\d+)?\.md$/.test(f)), events.join(','))
+  for (const f of events) assert.ok(!readFileSync(join(handoffs, 'events', f), 'utf8').includes(apiKey), 'the event is redacted')
+
+  // OpenClaw's session_start names no workspace: the synthesis waits for the session's first prompt.
+  await runner.runSessionStart({ sessionId: 'synth-3', sessionKey: 'agent:main:synth-3' }, sessionCtx('synth-3'))
+  assert.ok(!existsSync(join(handoffs, 'current.md')))
+  await runner.runBeforePromptBuild({ prompt: 'hello', messages: [] }, agentCtx(workspaceDir, 'synth-3'))
+  const said = logs.find((l) => /session_start: continuity synthesized from/.test(l.msg))
+  assert.ok(said, JSON.stringify(logs))
+  assert.match(said.msg, /from 2 event\(s\) \(main x2; latest \d{4}-\d\d-\d\dT[\d:.]+Z\); current\.md updated/)
+  const current = readFileSync(join(handoffs, 'current.md'), 'utf8')
+  assert.ok(current.includes('Keep the limiter in memory'), current)
+  assert.ok(current.includes('should admins be exempt?'), current)
+  assert.ok(!current.includes(apiKey))
+  assert.match(current, /event_count: 2\n/)
+  // The same bytes from the core (and the CLI) afterwards: nothing rewritten.
+  assert.equal(core.synthesizeLedgerSync(handoffs).changed, false)
+  // A session whose workspace is known synthesises at session_start itself, once.
+  await runner.runSessionStart({ sessionId: 'synth-2', sessionKey: 'agent:main:synth-2' }, sessionCtx('synth-2'))
+  assert.equal(logs.filter((l) => /session_start: continuity synthesized from 2 event\(s\).*current\.md unchanged/.test(l.msg)).length, 1, JSON.stringify(logs))
+  await runner.runBeforePromptBuild({ prompt: 'hello', messages: [] }, agentCtx(workspaceDir, 'synth-3'))
+  assert.equal(logs.filter((l) => /continuity synthesized/.test(l.msg)).length, 2, 'owed once, paid once')
+  assert.ok(!logs.some((l) => l.level === 'error'), JSON.stringify(logs.filter((l) => l.level === 'error')))
+  await runner.runSessionEnd({ sessionId: 'synth-3', sessionKey: 'agent:main:synth-3', messageCount: 0 }, sessionCtx('synth-3'))
+})
