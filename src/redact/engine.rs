@@ -416,10 +416,18 @@ impl Engine {
     }
     if has_digit && e > *numbers_until {
       let mut j = s.max(*numbers_until);
+      // In a run of word bytes only (no `-/+`), a digit group with three word bytes before it
+      // and a word byte after it is one `number_run` leaves at once (attached, no IBAN start,
+      // nothing joined after it): only the groups near the run's start and its trailing digits
+      // need a look. This skips the many groups inside hex ids and hashes.
+      let (mid, tail) =
+        if has_sep { (e, e) } else { (s + 3, e - t[s..e].iter().rev().take_while(|b| b.is_ascii_digit()).count()) };
       // Each turn moves `j` past at least one byte: past a non-digit, or past the number
-      // (`number_run` returns a position after its digits).
+      // (`number_run` returns a position after its digits), or on to `tail`, after it.
       while j < e {
-        if t[j].is_ascii_digit() {
+        if j >= mid && j < tail {
+          j = tail;
+        } else if t[j].is_ascii_digit() {
           let q = skip(t, j + 1, usize::MAX, |b| b.is_ascii_digit());
           *numbers_until = pii::number_run(ctx, j, q).max(q);
           j = *numbers_until;

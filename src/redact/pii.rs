@@ -359,16 +359,15 @@ fn ipv4_at(ctx: &mut Ctx, p: usize) -> Option<usize> {
 // --- payment cards ----------------------------------------------------------------------------
 
 fn luhn(d: &[u8]) -> bool {
+  // A doubled digit's digit sum, by digit: a table instead of a branch per digit.
+  const DOUBLED: [u32; 10] = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
   let mut sum = 0u32;
-  for (i, &c) in d.iter().rev().enumerate() {
-    let mut v = (c - b'0') as u32;
-    if i % 2 == 1 {
-      v *= 2;
-      if v > 9 {
-        v -= 9;
-      }
-    }
-    sum += v;
+  let mut pairs = d.rchunks_exact(2);
+  for pair in &mut pairs {
+    sum += (pair[1] - b'0') as u32 + DOUBLED[(pair[0] - b'0') as usize];
+  }
+  if let [first] = pairs.remainder() {
+    sum += (first - b'0') as u32;
   }
   sum.is_multiple_of(10)
 }
@@ -478,9 +477,10 @@ fn card_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
       return None;
     }
     let d = &t[p..q];
-    // The card words are looked for only for the one number in ten that passes Luhn (13-digit
-    // millisecond timestamps are common in logs).
-    if !(card_valid(d, false) || (luhn(d) && card_valid(d, card_context(t, p, q)))) {
+    // Luhn first: it rejects nine numbers in ten (13-digit millisecond timestamps are common in
+    // logs), and the card words are looked for only when no issuer prefix vouches. The same
+    // test as `card_valid(d, false) || card_valid(d, card_context(..))`.
+    if !(luhn(d) && !d.iter().all(|&c| c == d[0]) && (card_prefix_ok(d) || card_context(t, p, q))) {
       return None;
     }
     ctx.push(p, q, "credit_card", "checksum", P_CARD);
@@ -1357,8 +1357,52 @@ fn parse_v6(s: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::parse_v6;
+  use super::{luhn, parse_v6};
   use std::net::Ipv6Addr;
+
+  /// The paired table form of Luhn agrees with the check as written (every other digit from
+  /// the right doubled, nines cast out) on every length the callers use.
+  #[test]
+  fn luhn_agrees_with_its_definition() {
+    let plain = |d: &[u8]| {
+      let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &c)| {
+          let v = (c - b'0') as u32 * if i % 2 == 1 { 2 } else { 1 };
+          if v > 9 {
+            v - 9
+          } else {
+            v
+          }
+        })
+        .sum();
+      sum.is_multiple_of(10)
+    };
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut valid, mut invalid) = (0, 0);
+    for len in 1..=20usize {
+      for _ in 0..2000 {
+        let d: Vec<u8> = (0..len)
+          .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b'0' + (x % 10) as u8
+          })
+          .collect();
+        assert_eq!(luhn(&d), plain(&d), "{}", String::from_utf8_lossy(&d));
+        if plain(&d) {
+          valid += 1
+        } else {
+          invalid += 1
+        }
+      }
+    }
+    assert!(valid > 1000 && invalid > 1000);
+    assert!(luhn(b"4111111111111111") && !luhn(b"4111111111111112") && luhn(b"79927398713"));
+  }
 
   /// The colon count that `parse_v6` checks before parsing refuses nothing the parser accepts.
   #[test]
