@@ -133,6 +133,32 @@ test('a symlink or FIFO where the manifest belongs refuses the seal before anyth
   assert.equal(verify(f).ok, true)
 })
 
+test('a degraded workspace is never sealed: its unverified grimoire would be signed with the pinned key', async (t) => {
+  const f = setup(t)
+  const store = MemoryStore.open({ workspaceDir: f.ws, sessionId: 'agent-1' })
+  t.after(() => store.close())
+  capture(store, 'Releases are cut from the main branch only.')
+  mkdirSync(join(f.ws, '.loa', 'recovery'), { recursive: true })
+  const state = join(f.ws, '.loa', 'recovery', 'state.json')
+  writeFileSync(state, JSON.stringify({ version: 1, attempts: [], degraded: true, degradedCycles: 1, degradedSince: 1, trust: 'none', updatedAt: 1 }))
+  const memoryDir = join(f.grimoire, 'memory')
+  const consolidated = () => existsSync(memoryDir) && readdirSync(memoryDir).length > 0
+  await assert.rejects(store.consolidate(f.ring), { code: 'E_DEGRADED' })
+  assert.throws(() => store.consolidateSync(f.ring), { code: 'E_DEGRADED' })
+  await assert.rejects(core.consolidateMemory({ workspaceDir: f.ws }, f.ring), { code: 'E_DEGRADED' })
+  assert.throws(() => core.consolidateMemorySync({ workspaceDir: f.ws }, f.ring), { code: 'E_DEGRADED' })
+  assert.ok(!existsSync(join(f.grimoire, 'manifest.json')), 'the degraded grimoire was signed')
+  assert.equal(consolidated(), false)
+  // An unreadable recovery state refuses the seal too, with its own code.
+  writeFileSync(state, '{"version":1,')
+  assert.throws(() => store.consolidateSync(f.ring), { code: 'E_STATE_CORRUPT' })
+  assert.ok(!existsSync(join(f.grimoire, 'manifest.json')))
+  // Out of degraded mode the same store seals.
+  writeFileSync(state, JSON.stringify({ version: 1, attempts: [], degraded: false, degradedCycles: 0, degradedSince: null, trust: 'signed', updatedAt: 2 }))
+  assert.ok(store.consolidateSync(f.ring).sealed)
+  assert.equal(verify(f).ok, true)
+})
+
 function loa(args, cwd) {
   const env = { ...process.env, LOA_SIGNING_KEY: '' }
   const r = spawnSync(process.execPath, [LOA, ...args], { cwd, env, encoding: 'utf8', timeout: 60_000 })
