@@ -770,7 +770,8 @@ export declare class Ledger {
    * `persistence.stale_after_ms` (five minutes) apart. A newer MEMORY.md status is written
    * back to L1 (transition checked). `null` when neither knows the workflow. A state file that
    * does not parse is moved aside and throws `E_STATE_CORRUPT`; a symlink or FIFO in its place
-   * is refused, never followed or read.
+   * is refused, never followed or read. MEMORY.md unreadable is a `warnings` entry when L1
+   * holds the workflow, and the error otherwise.
    */
   recoverState(workflow: string): Promise<LedgerStateRecovery | null>
   /** Synchronous twin of `recoverState`. */
@@ -2307,7 +2308,10 @@ export interface LedgerStateRecovery {
    * be stale".
    */
   staleWarning?: string
-  /** The staleness warning, and any problem bringing L1 up to the newer MEMORY.md state. */
+  /**
+   * The staleness warning, MEMORY.md unavailable ("recovered from the L1 state alone"), and
+   * any problem bringing L1 up to the newer MEMORY.md state.
+   */
   warnings: Array<string>
   /** L1 after recovery (brought up to a newer MEMORY.md status), when there is one. */
   state?: LedgerWorkflowState

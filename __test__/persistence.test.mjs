@@ -358,3 +358,36 @@ test('loa state persist|recover: --json, exit 0 written, 1 warning or nothing kn
     assert.match(r.stderr, /^loa: E_(USAGE|INVALID_ARGUMENT): /, args.join(' '))
   }
 })
+
+test('an unreadable MEMORY.md never hides L1: recoverState warns, and errors only when L1 knows nothing; MEMORY.md is never written past what its reader takes', async (t) => {
+  const ws = workspace(t)
+  const outside = tempDir(t, 'loa-outside-')
+  const ledger = core.Ledger.open({ workspaceDir: ws })
+  await ledger.persistState({ workflow: 'real', status: 'created' })
+  mkdirSync(join(ws, 'grimoires/loa'), { recursive: true })
+  const target = join(outside, 'MEMORY.md')
+  writeFileSync(target, '- 2030-01-01T00:00:00.000Z [checkpoint:real:blocked] not ours\n')
+  symlinkSync(target, join(ws, MEMORY))
+  for (const found of [await ledger.recoverState('real'), ledger.recoverStateSync('real')]) {
+    assert.equal(found.status, 'created')
+    assert.equal(found.source, 'l1')
+    assert.ok(found.warnings.some((w) => /MEMORY\.md unavailable \(E_NOT_REGULAR_FILE\)/.test(w)), found.warnings.join('; '))
+    assert.ok(!found.warnings.join(' ').includes(outside))
+  }
+  // L1 knows nothing: the unread layer's error, never "nothing known".
+  await assert.rejects(ledger.recoverState('absent'), { code: 'E_NOT_REGULAR_FILE' })
+  assert.throws(() => ledger.recoverStateSync('absent'), { code: 'E_NOT_REGULAR_FILE' })
+  assert.equal(readFileSync(target, 'utf8').includes('not ours'), true)
+
+  // MEMORY.md a line short of its limit: the line is refused (a warning), the file stays readable.
+  rmSync(join(ws, MEMORY))
+  const theirs = '# theirs\n' + 'x'.repeat(4 * 1024 * 1024 - 100) + '\n'
+  writeFileSync(join(ws, MEMORY), theirs)
+  const r = ledger.persistStateSync({ workflow: 'real', status: 'in_progress', memory: { kind: 'learning', text: 'y'.repeat(2000) } })
+  assert.equal(r.memoryWritten, false)
+  assert.match(r.warning, /Auto-memory unavailable: learnings will not persist \(E_TOO_LARGE\)/)
+  assert.equal(readFileSync(join(ws, MEMORY), 'utf8'), theirs)
+  const back = ledger.recoverStateSync('real')
+  assert.equal(back.status, 'in_progress')
+  assert.deepEqual(back.warnings, [])
+})

@@ -5,7 +5,7 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, appendFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, appendFileSync, mkdirSync, symlinkSync, writeFileSync, lstatSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { core, root, tempDir } from './helpers.mjs'
 
@@ -103,6 +103,60 @@ test('a bad sealWith is one coded error, thrown or rejected, and nothing is cons
   // null and undefined mean no seal.
   assert.equal(store.consolidateSync(null).sealed, undefined)
   assert.equal((await core.consolidateMemory({ workspaceDir: f.ws }, undefined)).sealed, undefined)
+})
+
+test('a symlink or FIFO where the manifest belongs refuses the seal before anything is consolidated', async (t) => {
+  const f = setup(t)
+  mkdirSync(f.grimoire, { recursive: true })
+  const victim = join(f.dir, 'victim.json')
+  writeFileSync(victim, 'not ours\n')
+  symlinkSync(victim, join(f.grimoire, 'manifest.json'))
+  const store = MemoryStore.open({ workspaceDir: f.ws, sessionId: 'agent-1' })
+  t.after(() => store.close())
+  capture(store, 'Releases are cut from the main branch only.')
+  const memoryDir = join(f.grimoire, 'memory')
+  const consolidated = () => existsSync(memoryDir) && readdirSync(memoryDir).length > 0
+  await assert.rejects(store.consolidate(f.ring), (e) => e.code === 'E_NOT_REGULAR_FILE' && !e.message.includes('victim'))
+  assert.throws(() => core.consolidateMemorySync({ workspaceDir: f.ws }, f.ring), (e) => e.code === 'E_NOT_REGULAR_FILE')
+  assert.equal(consolidated(), false, 'the WAL was applied although the seal could never be written')
+  assert.equal(readFileSync(victim, 'utf8'), 'not ours\n')
+  assert.ok(lstatSync(join(f.grimoire, 'manifest.json')).isSymbolicLink())
+  // A FIFO: refused without blocking on it, nothing consolidated either.
+  rmSync(join(f.grimoire, 'manifest.json'))
+  spawnSync('mkfifo', [join(f.grimoire, 'manifest.json')])
+  assert.throws(() => store.consolidateSync(f.ring), (e) => e.code === 'E_NOT_REGULAR_FILE')
+  assert.equal(consolidated(), false)
+  // Once the slot is clear the same store seals, and the memory is there.
+  rmSync(join(f.grimoire, 'manifest.json'))
+  assert.ok((await store.consolidate(f.ring)).sealed)
+  assert.equal(consolidated(), true)
+  assert.equal(verify(f).ok, true)
+})
+
+test('a degraded workspace is never sealed: its unverified grimoire would be signed with the pinned key', async (t) => {
+  const f = setup(t)
+  const store = MemoryStore.open({ workspaceDir: f.ws, sessionId: 'agent-1' })
+  t.after(() => store.close())
+  capture(store, 'Releases are cut from the main branch only.')
+  mkdirSync(join(f.ws, '.loa', 'recovery'), { recursive: true })
+  const state = join(f.ws, '.loa', 'recovery', 'state.json')
+  writeFileSync(state, JSON.stringify({ version: 1, attempts: [], degraded: true, degradedCycles: 1, degradedSince: 1, trust: 'none', updatedAt: 1 }))
+  const memoryDir = join(f.grimoire, 'memory')
+  const consolidated = () => existsSync(memoryDir) && readdirSync(memoryDir).length > 0
+  await assert.rejects(store.consolidate(f.ring), { code: 'E_DEGRADED' })
+  assert.throws(() => store.consolidateSync(f.ring), { code: 'E_DEGRADED' })
+  await assert.rejects(core.consolidateMemory({ workspaceDir: f.ws }, f.ring), { code: 'E_DEGRADED' })
+  assert.throws(() => core.consolidateMemorySync({ workspaceDir: f.ws }, f.ring), { code: 'E_DEGRADED' })
+  assert.ok(!existsSync(join(f.grimoire, 'manifest.json')), 'the degraded grimoire was signed')
+  assert.equal(consolidated(), false)
+  // An unreadable recovery state refuses the seal too, with its own code.
+  writeFileSync(state, '{"version":1,')
+  assert.throws(() => store.consolidateSync(f.ring), { code: 'E_STATE_CORRUPT' })
+  assert.ok(!existsSync(join(f.grimoire, 'manifest.json')))
+  // Out of degraded mode the same store seals.
+  writeFileSync(state, JSON.stringify({ version: 1, attempts: [], degraded: false, degradedCycles: 0, degradedSince: null, trust: 'signed', updatedAt: 2 }))
+  assert.ok(store.consolidateSync(f.ring).sealed)
+  assert.equal(verify(f).ok, true)
 })
 
 function loa(args, cwd) {

@@ -865,7 +865,8 @@ pub struct LedgerStateRecovery {
   /// The sources are more than `persistence.stale_after_ms` (five minutes) apart: "state may
   /// be stale".
   pub stale_warning: Option<String>,
-  /// The staleness warning, and any problem bringing L1 up to the newer MEMORY.md state.
+  /// The staleness warning, MEMORY.md unavailable ("recovered from the L1 state alone"), and
+  /// any problem bringing L1 up to the newer MEMORY.md state.
   pub warnings: Vec<String>,
   /// L1 after recovery (brought up to a newer MEMORY.md status), when there is one.
   pub state: Option<LedgerWorkflowState>,
@@ -1370,7 +1371,8 @@ impl Ledger {
   /// `persistence.stale_after_ms` (five minutes) apart. A newer MEMORY.md status is written
   /// back to L1 (transition checked). `null` when neither knows the workflow. A state file that
   /// does not parse is moved aside and throws `E_STATE_CORRUPT`; a symlink or FIFO in its place
-  /// is refused, never followed or read.
+  /// is refused, never followed or read. MEMORY.md unreadable is a `warnings` entry when L1
+  /// holds the workflow, and the error otherwise.
   #[napi(ts_args_type = "workflow: string", ts_return_type = "Promise<LedgerStateRecovery | null>")]
   pub fn recover_state(&self, env: Env, workflow: Unknown) -> AsyncTask<CoreTask<Option<LedgerStateRecovery>>> {
     let inner = Arc::clone(&self.inner);

@@ -325,6 +325,11 @@ impl MemoryMd {
         Err(e) => outcome.overflow_error = Some(format!("{}: {e}", e.code())),
       }
     }
+    // A file the reader would refuse is never written: it would make every later read (and
+    // so recovery of every workflow) fail on the line that pushed it over.
+    if text.len() as u64 > MAX_MEMORY_MD_BYTES {
+      return Err(LoaError::TooLarge { what: "MEMORY.md".into(), size: text.len() as u64, limit: MAX_MEMORY_MD_BYTES });
+    }
     self.dir.write_atomic(&self.name, text.as_bytes(), None)?;
     Ok(outcome)
   }
@@ -452,6 +457,24 @@ mod tests {
     std::fs::write(&path, br#"{"version":2,"status":"created","lastUpdated":"2026-01-01T00:00:00Z"}"#).unwrap();
     assert_eq!(l1.read("initiative").unwrap_err().code(), "E_STATE_CORRUPT");
     assert!(path.exists());
+  }
+
+  #[test]
+  fn memory_md_is_never_written_past_the_size_its_reader_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("MEMORY.md");
+    let theirs = format!("# Mine\n{}\n", "x".repeat(MAX_MEMORY_MD_BYTES as usize - 100));
+    std::fs::write(&path, &theirs).unwrap();
+    let md = MemoryMd::new(dir(&tmp), "MEMORY.md", 10, Duration::from_secs(5));
+    let line = MemoryLine { ts_ms: 1_000, kind: LineKind::Learning, name: None, status: None, text: "y".repeat(2000) };
+    let err = md.append(&line, &mut |_| Ok(())).unwrap_err();
+    assert_eq!(err.code(), "E_TOO_LARGE");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs, "MEMORY.md changed");
+    assert_eq!(md.lines().unwrap(), Vec::new(), "MEMORY.md no longer reads");
+    // A line that still fits is appended.
+    let short = MemoryLine { text: "short".into(), ..line };
+    md.append(&short, &mut |_| Ok(())).unwrap();
+    assert_eq!(md.lines().unwrap(), vec![short]);
   }
 
   #[test]

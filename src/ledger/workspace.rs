@@ -288,6 +288,9 @@ impl Ledger {
   /// (see [`super::persistence`]). When MEMORY.md is newer than L1 with another status, L1 is
   /// brought up to it (the transition checked; an illegal one is a warning and L1 stays).
   ///
+  /// MEMORY.md that cannot be read (a symlink, FIFO, oversized or not UTF-8) is a warning when
+  /// L1 holds the workflow, and the error otherwise.
+  ///
   /// Reads create nothing: a missing state directory or MEMORY.md directory is a layer that
   /// knows nothing (the state directory is created only to bring L1 up to MEMORY.md).
   pub fn recover_state(&self, name: &str) -> Result<Option<Recovered>> {
@@ -297,10 +300,21 @@ impl Ledger {
     let md = self
       .existing_dir(&md_dir.to_string_lossy(), false)?
       .map(|d| MemoryMd::new(d, md_name, self.options.memory_max_entries, lock_timeout));
+    // MEMORY.md failing is a warning on the read as on the write (seed 004's degradation
+    // rule): one symlinked or oversized MEMORY.md must not hide every workflow's L1 state. With
+    // nothing in L1 its error stands, so "nothing known" is never said of an unread layer.
+    let md_error = md.as_ref().and_then(|m| m.lines().err());
+    let md = if md_error.is_some() { None } else { md };
     let Some(resolution) = recover(l1.as_ref(), md.as_ref(), name, self.options.stale_after_ms)? else {
-      return Ok(None);
+      return match md_error {
+        Some(e) => Err(e),
+        None => Ok(None),
+      };
     };
     let mut warnings: Vec<String> = resolution.warning.iter().cloned().collect();
+    if let Some(e) = md_error {
+      warnings.push(format!("MEMORY.md unavailable ({}): recovered from the L1 state alone", e.code()));
+    }
     let mut state = l1.as_ref().map(|l1| l1.read(name)).transpose()?.flatten();
     if resolution.winner.source != "l1" && state.as_ref().map(|c| c.status) != Some(resolution.winner.status) {
       let data = state.as_ref().map(|c| c.data.clone()).unwrap_or_default();

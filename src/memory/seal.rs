@@ -85,11 +85,24 @@ fn manifest_name(layout: &Layout) -> Result<&str> {
   Ok(name)
 }
 
-/// What a seal needs, checked before a consolidation changes anything: a usable manifest name
-/// and a signing key in the ring (`E_CONFIG_INVALID`, `E_KEY_NOT_FOUND`, `E_KEY_INVALID`).
+/// What a seal needs, checked before a consolidation changes anything: a usable manifest name,
+/// a signing key in the ring (`E_CONFIG_INVALID`, `E_KEY_NOT_FOUND`, `E_KEY_INVALID`) and a
+/// manifest slot the seal can write (`E_NOT_REGULAR_FILE` for a symlink, FIFO or directory
+/// there): found only at the end, it would fail the call after the WAL was applied. A
+/// workspace recovery left degraded is refused with `E_DEGRADED` (and an unreadable recovery
+/// state with its own code): its grimoire failed verification and was not restored, and a seal
+/// would sign that content with a pinned key, so that the next recovery trusted it.
 pub(crate) fn preflight(layout: &Layout, request: &SealRequest) -> Result<()> {
-  manifest_name(layout)?;
-  request.ring.signing_key(false).map(|_| ())
+  let name = manifest_name(layout)?;
+  request.ring.signing_key(false)?;
+  if crate::recovery::DegradedProbe::default().is_degraded(&layout.root()?, &layout.recovery_state)? {
+    return Err(crate::recovery::degraded_error());
+  }
+  if let Some(grimoire) = layout.dir(&layout.grimoire, false)? {
+    // Opened without following a symlink or blocking on a FIFO; only its kind matters here.
+    grimoire.open_file_if_exists(name, crate::fsutil::OpenMode::READ)?;
+  }
+  Ok(())
 }
 
 /// Seals the grimoire (see the module docs). The caller holds the consolidation lock. `index`:
