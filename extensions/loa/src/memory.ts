@@ -173,16 +173,33 @@ export class LoaMemory {
     const key = storeKey(session)
     const pending = this.stores.get(key)
     const store = pending ? await pending : undefined
-    const seal = this.sealWith(session.root)
     if (store) {
-      await store.consolidate(seal)
-      if (close) {
-        this.stores.delete(key)
-        store.close()
+      try {
+        await this.consolidate(session.root, (seal) => store.consolidate(seal))
+      } finally {
+        if (close) {
+          this.stores.delete(key)
+          store.close()
+        }
       }
     } else {
       // Nothing opened for this session in this process: still make its captures visible.
-      await consolidateMemory({ workspaceDir: session.root, ...this.layout() }, seal)
+      await this.consolidate(session.root, (seal) => consolidateMemory({ workspaceDir: session.root, ...this.layout() }, seal))
+    }
+  }
+
+  /**
+   * Runs a consolidation of `root`, sealed when a signing ring is configured. The core never
+   * seals a degraded workspace (`E_DEGRADED`: its grimoire did not verify); then nothing is
+   * consolidated until recovery ends running again, and the captures wait in the WAL.
+   */
+  private async consolidate(root: string, run: (seal: KeyRing | undefined) => Promise<unknown>): Promise<void> {
+    const seal = this.sealWith(root)
+    try {
+      await run(seal)
+    } catch (err) {
+      if (!seal || !isLoaError(err) || err.code !== 'E_DEGRADED') throw err
+      this.logger.warn(`[loa] ${root} is degraded: neither consolidated nor sealed until recovery ends running`)
     }
   }
 
@@ -191,9 +208,9 @@ export class LoaMemory {
    * it again when a signing key ring is configured, so the next integrity check verifies it.
    */
   async reseal(ctx: StoreContext | SessionContext): Promise<void> {
+    if (this.config.recovery.signingKeysDir === undefined) return
     const root = this.session(ctx).root
-    const seal = this.sealWith(root)
-    if (seal) await consolidateMemory({ workspaceDir: root, ...this.layout() }, seal)
+    await this.consolidate(root, async (seal) => seal && consolidateMemory({ workspaceDir: root, ...this.layout() }, seal))
   }
 
   /**
@@ -225,8 +242,11 @@ export class LoaMemory {
       this.stores.delete(key)
       try {
         const store = await pending
-        await store.consolidate(this.sealWith(key.slice(0, key.indexOf('\0'))))
-        store.close()
+        try {
+          await this.consolidate(key.slice(0, key.indexOf('\0')), (seal) => store.consolidate(seal))
+        } finally {
+          store.close()
+        }
       } catch (err) {
         const { code, message } = describeError(err)
         this.logger.warn(`[loa] consolidation at stop failed: ${code}: ${message}`)
