@@ -2,10 +2,10 @@
 // mount directory and a real bare git remote; exit statuses 0/1/2 as documented.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync, execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { core, root, tempDir } from './helpers.mjs'
+import { root, signedWorkspace, tempDir } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
 const NOTES = '# NOTES\n\n## Decision Log\n- kept\n'
@@ -19,31 +19,8 @@ function loa(args, cwd) {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
-function git(cwd, ...args) {
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' })
-}
-
 function fixture(t) {
-  const dir = tempDir(t, 'loa-cli-recovery-')
-  const ring = core.KeyRing.open(join(dir, 'pinned-keys'))
-  const key = ring.generate()
-  const ws = join(dir, 'ws')
-  const grimoire = join(ws, 'grimoires', 'loa')
-  mkdirSync(grimoire, { recursive: true })
-  writeFileSync(join(grimoire, 'NOTES.md'), NOTES)
-  writeFileSync(join(grimoire, 'BEAUVOIR.md'), BEAUVOIR)
-  const m = core.createManifest(grimoire, { exclude: ['./manifest.json'] })
-  core.writeManifest(join(grimoire, 'manifest.json'), core.signManifest(m, ring))
-  const mount = join(dir, 'mount')
-  cpSync(grimoire, mount, { recursive: true })
-  const src = join(dir, 'src')
-  cpSync(grimoire, join(src, 'grimoires', 'loa'), { recursive: true })
-  git(src, 'init', '-q')
-  git(src, 'add', '-A')
-  git(src, 'commit', '-q', '-m', 'grimoire')
-  const bare = join(dir, 'bare.git')
-  git(dir, 'init', '-q', '--bare', bare)
-  git(src, 'push', '-q', bare, 'HEAD:refs/heads/main')
+  const { dir, ring, key, ws, grimoire, mount, bare } = signedWorkspace(t, 'loa-cli-recovery-', { 'NOTES.md': NOTES, 'BEAUVOIR.md': BEAUVOIR })
   const keysFile = join(dir, 'trusted.json')
   writeFileSync(keysFile, JSON.stringify(ring.verificationKeys()))
   return { dir, ws, grimoire, mount, bare, key, keysFile }

@@ -1,8 +1,8 @@
 // Shared test helpers: real temp directories, real child processes.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 
@@ -87,4 +87,42 @@ export function rng(seed) {
     x >>>= 0
     return x % n
   }
+}
+
+/** `git` with a throwaway identity and `main` as the default branch, never a shell. */
+export function git(cwd, ...args) {
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' })
+}
+
+/** Signs every file of `dir` but the manifest itself into `dir/manifest.json`. */
+export function signDir(dir, ring) {
+  const m = core.createManifest(dir, { exclude: ['./manifest.json'] })
+  core.writeManifest(join(dir, 'manifest.json'), core.signManifest(m, ring))
+}
+
+/**
+ * A workspace whose grimoire (`files`: name -> text) is signed by a key kept outside it, with
+ * the two restore sources recovery reads: a mount copy and a real bare git remote (branch
+ * `main`, the grimoire at `grimoires/loa`).
+ */
+export function signedWorkspace(t, prefix, files) {
+  const dir = tempDir(t, prefix)
+  const ring = core.KeyRing.open(join(dir, 'pinned-keys'))
+  const key = ring.generate()
+  const ws = join(dir, 'ws')
+  const grimoire = join(ws, 'grimoires', 'loa')
+  mkdirSync(grimoire, { recursive: true })
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(grimoire, name), text)
+  signDir(grimoire, ring)
+  const mount = join(dir, 'mount')
+  cpSync(grimoire, mount, { recursive: true })
+  const src = join(dir, 'src')
+  cpSync(grimoire, join(src, 'grimoires', 'loa'), { recursive: true })
+  git(src, 'init', '-q')
+  git(src, 'add', '-A')
+  git(src, 'commit', '-q', '-m', 'grimoire')
+  const bare = join(dir, 'bare.git')
+  git(dir, 'init', '-q', '--bare', bare)
+  git(src, 'push', '-q', bare, 'HEAD:refs/heads/main')
+  return { dir, ring, key, ws, grimoire, mount, bare }
 }

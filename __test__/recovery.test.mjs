@@ -3,10 +3,9 @@
 // writes nothing, loop detection ends degraded, bad options are one coded error.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, lstatSync, writeFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, lstatSync, writeFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { execFileSync } from 'node:child_process'
-import { core, tempDir } from './helpers.mjs'
+import { core, signDir, signedWorkspace, tempDir } from './helpers.mjs'
 
 const NOTES = '# NOTES\n\n## Decision Log\n- kept\n'
 const BEAUVOIR = '# BEAUVOIR\n\n## Identity\n\nI am Beauvoir, a careful assistant.\n\n## Core Principles\n\n1. **Honesty** - say what is known\n\n## Boundaries\n\n- never guess\n'
@@ -14,15 +13,6 @@ const BEAUVOIR = '# BEAUVOIR\n\n## Identity\n\nI am Beauvoir, a careful assistan
 // The recovery window and attempts come from the environment when set: these tests set their own.
 delete process.env.LOA_RECOVERY_WINDOW_MS
 delete process.env.LOA_RECOVERY_MAX_ATTEMPTS
-
-function git(cwd, ...args) {
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' })
-}
-
-function sign(dir, ring) {
-  const m = core.createManifest(dir, { exclude: ['./manifest.json'] })
-  core.writeManifest(join(dir, 'manifest.json'), core.signManifest(m, ring))
-}
 
 /** Every file under `dir` with its bytes (symlinks as their kind), for "nothing was written". */
 function snapshot(dir) {
@@ -44,25 +34,7 @@ function snapshot(dir) {
 
 /** A signed workspace, the pinned key outside it, a mount copy and a bare git remote. */
 function fixture(t) {
-  const dir = tempDir(t, 'loa-recovery-')
-  const ring = core.KeyRing.open(join(dir, 'pinned-keys'))
-  const key = ring.generate()
-  const ws = join(dir, 'ws')
-  const grimoire = join(ws, 'grimoires', 'loa')
-  mkdirSync(grimoire, { recursive: true })
-  writeFileSync(join(grimoire, 'NOTES.md'), NOTES)
-  writeFileSync(join(grimoire, 'BEAUVOIR.md'), BEAUVOIR)
-  sign(grimoire, ring)
-  const mount = join(dir, 'mount')
-  cpSync(grimoire, mount, { recursive: true })
-  const src = join(dir, 'src')
-  cpSync(grimoire, join(src, 'grimoires', 'loa'), { recursive: true })
-  git(src, 'init', '-q')
-  git(src, 'add', '-A')
-  git(src, 'commit', '-q', '-m', 'grimoire')
-  const bare = join(dir, 'bare.git')
-  git(dir, 'init', '-q', '--bare', bare)
-  git(src, 'push', '-q', bare, 'HEAD:refs/heads/main')
+  const { dir, ring, key, ws, grimoire, mount, bare } = signedWorkspace(t, 'loa-recovery-', { 'NOTES.md': NOTES, 'BEAUVOIR.md': BEAUVOIR })
   const options = (extra = {}) => ({
     workspaceDir: ws,
     trustedKeys: [key.publicKey],
@@ -119,7 +91,7 @@ test('tampered state with no good source never reaches running: degraded, exit 1
   // Re-signed with a key nobody pinned: a valid signature, the wrong signer.
   const other = core.KeyRing.open(join(f.dir, 'other-keys'))
   other.generate()
-  sign(f.mount, other)
+  signDir(f.mount, other)
   const r = await core.recover(f.options({ sources: ['mount', 'git'], git: { remote: join(f.dir, 'nowhere.git'), branch: 'main' } }))
   assert.equal(r.state, 'degraded')
   assert.equal(r.exitCode, 1)

@@ -20,10 +20,11 @@
 //! [`crate::sign::create_manifest`]), so a seal costs time in the grimoire's size, unlike the
 //! consolidation before it; it is optional for that reason.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{invalid, LoaError, Result};
+use crate::fsutil::relative_components;
 use crate::search::SearchIndex;
 use crate::sign::keys::KeyRing;
 use crate::sign::manifest::{create_manifest, sign_manifest, write_manifest, ManifestOptions};
@@ -67,21 +68,15 @@ pub struct Sealed {
   pub bytes: u64,
 }
 
-/// `E_INVALID_ARGUMENT` unless `name` is a plain file name.
-pub fn check_manifest_name(name: &str) -> Result<()> {
-  if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
-    return invalid("the manifest name must be a plain file name inside the grimoire");
-  }
-  Ok(())
-}
-
-/// The manifest's name, checked.
+/// The manifest's name, checked as recovery checks it: one plain path component.
 fn manifest_name(layout: &Layout) -> Result<&str> {
   let name = layout.manifest_name.as_deref().ok_or_else(|| LoaError::ConfigInvalid {
     key: "signing.manifest_path".into(),
     reason: "a sealed consolidation writes the manifest directly inside `grimoires_dir`".into(),
   })?;
-  check_manifest_name(name)?;
+  if relative_components(Path::new(name))?.len() != 1 {
+    return invalid("the manifest name must be a plain file name inside the grimoire");
+  }
   Ok(name)
 }
 
