@@ -23,7 +23,7 @@ use napi_derive::napi;
 use super::convert::{object, Choice, Given, Int, Num};
 use super::glue::{self, call, check, get, napi_failed};
 use super::tokens::TokenEncoding;
-use super::{clear_pending_exception, strings, sync, RawJs};
+use super::{strings, sync, RawJs};
 use crate::context::{
   self as core, ContextOptions, ContextSource, DropReason, ItemKind, LearningKey, SessionKey, Text,
 };
@@ -148,16 +148,8 @@ impl JsSource {
           let mut item = ptr::null_mut();
           check(sys::napi_get_element(self.env, list, index as u32, &mut item), "get element")?;
           let mut value = ptr::null_mut();
-          if sys::napi_get_named_property(self.env, item, key.as_ptr(), &mut value) != sys::Status::napi_ok {
-            clear_pending_exception(self.env);
-            return Err(LoaError::InvalidArgument(format!(
-              "`{}` could not be read (a getter or Proxy trap threw)",
-              name()
-            )));
-          }
-          if !strings::is_string(self.env, value) {
-            return Err(LoaError::InvalidArgument(format!("`{}` must be a string", name())));
-          }
+          let status = sys::napi_get_named_property(self.env, item, key.as_ptr(), &mut value);
+          let value = strings::fetched(self.env, status, value, name)?;
           self.read.borrow_mut().insert((slot, index), value);
           value
         }

@@ -206,16 +206,17 @@ fn check(status: sys::napi_status) -> napi::Result<()> {
 /// replace).
 macro_rules! type_name {
   ($ty:ident $(<$param:ident>)?, $name:literal, $value_type:ident) => {
-    impl$(<$param>)? TypeName for $ty$(<$param>)? {
+    impl$(<$param>)? napi::bindgen_prelude::TypeName for $ty$(<$param>)? {
       fn type_name() -> &'static str {
         $name
       }
-      fn value_type() -> ValueType {
-        ValueType::$value_type
+      fn value_type() -> napi::ValueType {
+        napi::ValueType::$value_type
       }
     }
   };
 }
+pub(crate) use type_name;
 
 unsafe fn string(env: sys::napi_env, value: sys::napi_value, surrogates: Surrogates) -> napi::Result<String> {
   if type_of(env, value)? != ValueType::String {
@@ -233,12 +234,6 @@ type_name!(Str, "string", String);
 impl FromNapiValue for Str {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
     string(env, value, Surrogates::Refuse).map(Str)
-  }
-}
-
-impl ToNapiValue for Str {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    String::to_napi_value(env, val.0)
   }
 }
 
@@ -280,12 +275,6 @@ impl FromNapiValue for Int {
   }
 }
 
-impl ToNapiValue for Int {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    f64::to_napi_value(env, val.0 as f64)
-  }
-}
-
 /// A finite number.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Num(pub f64);
@@ -301,12 +290,6 @@ impl FromNapiValue for Num {
   }
 }
 
-impl ToNapiValue for Num {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    f64::to_napi_value(env, val.0)
-  }
-}
-
 /// A boolean (nothing else is truthy or falsy here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bool(pub bool);
@@ -318,12 +301,6 @@ impl FromNapiValue for Bool {
       return Err(refuse("must be a boolean"));
     }
     bool::from_napi_value(env, value).map(Bool)
-  }
-}
-
-impl ToNapiValue for Bool {
-  unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-    bool::to_napi_value(env, val.0)
   }
 }
 
@@ -415,6 +392,23 @@ impl<T: FromNapiValue> FromNapiValue for Obj<T> {
   }
 }
 
+/// An instance of the `#[napi]` class `C`, else a refusal saying what was `expected`. napi-rs
+/// checks the class recorded when the object was made, so an object of another class, or one
+/// with a spoofed prototype, is refused.
+///
+/// # Safety
+/// On the JS thread, with a handle of the current scope.
+pub unsafe fn instance<'v, C: 'v + MaybeTypeTag>(
+  env: sys::napi_env,
+  value: sys::napi_value,
+  expected: &str,
+) -> napi::Result<ClassInstance<'v, C>> {
+  if type_of(env, value)? != ValueType::Object {
+    return Err(refuse(expected));
+  }
+  ClassInstance::<C>::from_napi_value(env, value).map_err(|_| refuse(expected))
+}
+
 /// An array converted element by element; a failure names the element (` at [i]`).
 pub struct List<T>(pub Vec<T>);
 type_name!(List<T>, "Array", Object);
@@ -447,22 +441,31 @@ impl<T: ToNapiValue> ToNapiValue for List<T> {
   }
 }
 
-/// Unwraps a field type into the core's value (`Int` into `u64`, `Str` into `String`, ...).
+/// Unwraps a field type into the core's value (`Int` into `u64`, `Str` into `String`, ...), and
+/// converts it to JS as that value (as a JS number, for `Int`) where a shape goes both ways
+/// (`AuditHead`, `CompactionPolicy`).
 macro_rules! unwrap_into {
-  ($($ty:ident => $core:ty,)*) => {$(
+  ($($ty:ident => $core:ty $(, to JS $(as $js:ty)?)?;)*) => {$(
     impl From<$ty> for $core {
       fn from(v: $ty) -> $core {
         v.0
       }
     }
+    $(
+      impl ToNapiValue for $ty {
+        unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+          ToNapiValue::to_napi_value(env, val.0 $(as $js)?)
+        }
+      }
+    )?
   )*};
 }
 unwrap_into! {
-  Str => String,
-  Text => String,
-  Int => u64,
-  Num => f64,
-  Bool => bool,
+  Str => String, to JS;
+  Text => String;
+  Int => u64, to JS as f64;
+  Num => f64, to JS;
+  Bool => bool, to JS;
 }
 
 /// The elements converted, e.g. `List<Str>` into `Vec<String>`.
@@ -474,14 +477,27 @@ impl<T, U: From<T>> From<List<T>> for Vec<U> {
 
 /// An optional field of a JS shape (`Option<Option<T>>`: absent, `undefined` and `null` are all
 /// `None`) as the core's value.
-pub trait Given<T> {
+pub trait Given<T>: Sized {
   fn given(self) -> Option<T>;
+
+  /// Overwrites `slot` (a default) with the field's value when it was given.
+  fn set(self, slot: &mut T) {
+    if let Some(value) = self.given() {
+      *slot = value;
+    }
+  }
 }
 
 impl<F: Into<T>, T> Given<T> for Option<Option<F>> {
   fn given(self) -> Option<T> {
     self.flatten().map(Into::into)
   }
+}
+
+/// An optional list of objects as the core's values, each converted with its `From`; absent,
+/// `undefined` and `null` are an empty list.
+pub fn objects<J, T: From<J>>(list: Option<Option<List<Obj<J>>>>) -> Vec<T> {
+  list.flatten().map_or_else(Vec::new, |l| l.0.into_iter().map(|o| T::from(o.0)).collect())
 }
 
 /// A string union of the API (a `#[napi(string_enum)]` declared with [`string_union!`]): the
@@ -495,14 +511,7 @@ pub trait Union: Sized {
 /// `JSON.stringify` a non-string value (caller code); this checks for a string before.
 pub struct Choice<E>(pub E);
 
-impl<E> TypeName for Choice<E> {
-  fn type_name() -> &'static str {
-    "string"
-  }
-  fn value_type() -> ValueType {
-    ValueType::String
-  }
-}
+type_name!(Choice<E>, "string", String);
 
 impl<E: Union + FromNapiValue> FromNapiValue for Choice<E> {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {

@@ -7,11 +7,10 @@ use napi_derive::napi;
 
 use super::convert::{js_from, member, object, type_of, Given, Int, Json, Obj, Str};
 use super::gates::{GateName, GateOptions};
-use super::memory::{MemoryEntry, MemoryRedactionOptions, MemoryWorkspaceOptions, Workspace};
+use super::memory::{MemoryEntry, MemoryRedactionOptions, Workspace};
 use super::{sync, sync_twin, CoreTask};
 use crate::dead_letter as core;
 use crate::error::Result;
-use crate::memory::{MemoryStore, StoreOptions};
 use crate::redact::RedactOptions;
 
 /// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`).
@@ -73,16 +72,9 @@ struct Replay {
 
 impl From<DeadLetterReplayOptions> for Replay {
   fn from(o: DeadLetterReplayOptions) -> Replay {
-    let lock_timeout_ms = o.lock_timeout_ms.flatten();
-    let mut workspace = Workspace::from(MemoryWorkspaceOptions {
-      workspace_dir: o.workspace_dir,
-      grimoires_dir: o.grimoires_dir,
-      wal_dir: o.wal_dir,
-      lock_timeout_ms: Some(lock_timeout_ms),
-    });
-    workspace.overrides.gates = o.gates.flatten().map(|g| g.0.into()).unwrap_or_default();
+    let workspace = Workspace::new(o.workspace_dir, o.grimoires_dir, o.wal_dir, o.lock_timeout_ms, o.gates);
     Replay {
-      queue: core::DeadLetterQueue::new(workspace.dir.clone(), lock_timeout_ms.map(u64::from)),
+      queue: core::DeadLetterQueue::new(workspace.dir.clone(), workspace.overrides.lock_timeout_ms),
       workspace,
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
@@ -91,10 +83,7 @@ impl From<DeadLetterReplayOptions> for Replay {
 
 impl Replay {
   fn run(self) -> Result<DeadLetterReplay> {
-    let open = |session: &str| {
-      let options = self.workspace.options()?;
-      MemoryStore::open(StoreOptions { session_id: session.to_string(), redaction: self.redaction.clone(), ..options })
-    };
+    let open = |session: &str| self.workspace.open_store(session.to_string(), self.redaction.clone());
     self.queue.replay(&open).map(Into::into)
   }
 }

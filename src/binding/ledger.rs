@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::{sys, Env, Unknown, ValueType};
+use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
 use super::convert::{
-  arg, js_from, object, opt_object, refuse, string_union, type_of, Bool, Choice, Given, Int, JsonObject, List, Obj,
-  Str, Text,
+  arg, instance, js_from, object, objects, opt_arg, opt_object, string_union, Bool, Choice, Given, Int, JsonObject,
+  List, Obj, Str, Text,
 };
 use super::memory::MemoryStore;
 use super::{sync, sync_twin, CoreTask};
@@ -204,7 +204,7 @@ impl From<LedgerDecision> for core::DecisionInput {
     core::DecisionInput {
       decision: d.decision.0,
       rationale: d.rationale.given(),
-      evidence: d.evidence.flatten().map_or_else(Vec::new, |l| l.0.into_iter().map(|e| e.0.into()).collect()),
+      evidence: objects(d.evidence),
       test_scenarios: d.test_scenarios.given().unwrap_or_default(),
     }
   }
@@ -268,10 +268,6 @@ impl From<LedgerGhostInput> for grounding::GhostClaim {
   fn from(g: LedgerGhostInput) -> grounding::GhostClaim {
     grounding::GhostClaim { feature: g.feature.0, queries: g.queries.into() }
   }
-}
-
-fn objects<J, T: From<J>>(list: Option<Option<List<Obj<J>>>>) -> Vec<T> {
-  list.flatten().map_or_else(Vec::new, |l| l.0.into_iter().map(|o| T::from(o.0)).collect())
 }
 
 /// What the session hands over to `Ledger.checkpoint`.
@@ -550,26 +546,12 @@ impl TryFrom<LedgerPersistInput> for Persist {
   }
 }
 
-/// A `MemoryStore` argument: the store it wraps (napi-rs checks the class recorded when the
-/// object was made, so another object, or one with a spoofed prototype, is refused).
+/// A `MemoryStore` argument: the store it wraps ([`instance`]).
 pub struct Store(pub Arc<crate::memory::MemoryStore>);
-
-impl TypeName for Store {
-  fn type_name() -> &'static str {
-    "MemoryStore"
-  }
-  fn value_type() -> ValueType {
-    ValueType::Object
-  }
-}
 
 impl FromNapiValue for Store {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-    const EXPECTED: &str = "must be a MemoryStore (from MemoryStore.open)";
-    if type_of(env, value)? != ValueType::Object {
-      return Err(refuse(EXPECTED));
-    }
-    let store = ClassInstance::<MemoryStore>::from_napi_value(env, value).map_err(|_| refuse(EXPECTED))?;
+    let store = instance::<MemoryStore>(env, value, "must be a MemoryStore (from MemoryStore.open)")?;
     Ok(Store(Arc::clone(&store.inner)))
   }
 }
@@ -1069,28 +1051,24 @@ fn recall(ledger: &core::Ledger, r: Recall) -> Result<LedgerRecall> {
       _ => ledger.options.level2_tokens = tokens,
     }
   }
-  let done = |level: u32, r: crate::ledger::recall::Recalled| LedgerRecall {
-    level,
-    text: r.text,
-    tokens: r.tokens as u32,
-    truncated: r.truncated,
-    found: r.found,
-    hits: Vec::new(),
-  };
-  Ok(match r.level {
-    1 => done(1, ledger.recall_level1()?),
-    3 => done(3, ledger.recall_level3()?),
+  let (level, recalled, hits) = match r.level {
+    1 => (1, ledger.recall_level1()?, Vec::new()),
+    3 => (3, ledger.recall_level3()?, Vec::new()),
     _ => {
       let l2 = ledger.recall_level2(r.query.as_deref().unwrap_or(""), r.k, now_ms())?;
-      LedgerRecall {
-        level: 2,
-        text: l2.text,
-        tokens: l2.tokens as u32,
-        truncated: l2.truncated,
-        found: true,
-        hits: l2.hits.into_iter().map(Into::into).collect(),
-      }
+      let recalled =
+        crate::ledger::recall::Recalled { text: l2.text, tokens: l2.tokens, truncated: l2.truncated, found: true };
+      (2, recalled, l2.hits)
     }
+  };
+  let crate::ledger::recall::Recalled { text, tokens, truncated, found } = recalled;
+  Ok(LedgerRecall {
+    level,
+    text,
+    tokens: tokens as u32,
+    truncated,
+    found,
+    hits: hits.into_iter().map(Into::into).collect(),
   })
 }
 
@@ -1112,18 +1090,18 @@ fn run_checkpoint(
   Ok(report.into())
 }
 
-fn checkpoint_args(input: Unknown, store: Option<Unknown>) -> Result<(core::CheckpointInput, Option<Store>)> {
-  Ok((object::<LedgerCheckpointInput, _>(input, "input")?, super::convert::opt_arg::<Store>(store, "store")?))
+/// The `input` argument (the JS shape `J` converted into `T`), and the optional `store`.
+fn with_store<J: FromNapiValue, T: TryFrom<J>>(input: Unknown, store: Option<Unknown>) -> Result<(T, Option<Store>)>
+where
+  LoaError: From<T::Error>,
+{
+  Ok((object::<J, T>(input, "input")?, opt_arg::<Store>(store, "store")?))
 }
 
 fn bead_id(id: Unknown) -> Result<String> {
   let id = arg::<Str>(id, "id")?.0;
   beads::check_id(&id)?;
   Ok(id)
-}
-
-fn persist_args(input: Unknown, store: Option<Unknown>) -> Result<(Persist, Option<Store>)> {
-  Ok((object::<LedgerPersistInput, _>(input, "input")?, super::convert::opt_arg::<Store>(store, "store")?))
 }
 
 /// The write protocol with `store` for MEMORY.md's overflow, or a store of the workspace opened
@@ -1252,13 +1230,17 @@ impl Ledger {
   )]
   pub fn checkpoint(&self, env: Env, input: Unknown, store: Option<Unknown>) -> AsyncTask<CoreTask<CheckpointReport>> {
     let inner = Arc::clone(&self.inner);
-    CoreTask::after(&env, || checkpoint_args(input, store), move |(i, s)| run_checkpoint(&inner, i, s))
+    CoreTask::after(
+      &env,
+      || with_store::<LedgerCheckpointInput, _>(input, store),
+      move |(i, s)| run_checkpoint(&inner, i, s),
+    )
   }
 
   /// Synchronous twin of `checkpoint`.
   #[napi(ts_args_type = "input: LedgerCheckpointInput, store?: MemoryStore")]
   pub fn checkpoint_sync(&self, env: Env, input: Unknown, store: Option<Unknown>) -> napi::Result<CheckpointReport> {
-    sync_twin(&env, || checkpoint_args(input, store), |(i, s)| run_checkpoint(&self.inner, i, s))
+    sync_twin(&env, || with_store::<LedgerCheckpointInput, _>(input, store), |(i, s)| run_checkpoint(&self.inner, i, s))
   }
 
   /// Parses a lightweight identifier (`${PROJECT_ROOT}/path:45-67`) and reads its lines (at most
@@ -1352,7 +1334,7 @@ impl Ledger {
     store: Option<Unknown>,
   ) -> AsyncTask<CoreTask<LedgerPersistReport>> {
     let inner = Arc::clone(&self.inner);
-    CoreTask::after(&env, || persist_args(input, store), move |(p, s)| run_persist(&inner, p, s))
+    CoreTask::after(&env, || with_store::<LedgerPersistInput, _>(input, store), move |(p, s)| run_persist(&inner, p, s))
   }
 
   /// Synchronous twin of `persistState`.
@@ -1363,7 +1345,7 @@ impl Ledger {
     input: Unknown,
     store: Option<Unknown>,
   ) -> napi::Result<LedgerPersistReport> {
-    sync_twin(&env, || persist_args(input, store), |(p, s)| run_persist(&self.inner, p, s))
+    sync_twin(&env, || with_store::<LedgerPersistInput, _>(input, store), |(p, s)| run_persist(&self.inner, p, s))
   }
 
   /// The persistence protocol's read (seed 004): L1, then MEMORY.md's newest line naming the

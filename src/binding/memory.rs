@@ -112,23 +112,38 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
+  /// The workspace and the overrides of the fields `MemoryWorkspaceOptions` shares with
+  /// `MemoryStoreOptions` and `DeadLetterReplayOptions`.
+  pub fn new(
+    dir: Str,
+    grimoires_dir: Option<Option<Str>>,
+    wal_dir: Option<Option<Str>>,
+    lock_timeout_ms: Option<Option<Int>>,
+    gates: Option<Option<Obj<GateOptions>>>,
+  ) -> Workspace {
+    let overrides = MemoryOverrides {
+      grimoires_dir: grimoires_dir.given(),
+      wal_dir: wal_dir.given(),
+      lock_timeout_ms: lock_timeout_ms.given(),
+      gates: gates.flatten().map(|g| g.0.into()).unwrap_or_default(),
+    };
+    Workspace { dir: PathBuf::from(dir.0), overrides }
+  }
+
   /// The store options: `.loa.config.yaml` read, the overrides applied.
   pub fn options(&self) -> Result<StoreOptions> {
     store_options(&self.dir, &self.overrides)
+  }
+
+  /// The store of `session_id`, redacting with `redaction`.
+  pub fn open_store(&self, session_id: String, redaction: RedactOptions) -> Result<core::MemoryStore> {
+    core::MemoryStore::open(StoreOptions { session_id, redaction, ..self.options()? })
   }
 }
 
 impl From<MemoryWorkspaceOptions> for Workspace {
   fn from(o: MemoryWorkspaceOptions) -> Workspace {
-    Workspace {
-      dir: PathBuf::from(o.workspace_dir.0),
-      overrides: MemoryOverrides {
-        grimoires_dir: o.grimoires_dir.given(),
-        wal_dir: o.wal_dir.given(),
-        lock_timeout_ms: o.lock_timeout_ms.given(),
-        gates: Default::default(),
-      },
-    }
+    Workspace::new(o.workspace_dir, o.grimoires_dir, o.wal_dir, o.lock_timeout_ms, None)
   }
 }
 
@@ -141,15 +156,8 @@ struct Session {
 
 impl From<MemoryStoreOptions> for Session {
   fn from(o: MemoryStoreOptions) -> Session {
-    let mut workspace = Workspace::from(MemoryWorkspaceOptions {
-      workspace_dir: o.workspace_dir,
-      grimoires_dir: o.grimoires_dir,
-      wal_dir: o.wal_dir,
-      lock_timeout_ms: o.lock_timeout_ms,
-    });
-    workspace.overrides.gates = o.gates.flatten().map(|g| g.0.into()).unwrap_or_default();
     Session {
-      workspace,
+      workspace: Workspace::new(o.workspace_dir, o.grimoires_dir, o.wal_dir, o.lock_timeout_ms, o.gates),
       session_id: o.session_id.0,
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
@@ -158,8 +166,8 @@ impl From<MemoryStoreOptions> for Session {
 
 impl Session {
   fn open(self) -> Result<MemoryStore> {
-    let options = StoreOptions { session_id: self.session_id, redaction: self.redaction, ..self.workspace.options()? };
-    core::MemoryStore::open(options).map(|s| MemoryStore { inner: Arc::new(s) })
+    let store = self.workspace.open_store(self.session_id, self.redaction)?;
+    Ok(MemoryStore { inner: Arc::new(store) })
   }
 }
 
@@ -589,6 +597,14 @@ impl MemoryStore {
   }
 }
 
+fn consolidation_args(options: Unknown, seal_with: Option<Unknown>) -> Result<(Workspace, Option<core::SealRequest>)> {
+  Ok((workspace(options, "options")?, seal_request(seal_with)?))
+}
+
+fn consolidate_workspace((w, seal): (Workspace, Option<core::SealRequest>)) -> Result<MemoryConsolidation> {
+  core::consolidate_workspace_with(&w.options()?, seal.as_ref()).map(Into::into)
+}
+
 /// `MemoryStore.prototype.consolidate` without opening a session (for tools that capture
 /// nothing, such as `loa consolidate`); `sealWith` as there.
 #[napi(
@@ -600,11 +616,7 @@ pub fn consolidate_memory(
   options: Unknown,
   seal_with: Option<Unknown>,
 ) -> AsyncTask<CoreTask<MemoryConsolidation>> {
-  CoreTask::after(
-    &env,
-    || Ok((workspace(options, "options")?, seal_request(seal_with)?)),
-    |(w, seal)| core::consolidate_workspace_with(&w.options()?, seal.as_ref()).map(Into::into),
-  )
+  CoreTask::after(&env, || consolidation_args(options, seal_with), consolidate_workspace)
 }
 
 /// Synchronous twin of `consolidateMemory`.
@@ -614,11 +626,7 @@ pub fn consolidate_memory_sync(
   options: Unknown,
   seal_with: Option<Unknown>,
 ) -> napi::Result<MemoryConsolidation> {
-  sync(&env, || {
-    let (w, seal) = (workspace(options, "options")?, seal_request(seal_with)?);
-    core::consolidate_workspace_with(&w.options()?, seal.as_ref())
-  })
-  .map(Into::into)
+  sync_twin(&env, || consolidation_args(options, seal_with), consolidate_workspace)
 }
 
 /// `MemoryStore.prototype.buildContext` without opening a session: reads the workspace's memory

@@ -153,14 +153,7 @@ pub(crate) fn sync_twin<A, T>(
 /// from the caller for a helper script to check.
 pub struct RawJs(pub napi::sys::napi_value);
 
-impl TypeName for RawJs {
-  fn type_name() -> &'static str {
-    "Object"
-  }
-  fn value_type() -> ValueType {
-    ValueType::Object
-  }
-}
+convert::type_name!(RawJs, "Object", Object);
 
 impl FromNapiValue for RawJs {
   unsafe fn from_napi_value(_env: napi::sys::napi_env, value: napi::sys::napi_value) -> napi::Result<Self> {

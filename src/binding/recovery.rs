@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::{sys, Env, Unknown, ValueType};
+use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{js_from, object, refuse, string_union, Bool, Choice, Given, Int, List, Obj, Str};
+use super::convert::{js_from, object, refuse, string_union, type_name, Bool, Choice, Given, Int, List, Obj, Str};
 use super::sign::PublicKey;
 use super::{sync_twin, CoreTask};
 use crate::error::{LoaError, Result};
@@ -52,14 +52,7 @@ string_union! {
 /// skipped, as `verifyManifest` does).
 pub struct PinnedKey(Option<TrustedKey>);
 
-impl TypeName for PinnedKey {
-  fn type_name() -> &'static str {
-    "string | KeyInfo"
-  }
-  fn value_type() -> ValueType {
-    ValueType::Unknown
-  }
-}
+type_name!(PinnedKey, "string | KeyInfo", Unknown);
 
 impl FromNapiValue for PinnedKey {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
@@ -152,18 +145,10 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
     let workspace = PathBuf::from(o.workspace_dir.0);
     let mut options = crate::config::load_config(&workspace)?.config.recovery_options(&workspace)?;
     options.trusted_keys = pinned(o.trusted_keys);
-    if let Some(dir) = o.grimoire_dir.given() {
-      options.grimoire_dir = dir;
-    }
-    if let Some(name) = o.manifest_name.given() {
-      options.manifest_name = name;
-    }
-    if let Some(dir) = o.state_dir.given() {
-      options.state_dir = dir;
-    }
-    if let Some(sources) = o.sources.given() {
-      options.sources = sources;
-    }
+    o.grimoire_dir.set(&mut options.grimoire_dir);
+    o.manifest_name.set(&mut options.manifest_name);
+    o.state_dir.set(&mut options.state_dir);
+    o.sources.set(&mut options.sources);
     if let Some(dir) = Given::<String>::given(o.mount_dir) {
       options.mount_dir = Some(PathBuf::from(dir));
     }
@@ -172,15 +157,9 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
       branch: g.branch.0,
       path: g.path.given().unwrap_or_else(|| ".".into()),
     });
-    if let Some(n) = o.window_ms.given() {
-      options.window_ms = n;
-    }
-    if let Some(n) = o.max_attempts.given() {
-      options.max_attempts = n;
-    }
-    if let Some(n) = o.degraded_alert_cycles.given() {
-      options.degraded_alert_cycles = n;
-    }
+    o.window_ms.set(&mut options.window_ms);
+    o.max_attempts.set(&mut options.max_attempts);
+    o.degraded_alert_cycles.set(&mut options.degraded_alert_cycles);
     options.check_only = o.check_only.given().unwrap_or(false);
     if let Some(ms) = o.lock_timeout_ms.given() {
       options.lock_timeout = Duration::from_millis(ms);

@@ -4,7 +4,7 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, opt_fields, Bool, Bytes, Given, List, Obj, Text};
+use super::convert::{arg, opt_fields, type_name, Bool, Bytes, Given, List, Obj, Text};
 use super::{glue, guard, strings, to_napi, CoreTask, RawJs};
 use crate::redact as core;
 
@@ -49,14 +49,7 @@ fn parse_options(options: Option<Unknown>) -> crate::Result<core::RedactOptions>
 /// builds the objects. A large ASCII text is handed to V8 without a copy (an external string).
 pub struct FastRedaction(core::Redaction);
 
-impl TypeName for FastRedaction {
-  fn type_name() -> &'static str {
-    "Redaction"
-  }
-  fn value_type() -> napi::ValueType {
-    napi::ValueType::Object
-  }
-}
+type_name!(FastRedaction, "Redaction", Object);
 
 impl ToNapiValue for FastRedaction {
   unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {

@@ -219,17 +219,12 @@ pub fn load_redaction_key_sync(env: Env, keys_dir: Unknown) -> napi::Result<Buff
   sync_twin(&env, || path(keys_dir, "keysDir"), |dir| redaction_key(&dir))
 }
 
-/// A `KeyRing` argument: the ring it wraps (napi-rs checks the class recorded when the object
-/// was made, so an object of another class or with a spoofed prototype is refused).
+/// A `KeyRing` argument: the ring it wraps ([`convert::instance`]).
 pub struct Ring(pub Arc<core_keys::KeyRing>);
 
 impl FromNapiValue for Ring {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-    const EXPECTED: &str = "must be a KeyRing (from KeyRing.open)";
-    if type_of(env, value)? != ValueType::Object {
-      return Err(refuse(EXPECTED));
-    }
-    let ring = ClassInstance::<KeyRing>::from_napi_value(env, value).map_err(|_| refuse(EXPECTED))?;
+    let ring = convert::instance::<KeyRing>(env, value, "must be a KeyRing (from KeyRing.open)")?;
     Ok(Ring(Arc::clone(&ring.inner)))
   }
 }

@@ -65,6 +65,25 @@ pub unsafe fn is_string(env: sys::napi_env, value: sys::napi_value) -> bool {
   sys::napi_typeof(env, value, &mut t) == sys::Status::napi_ok && t == sys::ValueType::napi_string
 }
 
+/// `value`, a member or element just read with `status`, checked to be a string; otherwise the
+/// `E_INVALID_ARGUMENT` naming it (`what()`): unreadable when the read failed (a getter or Proxy
+/// trap threw; the exception, the caller's, is discarded), or not a string.
+pub unsafe fn fetched(
+  env: sys::napi_env,
+  status: sys::napi_status,
+  value: sys::napi_value,
+  what: impl Fn() -> String,
+) -> Result<sys::napi_value> {
+  if status != sys::Status::napi_ok {
+    super::clear_pending_exception(env);
+    return Err(LoaError::InvalidArgument(format!("`{}` could not be read (a getter or Proxy trap threw)", what())));
+  }
+  if !is_string(env, value) {
+    return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
+  }
+  Ok(value)
+}
+
 /// Length of a JS string in UTF-16 code units (constant time).
 unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value) -> Read<usize> {
   let mut units = 0usize;

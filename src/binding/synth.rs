@@ -9,7 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Unknown};
 use napi_derive::napi;
 
-use super::convert::{arg, js_from, object, opt_object, Bool, Given, Int, JsonObject, List, Obj, Str};
+use super::convert::{arg, js_from, object, objects, opt_object, Bool, Given, Int, JsonObject, List, Obj, Str};
 use super::{sync_twin, CoreTask};
 use crate::error::{invalid, LoaError, Result};
 use crate::synth as core;
@@ -95,7 +95,7 @@ impl TryFrom<LedgerEventInput> for core::Event {
       now: e.now.given(),
       this_session: e.this_session.given().unwrap_or_default(),
       decisions: decisions(e.decisions.flatten())?,
-      checkpoints: e.checkpoints.flatten().map_or_else(Vec::new, |l| l.0.into_iter().map(|o| o.0.into()).collect()),
+      checkpoints: objects(e.checkpoints),
       open_questions: e.open_questions.given().unwrap_or_default(),
     };
     event.validate()?;

@@ -89,16 +89,8 @@ pub fn count_tokens_batch(env: Env, texts: Unknown, options: Option<Unknown>) ->
       for i in 0..len {
         let what = || format!("texts[{i}]");
         let mut item = std::ptr::null_mut();
-        if sys::napi_get_element(raw, array, i, &mut item) != sys::Status::napi_ok {
-          super::clear_pending_exception(raw);
-          return Err(LoaError::InvalidArgument(format!(
-            "`{}` could not be read (a getter or Proxy trap threw)",
-            what()
-          )));
-        }
-        if !strings::is_string(raw, item) {
-          return Err(LoaError::InvalidArgument(format!("`{}` must be a string", what())));
-        }
+        let status = sys::napi_get_element(raw, array, i, &mut item);
+        let item = strings::fetched(raw, status, item, what)?;
         let text =
           strings::read_into(raw, item, &mut buf, strings::Surrogates::Replace).map_err(|r| r.named(&what()))?;
         out.push(tokens::with_margin(encoder.count(text), c.margin) as u32);
