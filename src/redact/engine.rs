@@ -301,49 +301,63 @@ impl Engine {
     let t = ctx.t;
     let n = t.len();
     let mut numbers_until = 0;
-    // Runs are found 64 bytes at a time from bitmasks (token, digit and `-/+` bytes).
-    let mut open: Option<usize> = None;
-    let (mut digits, mut seps) = (false, false);
+    // Runs are found 64 bytes at a time from bitmasks (token, digit and `-/+` bytes). A run that
+    // reaches the end of a block is `open` (its start, and whether it holds digits or `-/+` so
+    // far, and whether it is digits only) until a later block ends it.
+    let mut open: Option<(usize, bool, bool, bool)> = None;
     let mut b = 0;
     'blocks: while b < n {
       let (tm, dm, sm) = masks64(t, b);
-      let mut pos = 0u32;
-      // Each turn either ends (a block with no more run boundaries) or moves `pos` to the
-      // next boundary, which lies after it.
-      loop {
-        if open.is_none() {
-          let rest = if pos >= 64 { 0 } else { tm >> pos };
-          if rest == 0 {
-            break;
-          }
-          pos += rest.trailing_zeros();
-          open = Some(b + pos as usize);
+      // Token bits not yet looked at, of runs that start in this block.
+      let mut rest = tm;
+      if let Some((s, digits, seps, all_digits)) = open {
+        let stop = !tm;
+        if stop == 0 {
+          open = Some((s, digits || dm != 0, seps || sm != 0, all_digits && dm == !0));
+          b += 64;
+          continue;
         }
-        let rest = if pos >= 64 { 0 } else { !tm >> pos };
-        let end = if rest == 0 { 64 } else { pos + rest.trailing_zeros() };
-        let range = if end == 64 { !0u64 << pos } else { ((1u64 << end) - 1) & (!0u64 << pos) };
-        digits |= dm & range != 0;
-        seps |= sm & range != 0;
-        if end == 64 {
-          break;
-        }
-        let s = open.take().unwrap_or(b + pos as usize);
-        let resume = self.run(ctx, s, b + end as usize, digits, seps, &mut numbers_until);
-        digits = false;
-        seps = false;
-        if let Some(r) = resume {
+        let end = stop.trailing_zeros();
+        let range = (1u64 << end) - 1;
+        open = None;
+        let class = Class {
+          digit: digits || dm & range != 0,
+          sep: seps || sm & range != 0,
+          all_digits: all_digits && dm & range == range,
+        };
+        if let Some(r) = self.run(ctx, s, b + end as usize, class, &mut numbers_until) {
           // The runs up to `r` (after this one, which ends before it) need no look: scanning
           // restarts there, at a byte that is not a token character.
           b = r;
           continue 'blocks;
         }
-        pos = end;
+        rest &= !range;
+      }
+      // Each turn looks at the run starting at the lowest bit of `rest` and clears the bits up
+      // to its end, or leaves the block with the run open.
+      while rest != 0 {
+        let start = rest.trailing_zeros();
+        let from = !0u64 << start;
+        let stop = !tm & from;
+        if stop == 0 {
+          open = Some((b + start as usize, dm & from != 0, sm & from != 0, dm & from == from));
+          break;
+        }
+        let end = stop.trailing_zeros();
+        let range = from & !(!0u64 << end);
+        let (s, e) = (b + start as usize, b + end as usize);
+        let class = Class { digit: dm & range != 0, sep: sm & range != 0, all_digits: dm & range == range };
+        if let Some(r) = self.run(ctx, s, e, class, &mut numbers_until) {
+          b = r;
+          continue 'blocks;
+        }
+        rest &= !0u64 << end;
       }
       b += 64;
     }
-    if let Some(s) = open {
+    if let Some((s, digit, sep, all_digits)) = open {
       // A resume point lies past the end of the text here: nothing is left to scan.
-      let _ = self.run(ctx, s, n, digits, seps, &mut numbers_until);
+      let _ = self.run(ctx, s, n, Class { digit, sep, all_digits }, &mut numbers_until);
     }
   }
 
@@ -352,26 +366,18 @@ impl Engine {
   /// Returns where scanning may resume when the runs that follow this one need no look (see
   /// [`log_timestamp_end`]).
   #[inline(always)]
-  fn run(
-    &self,
-    ctx: &mut Ctx,
-    s: usize,
-    e: usize,
-    has_digit: bool,
-    has_sep: bool,
-    numbers_until: &mut usize,
-  ) -> Option<usize> {
-    if !has_digit && !has_sep && e - s < 16 {
+  fn run(&self, ctx: &mut Ctx, s: usize, e: usize, class: Class, numbers_until: &mut usize) -> Option<usize> {
+    if !class.digit && !class.sep && e - s < 16 {
       self.word_start(ctx, s);
       if assignment_follows(ctx.t, s, e) {
         self.assignment(ctx, s, e);
       }
       None
-    } else if has_digit && !has_sep && e - s < 16 && ctx.t[s..e].iter().all(u8::is_ascii_digit) {
+    } else if class.all_digits && e - s < 16 {
       self.digit_run(ctx, s, e, numbers_until);
       None
     } else {
-      self.long_run(ctx, s, e, has_digit, has_sep, numbers_until)
+      self.long_run(ctx, s, e, class.digit, class.sep, numbers_until)
     }
   }
 
@@ -684,6 +690,14 @@ impl Engine {
       r.compiled();
     }
   }
+}
+
+/// What the masks say of a run: does it hold a digit, a `-` `/` `+`, nothing but digits?
+#[derive(Clone, Copy)]
+struct Class {
+  digit: bool,
+  sep: bool,
+  all_digits: bool,
 }
 
 /// Where scanning may resume after a log line's timestamp `YYYY-MM-DDTHH:MM:SS[.f]Z` (a
