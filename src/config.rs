@@ -148,6 +148,8 @@ pub struct Config {
   pub synthesis: SynthesisConfig,
   /// Persistence protocol: L1 JSON state files and L2 MEMORY.md.
   pub persistence: PersistenceConfig,
+  /// Replication to S3-compatible object storage (`loa replicate`, docs/replication.md).
+  pub replication: ReplicationConfig,
 }
 
 impl Default for Config {
@@ -170,6 +172,7 @@ impl Default for Config {
       recovery: Default::default(),
       synthesis: Default::default(),
       persistence: Default::default(),
+      replication: Default::default(),
     }
   }
 }
@@ -466,6 +469,40 @@ impl Default for SynthesisConfig {
   fn default() -> Self {
     SynthesisConfig { dir: "thoughts/shared/handoffs".into(), retention_days: 7, commit_throttle_ms: 1_800_000 }
   }
+}
+
+/// Replication to S3-compatible object storage (YAML section `replication`), read by the
+/// `loa-replicate` binary (docs/replication.md). Nothing here is secret: credentials come only
+/// from the environment, as `object_store` reads them (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, web identity, instance metadata); `~/.aws`
+/// profiles are not read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct ReplicationConfig {
+  /// The bucket; `null` (default) means replication is not configured.
+  #[serde(deserialize_with = "text")]
+  pub bucket: Option<String>,
+  /// Key prefix inside the bucket, so that several workspaces (or other data) share a bucket.
+  /// `null` (default) puts everything at the top of the bucket.
+  #[serde(deserialize_with = "text")]
+  pub prefix: Option<String>,
+  /// Endpoint URL of an S3-compatible server (MinIO, R2, s3s, ...); `null` uses AWS, or
+  /// `AWS_ENDPOINT` from the environment.
+  #[serde(deserialize_with = "text")]
+  pub endpoint: Option<String>,
+  /// Region; `null` uses `AWS_REGION` / `AWS_DEFAULT_REGION`, else `us-east-1`.
+  #[serde(deserialize_with = "text")]
+  pub region: Option<String>,
+  /// Allow a plain `http://` endpoint (loopback tests). Default false.
+  pub allow_http: bool,
+  /// This machine's namespace in the bucket (1-64 of `a-z 0-9 -`); `null` (default) derives
+  /// one from `/etc/machine-id` (or the host name) and the workspace's absolute path.
+  #[serde(deserialize_with = "text")]
+  pub origin: Option<String>,
+  /// Client-side encryption key file (outside the workspace and the bucket). Not implemented
+  /// yet: setting it makes `loa replicate` refuse to run rather than ship plain text.
+  #[serde(deserialize_with = "text")]
+  pub encryption_key_file: Option<String>,
 }
 
 /// Result of loading the configuration.
