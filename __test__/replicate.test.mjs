@@ -4,8 +4,8 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync, spawn } from 'node:child_process'
-import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { require, root, tempDir } from './helpers.mjs'
 import { BUCKET, startProxy, startS3 } from './s3-server.mjs'
@@ -262,13 +262,6 @@ test('credentials never appear in output or errors; a wrong secret is E_REPLICA_
   }
   const good = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status')
   assert.ok(!good.stdout.includes(server.credentials.secretAccessKey))
-  // Encryption is asked for but not implemented: refused, rather than shipping plain text.
-  writeConfig(ws, { origin: 'alpha', endpoint: server.endpoint, extra: '' })
-  const cfg = readFileSync(join(ws, '.loa.config.yaml'), 'utf8') + '  encryption_key_file: /somewhere/key\n'
-  writeFileSync(join(ws, '.loa.config.yaml'), cfg)
-  const refused = loa(server, ['replicate', 'push', '--workspace', ws])
-  assert.equal(refused.status, 2)
-  assert.match(refused.stderr, /^loa: E_CONFIG_INVALID: .*encryption/)
   // No bucket: not configured.
   writeFileSync(join(ws, '.loa.config.yaml'), '')
   assert.match(loa(server, ['replicate', 'status', '--workspace', ws]).stderr, /^loa: E_CONFIG_INVALID: .*replication\.bucket/)
@@ -336,4 +329,65 @@ test('faults: the server SIGKILLed in the middle of an upload, then restarted; t
   assert.equal(pulled.segmentsRestored, 1)
   const dump = (ws) => ok(loa(server, ['wal', 'dump', join(ws, WAL), '--json', '--data']), 'dump').json()
   assert.deepEqual(dump(b), dump(a))
+})
+
+test('client-side encryption: the bucket holds no plaintext, and only the key opens it', async (t) => {
+  const server = await startS3(t)
+  const secrets = tempDir(t, 'loa-secret-')
+  const keyFile = join(secrets, 'replica.key')
+  writeFileSync(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+  const encrypted = (file) => `  encryption_key_file: ${file}\n`
+  const a = tempDir(t, 'loa-ws-enc-')
+  writeConfig(a, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(keyFile) })
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, a, 'Remember that the xylophonist credential rotation runs quarterly.')
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['ledger', 'event', '--workspace', a, '--agent', 'agent-a', '--done', 'xylophonist audit']), 'event')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json()
+  assert.equal(pushed.grimoire, 'uploaded')
+  assert.equal(pushed.eventsUploaded, 1)
+
+  const objects = Object.keys(bucketObjects(server)).filter((k) => k.startsWith('team/'))
+  assert.ok(objects.length >= 5, objects.join(' '))
+  for (const key of objects) {
+    const bytes = readFileSync(join(server.dataDir, BUCKET, key))
+    assert.ok(bytes.subarray(0, 8).equals(Buffer.from('LOAENC\0\x01', 'latin1')), `${key} is not sealed`)
+    for (const plain of ['xylophonist', '"origin"', 'LOAWAL']) assert.ok(!bytes.includes(plain), `${key} holds ${plain}`)
+  }
+  // Idempotent although every seal draws a fresh nonce: nothing is uploaded again.
+  const again = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push again').json()
+  assert.deepEqual([again.segmentsUploaded, again.eventsUploaded, again.grimoire], [0, 0, 'unchanged'])
+
+  // The same key restores everything, and it verifies.
+  const b = tempDir(t, 'loa-ws-enc-')
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(keyFile) })
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull').json()
+  assert.deepEqual([pulled.segmentsRestored, pulled.grimoire, pulled.eventsWritten], [1, 'restored', 1])
+  ok(loa(server, ['manifest', 'verify', join(b, GRIMOIRE), '--keys', ring]), 'verify')
+  assert.deepEqual(memories(b), memories(a))
+
+  // No key, or another key: refused, and nothing is written.
+  const other = join(secrets, 'other.key')
+  writeFileSync(other, randomBytes(32).toString('hex'), { mode: 0o600 })
+  for (const extra of ['', encrypted(other)]) {
+    const c = tempDir(t, 'loa-ws-enc-')
+    writeConfig(c, { origin: 'alpha', endpoint: server.endpoint, extra })
+    const r = loa(server, ['replicate', 'pull', '--workspace', c])
+    assert.equal(r.status, 2, r.stdout)
+    assert.match(r.stderr, /^loa: E_REPLICA_CORRUPT: /)
+    assert.ok(!existsSync(join(c, WAL)) && !existsSync(join(c, GRIMOIRE)))
+  }
+  // A plain object put where a sealed one was (a downgrade) is refused too.
+  writeFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), JSON.stringify({ version: 1, origin: 'alpha', segments: [], grimoire: null, events: [] }))
+  assert.match(loa(server, ['replicate', 'pull', '--workspace', b]).stderr, /^loa: E_REPLICA_CORRUPT: .*not an encrypted object/)
+
+  // The key file must be private, and outside the workspace.
+  chmodSync(other, 0o644)
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(other) })
+  assert.match(loa(server, ['replicate', 'status', '--workspace', b]).stderr, /^loa: E_KEY_INVALID: /)
+  const inside = join(b, 'replica.key')
+  writeFileSync(inside, randomBytes(32).toString('hex'), { mode: 0o600 })
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(inside) })
+  assert.match(loa(server, ['replicate', 'status', '--workspace', b]).stderr, /^loa: E_CONFIG_INVALID: .*outside the workspace/)
 })

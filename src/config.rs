@@ -499,8 +499,9 @@ pub struct ReplicationConfig {
   /// one from `/etc/machine-id` (or the host name) and the workspace's absolute path.
   #[serde(deserialize_with = "text")]
   pub origin: Option<String>,
-  /// Client-side encryption key file (outside the workspace and the bucket). Not implemented
-  /// yet: setting it makes `loa replicate` refuse to run rather than ship plain text.
+  /// Client-side encryption: a file (outside the workspace, mode 600) holding a 256-bit key as
+  /// 64 hex digits; everything shipped is then sealed with XChaCha20-Poly1305. `null`
+  /// (default): objects are stored as they are.
   #[serde(deserialize_with = "text")]
   pub encryption_key_file: Option<String>,
 }
@@ -1081,6 +1082,14 @@ persistence:
   state_dir: .loa/l1
   stale_after_ms: 60000
   memory_max_entries: 50
+replication:
+  bucket: team-memory
+  prefix: loa/project
+  endpoint: https://s3.example.test
+  region: eu-west-1
+  allow_http: false
+  origin: laptop-1
+  encryption_key_file: /etc/loa/replica.key
 "#;
 
   #[test]
@@ -1603,6 +1612,7 @@ signing:
       "recovery",
       "synthesis",
       "persistence",
+      "replication",
     ];
     assert_eq!(top.iter().copied().collect::<BTreeSet<_>>(), expected.into_iter().collect());
     // Optional values also match when set, and every enum variant is in its union type.

@@ -40,8 +40,8 @@ macro_rules! error_code_table {
       E_AUDIT_TRUNCATED => "The audit log ends before a head that was signed earlier (its checkpoint, or the `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.",
       E_ILLEGAL_TRANSITION => "A status change the persistence state machine forbids (`completed -> in_progress`, anything out of `archived`, ...); `from` and `to` name the two statuses. Nothing is written.",
       E_DEGRADED => "Recovery left the workspace in degraded mode (its state did not verify and no trusted source restored it, or a recovery loop was detected): memory writes are refused until `loa recover` ends RUNNING.",
-      E_REPLICA_UNAVAILABLE => "The object store did not answer, or refused a request, after the retries (`loa replicate`); the message names the operation and the object key, never credentials. Nothing local was changed.",
-      E_REPLICA_CORRUPT => "An object read from the replica is not what its origin's index recorded (sha256 or size mismatch, an unsafe key or name, an index that does not parse); nothing local was overwritten with it.",
+      E_REPLICA_UNAVAILABLE => "The object store did not answer, or refused a request, after the retries (`loa replicate`); the message names the operation and the object key, never credentials. What a pull wrote before it is complete and checked; run the command again.",
+      E_REPLICA_CORRUPT => "An object read from the replica is not what its origin's index recorded (sha256 or size mismatch, an unsafe key or name, an index that does not parse, a body that does not open under the encryption key); nothing local was overwritten with it.",
     }
   };
 }

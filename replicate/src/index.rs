@@ -134,13 +134,20 @@ fn valid_relative_path(path: &str) -> bool {
 impl Index {
   /// An empty index of `origin`.
   pub fn empty(origin: &str) -> Index {
-    Index { version: INDEX_VERSION, origin: origin.to_string(), segments: Vec::new(), grimoire: None, events: Vec::new() }
+    Index {
+      version: INDEX_VERSION,
+      origin: origin.to_string(),
+      segments: Vec::new(),
+      grimoire: None,
+      events: Vec::new(),
+    }
   }
 
   /// Parses and checks an index read from `key`, which must be the index of `origin`.
   pub fn parse(bytes: &[u8], origin: &str, key: &str) -> Result<Index> {
     let corrupt = |reason: String| LoaError::ReplicaCorrupt { key: key.to_string(), reason };
-    let index: Index = serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
+    let index: Index =
+      serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
     if index.version != INDEX_VERSION {
       return Err(corrupt(format!("index version {} is not version {INDEX_VERSION}", index.version)));
     }

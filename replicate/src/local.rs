@@ -68,7 +68,8 @@ pub fn read_snapshot(
   let mut entries = Vec::with_capacity(parsed.files.len());
   for f in &parsed.files {
     let (dir, name) = split(&f.path);
-    let changed = || Ok(Err(NoSnapshot::Stale("the grimoire changed since it was sealed (run loa consolidate --seal)".into())));
+    let changed =
+      || Ok(Err(NoSnapshot::Stale("the grimoire changed since it was sealed (run loa consolidate --seal)".into())));
     let Some(fdir) = below(&gdir, &dir, false)? else { return changed() };
     let bytes = match fdir.read(name, f.size) {
       Ok(Some(b)) => b,

@@ -6,6 +6,7 @@
 //! [--until-seq N] [--progress]`. Exit status: 0 done, 1 done with problems (listed), 2 failure
 //! (one line on stderr, `loa: E_CODE: message`).
 
+mod crypt;
 mod index;
 mod local;
 mod ops;
@@ -19,7 +20,8 @@ use std::path::PathBuf;
 use loa_core::{LoaError, Result};
 use serde::Serialize;
 
-const USAGE: &str = "usage: loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME] [--until-seq N] [--progress]";
+const USAGE: &str =
+  "usage: loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME] [--until-seq N] [--progress]";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -110,11 +112,27 @@ fn run(args: Args) -> Result<i32> {
         let mut out = format!("origin {} in bucket {} (prefix {:?})\n", r.origin, r.bucket, r.prefix);
         for s in &r.sessions {
           let fmt = |v: Option<u64>| v.map_or("-".to_string(), |n| n.to_string());
-          out += &format!("  session {}: {} segment(s), last seq {}, shipped up to {}\n", s.session, s.segments, fmt(s.last_seq), fmt(s.shipped_seq));
+          out += &format!(
+            "  session {}: {} segment(s), last seq {}, shipped up to {}\n",
+            s.session,
+            s.segments,
+            fmt(s.last_seq),
+            fmt(s.shipped_seq)
+          );
         }
-        out += &format!("  {} segment(s) to push; grimoire {}; {} event(s), {} to push\n", r.segments_pending, r.grimoire, r.events_local, r.events_pending);
+        out += &format!(
+          "  {} segment(s) to push; grimoire {}; {} event(s), {} to push\n",
+          r.segments_pending, r.grimoire, r.events_local, r.events_pending
+        );
         for o in &r.origins {
-          out += &format!("  origin {}: {} segment(s) in {} session(s), grimoire {}, {} event(s)\n", o.origin, o.segments, o.sessions, if o.grimoire { "yes" } else { "no" }, o.events);
+          out += &format!(
+            "  origin {}: {} segment(s) in {} session(s), grimoire {}, {} event(s)\n",
+            o.origin,
+            o.segments,
+            o.sessions,
+            if o.grimoire { "yes" } else { "no" },
+            o.events
+          );
         }
         out + &problems_text(&r.problems)
       });

@@ -60,7 +60,8 @@ impl Context {
 
   /// One push or pull at a time per workspace.
   fn lock(&self) -> Result<(StateDir, LockGuard)> {
-    let dir = self.root.descend(Path::new(STATE_DIR), true)?.ok_or_else(|| LoaError::Internal("no state dir".into()))?;
+    let dir =
+      self.root.descend(Path::new(STATE_DIR), true)?.ok_or_else(|| LoaError::Internal("no state dir".into()))?;
     let guard = lock_in(&dir, LOCK_FILE, Duration::from_secs(5), "the replication lock")?;
     Ok((dir, guard))
   }
@@ -77,7 +78,8 @@ impl Context {
   /// Downloads `key` and checks it is exactly `size` bytes with digest `sha256`.
   async fn fetch_checked(&self, key: &str, size: u64, sha256: &str) -> Result<Vec<u8>> {
     let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: self.remote.full_key(key), reason: reason.into() };
-    let bytes = self.remote.get_bounded(key, size).await?.ok_or_else(|| corrupt("missing, though the index lists it"))?;
+    let bytes =
+      self.remote.get_bounded(key, size).await?.ok_or_else(|| corrupt("missing, though the index lists it"))?;
     if bytes.len() as u64 != size {
       return Err(corrupt("size differs from the index"));
     }
@@ -142,7 +144,10 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
           continue;
         }
         if old.last_seq > ship.entry.last_seq {
-          report.problems.push(format!("segment {session}/{name} is behind the replica (seq {} < {}); kept the replica's", ship.entry.last_seq, old.last_seq));
+          report.problems.push(format!(
+            "segment {session}/{name} is behind the replica (seq {} < {}); kept the replica's",
+            ship.entry.last_seq, old.last_seq
+          ));
           continue;
         }
       }
@@ -235,7 +240,9 @@ struct Pulled {
 }
 
 fn read_pulled(dir: &StateDir, problems: &mut Vec<String>) -> Result<Pulled> {
-  let Some(bytes) = dir.read(PULLED_FILE, MAX_PULLED_BYTES)? else { return Ok(Pulled { version: 1, ..Default::default() }) };
+  let Some(bytes) = dir.read(PULLED_FILE, MAX_PULLED_BYTES)? else {
+    return Ok(Pulled { version: 1, ..Default::default() });
+  };
   match serde_json::from_slice::<Pulled>(&bytes) {
     Ok(p) if p.version == 1 => Ok(p),
     _ => {
@@ -353,10 +360,15 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
       let manifest = cx.fetch_checked(&blob_key(own, &g.manifest_sha256), g.manifest_size, &g.manifest_sha256).await?;
       let manifest_key = cx.remote.full_key(&blob_key(own, &g.manifest_sha256));
       let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
-      let value: serde_json::Value = serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
-      let parsed = parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
-      let listed: Vec<FileEntry> =
-        parsed.files.iter().map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() }).collect();
+      let value: serde_json::Value =
+        serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
+      let parsed =
+        parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
+      let listed: Vec<FileEntry> = parsed
+        .files
+        .iter()
+        .map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() })
+        .collect();
       if listed != g.files {
         return Err(corrupt("the manifest lists other files than the index"));
       }

@@ -41,6 +41,8 @@ pub struct Remote {
   /// Values that must never appear in a message (the secret key and session token as the
   /// environment holds them), replaced before any error leaves this module.
   secrets: Vec<String>,
+  /// Seals every body written and opens every body read (`replication.encryption_key_file`).
+  sealer: Option<Arc<crate::crypt::Sealer>>,
 }
 
 impl Remote {
@@ -80,7 +82,7 @@ impl Remote {
     let store = builder
       .build()
       .map_err(|e| LoaError::ReplicaUnavailable(format!("configure the client: {}", scrub(&secrets, &e))))?;
-    Ok(Remote { store: Arc::new(store), prefix: settings.prefix.clone(), secrets })
+    Ok(Remote { store: Arc::new(store), prefix: settings.prefix.clone(), secrets, sealer: settings.sealer.clone() })
   }
 
   /// The full key of `key` (relative to the prefix).
@@ -100,9 +102,27 @@ impl Remote {
     LoaError::ReplicaUnavailable(format!("{op} {}: {}", self.full_key(key), scrub(&self.secrets, e)))
   }
 
-  /// The object at `key`, read whole but never more than `max` bytes (`E_REPLICA_CORRUPT`
-  /// beyond, without reading the rest); `None` when there is none.
+  /// The stored form of `bytes` at `key`: sealed when a key is configured.
+  fn body(&self, key: &str, bytes: Vec<u8>) -> Result<Vec<u8>> {
+    match &self.sealer {
+      Some(s) => s.seal(key, &bytes),
+      None => Ok(bytes),
+    }
+  }
+
+  /// The object at `key` (opened when a key is configured), its plaintext never more than
+  /// `max` bytes (`E_REPLICA_CORRUPT` beyond, without reading the rest); `None` when there is
+  /// none.
   pub async fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+    let overhead = if self.sealer.is_some() { crate::crypt::OVERHEAD } else { 0 };
+    let Some(stored) = self.get_stored(key, max.saturating_add(overhead)).await? else { return Ok(None) };
+    match &self.sealer {
+      Some(s) => s.open(key, &self.full_key(key), &stored).map(Some),
+      None => Ok(Some(stored)),
+    }
+  }
+
+  async fn get_stored(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
     let result = match self.store.get(&self.path(key)).await {
       Ok(r) => r,
       Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -130,6 +150,7 @@ impl Remote {
   /// Writes `bytes` at `key`, replacing what is there. Atomic: readers see the old object or
   /// the whole new one.
   pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    let bytes = self.body(key, bytes)?;
     if bytes.len() > MULTIPART_THRESHOLD {
       return self.put_multipart(key, bytes).await;
     }
@@ -172,6 +193,7 @@ impl Remote {
   /// whoever writes it, or check what is there afterwards.
   pub async fn put_if_absent(&self, key: &str, bytes: Vec<u8>) -> Result<Created> {
     let options = PutOptions { mode: PutMode::Create, ..Default::default() };
+    let bytes = self.body(key, bytes)?;
     match self.store.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
       Ok(_) => Ok(Created::Written),
       Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
@@ -181,10 +203,12 @@ impl Remote {
     }
   }
 
-  /// The size of the object at `key`, `None` when there is none.
+  /// The size of the plaintext of the object at `key` (as stored, less the encryption's
+  /// overhead when a key is configured), `None` when there is none.
   pub async fn size(&self, key: &str) -> Result<Option<u64>> {
+    let overhead = if self.sealer.is_some() { crate::crypt::OVERHEAD } else { 0 };
     match self.store.head(&self.path(key)).await {
-      Ok(meta) => Ok(Some(meta.size)),
+      Ok(meta) => Ok(Some(meta.size.saturating_sub(overhead))),
       Err(object_store::Error::NotFound { .. }) => Ok(None),
       Err(e) => Err(self.unavailable("HEAD", key, &e)),
     }

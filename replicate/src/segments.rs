@@ -142,7 +142,8 @@ pub fn mirror_session(origin: &str, session: &str) -> String {
 /// Writes a segment file `sessions/<session>/<first_seq>.wal` below the WAL directory,
 /// creating the directories (never through a symlink), atomically.
 pub fn write_segment(root: &StateDir, wal_dir: &Path, session: &str, first_seq: u64, bytes: &[u8]) -> Result<()> {
-  let wal = crate::local::below(root, wal_dir, true)?.ok_or_else(|| LoaError::Internal("descend(create) gave None".into()))?;
+  let wal =
+    crate::local::below(root, wal_dir, true)?.ok_or_else(|| LoaError::Internal("descend(create) gave None".into()))?;
   let sessions = wal.create_subdir(SESSIONS_DIR)?;
   let sdir = sessions.create_subdir(session)?;
   sdir.write_atomic(segment_file_name(first_seq), bytes, None)

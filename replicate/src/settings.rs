@@ -22,6 +22,8 @@ pub struct Settings {
   pub allow_http: bool,
   /// This machine's namespace.
   pub origin: String,
+  /// The cipher of `encryption_key_file`, when set: everything shipped is sealed with it.
+  pub sealer: Option<std::sync::Arc<crate::crypt::Sealer>>,
   pub config: Config,
 }
 
@@ -89,8 +91,8 @@ pub fn default_origin(workspace: &Path) -> String {
 impl Settings {
   /// Reads the workspace's configuration; `origin_override` (the `--origin` option) replaces
   /// the configured or derived origin. `E_CONFIG_INVALID` when replication is not configured
-  /// (no bucket), a value is unusable, or encryption is asked for (not implemented: refusing
-  /// is better than shipping plain text someone believes encrypted).
+  /// (no bucket) or a value is unusable; the encryption key file's errors (see
+  /// [`crate::crypt::Sealer::load`]).
   pub fn load(workspace: &Path, origin_override: Option<&str>) -> Result<Settings> {
     let config = load_config(workspace)?.config;
     let r = &config.replication;
@@ -98,9 +100,10 @@ impl Settings {
       return Err(invalid("bucket", "is not set: replication is not configured in .loa.config.yaml"));
     };
     check_bucket(&bucket)?;
-    if r.encryption_key_file.is_some() {
-      return Err(invalid("encryption_key_file", "client-side encryption is not implemented yet; remove the key"));
-    }
+    let sealer = match &r.encryption_key_file {
+      Some(file) => Some(std::sync::Arc::new(crate::crypt::Sealer::load(Path::new(file), workspace)?)),
+      None => None,
+    };
     let prefix = check_prefix(r.prefix.as_deref().unwrap_or(""))?;
     if let Some(endpoint) = &r.endpoint {
       if !(endpoint.starts_with("https://") || endpoint.starts_with("http://")) {
@@ -122,6 +125,7 @@ impl Settings {
       region: r.region.clone(),
       allow_http: r.allow_http,
       origin,
+      sealer,
       config: config.clone(),
     })
   }

@@ -528,7 +528,7 @@ export interface ReplicationConfig {
   allowHttp: boolean;
   /** This machine's namespace in the bucket; `null`: derived from the machine id and the workspace path. */
   origin: string | null;
-  /** Client-side encryption key file; not implemented yet (setting it makes `loa replicate` refuse to run). */
+  /** Client-side encryption key file (outside the workspace, mode 600, 64 hex digits); `null` (default): no encryption. */
   encryptionKeyFile: string | null;
 }
 
