@@ -486,7 +486,7 @@ export interface RecoveryConfig {
   maxAttempts: number;
   /** Consecutive degraded-mode cycles after which a critical alert is raised. Default 3. */
   degradedAlertCycles: number;
-  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, git, template. */
+  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, replica, git, template. */
   sources: RecoverySource[];
   /** Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it. */
   mountDir: string | null;
@@ -2797,10 +2797,19 @@ export interface RecoverOptions {
   manifestName?: string
   /** Recovery state (attempts, degraded mode), workspace-relative. Default `.loa/recovery`. */
   stateDir?: string
-  /** Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`). */
+  /**
+   * Sources in the order tried. Default from `recovery.sources` (`mount`, `replica`, `git`,
+   * `template`).
+   */
   sources?: Array<RecoverySource>
   /** The mount source's directory: a mounted backup holding a signed copy of the grimoire. */
   mountDir?: string
+  /**
+   * The object store source: the `loa-replicate` binary, which fetches the sealed grimoire
+   * this workspace shipped (docs/replication.md). Without it, `replica` in `sources` fails
+   * and the next source is tried.
+   */
+  replicaProgram?: string
   /** The git source. Without it, `git` in `sources` fails and the next source is tried. */
   git?: RecoveryGitSource
   /** Loop detection window in milliseconds. Default 120000. */
@@ -2873,8 +2882,8 @@ export interface RecoveryResult {
   checkOnly: boolean
 }
 
-/** A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start). */
-export type RecoverySource = 'mount' | 'git' | 'template'
+/** A place the grimoire can be restored from: a mounted backup directory, the object store replica (`loa replicate`), a git branch, or the built-in template (a fresh start). */
+export type RecoverySource = 'mount' | 'replica' | 'git' | 'template'
 
 /** A state of the recovery state machine; a run ends `running` or `degraded`. */
 export type RecoveryState = 'start' | 'check_integrity' | 'restore' | 'running' | 'degraded'

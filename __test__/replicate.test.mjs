@@ -391,3 +391,40 @@ test('client-side encryption: the bucket holds no plaintext, and only the key op
   writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(inside) })
   assert.match(loa(server, ['replicate', 'status', '--workspace', b]).stderr, /^loa: E_CONFIG_INVALID: .*outside the workspace/)
 })
+
+test('recovery restores a tampered grimoire from the replica, verified against the pinned key; a tampered replica only fails its source', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  const publicKey = ok(loa(server, ['keys', 'list', '--keys', ring, '--json']), 'keys list').json()[0].publicKey
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  capture(server, ws, 'Never deploy on Fridays after three in the afternoon.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  const expected = memories(ws)
+
+  // Tampered: one memory rewritten behind the seal's back.
+  const memoryDir = join(ws, GRIMOIRE, 'memory')
+  const victim = join(memoryDir, readdirSync(memoryDir).find((n) => n.endsWith('.json')))
+  writeFileSync(victim, readFileSync(victim, 'utf8').replace('"content"', '"content" ').trimEnd() + '\n\n')
+  const r = loa(server, ['recover', '--workspace', ws, '--trust', publicKey, '--json'])
+  assert.equal(r.status, 0, r.stdout + r.stderr)
+  const outcome = r.json()
+  assert.equal(outcome.restoredFrom, 'replica', r.stdout)
+  assert.equal(outcome.state, 'running')
+  assert.deepEqual(memories(ws), expected)
+  ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', ring]), 'verify')
+
+  // The replica tampered too: its source fails (the object does not match the index), nothing
+  // of it is swapped in, and recovery goes on to the next sources.
+  writeFileSync(victim, readFileSync(victim, 'utf8').replace('"content"', '"content" ').trimEnd() + '\n\n')
+  const blobs = join(server.dataDir, BUCKET, 'team/origins/alpha/grimoire/blobs')
+  for (const name of readdirSync(blobs)) {
+    const file = join(blobs, name)
+    writeFileSync(file, Buffer.concat([readFileSync(file), Buffer.from(' ')]))
+  }
+  const failed = loa(server, ['recover', '--workspace', ws, '--trust', publicKey, '--json']).json()
+  assert.notEqual(failed.restoredFrom, 'replica')
+  assert.ok(failed.sourceFailures.some((f) => /^replica: .*E_REPLICA_CORRUPT/.test(f)), JSON.stringify(failed.sourceFailures))
+})

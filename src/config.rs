@@ -424,8 +424,9 @@ pub struct RecoveryConfig {
   /// Consecutive degraded-mode cycles after which a critical alert is raised. Default 3.
   #[serde(deserialize_with = "uint::<_, _, 1, 1000>")]
   pub degraded_alert_cycles: u64,
-  /// Restore sources in the order tried: `mount` (seed 002's "R2"; `r2` is accepted), `git`,
-  /// `template`. Default all three in that order.
+  /// Restore sources in the order tried: `mount` (seed 002's "R2"; `r2` is accepted),
+  /// `replica` (the object store, `loa replicate`), `git`, `template`. Default all four in that
+  /// order.
   pub sources: Vec<RecoverySource>,
   /// Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it.
   #[serde(deserialize_with = "text")]
@@ -438,7 +439,7 @@ impl Default for RecoveryConfig {
       window_ms: 120_000,
       max_attempts: 5,
       degraded_alert_cycles: 3,
-      sources: vec![RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
+      sources: vec![RecoverySource::Mount, RecoverySource::Replica, RecoverySource::Git, RecoverySource::Template],
       mount_dir: None,
     }
   }
@@ -1624,7 +1625,7 @@ signing:
       "GroundingEnforcement": [GroundingEnforcement::Strict, GroundingEnforcement::Warn,
                                GroundingEnforcement::Disabled],
       "ClearTarget": ClearTarget::ALL,
-      "RecoverySource": [RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
+      "RecoverySource": [RecoverySource::Mount, RecoverySource::Replica, RecoverySource::Git, RecoverySource::Template],
     });
     for (alias, values) in variants.as_object().unwrap() {
       for v in values.as_array().unwrap() {

@@ -114,19 +114,25 @@ pub fn restore_snapshot(root: &StateDir, grimoire: &Path, snapshot: &Snapshot) -
   let staging = format!(".{name}.loa-replica-staging");
   parent.remove_tree(&staging)?;
   let sdir = parent.create_subdir(&staging)?;
-  for (entry, bytes) in snapshot.entry.files.iter().zip(&snapshot.files) {
-    let (dir, file) = split(&entry.path);
-    let fdir = below(&sdir, &dir, true)?.ok_or_else(|| LoaError::Internal("descend(create) gave None".into()))?;
-    fdir.write_atomic(file, bytes, None)?;
-  }
-  sdir.write_atomic(&snapshot.entry.manifest, &snapshot.manifest, None)?;
-  sdir.sync()?;
+  write_snapshot_files(&sdir, snapshot)?;
   // An empty grimoire directory (created by a store that never wrote) gives way.
   if parent.kind_of(name)?.is_some() {
     parent.remove_tree(name)?;
   }
   parent.rename(&staging, name)?;
   parent.sync()
+}
+
+/// Writes every file of a checked snapshot below `dir`, the manifest last, each atomically,
+/// then fsyncs `dir`.
+pub fn write_snapshot_files(dir: &StateDir, snapshot: &Snapshot) -> Result<()> {
+  for (entry, bytes) in snapshot.entry.files.iter().zip(&snapshot.files) {
+    let (sub, file) = split(&entry.path);
+    let fdir = below(dir, &sub, true)?.ok_or_else(|| LoaError::Internal("descend(create) gave None".into()))?;
+    fdir.write_atomic(file, bytes, None)?;
+  }
+  dir.write_atomic(&snapshot.entry.manifest, &snapshot.manifest, None)?;
+  dir.sync()
 }
 
 /// The ledger event files of the handoffs directory `synth_dir` (relative to `root`): plain

@@ -3,7 +3,8 @@
 //! runs it; it is a separate binary so that its HTTP/TLS stack never reaches the Node addon.
 //!
 //! Usage: `loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME]
-//! [--until-seq N] [--progress]`. Exit status: 0 done, 1 done with problems (listed), 2 failure
+//! [--until-seq N] [--progress]`; `loa-replicate stage --workspace DIR --out DIR [--max-files N]
+//! [--max-file-bytes N]` is recovery's object store source (`src/recovery`). Exit status: 0 done, 1 done with problems (listed), 2 failure
 //! (one line on stderr, `loa: E_CODE: message`).
 
 mod crypt;
@@ -32,6 +33,10 @@ struct Args {
   origin: Option<String>,
   until_seq: Option<u64>,
   progress: bool,
+  /// `stage` (recovery's object store source): the directory to fill, and its limits.
+  out: Option<PathBuf>,
+  max_files: Option<u64>,
+  max_file_bytes: Option<u64>,
 }
 
 fn usage(reason: &str) -> LoaError {
@@ -49,9 +54,17 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args> {
         let text = value("--until-seq")?;
         args.until_seq = Some(text.parse().map_err(|_| usage("--until-seq must be a whole number"))?);
       }
+      "--out" => args.out = Some(PathBuf::from(value("--out")?)),
+      "--max-files" => {
+        args.max_files = Some(value("--max-files")?.parse().map_err(|_| usage("--max-files must be a whole number"))?)
+      }
+      "--max-file-bytes" => {
+        args.max_file_bytes =
+          Some(value("--max-file-bytes")?.parse().map_err(|_| usage("--max-file-bytes must be a whole number"))?)
+      }
       "--json" => args.json = true,
       "--progress" => args.progress = true,
-      "push" | "pull" | "status" if args.command.is_empty() => args.command = arg,
+      "push" | "pull" | "status" | "stage" if args.command.is_empty() => args.command = arg,
       _ => return Err(usage("unknown argument")),
     }
   }
@@ -60,6 +73,9 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args> {
   }
   if args.until_seq.is_some() && args.command != "pull" {
     return Err(usage("--until-seq applies to pull only"));
+  }
+  if (args.command == "stage") != args.out.is_some() {
+    return Err(usage("stage needs --out, and --out applies to stage only"));
   }
   Ok(args)
 }
@@ -105,6 +121,16 @@ fn run(args: Args) -> Result<i32> {
         )
       });
       r.problems.len()
+    }
+    "stage" => {
+      let out = args.out.as_deref().expect("checked");
+      let limits = ops::StageLimits {
+        max_files: args.max_files.unwrap_or(100_000),
+        max_file_bytes: args.max_file_bytes.unwrap_or(64 << 20),
+      };
+      let files = runtime.block_on(ops::stage(&cx, out, limits))?;
+      print(args.json, &serde_json::json!({ "staged": files }), |_| format!("staged {files} file(s)"));
+      0
     }
     _ => {
       let r = runtime.block_on(ops::status(&cx))?;

@@ -11,7 +11,7 @@ use loa_core::synth::event::MAX_EVENT_BYTES;
 use loa_core::{LoaError, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::index::{blob_key, event_key, index_key, EventEntry, FileEntry, Index, MAX_INDEX_BYTES};
+use crate::index::{blob_key, event_key, index_key, EventEntry, FileEntry, GrimoireEntry, Index, MAX_INDEX_BYTES};
 use crate::local::{self, NoSnapshot, Snapshot};
 use crate::remote::{Created, Remote};
 use crate::segments::{self, check_downloaded, encode_segment, mirror_session, sha256_hex, write_segment};
@@ -357,27 +357,8 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
 
   if let Some(g) = indexes.iter().find(|i| i.origin == own).and_then(|i| i.grimoire.as_ref()) {
     if local::grimoire_is_empty(&cx.root, &cx.grimoire_dir())? {
-      let manifest = cx.fetch_checked(&blob_key(own, &g.manifest_sha256), g.manifest_size, &g.manifest_sha256).await?;
-      let manifest_key = cx.remote.full_key(&blob_key(own, &g.manifest_sha256));
-      let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
-      let value: serde_json::Value =
-        serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
-      let parsed =
-        parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
-      let listed: Vec<FileEntry> = parsed
-        .files
-        .iter()
-        .map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() })
-        .collect();
-      if listed != g.files {
-        return Err(corrupt("the manifest lists other files than the index"));
-      }
-      let mut files = Vec::with_capacity(g.files.len());
-      for f in &g.files {
-        cx.progress.say(|| format!("downloading grimoire file {} ({} bytes)", f.path, f.size));
-        files.push(cx.fetch_checked(&blob_key(own, &f.sha256), f.size, &f.sha256).await?);
-      }
-      local::restore_snapshot(&cx.root, &cx.grimoire_dir(), &Snapshot { entry: g.clone(), manifest, files })?;
+      let snapshot = fetch_snapshot(cx, own, g).await?;
+      local::restore_snapshot(&cx.root, &cx.grimoire_dir(), &snapshot)?;
       report.grimoire = "restored";
     } else {
       report.grimoire = "kept";
@@ -423,6 +404,66 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
     }
   }
   Ok(report)
+}
+
+/// Downloads `origin`'s sealed grimoire as `g` records it, every object checked (the manifest
+/// must list exactly the files the index does).
+async fn fetch_snapshot(cx: &Context, origin: &str, g: &GrimoireEntry) -> Result<Snapshot> {
+  let manifest = cx.fetch_checked(&blob_key(origin, &g.manifest_sha256), g.manifest_size, &g.manifest_sha256).await?;
+  let manifest_key = cx.remote.full_key(&blob_key(origin, &g.manifest_sha256));
+  let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
+  let value: serde_json::Value = serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
+  let parsed = parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
+  let listed: Vec<FileEntry> =
+    parsed.files.iter().map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() }).collect();
+  if listed != g.files {
+    return Err(corrupt("the manifest lists other files than the index"));
+  }
+  let mut files = Vec::with_capacity(g.files.len());
+  for f in &g.files {
+    cx.progress.say(|| format!("downloading grimoire file {} ({} bytes)", f.path, f.size));
+    files.push(cx.fetch_checked(&blob_key(origin, &f.sha256), f.size, &f.sha256).await?);
+  }
+  Ok(Snapshot { entry: g.clone(), manifest, files })
+}
+
+/// Limits of `stage`, as recovery passes them.
+#[derive(Debug, Clone, Copy)]
+pub struct StageLimits {
+  pub max_files: u64,
+  pub max_file_bytes: u64,
+}
+
+/// Recovery's object store source: writes this origin's sealed grimoire, every object checked,
+/// into `out` (an empty directory recovery made), within `limits`; recovery then verifies it
+/// against its pinned keys. Nothing else in the workspace is touched.
+pub async fn stage(cx: &Context, out: &Path, limits: StageLimits) -> Result<u64> {
+  let origin = cx.settings.origin.as_str();
+  let index = cx.read_index(origin).await?;
+  let Some(g) = index.as_ref().and_then(|i| i.grimoire.as_ref()) else {
+    return Err(LoaError::ReplicaUnavailable(format!("origin {origin} has shipped no sealed grimoire")));
+  };
+  if g.files.len() as u64 + 1 > limits.max_files {
+    return Err(LoaError::TooLarge {
+      what: "the replica's grimoire (files)".into(),
+      size: g.files.len() as u64 + 1,
+      limit: limits.max_files,
+    });
+  }
+  if let Some(big) = g.files.iter().map(|f| f.size).chain([g.manifest_size]).find(|&s| s > limits.max_file_bytes) {
+    return Err(LoaError::TooLarge {
+      what: "a file of the replica's grimoire".into(),
+      size: big,
+      limit: limits.max_file_bytes,
+    });
+  }
+  let snapshot = fetch_snapshot(cx, origin, g).await?;
+  let dir = StateDir::open_root(out)?;
+  if !dir.entries()?.is_empty() {
+    return Err(LoaError::InvalidArgument("the staging directory is not empty".into()));
+  }
+  local::write_snapshot_files(&dir, &snapshot)?;
+  Ok(g.files.len() as u64 + 1)
 }
 
 /// One session's state in `status`.

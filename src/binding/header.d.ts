@@ -486,7 +486,7 @@ export interface RecoveryConfig {
   maxAttempts: number;
   /** Consecutive degraded-mode cycles after which a critical alert is raised. Default 3. */
   degradedAlertCycles: number;
-  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, git, template. */
+  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, replica, git, template. */
   sources: RecoverySource[];
   /** Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it. */
   mountDir: string | null;
