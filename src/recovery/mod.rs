@@ -762,6 +762,9 @@ impl<'a> Run<'a> {
       if src == RecoverySource::Template {
         continue; // only after every trusted source failed
       }
+      if src == RecoverySource::Replica && self.options.replica.is_none() {
+        continue; // a workspace that does not replicate has no replica to try
+      }
       self.step(at, RecoveryState::Restore, Some(src), why)?;
       at = RecoveryState::Restore;
       match self.try_source(parent, live, src, limits) {
