@@ -428,3 +428,30 @@ test('recovery restores a tampered grimoire from the replica, verified against t
   assert.notEqual(failed.restoredFrom, 'replica')
   assert.ok(failed.sourceFailures.some((f) => /^replica: .*E_REPLICA_CORRUPT/.test(f)), JSON.stringify(failed.sourceFailures))
 })
+
+test('forgetting reaches the replica: the rewritten segment and the new seal replace every object that held the memory', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, ws, 'Remember that the zanzibarite cluster is decommissioned next spring.')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  const holding = () =>
+    Object.keys(bucketObjects(server)).filter((k) => readFileSync(join(server.dataDir, BUCKET, k)).includes('zanzibarite'))
+  assert.ok(holding().length >= 2, 'the memory should be in the replica before it is forgotten')
+
+  ok(loa(server, ['forget', '--workspace', ws, '--query', 'zanzibarite cluster', '--confirm']), 'forget')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal again')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json()
+  assert.ok(pushed.objectsDeleted >= 1, JSON.stringify(pushed))
+  assert.deepEqual(holding(), [])
+
+  const restored = workspace(t, server, 'alpha')
+  ok(loa(server, ['replicate', 'pull', '--workspace', restored]), 'pull')
+  ok(loa(server, ['manifest', 'verify', join(restored, GRIMOIRE), '--keys', ring]), 'verify')
+  assert.deepEqual(memories(restored), ['Always run the integration tests before merging to main.'])
+  // What was shipped before stays consistent: a second push deletes nothing more.
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().objectsDeleted, 0)
+})

@@ -105,8 +105,8 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::push(&cx))?;
       print(args.json, &r, |r| {
         format!(
-          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; grimoire {}; {} event(s) uploaded, {} already shipped{}",
-          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.grimoire, r.events_uploaded, r.events_skipped, problems_text(&r.problems)
+          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; grimoire {}; {} event(s) uploaded, {} already shipped; {} old object(s) deleted{}",
+          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.grimoire, r.events_uploaded, r.events_skipped, r.objects_deleted, problems_text(&r.problems)
         )
       });
       r.problems.len()

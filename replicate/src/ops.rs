@@ -102,6 +102,9 @@ pub struct PushReport {
   pub grimoire: &'static str,
   pub events_uploaded: u64,
   pub events_skipped: u64,
+  /// Objects of this origin no index entry names any more (segments superseded or rewritten
+  /// by forgetting, blobs of an older seal), deleted after the index was written.
+  pub objects_deleted: u64,
   /// What could not be shipped and why (damaged segments, event name clashes, ...).
   pub problems: Vec<String>,
 }
@@ -213,11 +216,37 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
   if previous.map(|p| p.to_bytes()) != Some(bytes.clone()) {
     cx.remote.put(&index_key(origin), bytes).await?;
   }
-  for key in superseded {
-    // Best effort: a leftover object is never read (no index entry names it).
-    let _ = cx.remote.delete(&key).await;
-  }
+  report.objects_deleted = collect_garbage(cx, &index, superseded).await?;
   Ok(report)
+}
+
+/// Most keys of one origin a push lists when collecting garbage.
+const MAX_ORIGIN_KEYS: usize = 1_000_000;
+
+/// Deletes this origin's segment and blob objects that `index` no longer names: older versions
+/// of a grown segment, segments and grimoire files replaced since (a forgotten memory's
+/// included, once the grimoire is sealed again). Only keys below this origin's `wal/` and
+/// `grimoire/blobs/` are ever deleted. A pull reading the previous index meanwhile may find an
+/// object gone (`E_REPLICA_CORRUPT`, nothing written from it) and succeeds when run again.
+async fn collect_garbage(cx: &Context, index: &Index, superseded: Vec<String>) -> Result<u64> {
+  let origin = index.origin.as_str();
+  let mut keep: BTreeSet<String> = index.segments.iter().map(|s| s.key(origin)).collect();
+  if let Some(g) = &index.grimoire {
+    keep.insert(blob_key(origin, &g.manifest_sha256));
+    keep.extend(g.files.iter().map(|f| blob_key(origin, &f.sha256)));
+  }
+  let mut doomed: BTreeSet<String> = superseded.into_iter().collect();
+  for dir in [format!("origins/{origin}/wal"), format!("origins/{origin}/grimoire/blobs")] {
+    doomed.extend(
+      cx.remote.keys_below(&dir, MAX_ORIGIN_KEYS).await?.into_iter().filter(|k| k.starts_with(&format!("{dir}/"))),
+    );
+  }
+  let mut deleted = 0;
+  for key in doomed.difference(&keep) {
+    cx.remote.delete(key).await?;
+    deleted += 1;
+  }
+  Ok(deleted)
 }
 
 async fn upload_blob(cx: &Context, origin: &str, sha256: &str, bytes: Vec<u8>, report: &mut PushReport) -> Result<()> {

@@ -222,6 +222,24 @@ impl Remote {
     }
   }
 
+  /// Every key below `dir` (relative to the prefix), at most `max`. Untrusted: the caller only
+  /// compares them with keys it derived itself.
+  pub async fn keys_below(&self, dir: &str, max: usize) -> Result<Vec<String>> {
+    let mut stream = self.store.list(Some(&self.path(dir)));
+    let strip = if self.prefix.is_empty() { String::new() } else { format!("{}/", self.prefix) };
+    let mut out = Vec::new();
+    while let Some(meta) = stream.next().await {
+      let meta = meta.map_err(|e| self.unavailable("LIST", dir, &e))?;
+      if let Some(key) = meta.location.as_ref().strip_prefix(&strip) {
+        out.push(key.to_string());
+      }
+      if out.len() >= max {
+        break;
+      }
+    }
+    Ok(out)
+  }
+
   /// The names directly below `dir` that are "directories" (common prefixes), at most
   /// `max`. Untrusted: the caller validates every name.
   pub async fn child_dirs(&self, dir: &str, max: usize) -> Result<Vec<String>> {

@@ -259,14 +259,22 @@ fn the_replica_restores_between_mount_and_git_and_a_failing_one_passes_to_git() 
   options.replica = Some(replica_program(&f, None));
   let o = recover(&options).unwrap();
   assert_eq!(o.restored_from, Some(RecoverySource::Git));
-  assert!(o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_REPLICA_CORRUPT")), "{:?}", o.source_failures);
+  assert!(
+    o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_REPLICA_CORRUPT")),
+    "{:?}",
+    o.source_failures
+  );
   assert!(o.source_failures.iter().all(|s| !s.contains("sha256 differs")), "{:?}", o.source_failures);
   write(&copy.join("NOTES.md"), "# NOTES\n- the replica lies\n");
   write(&f.grimoire().join("NOTES.md"), "tampered a third time");
   options.replica = Some(replica_program(&f, Some(&copy)));
   let o = recover(&options).unwrap();
   assert_eq!(o.restored_from, Some(RecoverySource::Git));
-  assert!(o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_SIGNATURE_INVALID")), "{:?}", o.source_failures);
+  assert!(
+    o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_SIGNATURE_INVALID")),
+    "{:?}",
+    o.source_failures
+  );
   assert_eq!(snapshot(&f.grimoire()), signed);
 }
 
