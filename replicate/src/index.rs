@@ -29,6 +29,10 @@ use crate::settings::valid_origin;
 pub const INDEX_VERSION: u32 = 1;
 /// The largest index read (about 300,000 entries).
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest grimoire file an index may list (what a segment may be; recovery's own limit
+/// is applied on top when staging).
+pub const MAX_BLOB_BYTES: u64 = 256 * 1024 * 1024;
+
 /// The index's name in an origin's directory.
 pub const INDEX_NAME: &str = "index.json";
 
@@ -168,19 +172,21 @@ impl Index {
     }
     if let Some(g) = &index.grimoire {
       let plain = !g.manifest.contains('/') && valid_relative_path(&g.manifest);
-      if !plain || !is_sha256(&g.manifest_sha256) {
+      if !plain || !is_sha256(&g.manifest_sha256) || g.manifest_size > loa_core::sign::manifest::MAX_MANIFEST_BYTES {
         return Err(corrupt("the grimoire's manifest entry is malformed".into()));
       }
       let mut paths = BTreeSet::new();
       for f in &g.files {
-        if !valid_relative_path(&f.path) || !is_sha256(&f.sha256) || !paths.insert(f.path.as_str()) {
+        let bad = !valid_relative_path(&f.path) || !is_sha256(&f.sha256) || f.size > MAX_BLOB_BYTES;
+        if bad || !paths.insert(f.path.as_str()) {
           return Err(corrupt("a grimoire file entry is malformed or listed twice".into()));
         }
       }
     }
     let mut names = BTreeSet::new();
     for e in &index.events {
-      if !valid_event_name(&e.name) || !is_sha256(&e.sha256) || !names.insert(e.name.as_str()) {
+      let bad = !valid_event_name(&e.name) || !is_sha256(&e.sha256) || e.size > loa_core::synth::event::MAX_EVENT_BYTES;
+      if bad || !names.insert(e.name.as_str()) {
         return Err(corrupt("an event entry is malformed or listed twice".into()));
       }
     }
@@ -261,6 +267,8 @@ mod tests {
       text.replace(&"a".repeat(64), &"A".repeat(64)),
       text.replace("\"firstSeq\": 1", "\"firstSeq\": 4"),
       text.replace("\"sealed\"", "\"extra\": 1, \"sealed\""),
+      // Sizes that would make a bounded read unbounded.
+      text.replace("\"size\": 3,\n      \"sha256\"", "\"size\": 9999999999,\n      \"sha256\""),
       "[]".into(),
     ];
     for (i, case) in cases.iter().enumerate() {
