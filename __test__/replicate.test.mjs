@@ -455,3 +455,30 @@ test('forgetting reaches the replica: the rewritten segment and the new seal rep
   // What was shipped before stays consistent: a second push deletes nothing more.
   assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().objectsDeleted, 0)
 })
+
+test('racing writers: two origins and a second push of the same workspace at once; nothing acknowledged is lost', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  for (const n of [1, 2, 3]) {
+    capture(server, a, `Remember that alpha build ${n} passed every integration test suite.`)
+    capture(server, b, `Remember that beta build ${n} passed every integration test suite.`)
+  }
+  const runs = await Promise.all([
+    loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']),
+    loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']),
+    loaAsync(server, ['replicate', 'push', '--workspace', b, '--json']),
+  ])
+  // The two pushes of one workspace are serialised by its replication lock: each completes or
+  // is refused whole (E_WAL_LOCKED), never interleaved.
+  for (const r of runs) assert.ok(r.status === 0 || /^loa: E_WAL_LOCKED: /.test(r.stderr), r.stderr)
+  assert.ok(runs[0].status === 0 || runs[1].status === 0)
+  assert.equal(runs[2].status, 0, runs[2].stderr)
+  // Whatever the interleaving, one more push ships nothing new, and a third machine sees all.
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json().segmentsUploaded, 0)
+  const c = workspace(t, server, 'gamma')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', c, '--json']), 'pull').json()
+  assert.deepEqual(pulled.origins.sort(), ['alpha', 'beta'])
+  ok(loa(server, ['consolidate', '--workspace', c]), 'consolidate')
+  assert.equal(memories(c).length, 6)
+})
