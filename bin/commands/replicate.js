@@ -32,8 +32,9 @@ function executable(file) {
 function findBinary() {
   const fromEnv = process.env.LOA_REPLICATE_BIN
   if (fromEnv) {
-    if (!executable(fromEnv)) throw new cli.CliError('E_INVALID_ARGUMENT', 'LOA_REPLICATE_BIN is not an executable file')
-    return fromEnv
+    const file = path.resolve(fromEnv)
+    if (!executable(file)) throw new cli.CliError('E_INVALID_ARGUMENT', 'LOA_REPLICATE_BIN is not an executable file')
+    return file
   }
   const libc = process.platform === 'linux' ? (process.report?.getReport?.().header?.glibcVersionRuntime ? '-gnu' : '-musl') : ''
   try {
