@@ -482,3 +482,35 @@ test('racing writers: two origins and a second push of the same workspace at onc
   ok(loa(server, ['consolidate', '--workspace', c]), 'consolidate')
   assert.equal(memories(c).length, 6)
 })
+
+test('a segment over 8 MiB goes up as a multipart upload and comes back byte for byte', async (t) => {
+  const server = await startS3(t)
+  const proxy = await startProxy(t, server.port)
+  const a = workspace(t, server, 'alpha', { endpoint: proxy.endpoint })
+  const core = require('../index.js')
+  const store = core.MemoryStore.open({ workspaceDir: a, sessionId: 'bulk' })
+  try {
+    for (let i = 0; i < 9; i++) {
+      const words = Array.from({ length: 80_000 }, (_, n) => `item${i}y${n}`).join(' ')
+      const r = await store.capture({ type: 'interaction', content: `Remember that batch ${i} lists: ${words}` })
+      assert.equal(r.accepted, true, JSON.stringify(r.gates))
+    }
+  } finally {
+    store.close()
+  }
+  const pushed = ok(await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json()
+  assert.ok(pushed.bytesUploaded > 8 * 1024 * 1024, JSON.stringify(pushed))
+  // CreateMultipartUpload and CompleteMultipartUpload are POSTs; a single PUT would have none.
+  assert.ok((proxy.stats.methods.POST ?? 0) >= 2, JSON.stringify(proxy.stats))
+  const b = workspace(t, server, 'alpha')
+  ok(loa(server, ['replicate', 'pull', '--workspace', b]), 'pull')
+  const segment = (ws) => {
+    const dir = join(ws, WAL, 'sessions', 'bulk')
+    return readdirSync(dir).filter((n) => n.endsWith('.wal')).map((n) => readFileSync(join(dir, n)))
+  }
+  const [original] = segment(a)
+  const [restored] = segment(b)
+  assert.ok(restored.length > 8 * 1024 * 1024)
+  assert.ok(original.subarray(0, restored.length).equals(restored))
+  assert.ok(original.subarray(restored.length).every((byte) => byte === 0), 'only the preallocated tail was left out')
+})
