@@ -237,14 +237,20 @@ test('objects that differ from the index are refused with E_REPLICA_CORRUPT and 
   const index = JSON.parse(readFileSync(indexFile, 'utf8'))
   index.segments[0].session = '../../../escape'
   writeFileSync(indexFile, JSON.stringify(index))
-  const hostile = loa(server, ['replicate', 'pull', '--workspace', b])
-  assert.equal(hostile.status, 2)
-  assert.match(hostile.stderr, /^loa: E_REPLICA_CORRUPT: /m)
+  // Another origin's broken index skips that origin (listed as a problem, exit 1); restoring
+  // from one's own broken index is an error.
+  const hostile = loa(server, ['replicate', 'pull', '--workspace', b, '--json'])
+  assert.equal(hostile.status, 1, hostile.stderr)
+  assert.deepEqual(hostile.json().origins, [])
+  assert.match(hostile.json().problems.join('\n'), /origin alpha skipped: E_REPLICA_CORRUPT: /)
   assert.ok(!existsSync(join(b, '..', 'escape')))
+  const own = loa(server, ['replicate', 'pull', '--workspace', b, '--origin', 'alpha'])
+  assert.equal(own.status, 2)
+  assert.match(own.stderr, /^loa: E_REPLICA_CORRUPT: /m)
 
   // An oversized index is not read past its limit: a bounded read, a coded error.
   writeFileSync(indexFile, Buffer.alloc(64 * 1024 * 1024 + 1, 0x20))
-  const huge = loa(server, ['replicate', 'pull', '--workspace', b])
+  const huge = loa(server, ['replicate', 'pull', '--workspace', b, '--origin', 'alpha'])
   assert.equal(huge.status, 2)
   assert.match(huge.stderr, /^loa: E_REPLICA_CORRUPT: .*over the limit/m)
 })

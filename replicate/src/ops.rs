@@ -328,9 +328,18 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
       report.problems.push("a name under origins/ is not a plain origin name; skipped".into());
       continue;
     }
-    if let Some(index) = cx.read_index(&origin).await? {
-      report.origins.push(origin);
-      indexes.push(index);
+    match cx.read_index(&origin).await {
+      Ok(Some(index)) => {
+        report.origins.push(origin);
+        indexes.push(index);
+      }
+      Ok(None) => {}
+      // One origin's broken index does not keep the others' work from this machine; this
+      // origin's own must be sound to restore from it.
+      Err(e @ LoaError::ReplicaCorrupt { .. }) if origin != own => {
+        report.problems.push(format!("origin {origin} skipped: {}: {e}", e.code()));
+      }
+      Err(e) => return Err(e),
     }
   }
 
