@@ -109,6 +109,12 @@ test('push ships the WAL, is idempotent, and status compares local with shipped'
   assert.equal(again.segmentsSkipped, 1)
   assert.deepEqual(bucketObjects(server), before)
 
+  // An object lost from the bucket behind the index's back is noticed and shipped again.
+  const walFile = join(server.dataDir, BUCKET, Object.keys(before).find((k) => k.includes('/wal/')))
+  rmSync(walFile)
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push after a loss').json().segmentsUploaded, 1)
+  assert.deepEqual(bucketObjects(server), before)
+
   // A new record grows the active segment: the longer object replaces the shorter one.
   capture(server, ws, 'Prefer small pull requests that touch one component at a time.')
   status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()

@@ -142,7 +142,9 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
       let at = index.segments.iter().position(|e| e.session == session && e.first_seq == ship.entry.first_seq);
       if let Some(at) = at {
         let old = &index.segments[at];
-        if old.sha256 == ship.entry.sha256 {
+        // Shipped already, if the object is still there whole (a HEAD; an object lost or cut
+        // since is uploaded again).
+        if old.sha256 == ship.entry.sha256 && cx.remote.size(&old.key(origin)).await? == Some(old.size) {
           report.segments_skipped += 1;
           continue;
         }
