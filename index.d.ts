@@ -243,6 +243,8 @@ export interface LoaConfig {
   synthesis: SynthesisConfig;
   /** Persistence protocol: L1 JSON state files and L2 MEMORY.md. */
   persistence: PersistenceConfig;
+  /** Replication to S3-compatible object storage (`loa replicate`, docs/replication.md). */
+  replication: ReplicationConfig;
 }
 
 /** Write-ahead log settings (YAML section `wal`). */
@@ -484,7 +486,7 @@ export interface RecoveryConfig {
   maxAttempts: number;
   /** Consecutive degraded-mode cycles after which a critical alert is raised. Default 3. */
   degradedAlertCycles: number;
-  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, git, template. */
+  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, replica, git, template. */
   sources: RecoverySource[];
   /** Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it. */
   mountDir: string | null;
@@ -510,6 +512,24 @@ export interface PersistenceConfig {
   staleAfterMs: number;
   /** The ledger's lines MEMORY.md keeps; past it the oldest move into the Decision Log (never dropped). Default 200. */
   memoryMaxEntries: number;
+}
+
+/** Replication (YAML section `replication`); credentials come only from the environment. */
+export interface ReplicationConfig {
+  /** The bucket; `null` (default): replication not configured. */
+  bucket: string | null;
+  /** Key prefix inside the bucket; `null` (default): none. */
+  prefix: string | null;
+  /** Endpoint URL of an S3-compatible server; `null`: AWS (or `AWS_ENDPOINT`). */
+  endpoint: string | null;
+  /** Region; `null`: `AWS_REGION` / `AWS_DEFAULT_REGION`, else `us-east-1`. */
+  region: string | null;
+  /** Allow a plain `http://` endpoint (loopback tests). Default false. */
+  allowHttp: boolean;
+  /** This machine's namespace in the bucket; `null`: derived from the machine id and the workspace path. */
+  origin: string | null;
+  /** Client-side encryption key file (outside the workspace, mode 600, 64 hex digits); `null` (default): no encryption. */
+  encryptionKeyFile: string | null;
 }
 
 /** Result of loading the configuration. */
@@ -2399,7 +2419,7 @@ export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
 export declare function loadRedactionKeySync(keysDir: string): Buffer
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED' | 'E_REPLICA_UNAVAILABLE' | 'E_REPLICA_CORRUPT'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
@@ -2777,10 +2797,19 @@ export interface RecoverOptions {
   manifestName?: string
   /** Recovery state (attempts, degraded mode), workspace-relative. Default `.loa/recovery`. */
   stateDir?: string
-  /** Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`). */
+  /**
+   * Sources in the order tried. Default from `recovery.sources` (`mount`, `replica`, `git`,
+   * `template`).
+   */
   sources?: Array<RecoverySource>
   /** The mount source's directory: a mounted backup holding a signed copy of the grimoire. */
   mountDir?: string
+  /**
+   * The object store source: the `loa-replicate` binary, which fetches the sealed grimoire
+   * this workspace shipped (docs/replication.md). Without it, `replica` in `sources` fails
+   * and the next source is tried.
+   */
+  replicaProgram?: string
   /** The git source. Without it, `git` in `sources` fails and the next source is tried. */
   git?: RecoveryGitSource
   /** Loop detection window in milliseconds. Default 120000. */
@@ -2853,8 +2882,8 @@ export interface RecoveryResult {
   checkOnly: boolean
 }
 
-/** A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start). */
-export type RecoverySource = 'mount' | 'git' | 'template'
+/** A place the grimoire can be restored from: a mounted backup directory, the object store replica (`loa replicate`), a git branch, or the built-in template (a fresh start). */
+export type RecoverySource = 'mount' | 'replica' | 'git' | 'template'
 
 /** A state of the recovery state machine; a run ends `running` or `degraded`. */
 export type RecoveryState = 'start' | 'check_integrity' | 'restore' | 'running' | 'degraded'

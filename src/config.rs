@@ -148,6 +148,8 @@ pub struct Config {
   pub synthesis: SynthesisConfig,
   /// Persistence protocol: L1 JSON state files and L2 MEMORY.md.
   pub persistence: PersistenceConfig,
+  /// Replication to S3-compatible object storage (`loa replicate`, docs/replication.md).
+  pub replication: ReplicationConfig,
 }
 
 impl Default for Config {
@@ -170,6 +172,7 @@ impl Default for Config {
       recovery: Default::default(),
       synthesis: Default::default(),
       persistence: Default::default(),
+      replication: Default::default(),
     }
   }
 }
@@ -421,8 +424,9 @@ pub struct RecoveryConfig {
   /// Consecutive degraded-mode cycles after which a critical alert is raised. Default 3.
   #[serde(deserialize_with = "uint::<_, _, 1, 1000>")]
   pub degraded_alert_cycles: u64,
-  /// Restore sources in the order tried: `mount` (seed 002's "R2"; `r2` is accepted), `git`,
-  /// `template`. Default all three in that order.
+  /// Restore sources in the order tried: `mount` (seed 002's "R2"; `r2` is accepted),
+  /// `replica` (the object store, `loa replicate`), `git`, `template`. Default all four in that
+  /// order.
   pub sources: Vec<RecoverySource>,
   /// Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it.
   #[serde(deserialize_with = "text")]
@@ -435,7 +439,7 @@ impl Default for RecoveryConfig {
       window_ms: 120_000,
       max_attempts: 5,
       degraded_alert_cycles: 3,
-      sources: vec![RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
+      sources: vec![RecoverySource::Mount, RecoverySource::Replica, RecoverySource::Git, RecoverySource::Template],
       mount_dir: None,
     }
   }
@@ -466,6 +470,41 @@ impl Default for SynthesisConfig {
   fn default() -> Self {
     SynthesisConfig { dir: "thoughts/shared/handoffs".into(), retention_days: 7, commit_throttle_ms: 1_800_000 }
   }
+}
+
+/// Replication to S3-compatible object storage (YAML section `replication`), read by the
+/// `loa-replicate` binary (docs/replication.md). Nothing here is secret: credentials come only
+/// from the environment, as `object_store` reads them (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, web identity, instance metadata); `~/.aws`
+/// profiles are not read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, rename_all(serialize = "camelCase"))]
+pub struct ReplicationConfig {
+  /// The bucket; `null` (default) means replication is not configured.
+  #[serde(deserialize_with = "text")]
+  pub bucket: Option<String>,
+  /// Key prefix inside the bucket, so that several workspaces (or other data) share a bucket.
+  /// `null` (default) puts everything at the top of the bucket.
+  #[serde(deserialize_with = "text")]
+  pub prefix: Option<String>,
+  /// Endpoint URL of an S3-compatible server (MinIO, R2, s3s, ...); `null` uses AWS, or
+  /// `AWS_ENDPOINT` from the environment.
+  #[serde(deserialize_with = "text")]
+  pub endpoint: Option<String>,
+  /// Region; `null` uses `AWS_REGION` / `AWS_DEFAULT_REGION`, else `us-east-1`.
+  #[serde(deserialize_with = "text")]
+  pub region: Option<String>,
+  /// Allow a plain `http://` endpoint (loopback tests). Default false.
+  pub allow_http: bool,
+  /// This machine's namespace in the bucket (1-64 of `a-z 0-9 -`); `null` (default) derives
+  /// one from `/etc/machine-id` (or the host name) and the workspace's absolute path.
+  #[serde(deserialize_with = "text")]
+  pub origin: Option<String>,
+  /// Client-side encryption: a file (outside the workspace, mode 600) holding a 256-bit key as
+  /// 64 hex digits; everything shipped is then sealed with XChaCha20-Poly1305. `null`
+  /// (default): objects are stored as they are.
+  #[serde(deserialize_with = "text")]
+  pub encryption_key_file: Option<String>,
 }
 
 /// Result of loading the configuration.
@@ -1044,6 +1083,14 @@ persistence:
   state_dir: .loa/l1
   stale_after_ms: 60000
   memory_max_entries: 50
+replication:
+  bucket: team-memory
+  prefix: loa/project
+  endpoint: https://s3.example.test
+  region: eu-west-1
+  allow_http: false
+  origin: laptop-1
+  encryption_key_file: /etc/loa/replica.key
 "#;
 
   #[test]
@@ -1566,6 +1613,7 @@ signing:
       "recovery",
       "synthesis",
       "persistence",
+      "replication",
     ];
     assert_eq!(top.iter().copied().collect::<BTreeSet<_>>(), expected.into_iter().collect());
     // Optional values also match when set, and every enum variant is in its union type.
@@ -1577,7 +1625,7 @@ signing:
       "GroundingEnforcement": [GroundingEnforcement::Strict, GroundingEnforcement::Warn,
                                GroundingEnforcement::Disabled],
       "ClearTarget": ClearTarget::ALL,
-      "RecoverySource": [RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
+      "RecoverySource": [RecoverySource::Mount, RecoverySource::Replica, RecoverySource::Git, RecoverySource::Template],
     });
     for (alias, values) in variants.as_object().unwrap() {
       for v in values.as_array().unwrap() {

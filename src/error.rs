@@ -40,6 +40,8 @@ macro_rules! error_code_table {
       E_AUDIT_TRUNCATED => "The audit log ends before a head that was signed earlier (its checkpoint, or the `auditHead` of a signed manifest): entries were cut off the end. Nothing is appended to it.",
       E_ILLEGAL_TRANSITION => "A status change the persistence state machine forbids (`completed -> in_progress`, anything out of `archived`, ...); `from` and `to` name the two statuses. Nothing is written.",
       E_DEGRADED => "Recovery left the workspace in degraded mode (its state did not verify and no trusted source restored it, or a recovery loop was detected): memory writes are refused until `loa recover` ends RUNNING.",
+      E_REPLICA_UNAVAILABLE => "The object store did not answer, or refused a request, after the retries (`loa replicate`); the message names the operation and the object key, never credentials. What a pull wrote before it is complete and checked; run the command again.",
+      E_REPLICA_CORRUPT => "An object read from the replica is not what its origin's index recorded (sha256 or size mismatch, an unsafe key or name, an index that does not parse, a body that does not open under the encryption key); nothing local was overwritten with it.",
     }
   };
 }
@@ -142,6 +144,16 @@ pub enum LoaError {
   /// The workspace is in degraded mode (see [`crate::recovery`]); memory writes are refused.
   #[error("degraded mode: {0}")]
   Degraded(String),
+
+  /// The object store did not answer or refused a request after the retries. The message names
+  /// the operation and the key, never credentials.
+  #[error("object store unavailable: {0}")]
+  ReplicaUnavailable(String),
+
+  /// An object of the replica does not match what its origin's index recorded, or the index
+  /// itself is unusable; `key` names the object.
+  #[error("replica object {key} is unusable: {reason}")]
+  ReplicaCorrupt { key: String, reason: String },
 }
 
 impl LoaError {
@@ -167,6 +179,8 @@ impl LoaError {
       LoaError::AuditTruncated { .. } => "E_AUDIT_TRUNCATED",
       LoaError::IllegalTransition { .. } => "E_ILLEGAL_TRANSITION",
       LoaError::Degraded(_) => "E_DEGRADED",
+      LoaError::ReplicaUnavailable(_) => "E_REPLICA_UNAVAILABLE",
+      LoaError::ReplicaCorrupt { .. } => "E_REPLICA_CORRUPT",
     }
   }
 
@@ -205,6 +219,8 @@ impl LoaError {
       }
       LoaError::IllegalTransition { from, to } => LoaError::IllegalTransition { from, to },
       LoaError::Degraded(r) => LoaError::Degraded(r.clone()),
+      LoaError::ReplicaUnavailable(r) => LoaError::ReplicaUnavailable(r.clone()),
+      LoaError::ReplicaCorrupt { key, reason } => LoaError::ReplicaCorrupt { key: key.clone(), reason: reason.clone() },
     }
   }
 
@@ -383,6 +399,8 @@ mod tests {
       LoaError::AuditTruncated { log_seq: 1, anchored_seq: 2, anchor: "checkpoint.json".into() },
       LoaError::IllegalTransition { from: "archived", to: "created" },
       LoaError::Degraded("x".into()),
+      LoaError::ReplicaUnavailable("x".into()),
+      LoaError::ReplicaCorrupt { key: "k".into(), reason: "r".into() },
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

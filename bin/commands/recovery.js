@@ -62,6 +62,20 @@ function positiveInteger(text, flag) {
   return n
 }
 
+/**
+ * The object store source when the workspace replicates (`replication.bucket` set) and the
+ * loa-replicate binary is installed; otherwise none (`replica` in the sources then fails and the
+ * next source is tried). What it fetches must verify against the pinned keys like every source.
+ */
+function replicaSource(ws) {
+  if (!core.loadConfig(ws).config.replication.bucket) return {}
+  try {
+    return { replicaProgram: require('./replicate.js').findBinary() }
+  } catch {
+    return {}
+  }
+}
+
 async function recover({ args, values }) {
   cli.expectArgs(args, 0, 'recover')
   const ws = workspace(values)
@@ -77,6 +91,7 @@ async function recover({ args, values }) {
       ? { git: { remote: values['git-remote'], branch: values['git-branch'], ...(values['git-path'] !== undefined ? { path: values['git-path'] } : {}) } }
       : {}),
     ...(values['max-attempts'] !== undefined ? { maxAttempts: positiveInteger(values['max-attempts'], '--max-attempts') } : {}),
+    ...replicaSource(ws),
   }
   const r = await core.recover(options)
   if (values.json) {
@@ -163,7 +178,7 @@ module.exports = {
     help: `  loa recover --trust KEY|FILE... [--mount DIR] [--git-remote URL --git-branch B [--git-path P]]
               [--check-only] [--workspace DIR] [--json]
                                  check the grimoire against its signed manifest and the pinned
-                                 keys; restore it (mount, git, template) when it does not verify.
+                                 keys; restore it (mount, replica, git, template) when it does not verify.
                                  Exit 0 running, 1 degraded, 2 error`,
     optionHelp: `  --trust KEY|FILE recover, identity: a pinned public key (64 hex digits), or a file of
                 them (loa keys list --json output, or one hex key a line); repeatable.

@@ -243,6 +243,8 @@ export interface LoaConfig {
   synthesis: SynthesisConfig;
   /** Persistence protocol: L1 JSON state files and L2 MEMORY.md. */
   persistence: PersistenceConfig;
+  /** Replication to S3-compatible object storage (`loa replicate`, docs/replication.md). */
+  replication: ReplicationConfig;
 }
 
 /** Write-ahead log settings (YAML section `wal`). */
@@ -484,7 +486,7 @@ export interface RecoveryConfig {
   maxAttempts: number;
   /** Consecutive degraded-mode cycles after which a critical alert is raised. Default 3. */
   degradedAlertCycles: number;
-  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, git, template. */
+  /** Restore sources in the order tried (YAML also accepts `r2` for `mount`). Default mount, replica, git, template. */
   sources: RecoverySource[];
   /** Directory where the `mount` source is mounted (may be absolute); `null` (default) skips it. */
   mountDir: string | null;
@@ -510,6 +512,24 @@ export interface PersistenceConfig {
   staleAfterMs: number;
   /** The ledger's lines MEMORY.md keeps; past it the oldest move into the Decision Log (never dropped). Default 200. */
   memoryMaxEntries: number;
+}
+
+/** Replication (YAML section `replication`); credentials come only from the environment. */
+export interface ReplicationConfig {
+  /** The bucket; `null` (default): replication not configured. */
+  bucket: string | null;
+  /** Key prefix inside the bucket; `null` (default): none. */
+  prefix: string | null;
+  /** Endpoint URL of an S3-compatible server; `null`: AWS (or `AWS_ENDPOINT`). */
+  endpoint: string | null;
+  /** Region; `null`: `AWS_REGION` / `AWS_DEFAULT_REGION`, else `us-east-1`. */
+  region: string | null;
+  /** Allow a plain `http://` endpoint (loopback tests). Default false. */
+  allowHttp: boolean;
+  /** This machine's namespace in the bucket; `null`: derived from the machine id and the workspace path. */
+  origin: string | null;
+  /** Client-side encryption key file (outside the workspace, mode 600, 64 hex digits); `null` (default): no encryption. */
+  encryptionKeyFile: string | null;
 }
 
 /** Result of loading the configuration. */

@@ -20,9 +20,10 @@ use crate::recovery::{self as core, heal as core_heal};
 use crate::sign::manifest::TrustedKey;
 
 string_union! {
-  "A place the grimoire can be restored from: a mounted backup directory, a git branch, or the built-in template (a fresh start)."
+  "A place the grimoire can be restored from: a mounted backup directory, the object store replica (`loa replicate`), a git branch, or the built-in template (a fresh start)."
   RecoverySource <=> core::RecoverySource {
     mount = Mount,
+    replica = Replica,
     git = Git,
     template = Template,
   }
@@ -108,12 +109,18 @@ pub struct RecoverOptions {
   /// Recovery state (attempts, degraded mode), workspace-relative. Default `.loa/recovery`.
   #[napi(ts_type = "string")]
   pub state_dir: Option<Option<Str>>,
-  /// Sources in the order tried. Default from `recovery.sources` (`mount`, `git`, `template`).
+  /// Sources in the order tried. Default from `recovery.sources` (`mount`, `replica`, `git`,
+  /// `template`).
   #[napi(ts_type = "Array<RecoverySource>")]
   pub sources: Option<Option<List<Choice<RecoverySource>>>>,
   /// The mount source's directory: a mounted backup holding a signed copy of the grimoire.
   #[napi(ts_type = "string")]
   pub mount_dir: Option<Option<Str>>,
+  /// The object store source: the `loa-replicate` binary, which fetches the sealed grimoire
+  /// this workspace shipped (docs/replication.md). Without it, `replica` in `sources` fails
+  /// and the next source is tried.
+  #[napi(ts_type = "string")]
+  pub replica_program: Option<Option<Str>>,
   /// The git source. Without it, `git` in `sources` fails and the next source is tried.
   #[napi(ts_type = "RecoveryGitSource")]
   pub git: Option<Option<Obj<RecoveryGitSource>>>,
@@ -151,6 +158,9 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
     o.sources.set(&mut options.sources);
     if let Some(dir) = Given::<String>::given(o.mount_dir) {
       options.mount_dir = Some(PathBuf::from(dir));
+    }
+    if let Some(program) = Given::<String>::given(o.replica_program) {
+      options.replica = Some(core::ReplicaSource { program: PathBuf::from(program) });
     }
     options.git = o.git.flatten().map(|Obj(g)| core::GitSource {
       remote: g.remote.0,

@@ -72,6 +72,10 @@ pub enum RecoverySource {
   /// A mounted backup (seed 002's R2 bucket): a directory holding a signed copy of the grimoire.
   #[serde(alias = "r2")]
   Mount,
+  /// The object store replica (`loa replicate`, docs/replication.md): the sealed grimoire this
+  /// workspace's origin shipped, fetched by the `loa-replicate` binary into the staging
+  /// directory, then verified like every source.
+  Replica,
   /// A branch of a git remote holding a signed copy of the grimoire.
   Git,
   /// The built-in templates (fresh start).
@@ -82,6 +86,7 @@ impl RecoverySource {
   pub fn as_str(self) -> &'static str {
     match self {
       RecoverySource::Mount => "mount",
+      RecoverySource::Replica => "replica",
       RecoverySource::Git => "git",
       RecoverySource::Template => "template",
     }
@@ -121,6 +126,15 @@ impl RecoveryState {
       RecoveryState::Degraded => "degraded",
     }
   }
+}
+
+/// The object store restore source: the program that fetches the replica's sealed grimoire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaSource {
+  /// The `loa-replicate` binary, run with an argument vector (never a shell): `stage
+  /// --workspace <ws> --out <staging> --max-files N --max-file-bytes N`. Given by the caller,
+  /// never read from the workspace.
+  pub program: PathBuf,
 }
 
 /// A git restore source.
@@ -167,6 +181,8 @@ pub struct RecoveryOptions {
   pub sources: Vec<RecoverySource>,
   /// The mount source's directory (absolute, or relative to the current directory).
   pub mount_dir: Option<PathBuf>,
+  /// The object store source; without it `replica` in `sources` fails and the next is tried.
+  pub replica: Option<ReplicaSource>,
   pub git: Option<GitSource>,
   /// The template files; empty means no template can be restored.
   pub template: Vec<TemplateFile>,
@@ -199,8 +215,9 @@ impl Default for RecoveryOptions {
       audit_dir: Some(".loa/audit".into()),
       trusted_keys: Vec::new(),
       workspace_keys_dir: Some(crate::memory::DEFAULT_KEYS_DIR.into()),
-      sources: vec![RecoverySource::Mount, RecoverySource::Git, RecoverySource::Template],
+      sources: vec![RecoverySource::Mount, RecoverySource::Replica, RecoverySource::Git, RecoverySource::Template],
       mount_dir: None,
+      replica: None,
       git: None,
       template: default_template(),
       window_ms: 120_000,
@@ -745,6 +762,9 @@ impl<'a> Run<'a> {
       if src == RecoverySource::Template {
         continue; // only after every trusted source failed
       }
+      if src == RecoverySource::Replica && self.options.replica.is_none() {
+        continue; // a workspace that does not replicate has no replica to try
+      }
       self.step(at, RecoveryState::Restore, Some(src), why)?;
       at = RecoveryState::Restore;
       match self.try_source(parent, live, src, limits) {
@@ -805,6 +825,11 @@ impl<'a> Run<'a> {
           let mount =
             options.mount_dir.as_ref().ok_or_else(|| LoaError::InvalidArgument("no `mountDir` configured".into()))?;
           source::stage_mount(mount, &staging, limits)?;
+        }
+        RecoverySource::Replica => {
+          let replica =
+            options.replica.as_ref().ok_or_else(|| LoaError::InvalidArgument("no replica source configured".into()))?;
+          source::stage_replica(replica, &options.workspace_dir, &staging, limits)?;
         }
         RecoverySource::Git => {
           let git = options.git.as_ref().ok_or_else(|| LoaError::InvalidArgument("no git source configured".into()))?;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{LoaError, Result};
 use crate::fsutil::{relative_components, StateDir};
 
-use super::{GitSource, TemplateFile};
+use super::{GitSource, ReplicaSource, TemplateFile};
 
 /// Limits of what one restore may write.
 #[derive(Debug, Clone, Copy)]
@@ -269,6 +269,48 @@ pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, 
     write_rel(staging, rel, &content)?;
   }
   Ok(files)
+}
+
+/// Runs the replica's program to fetch this workspace's sealed grimoire from the object store
+/// into `staging` (which it must find empty), within `limits`. The program checks every object
+/// against its recorded sha256; the caller then verifies the staged copy against the pinned
+/// keys, so a program or bucket that lies can only fail the source. Its output is dropped but
+/// for the code of its error line (`loa: E_CODE: ...`), which becomes the failure's reason.
+pub(crate) fn stage_replica(
+  source: &ReplicaSource,
+  workspace: &Path,
+  staging: &StateDir,
+  limits: Limits,
+) -> Result<()> {
+  let mut cmd = Command::new(&source.program);
+  cmd
+    .arg("stage")
+    .arg("--workspace")
+    .arg(workspace)
+    .arg("--out")
+    .arg(staging.path())
+    .arg("--max-files")
+    .arg(limits.max_files.to_string())
+    .arg("--max-file-bytes")
+    .arg(limits.max_file_bytes.to_string())
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+  let program = source.program.as_path();
+  let mut child = cmd.spawn().map_err(|e| LoaError::io("run the replica program", program, e))?;
+  let mut err = Vec::new();
+  let _ = child.stderr.take().expect("piped").take(4096).read_to_end(&mut err);
+  let status = child.wait().map_err(|e| LoaError::io("wait for the replica program", program, e))?;
+  if status.success() {
+    return Ok(());
+  }
+  // Only a code from our own table is repeated; anything else the program printed is not.
+  let text = String::from_utf8_lossy(&err);
+  let code = text
+    .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+    .find(|w| crate::error::ERROR_CODES.contains(w))
+    .unwrap_or("no error code");
+  Err(LoaError::ReplicaUnavailable(format!("the replica program failed ({status}; {code})")))
 }
 
 /// The evidence and leftover directories beside the grimoire `live` in `parent`, oldest first

@@ -225,6 +225,59 @@ fn git_restores_from_a_real_bare_repository_when_the_mount_is_gone() {
   assert!(left.iter().all(|n| !n.to_string_lossy().starts_with("git-scratch")), "{left:?}");
 }
 
+/// A stand-in for `loa-replicate stage`, run as a real child process: copies `from` into the
+/// directory after `--out`, or fails the way the binary does.
+fn replica_program(f: &Fixture, from: Option<&Path>) -> ReplicaSource {
+  use std::os::unix::fs::PermissionsExt;
+  let program = f.ws.parent().unwrap().join(if from.is_some() { "replica-ok" } else { "replica-bad" });
+  let body = match from {
+    Some(dir) => format!("while [ \"$1\" != --out ]; do shift; done\ncp -R '{}'/. \"$2\"/\n", dir.display()),
+    None => "echo 'loa: E_REPLICA_CORRUPT: replica object k is unusable: sha256 differs' >&2\nexit 2\n".into(),
+  };
+  std::fs::write(&program, format!("#!/bin/sh\nset -e\n[ \"$1\" = stage ]\n{body}")).unwrap();
+  std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+  ReplicaSource { program }
+}
+
+#[test]
+fn the_replica_restores_between_mount_and_git_and_a_failing_one_passes_to_git() {
+  let f = fixture();
+  let signed = snapshot(&f.grimoire());
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  let copy = f.ws.parent().unwrap().join("replica-copy");
+  copy_tree(&f.grimoire(), &copy);
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let mut options = f.options();
+  options.replica = Some(replica_program(&f, Some(&copy)));
+  let o = recover(&options).unwrap();
+  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Replica)));
+  assert_eq!(snapshot(&f.grimoire()), signed);
+
+  // A replica that fails (its code is kept, nothing else it printed) and one whose copy does
+  // not verify: both only fail their source; git restores.
+  write(&f.grimoire().join("NOTES.md"), "tampered again");
+  options.replica = Some(replica_program(&f, None));
+  let o = recover(&options).unwrap();
+  assert_eq!(o.restored_from, Some(RecoverySource::Git));
+  assert!(
+    o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_REPLICA_CORRUPT")),
+    "{:?}",
+    o.source_failures
+  );
+  assert!(o.source_failures.iter().all(|s| !s.contains("sha256 differs")), "{:?}", o.source_failures);
+  write(&copy.join("NOTES.md"), "# NOTES\n- the replica lies\n");
+  write(&f.grimoire().join("NOTES.md"), "tampered a third time");
+  options.replica = Some(replica_program(&f, Some(&copy)));
+  let o = recover(&options).unwrap();
+  assert_eq!(o.restored_from, Some(RecoverySource::Git));
+  assert!(
+    o.source_failures.iter().any(|s| s.starts_with("replica:") && s.contains("E_SIGNATURE_INVALID")),
+    "{:?}",
+    o.source_failures
+  );
+  assert_eq!(snapshot(&f.grimoire()), signed);
+}
+
 #[test]
 fn a_git_tree_with_a_symlink_fails_the_source_and_nothing_is_written() {
   let f = fixture();

@@ -1,0 +1,528 @@
+// Replication (docs/replication.md) end to end: the real `loa` command, the real loa-replicate
+// binary, a real S3-protocol server (s3s-fs) on loopback, and for the fault cases a real proxy
+// between them. Nothing is mocked.
+import test from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync, spawn } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { require, root, tempDir } from './helpers.mjs'
+import { BUCKET, startProxy, startS3 } from './s3-server.mjs'
+
+const LOA = join(root, 'bin', 'loa')
+const WAL = '.loa/wal'
+const GRIMOIRE = 'grimoires/loa'
+
+/** Runs `loa` with the server's credentials in the environment; returns status and output. */
+function loa(server, args, extraEnv = {}) {
+  const env = { ...process.env, ...server.env, ...extraEnv }
+  const r = spawnSync(process.execPath, [LOA, ...args], { env, encoding: 'utf8', timeout: 300_000, maxBuffer: 256 * 1024 * 1024 })
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: () => JSON.parse(r.stdout) }
+}
+
+/**
+ * `loa` run asynchronously: needed whenever the request goes through the fault proxy, which runs
+ * in this process (a synchronous spawn would stop it from answering).
+ */
+function loaAsync(server, args) {
+  const child = spawn(process.execPath, [LOA, ...args], { env: { ...process.env, ...server.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c) => (stdout += c))
+  child.stderr.on('data', (c) => (stderr += c))
+  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr, json: () => JSON.parse(stdout) })))
+}
+
+function ok(r, what) {
+  assert.equal(r.status, 0, `${what}: status ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`)
+  return r
+}
+
+/** A workspace replicating to the server's bucket as `origin` (through `endpoint`, default the server). */
+function workspace(t, server, origin, { endpoint = server.endpoint, prefix = 'team' } = {}) {
+  const ws = tempDir(t, `loa-ws-${origin}-`)
+  writeConfig(ws, { origin, endpoint, prefix })
+  return ws
+}
+
+function writeConfig(ws, { origin, endpoint, prefix = 'team', extra = '' }) {
+  const lines = ['replication:', `  bucket: ${BUCKET}`, `  prefix: ${prefix}`, `  endpoint: ${endpoint}`, '  allow_http: true']
+  if (origin) lines.push(`  origin: ${origin}`)
+  writeFileSync(join(ws, '.loa.config.yaml'), lines.join('\n') + '\n' + extra)
+}
+
+function capture(server, ws, content, session = 'cli') {
+  const r = loa(server, ['capture', '--workspace', ws, '--session', session, '--content', content, '--json'])
+  ok(r, 'capture')
+  assert.equal(r.json().accepted, true)
+  return r.json()
+}
+
+/** The contents of every memory record in the workspace's grimoire. */
+function memories(ws) {
+  const dir = join(ws, GRIMOIRE, 'memory')
+  if (!existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((n) => n.endsWith('.json'))
+    .map((n) => JSON.parse(readFileSync(join(dir, n), 'utf8')).content)
+    .sort()
+}
+
+/** Every object file in the server's data directory (relative key -> sha256). */
+function bucketObjects(server) {
+  const out = {}
+  const walk = (dir, rel) => {
+    for (const name of readdirSync(dir)) {
+      const full = join(dir, name)
+      const key = rel ? `${rel}/${name}` : name
+      if (statSync(full).isDirectory()) walk(full, key)
+      else out[key] = createHash('sha256').update(readFileSync(full)).digest('hex')
+    }
+  }
+  walk(join(server.dataDir, BUCKET), '')
+  return out
+}
+
+test('push ships the WAL, is idempotent, and status compares local with shipped', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  capture(server, ws, 'Remember that the staging database is reset every Monday morning.')
+
+  let status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
+  assert.equal(status.origin, 'alpha')
+  assert.equal(status.segmentsPending, 1)
+  assert.deepEqual(status.sessions.map((s) => [s.session, s.lastSeq, s.shippedSeq]), [['cli', 2, null]])
+
+  const first = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json()
+  assert.equal(first.segmentsUploaded, 1)
+  assert.equal(first.grimoire, 'none')
+  const keys = Object.keys(bucketObjects(server)).filter((k) => !k.startsWith('.'))
+  assert.ok(keys.includes('team/origins/alpha/index.json'), keys.join(' '))
+  assert.ok(keys.some((k) => /^team\/origins\/alpha\/wal\/cli\/0+1-0+2\.wal$/.test(k)), keys.join(' '))
+
+  // Nothing new: nothing uploaded, and the bucket is byte for byte what it was.
+  const before = bucketObjects(server)
+  const again = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json()
+  assert.equal(again.segmentsUploaded, 0)
+  assert.equal(again.segmentsSkipped, 1)
+  assert.deepEqual(bucketObjects(server), before)
+
+  // An object lost from the bucket behind the index's back is noticed and shipped again.
+  const walFile = join(server.dataDir, BUCKET, Object.keys(before).find((k) => k.includes('/wal/')))
+  rmSync(walFile)
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push after a loss').json().segmentsUploaded, 1)
+  assert.deepEqual(bucketObjects(server), before)
+
+  // A new record grows the active segment: the longer object replaces the shorter one.
+  capture(server, ws, 'Prefer small pull requests that touch one component at a time.')
+  status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
+  assert.deepEqual(status.sessions.map((s) => [s.lastSeq, s.shippedSeq]), [[3, 2]])
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push 3')
+  const wal = Object.keys(bucketObjects(server)).filter((k) => k.includes('/wal/'))
+  assert.equal(wal.length, 1, wal.join(' '))
+  assert.match(wal[0], /0+1-0+3\.wal$/)
+  status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
+  assert.equal(status.segmentsPending, 0)
+  assert.deepEqual(status.origins.map((o) => [o.origin, o.segments]), [['alpha', 1]])
+})
+
+test('a deleted workspace is restored from the bucket: WAL, sealed grimoire, and it verifies', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const keys = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', keys]), 'keys')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  capture(server, ws, 'Never deploy on Fridays after three in the afternoon.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', keys]), 'seal')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json()
+  assert.equal(pushed.grimoire, 'uploaded')
+  const walBefore = readdirSync(join(ws, WAL, 'sessions', 'cli')).filter((n) => n.endsWith('.wal'))
+  const segmentBytes = Object.fromEntries(walBefore.map((n) => [n, readFileSync(join(ws, WAL, 'sessions', 'cli', n))]))
+  const expected = memories(ws)
+  assert.equal(expected.length, 2)
+
+  // The whole workspace is gone but its configuration.
+  const config = readFileSync(join(ws, '.loa.config.yaml'))
+  rmSync(ws, { recursive: true, force: true })
+  mkdirSync(ws)
+  writeFileSync(join(ws, '.loa.config.yaml'), config)
+
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull').json()
+  assert.equal(pulled.segmentsRestored, 1)
+  assert.equal(pulled.grimoire, 'restored')
+  ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', keys]), 'manifest verify')
+  assert.deepEqual(memories(ws), expected)
+  // The WAL comes back as its complete records (the preallocated tail is not shipped).
+  for (const [name, bytes] of Object.entries(segmentBytes)) {
+    const restored = readFileSync(join(ws, WAL, 'sessions', 'cli', name))
+    assert.ok(restored.length <= bytes.length && bytes.subarray(0, restored.length).equals(restored), name)
+  }
+  const records = ok(loa(server, ['wal', 'dump', join(ws, WAL), '--json']), 'wal dump').json()
+  assert.deepEqual(records.map((r) => r.seq), [1, 2])
+  // A pull into a workspace that has it all changes nothing.
+  const second = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull again').json()
+  assert.equal(second.segmentsRestored, 0)
+  assert.equal(second.grimoire, 'kept')
+})
+
+test('pull --until-seq restores the WAL to a point in time', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  for (const n of [1, 2, 3, 4]) capture(server, ws, `Remember that build number ${n} passed every integration test suite.`)
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  const restored = workspace(t, server, 'alpha')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', restored, '--until-seq', '2', '--json']), 'pull').json()
+  assert.equal(pulled.recordsDropped, 2)
+  const records = ok(loa(server, ['wal', 'dump', join(restored, WAL), '--json']), 'wal dump').json()
+  assert.deepEqual(records.map((r) => r.seq), [1, 2])
+  ok(loa(server, ['wal', 'verify', join(restored, WAL)]), 'wal verify')
+  // The restored WAL is a WAL: the next capture continues at seq 3, and consolidation applies it.
+  assert.equal(capture(server, restored, 'Prefer rebasing over merge commits on feature branches.').seq, 3)
+  ok(loa(server, ['consolidate', '--workspace', restored]), 'consolidate')
+  assert.equal(memories(restored).length, 3)
+  const bad = loa(server, ['replicate', 'push', '--workspace', restored, '--until-seq', '2'])
+  assert.equal(bad.status, 2)
+  assert.match(bad.stderr, /^loa: E_USAGE: /)
+})
+
+test('two workspaces sharing one bucket see each other’s memories and ledger after push and pull', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  capture(server, b, 'Never deploy on Fridays after three in the afternoon.')
+  // The same path written on both sides: last writer wins everywhere.
+  ok(loa(server, ['ledger', 'event', '--workspace', a, '--agent', 'agent-a', '--at', '2026-01-10T13:03:52Z', '--decision', 'db=postgres', '--done', 'schema drafted']), 'event a')
+  ok(loa(server, ['ledger', 'event', '--workspace', b, '--agent', 'agent-b', '--at', '2026-01-10T14:00:00Z', '--decision', 'db=sqlite', '--question', 'who owns backups?']), 'event b')
+
+  for (const ws of [a, b]) ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  for (const ws of [a, b]) {
+    const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull').json()
+    assert.deepEqual(pulled.origins.sort(), ['alpha', 'beta'])
+    assert.equal(pulled.segmentsMirrored, 1)
+    assert.equal(pulled.eventsWritten, 1)
+    ok(loa(server, ['consolidate', '--workspace', ws]), 'consolidate')
+    ok(loa(server, ['ledger', 'synth', '--workspace', ws]), 'synth')
+  }
+  const both = ['Always run the integration tests before merging to main.', 'Never deploy on Fridays after three in the afternoon.']
+  assert.deepEqual(memories(a), both)
+  assert.deepEqual(memories(b), both)
+  // Mirrored sessions are named by origin and never collide with local ones.
+  assert.deepEqual(readdirSync(join(a, WAL, 'sessions')).sort(), ['beta.cli', 'cli'])
+  const current = (ws) => readFileSync(join(ws, 'thoughts/shared/handoffs/current.md'))
+  assert.ok(current(a).equals(current(b)), 'synthesis differs between the two machines')
+  assert.match(current(a).toString(), /sqlite/)
+
+  // Pulling again fetches nothing (what was mirrored is remembered even after pruning).
+  const again = ok(loa(server, ['replicate', 'pull', '--workspace', a, '--json']), 'pull again').json()
+  assert.equal(again.segmentsMirrored, 0)
+  assert.equal(again.eventsWritten, 0)
+})
+
+test('objects that differ from the index are refused with E_REPLICA_CORRUPT and nothing local is written', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push')
+  const walKey = Object.keys(bucketObjects(server)).find((k) => k.includes('/wal/'))
+  const file = join(server.dataDir, BUCKET, walKey)
+  const bytes = readFileSync(file)
+  bytes[bytes.length - 5] ^= 0x55
+  writeFileSync(file, bytes)
+
+  const b = workspace(t, server, 'beta')
+  const r = loa(server, ['replicate', 'pull', '--workspace', b])
+  assert.equal(r.status, 2)
+  assert.match(r.stderr, /^loa: E_REPLICA_CORRUPT: .*sha256 differs/m)
+  assert.ok(!existsSync(join(b, WAL, 'sessions', 'alpha.cli')), 'a corrupt segment was written')
+
+  // A hostile index: traversal in a session name, refused before anything is fetched.
+  const indexFile = join(server.dataDir, BUCKET, 'team/origins/alpha/index.json')
+  const index = JSON.parse(readFileSync(indexFile, 'utf8'))
+  index.segments[0].session = '../../../escape'
+  writeFileSync(indexFile, JSON.stringify(index))
+  // Another origin's broken index skips that origin (listed as a problem, exit 1); restoring
+  // from one's own broken index is an error.
+  const hostile = loa(server, ['replicate', 'pull', '--workspace', b, '--json'])
+  assert.equal(hostile.status, 1, hostile.stderr)
+  assert.deepEqual(hostile.json().origins, [])
+  assert.match(hostile.json().problems.join('\n'), /origin alpha skipped: E_REPLICA_CORRUPT: /)
+  assert.ok(!existsSync(join(b, '..', 'escape')))
+  const own = loa(server, ['replicate', 'pull', '--workspace', b, '--origin', 'alpha'])
+  assert.equal(own.status, 2)
+  assert.match(own.stderr, /^loa: E_REPLICA_CORRUPT: /m)
+
+  // An oversized index is not read past its limit: a bounded read, a coded error.
+  writeFileSync(indexFile, Buffer.alloc(64 * 1024 * 1024 + 1, 0x20))
+  const huge = loa(server, ['replicate', 'pull', '--workspace', b, '--origin', 'alpha'])
+  assert.equal(huge.status, 2)
+  assert.match(huge.stderr, /^loa: E_REPLICA_CORRUPT: .*over the limit/m)
+})
+
+test('credentials never appear in output or errors; a wrong secret is E_REPLICA_UNAVAILABLE', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  const wrong = server.credentials.secretAccessKey.replace(/^./, (c) => (c === 'a' ? 'b' : 'a'))
+  const r = loa(server, ['replicate', 'push', '--workspace', ws, '--json'], { AWS_SECRET_ACCESS_KEY: wrong })
+  assert.equal(r.status, 2)
+  assert.match(r.stderr, /^loa: E_REPLICA_UNAVAILABLE: /)
+  for (const out of [r.stdout, r.stderr]) {
+    assert.ok(!out.includes(wrong) && !out.includes(server.credentials.secretAccessKey), out)
+  }
+  const good = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status')
+  assert.ok(!good.stdout.includes(server.credentials.secretAccessKey))
+  // No bucket: not configured.
+  writeFileSync(join(ws, '.loa.config.yaml'), '')
+  assert.match(loa(server, ['replicate', 'status', '--workspace', ws]).stderr, /^loa: E_CONFIG_INVALID: .*replication\.bucket/)
+})
+
+test('faults: a 500 on every third request and a slow link; every push completes, nothing is lost', async (t) => {
+  const server = await startS3(t)
+  const proxy = await startProxy(t, server.port, { failEvery: 3, bytesPerTick: 16 * 1024 })
+  const a = workspace(t, server, 'alpha', { endpoint: proxy.endpoint })
+  const keys = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', keys]), 'keys')
+  for (const n of [1, 2, 3]) capture(server, a, `Remember that release ${n} shipped with the new search index enabled.`)
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', keys]), 'seal')
+  ok(loa(server, ['ledger', 'event', '--workspace', a, '--agent', 'agent-a', '--done', 'release notes']), 'event')
+  // Through the proxy, which runs in this process: the commands must not block its event loop.
+  const pushed = ok(await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']), 'push through faults').json()
+  assert.equal(pushed.grimoire, 'uploaded')
+  assert.ok(proxy.stats.injected >= 2, JSON.stringify(proxy.stats))
+
+  const b = workspace(t, server, 'alpha', { endpoint: proxy.endpoint })
+  const pulled = ok(await loaAsync(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull through faults').json()
+  assert.equal(pulled.grimoire, 'restored')
+  ok(loa(server, ['manifest', 'verify', join(b, GRIMOIRE), '--keys', keys]), 'verify')
+  assert.deepEqual(memories(b), memories(a))
+  assert.deepEqual(readdirSync(join(b, 'thoughts/shared/handoffs/events')), readdirSync(join(a, 'thoughts/shared/handoffs/events')))
+})
+
+test('faults: the server SIGKILLed in the middle of an upload, then restarted; the push completes and nothing half-written is read', async (t) => {
+  const server = await startS3(t)
+  let killed = false
+  const proxy = await startProxy(t, server.port, {
+    bytesPerTick: 64 * 1024,
+    async onBody(req, seen) {
+      // Inside the big segment's body: kill the server with the upload half done.
+      if (!killed && req.method === 'PUT' && req.url.includes('/wal/') && seen > 256 * 1024) {
+        killed = true
+        await server.kill()
+        setTimeout(() => server.restart(), 300)
+      }
+    },
+  })
+  const a = workspace(t, server, 'alpha', { endpoint: proxy.endpoint })
+  // Three large records (about 0.95 MB each, varied words so the gates keep them) make a segment
+  // whose upload is long enough to be cut.
+  const core = require('../index.js')
+  const store = core.MemoryStore.open({ workspaceDir: a, sessionId: 'bulk' })
+  try {
+    for (let i = 0; i < 3; i++) {
+      const words = Array.from({ length: 80_000 }, (_, n) => `note${i}x${n}`).join(' ')
+      const r = await store.capture({ type: 'interaction', content: `Remember that fixture ${i} lists: ${words}` })
+      assert.equal(r.accepted, true, JSON.stringify(r.gates))
+    }
+  } finally {
+    store.close()
+  }
+  const pushed = await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json'])
+  assert.ok(killed, 'the server was never killed mid-upload')
+  // Retried by the client until the server was back (or, at worst, by running push again).
+  const done = pushed.status === 0 ? pushed : await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json'])
+  assert.equal(done.status, 0, done.stderr)
+  assert.ok(proxy.stats.upstreamErrors >= 1, JSON.stringify(proxy.stats))
+
+  const b = workspace(t, server, 'alpha')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull').json()
+  assert.equal(pulled.segmentsRestored, 1)
+  const dump = (ws) => ok(loa(server, ['wal', 'dump', join(ws, WAL), '--json', '--data']), 'dump').json()
+  assert.deepEqual(dump(b), dump(a))
+})
+
+test('client-side encryption: the bucket holds no plaintext, and only the key opens it', async (t) => {
+  const server = await startS3(t)
+  const secrets = tempDir(t, 'loa-secret-')
+  const keyFile = join(secrets, 'replica.key')
+  writeFileSync(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+  const encrypted = (file) => `  encryption_key_file: ${file}\n`
+  const a = tempDir(t, 'loa-ws-enc-')
+  writeConfig(a, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(keyFile) })
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, a, 'Remember that the xylophonist credential rotation runs quarterly.')
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['ledger', 'event', '--workspace', a, '--agent', 'agent-a', '--done', 'xylophonist audit']), 'event')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json()
+  assert.equal(pushed.grimoire, 'uploaded')
+  assert.equal(pushed.eventsUploaded, 1)
+
+  const objects = Object.keys(bucketObjects(server)).filter((k) => k.startsWith('team/'))
+  assert.ok(objects.length >= 5, objects.join(' '))
+  for (const key of objects) {
+    const bytes = readFileSync(join(server.dataDir, BUCKET, key))
+    assert.ok(bytes.subarray(0, 8).equals(Buffer.from('LOAENC\0\x01', 'latin1')), `${key} is not sealed`)
+    for (const plain of ['xylophonist', '"origin"', 'LOAWAL']) assert.ok(!bytes.includes(plain), `${key} holds ${plain}`)
+  }
+  // Idempotent although every seal draws a fresh nonce: nothing is uploaded again.
+  const again = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push again').json()
+  assert.deepEqual([again.segmentsUploaded, again.eventsUploaded, again.grimoire], [0, 0, 'unchanged'])
+
+  // The same key restores everything, and it verifies.
+  const b = tempDir(t, 'loa-ws-enc-')
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(keyFile) })
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull').json()
+  assert.deepEqual([pulled.segmentsRestored, pulled.grimoire, pulled.eventsWritten], [1, 'restored', 1])
+  ok(loa(server, ['manifest', 'verify', join(b, GRIMOIRE), '--keys', ring]), 'verify')
+  assert.deepEqual(memories(b), memories(a))
+
+  // No key, or another key: refused, and nothing is written.
+  const other = join(secrets, 'other.key')
+  writeFileSync(other, randomBytes(32).toString('hex'), { mode: 0o600 })
+  for (const extra of ['', encrypted(other)]) {
+    const c = tempDir(t, 'loa-ws-enc-')
+    writeConfig(c, { origin: 'alpha', endpoint: server.endpoint, extra })
+    const r = loa(server, ['replicate', 'pull', '--workspace', c])
+    assert.equal(r.status, 2, r.stdout)
+    assert.match(r.stderr, /^loa: E_REPLICA_CORRUPT: /)
+    assert.ok(!existsSync(join(c, WAL)) && !existsSync(join(c, GRIMOIRE)))
+  }
+  // A plain object put where a sealed one was (a downgrade) is refused too.
+  writeFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), JSON.stringify({ version: 1, origin: 'alpha', segments: [], grimoire: null, events: [] }))
+  assert.match(loa(server, ['replicate', 'pull', '--workspace', b]).stderr, /^loa: E_REPLICA_CORRUPT: .*not an encrypted object/)
+
+  // The key file must be private, and outside the workspace.
+  chmodSync(other, 0o644)
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(other) })
+  assert.match(loa(server, ['replicate', 'status', '--workspace', b]).stderr, /^loa: E_KEY_INVALID: /)
+  const inside = join(b, 'replica.key')
+  writeFileSync(inside, randomBytes(32).toString('hex'), { mode: 0o600 })
+  writeConfig(b, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(inside) })
+  assert.match(loa(server, ['replicate', 'status', '--workspace', b]).stderr, /^loa: E_CONFIG_INVALID: .*outside the workspace/)
+})
+
+test('recovery restores a tampered grimoire from the replica, verified against the pinned key; a tampered replica only fails its source', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  const publicKey = ok(loa(server, ['keys', 'list', '--keys', ring, '--json']), 'keys list').json()[0].publicKey
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  capture(server, ws, 'Never deploy on Fridays after three in the afternoon.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  const expected = memories(ws)
+
+  // Tampered: one memory rewritten behind the seal's back.
+  const memoryDir = join(ws, GRIMOIRE, 'memory')
+  const victim = join(memoryDir, readdirSync(memoryDir).find((n) => n.endsWith('.json')))
+  writeFileSync(victim, readFileSync(victim, 'utf8').replace('"content"', '"content" ').trimEnd() + '\n\n')
+  const r = loa(server, ['recover', '--workspace', ws, '--trust', publicKey, '--json'])
+  assert.equal(r.status, 0, r.stdout + r.stderr)
+  const outcome = r.json()
+  assert.equal(outcome.restoredFrom, 'replica', r.stdout)
+  assert.equal(outcome.state, 'running')
+  assert.deepEqual(memories(ws), expected)
+  ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', ring]), 'verify')
+
+  // The replica tampered too: its source fails (the object does not match the index), nothing
+  // of it is swapped in, and recovery goes on to the next sources.
+  writeFileSync(victim, readFileSync(victim, 'utf8').replace('"content"', '"content" ').trimEnd() + '\n\n')
+  const blobs = join(server.dataDir, BUCKET, 'team/origins/alpha/grimoire/blobs')
+  for (const name of readdirSync(blobs)) {
+    const file = join(blobs, name)
+    writeFileSync(file, Buffer.concat([readFileSync(file), Buffer.from(' ')]))
+  }
+  const failed = loa(server, ['recover', '--workspace', ws, '--trust', publicKey, '--json']).json()
+  assert.notEqual(failed.restoredFrom, 'replica')
+  assert.ok(failed.sourceFailures.some((f) => /^replica: .*E_REPLICA_CORRUPT/.test(f)), JSON.stringify(failed.sourceFailures))
+})
+
+test('forgetting reaches the replica: the rewritten segment and the new seal replace every object that held the memory', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, ws, 'Remember that the zanzibarite cluster is decommissioned next spring.')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  const holding = () =>
+    Object.keys(bucketObjects(server)).filter((k) => readFileSync(join(server.dataDir, BUCKET, k)).includes('zanzibarite'))
+  assert.ok(holding().length >= 2, 'the memory should be in the replica before it is forgotten')
+
+  ok(loa(server, ['forget', '--workspace', ws, '--query', 'zanzibarite cluster', '--confirm']), 'forget')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal again')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json()
+  assert.ok(pushed.objectsDeleted >= 1, JSON.stringify(pushed))
+  assert.deepEqual(holding(), [])
+
+  const restored = workspace(t, server, 'alpha')
+  ok(loa(server, ['replicate', 'pull', '--workspace', restored]), 'pull')
+  ok(loa(server, ['manifest', 'verify', join(restored, GRIMOIRE), '--keys', ring]), 'verify')
+  assert.deepEqual(memories(restored), ['Always run the integration tests before merging to main.'])
+  // What was shipped before stays consistent: a second push deletes nothing more.
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().objectsDeleted, 0)
+})
+
+test('racing writers: two origins and a second push of the same workspace at once; nothing acknowledged is lost', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  for (const n of [1, 2, 3]) {
+    capture(server, a, `Remember that alpha build ${n} passed every integration test suite.`)
+    capture(server, b, `Remember that beta build ${n} passed every integration test suite.`)
+  }
+  const runs = await Promise.all([
+    loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']),
+    loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']),
+    loaAsync(server, ['replicate', 'push', '--workspace', b, '--json']),
+  ])
+  // The two pushes of one workspace are serialised by its replication lock: each completes or
+  // is refused whole (E_WAL_LOCKED), never interleaved.
+  for (const r of runs) assert.ok(r.status === 0 || /^loa: E_WAL_LOCKED: /.test(r.stderr), r.stderr)
+  assert.ok(runs[0].status === 0 || runs[1].status === 0)
+  assert.equal(runs[2].status, 0, runs[2].stderr)
+  // Whatever the interleaving, one more push ships nothing new, and a third machine sees all.
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json().segmentsUploaded, 0)
+  const c = workspace(t, server, 'gamma')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', c, '--json']), 'pull').json()
+  assert.deepEqual(pulled.origins.sort(), ['alpha', 'beta'])
+  ok(loa(server, ['consolidate', '--workspace', c]), 'consolidate')
+  assert.equal(memories(c).length, 6)
+})
+
+test('a segment over 8 MiB goes up as a multipart upload and comes back byte for byte', async (t) => {
+  const server = await startS3(t)
+  const proxy = await startProxy(t, server.port)
+  const a = workspace(t, server, 'alpha', { endpoint: proxy.endpoint })
+  const core = require('../index.js')
+  const store = core.MemoryStore.open({ workspaceDir: a, sessionId: 'bulk' })
+  try {
+    for (let i = 0; i < 9; i++) {
+      const words = Array.from({ length: 80_000 }, (_, n) => `item${i}y${n}`).join(' ')
+      const r = await store.capture({ type: 'interaction', content: `Remember that batch ${i} lists: ${words}` })
+      assert.equal(r.accepted, true, JSON.stringify(r.gates))
+    }
+  } finally {
+    store.close()
+  }
+  const pushed = ok(await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json']), 'push').json()
+  assert.ok(pushed.bytesUploaded > 8 * 1024 * 1024, JSON.stringify(pushed))
+  // CreateMultipartUpload and CompleteMultipartUpload are POSTs; a single PUT would have none.
+  assert.ok((proxy.stats.methods.POST ?? 0) >= 2, JSON.stringify(proxy.stats))
+  const b = workspace(t, server, 'alpha')
+  ok(loa(server, ['replicate', 'pull', '--workspace', b]), 'pull')
+  const segment = (ws) => {
+    const dir = join(ws, WAL, 'sessions', 'bulk')
+    return readdirSync(dir).filter((n) => n.endsWith('.wal')).map((n) => readFileSync(join(dir, n)))
+  }
+  const [original] = segment(a)
+  const [restored] = segment(b)
+  assert.ok(restored.length > 8 * 1024 * 1024)
+  assert.ok(original.subarray(0, restored.length).equals(restored))
+  assert.ok(original.subarray(restored.length).every((byte) => byte === 0), 'only the preallocated tail was left out')
+})

@@ -1,0 +1,288 @@
+//! The per-origin index, `<prefix>/origins/<origin>/index.json`: what an origin has shipped and
+//! the SHA-256 of every object, written last by a push. Readers trust an object only through
+//! an index entry: they derive its key from the entry's checked fields (never from a listing)
+//! and check its size and digest before using a byte of it.
+//!
+//! Format, version 1 (JSON):
+//!
+//! ```json
+//! { "version": 1, "origin": "m0123456789abcdef",
+//!   "segments": [ { "session": "cli", "firstSeq": 1, "lastSeq": 9, "sealed": false,
+//!                   "size": 4096, "sha256": "<hex>" } ],
+//!   "grimoire": { "manifest": "manifest.json", "manifestSize": 812, "manifestSha256": "<hex>",
+//!                 "files": [ { "path": "NOTES.md", "size": 120, "sha256": "<hex>" } ] },
+//!   "events": [ { "name": "20260110T130352000Z_agent-a.md", "size": 300, "sha256": "<hex>" } ] }
+//! ```
+//!
+//! A reader accepts version 1 only; any other version, an unknown member, a bad name or digest
+//! is `E_REPLICA_CORRUPT` for that origin (other origins are still read).
+
+use std::collections::BTreeSet;
+
+use loa_core::wal::reader::validate_session_id;
+use loa_core::{LoaError, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::valid_origin;
+
+/// The index format version this binary writes and reads.
+pub const INDEX_VERSION: u32 = 1;
+/// The largest index read (about 300,000 entries).
+pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest grimoire file an index may list (what a segment may be; recovery's own limit
+/// is applied on top when staging).
+pub const MAX_BLOB_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The index's name in an origin's directory.
+pub const INDEX_NAME: &str = "index.json";
+
+/// One shipped WAL segment: its records `firstSeq..=lastSeq`, as the segment's header and
+/// complete records (never the torn or preallocated tail of an active segment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SegmentEntry {
+  pub session: String,
+  pub first_seq: u64,
+  pub last_seq: u64,
+  /// A newer segment of the session existed when it was shipped: it will not grow.
+  pub sealed: bool,
+  pub size: u64,
+  pub sha256: String,
+}
+
+impl SegmentEntry {
+  /// The object key below the origin's directory.
+  pub fn key(&self, origin: &str) -> String {
+    format!("origins/{origin}/wal/{}/{:020}-{:020}.wal", self.session, self.first_seq, self.last_seq)
+  }
+}
+
+/// One file of the sealed grimoire, stored by its digest (`grimoire/blobs/<sha256>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+  pub path: String,
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// The sealed grimoire: its signed manifest and the files it lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GrimoireEntry {
+  /// The manifest's file name in the grimoire.
+  pub manifest: String,
+  pub manifest_size: u64,
+  pub manifest_sha256: String,
+  pub files: Vec<FileEntry>,
+}
+
+/// One ledger event file, shared by every origin under `ledger/events/<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventEntry {
+  pub name: String,
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// An origin's index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Index {
+  pub version: u32,
+  pub origin: String,
+  pub segments: Vec<SegmentEntry>,
+  pub grimoire: Option<GrimoireEntry>,
+  pub events: Vec<EventEntry>,
+}
+
+/// The key of a grimoire file (or manifest) stored by digest.
+pub fn blob_key(origin: &str, sha256: &str) -> String {
+  format!("origins/{origin}/grimoire/blobs/{sha256}")
+}
+
+/// The shared key of a ledger event.
+pub fn event_key(name: &str) -> String {
+  format!("ledger/events/{name}")
+}
+
+/// The index's key.
+pub fn index_key(origin: &str) -> String {
+  format!("origins/{origin}/{INDEX_NAME}")
+}
+
+fn is_sha256(s: &str) -> bool {
+  s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A ledger event name as the synthesis part writes them (`<ts>_<agent>.md`, `~<n>` suffixes,
+/// `.json` session handoffs): one plain file name, never a path, never hidden.
+pub fn valid_event_name(name: &str) -> bool {
+  (1..=255).contains(&name.len())
+    && !name.starts_with('.')
+    && (name.ends_with(".md") || name.ends_with(".json"))
+    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-~".contains(&b))
+}
+
+/// A grimoire path as a manifest lists it: relative, `/`-separated, no empty, `.` or `..`
+/// part, no NUL.
+fn valid_relative_path(path: &str) -> bool {
+  !path.is_empty()
+    && path.len() <= 4096
+    && !path.contains('\0')
+    && !path.starts_with('/')
+    && path.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && c.len() <= 255)
+}
+
+impl Index {
+  /// An empty index of `origin`.
+  pub fn empty(origin: &str) -> Index {
+    Index {
+      version: INDEX_VERSION,
+      origin: origin.to_string(),
+      segments: Vec::new(),
+      grimoire: None,
+      events: Vec::new(),
+    }
+  }
+
+  /// Parses and checks an index read from `key`, which must be the index of `origin`.
+  pub fn parse(bytes: &[u8], origin: &str, key: &str) -> Result<Index> {
+    let corrupt = |reason: String| LoaError::ReplicaCorrupt { key: key.to_string(), reason };
+    let index: Index =
+      serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
+    if index.version != INDEX_VERSION {
+      return Err(corrupt(format!("index version {} is not version {INDEX_VERSION}", index.version)));
+    }
+    if index.origin != origin || !valid_origin(&index.origin) {
+      return Err(corrupt("the index names another origin".into()));
+    }
+    let mut seen = BTreeSet::new();
+    for s in &index.segments {
+      if validate_session_id(&s.session).is_err() {
+        return Err(corrupt("a segment's session is not a plain session id".into()));
+      }
+      if !is_sha256(&s.sha256) || s.last_seq < s.first_seq || s.size > loa_core::wal::MAX_SEGMENT_BYTES {
+        return Err(corrupt(format!("segment {} of a session is malformed", s.first_seq)));
+      }
+      if !seen.insert((s.session.as_str(), s.first_seq)) {
+        return Err(corrupt(format!("segment {} of a session is listed twice", s.first_seq)));
+      }
+    }
+    if let Some(g) = &index.grimoire {
+      let plain = !g.manifest.contains('/') && valid_relative_path(&g.manifest);
+      if !plain || !is_sha256(&g.manifest_sha256) || g.manifest_size > loa_core::sign::manifest::MAX_MANIFEST_BYTES {
+        return Err(corrupt("the grimoire's manifest entry is malformed".into()));
+      }
+      let mut paths = BTreeSet::new();
+      for f in &g.files {
+        let bad = !valid_relative_path(&f.path) || !is_sha256(&f.sha256) || f.size > MAX_BLOB_BYTES;
+        if bad || !paths.insert(f.path.as_str()) {
+          return Err(corrupt("a grimoire file entry is malformed or listed twice".into()));
+        }
+      }
+    }
+    let mut names = BTreeSet::new();
+    for e in &index.events {
+      let bad = !valid_event_name(&e.name) || !is_sha256(&e.sha256) || e.size > loa_core::synth::event::MAX_EVENT_BYTES;
+      if bad || !names.insert(e.name.as_str()) {
+        return Err(corrupt("an event entry is malformed or listed twice".into()));
+      }
+    }
+    Ok(index)
+  }
+
+  /// The index as stored (pretty JSON, entries sorted so that equal indexes are equal bytes).
+  pub fn to_bytes(&self) -> Vec<u8> {
+    let mut sorted = self.clone();
+    sorted.segments.sort_by(|a, b| (&a.session, a.first_seq).cmp(&(&b.session, b.first_seq)));
+    sorted.events.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = serde_json::to_vec_pretty(&sorted).expect("an index always serialises");
+    out.push(b'\n');
+    out
+  }
+}
+
+trait ClassifyName {
+  fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+  /// The kind of a parse error without its text (which can quote the untrusted input).
+  fn classify_name(&self) -> &'static str {
+    match self.classify() {
+      serde_json::error::Category::Io => "read error",
+      serde_json::error::Category::Syntax => "JSON syntax error",
+      serde_json::error::Category::Data => "unexpected or missing member",
+      serde_json::error::Category::Eof => "cut short",
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn sample() -> Index {
+    let sha = "a".repeat(64);
+    Index {
+      version: 1,
+      origin: "m1".into(),
+      segments: vec![SegmentEntry {
+        session: "cli".into(),
+        first_seq: 1,
+        last_seq: 3,
+        sealed: true,
+        size: 100,
+        sha256: sha.clone(),
+      }],
+      grimoire: Some(GrimoireEntry {
+        manifest: "manifest.json".into(),
+        manifest_size: 10,
+        manifest_sha256: sha.clone(),
+        files: vec![FileEntry { path: "memory/x.json".into(), size: 3, sha256: sha.clone() }],
+      }),
+      events: vec![EventEntry { name: "20260110T130352000Z_a.md".into(), size: 3, sha256: sha }],
+    }
+  }
+
+  #[test]
+  fn an_index_round_trips() {
+    let index = sample();
+    assert_eq!(Index::parse(&index.to_bytes(), "m1", "k").unwrap(), index);
+  }
+
+  #[test]
+  fn hostile_indexes_are_refused() {
+    let text = String::from_utf8(sample().to_bytes()).unwrap();
+    let cases = [
+      text.replace("\"cli\"", "\"../x\""),
+      text.replace("memory/x.json", "../../etc/passwd"),
+      text.replace("memory/x.json", "/etc/passwd"),
+      text.replace("20260110T130352000Z_a.md", "../a.md"),
+      text.replace("\"manifest.json\"", "\"a/manifest.json\""),
+      text.replace("\"version\": 1", "\"version\": 2"),
+      text.replace("\"origin\": \"m1\"", "\"origin\": \"m2\""),
+      text.replace(&"a".repeat(64), &"A".repeat(64)),
+      text.replace("\"firstSeq\": 1", "\"firstSeq\": 4"),
+      text.replace("\"sealed\"", "\"extra\": 1, \"sealed\""),
+      // Sizes that would make a bounded read unbounded.
+      text.replace("\"size\": 3,\n      \"sha256\"", "\"size\": 9999999999,\n      \"sha256\""),
+      "[]".into(),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
+      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
+    }
+  }
+
+  #[test]
+  fn event_names_are_plain_file_names() {
+    assert!(valid_event_name("20260110T130352000Z_agent-a~2.md"));
+    assert!(valid_event_name("handoff_1.json"));
+    for bad in ["", ".x.md", "a/b.md", "a.txt", "..md/x", "a b.md"] {
+      assert!(!valid_event_name(bad), "{bad}");
+    }
+  }
+}

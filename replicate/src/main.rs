@@ -1,0 +1,181 @@
+//! `loa-replicate`: ships a workspace's WAL segments, sealed grimoire and ledger events to
+//! S3-compatible object storage and fetches them back (docs/replication.md). `loa replicate`
+//! runs it; it is a separate binary so that its HTTP/TLS stack never reaches the Node addon.
+//!
+//! Usage: `loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME]
+//! [--until-seq N] [--progress]`; `loa-replicate stage --workspace DIR --out DIR [--max-files N]
+//! [--max-file-bytes N]` is recovery's object store source (`src/recovery`). Exit status: 0 done, 1 done with problems (listed), 2 failure
+//! (one line on stderr, `loa: E_CODE: message`).
+
+mod crypt;
+mod index;
+mod local;
+mod ops;
+mod remote;
+mod segments;
+mod settings;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use loa_core::{LoaError, Result};
+use serde::Serialize;
+
+const USAGE: &str =
+  "usage: loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME] [--until-seq N] [--progress]";
+
+/// The parsed command line.
+#[derive(Debug, Default)]
+struct Args {
+  command: String,
+  workspace: Option<PathBuf>,
+  json: bool,
+  origin: Option<String>,
+  until_seq: Option<u64>,
+  progress: bool,
+  /// `stage` (recovery's object store source): the directory to fill, and its limits.
+  out: Option<PathBuf>,
+  max_files: Option<u64>,
+  max_file_bytes: Option<u64>,
+}
+
+fn usage(reason: &str) -> LoaError {
+  LoaError::InvalidArgument(format!("{reason}\n{USAGE}"))
+}
+
+fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args> {
+  let mut args = Args::default();
+  while let Some(arg) = argv.next() {
+    let mut value = |flag: &str| argv.next().ok_or_else(|| usage(&format!("{flag} needs a value")));
+    match arg.as_str() {
+      "--workspace" => args.workspace = Some(PathBuf::from(value("--workspace")?)),
+      "--origin" => args.origin = Some(value("--origin")?),
+      "--until-seq" => {
+        let text = value("--until-seq")?;
+        args.until_seq = Some(text.parse().map_err(|_| usage("--until-seq must be a whole number"))?);
+      }
+      "--out" => args.out = Some(PathBuf::from(value("--out")?)),
+      "--max-files" => {
+        args.max_files = Some(value("--max-files")?.parse().map_err(|_| usage("--max-files must be a whole number"))?)
+      }
+      "--max-file-bytes" => {
+        args.max_file_bytes =
+          Some(value("--max-file-bytes")?.parse().map_err(|_| usage("--max-file-bytes must be a whole number"))?)
+      }
+      "--json" => args.json = true,
+      "--progress" => args.progress = true,
+      "push" | "pull" | "status" | "stage" if args.command.is_empty() => args.command = arg,
+      _ => return Err(usage("unknown argument")),
+    }
+  }
+  if args.command.is_empty() {
+    return Err(usage("no command"));
+  }
+  if args.until_seq.is_some() && args.command != "pull" {
+    return Err(usage("--until-seq applies to pull only"));
+  }
+  if (args.command == "stage") != args.out.is_some() {
+    return Err(usage("stage needs --out, and --out applies to stage only"));
+  }
+  Ok(args)
+}
+
+fn print<T: Serialize>(json: bool, report: &T, text: impl FnOnce(&T) -> String) {
+  let out = if json { serde_json::to_string_pretty(report).expect("reports serialise") } else { text(report) };
+  let _ = writeln!(std::io::stdout(), "{}", out.trim_end());
+}
+
+fn problems_text(problems: &[String]) -> String {
+  problems.iter().map(|p| format!("\nproblem: {p}")).collect()
+}
+
+fn run(args: Args) -> Result<i32> {
+  let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+  let settings = settings::Settings::load(&workspace, args.origin.as_deref())?;
+  let root = loa_core::fsutil::StateDir::open_root(&workspace)?;
+  let remote = remote::Remote::open(&settings)?;
+  let progress = ops::Progress { enabled: args.progress || (std::io::stderr().is_terminal() && !args.json) };
+  let cx = ops::Context { settings, remote, root, progress };
+  let runtime = tokio::runtime::Builder::new_current_thread()
+    .enable_all()
+    .build()
+    .map_err(|e| LoaError::Internal(format!("no async runtime: {e}")))?;
+  let problems = match args.command.as_str() {
+    "push" => {
+      let r = runtime.block_on(ops::push(&cx))?;
+      print(args.json, &r, |r| {
+        format!(
+          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; grimoire {}; {} event(s) uploaded, {} already shipped; {} old object(s) deleted{}",
+          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.grimoire, r.events_uploaded, r.events_skipped, r.objects_deleted, problems_text(&r.problems)
+        )
+      });
+      r.problems.len()
+    }
+    "pull" => {
+      let options = ops::PullOptions { until_seq: args.until_seq };
+      let r = runtime.block_on(ops::pull(&cx, &options))?;
+      print(args.json, &r, |r| {
+        format!(
+          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here; {} record(s) dropped by --until-seq; grimoire {}; {} event(s) written, {} already here{}",
+          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.records_dropped, r.grimoire, r.events_written, r.events_skipped, problems_text(&r.problems)
+        )
+      });
+      r.problems.len()
+    }
+    "stage" => {
+      let out = args.out.as_deref().expect("checked");
+      let limits = ops::StageLimits {
+        max_files: args.max_files.unwrap_or(100_000),
+        max_file_bytes: args.max_file_bytes.unwrap_or(64 << 20),
+      };
+      let files = runtime.block_on(ops::stage(&cx, out, limits))?;
+      print(args.json, &serde_json::json!({ "staged": files }), |_| format!("staged {files} file(s)"));
+      0
+    }
+    _ => {
+      let r = runtime.block_on(ops::status(&cx))?;
+      print(args.json, &r, |r| {
+        let mut out = format!("origin {} in bucket {} (prefix {:?})\n", r.origin, r.bucket, r.prefix);
+        for s in &r.sessions {
+          let fmt = |v: Option<u64>| v.map_or("-".to_string(), |n| n.to_string());
+          out += &format!(
+            "  session {}: {} segment(s), last seq {}, shipped up to {}\n",
+            s.session,
+            s.segments,
+            fmt(s.last_seq),
+            fmt(s.shipped_seq)
+          );
+        }
+        out += &format!(
+          "  {} segment(s) to push; grimoire {}; {} event(s), {} to push\n",
+          r.segments_pending, r.grimoire, r.events_local, r.events_pending
+        );
+        for o in &r.origins {
+          out += &format!(
+            "  origin {}: {} segment(s) in {} session(s), grimoire {}, {} event(s)\n",
+            o.origin,
+            o.segments,
+            o.sessions,
+            if o.grimoire { "yes" } else { "no" },
+            o.events
+          );
+        }
+        out + &problems_text(&r.problems)
+      });
+      r.problems.len()
+    }
+  };
+  Ok(if problems == 0 { 0 } else { 1 })
+}
+
+fn main() {
+  let status = match parse_args(std::env::args().skip(1)).and_then(run) {
+    Ok(status) => status,
+    Err(e) => {
+      let message = e.to_string().replace('\n', " ");
+      let _ = writeln!(std::io::stderr(), "loa: {}: {message}", e.code());
+      2
+    }
+  };
+  std::process::exit(status);
+}

@@ -1,0 +1,621 @@
+//! `push`, `pull` and `status`: what each reads, writes and reports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use loa_core::fsutil::StateDir;
+use loa_core::lock::{lock_in, LockGuard};
+use loa_core::sign::manifest::parse_manifest;
+use loa_core::synth::event::MAX_EVENT_BYTES;
+use loa_core::{LoaError, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::index::{blob_key, event_key, index_key, EventEntry, FileEntry, GrimoireEntry, Index, MAX_INDEX_BYTES};
+use crate::local::{self, NoSnapshot, Snapshot};
+use crate::remote::{Created, Remote};
+use crate::segments::{self, check_downloaded, encode_segment, mirror_session, sha256_hex, write_segment};
+use crate::settings::{valid_origin, Settings, STATE_DIR};
+
+/// Most origins one pull reads.
+const MAX_ORIGINS: usize = 10_000;
+/// What pull remembers having fetched from other origins.
+const PULLED_FILE: &str = "pulled.json";
+const MAX_PULLED_BYTES: u64 = 64 * 1024 * 1024;
+const LOCK_FILE: &str = "replicate.lock";
+
+/// Progress lines on stderr for long transfers (a terminal, or `--progress`).
+pub struct Progress {
+  pub enabled: bool,
+}
+
+impl Progress {
+  fn say(&self, text: impl FnOnce() -> String) {
+    if self.enabled {
+      eprintln!("loa replicate: {}", text());
+    }
+  }
+}
+
+/// Everything a command needs: the settings, the bucket, the workspace's root directory.
+pub struct Context {
+  pub settings: Settings,
+  pub remote: Remote,
+  pub root: StateDir,
+  pub progress: Progress,
+}
+
+impl Context {
+  fn wal_dir(&self) -> PathBuf {
+    PathBuf::from(&self.settings.config.wal.dir)
+  }
+
+  fn grimoire_dir(&self) -> PathBuf {
+    PathBuf::from(self.settings.config.grimoires_dir.trim_end_matches('/'))
+  }
+
+  fn synth_dir(&self) -> PathBuf {
+    PathBuf::from(&self.settings.config.synthesis.dir)
+  }
+
+  /// One push or pull at a time per workspace.
+  fn lock(&self) -> Result<(StateDir, LockGuard)> {
+    let dir =
+      self.root.descend(Path::new(STATE_DIR), true)?.ok_or_else(|| LoaError::Internal("no state dir".into()))?;
+    let guard = lock_in(&dir, LOCK_FILE, Duration::from_secs(5), "the replication lock")?;
+    Ok((dir, guard))
+  }
+
+  /// The index of `origin`; `None` when it has none yet.
+  async fn read_index(&self, origin: &str) -> Result<Option<Index>> {
+    let key = index_key(origin);
+    match self.remote.get_bounded(&key, MAX_INDEX_BYTES).await? {
+      None => Ok(None),
+      Some(bytes) => Index::parse(&bytes, origin, &self.remote.full_key(&key)).map(Some),
+    }
+  }
+
+  /// Downloads `key` and checks it is exactly `size` bytes with digest `sha256`.
+  async fn fetch_checked(&self, key: &str, size: u64, sha256: &str) -> Result<Vec<u8>> {
+    let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: self.remote.full_key(key), reason: reason.into() };
+    let bytes =
+      self.remote.get_bounded(key, size).await?.ok_or_else(|| corrupt("missing, though the index lists it"))?;
+    if bytes.len() as u64 != size {
+      return Err(corrupt("size differs from the index"));
+    }
+    if sha256_hex(&bytes) != sha256 {
+      return Err(corrupt("sha256 differs from the index"));
+    }
+    Ok(bytes)
+  }
+}
+
+/// What a push did.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushReport {
+  pub origin: String,
+  pub segments_uploaded: u64,
+  pub segments_skipped: u64,
+  pub bytes_uploaded: u64,
+  /// `uploaded`, `unchanged`, `none` (nothing sealed) or `stale` (changed since sealed).
+  pub grimoire: &'static str,
+  pub events_uploaded: u64,
+  pub events_skipped: u64,
+  /// Objects of this origin no index entry names any more (segments superseded or rewritten
+  /// by forgetting, blobs of an older seal), deleted after the index was written.
+  pub objects_deleted: u64,
+  /// What could not be shipped and why (damaged segments, event name clashes, ...).
+  pub problems: Vec<String>,
+}
+
+/// Ships what is new: segments (sealed ones and the complete records of active ones), the
+/// sealed grimoire, the ledger events; the origin's index last, so that a reader never finds an
+/// index entry whose object is not complete.
+pub async fn push(cx: &Context) -> Result<PushReport> {
+  let (_dir, _lock) = cx.lock()?;
+  let origin = cx.settings.origin.as_str();
+  let mut report = PushReport { origin: origin.to_string(), ..Default::default() };
+  let previous = match cx.read_index(origin).await {
+    Ok(found) => found,
+    Err(e @ LoaError::ReplicaCorrupt { .. }) => {
+      // Our own index is rebuilt from what is local; nothing is lost that is still here.
+      report.problems.push(format!("{}: {e}; rewriting it", e.code()));
+      None
+    }
+    Err(e) => return Err(e),
+  };
+  let mut index = previous.clone().unwrap_or_else(|| Index::empty(origin));
+  let mut superseded = Vec::new();
+
+  for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
+    for (i, name) in names.iter().enumerate() {
+      let sealed = i + 1 < names.len();
+      let ship = match segments::shippable(&session, &sdir, name, sealed) {
+        Ok(Some(s)) => s,
+        Ok(None) => continue,
+        Err(reason) => {
+          report.problems.push(format!("segment {session}/{name} not shipped: {reason}"));
+          continue;
+        }
+      };
+      let at = index.segments.iter().position(|e| e.session == session && e.first_seq == ship.entry.first_seq);
+      if let Some(at) = at {
+        let old = &index.segments[at];
+        // Shipped already, if the object is still there whole (a HEAD; an object lost or cut
+        // since is uploaded again).
+        if old.sha256 == ship.entry.sha256 && cx.remote.size(&old.key(origin)).await? == Some(old.size) {
+          report.segments_skipped += 1;
+          continue;
+        }
+        if old.last_seq > ship.entry.last_seq {
+          report.problems.push(format!(
+            "segment {session}/{name} is behind the replica (seq {} < {}); kept the replica's",
+            ship.entry.last_seq, old.last_seq
+          ));
+          continue;
+        }
+      }
+      let key = ship.entry.key(origin);
+      cx.progress.say(|| format!("uploading {key} ({} bytes)", ship.bytes.len()));
+      report.bytes_uploaded += ship.bytes.len() as u64;
+      cx.remote.put(&key, ship.bytes).await?;
+      report.segments_uploaded += 1;
+      match at {
+        Some(at) => {
+          let old_key = index.segments[at].key(origin);
+          if old_key != key {
+            superseded.push(old_key);
+          }
+          index.segments[at] = ship.entry;
+        }
+        None => index.segments.push(ship.entry),
+      }
+    }
+  }
+
+  report.grimoire = match local::read_snapshot(&cx.root, &cx.grimoire_dir(), &cx.settings.config.manifest_name()?)? {
+    Ok(snapshot) if index.grimoire.as_ref().is_some_and(|g| g.manifest_sha256 == snapshot.entry.manifest_sha256) => {
+      "unchanged"
+    }
+    Ok(snapshot) => {
+      for (entry, bytes) in snapshot.entry.files.iter().zip(snapshot.files) {
+        upload_blob(cx, origin, &entry.sha256, bytes, &mut report).await?;
+      }
+      upload_blob(cx, origin, &snapshot.entry.manifest_sha256, snapshot.manifest, &mut report).await?;
+      index.grimoire = Some(snapshot.entry);
+      "uploaded"
+    }
+    Err(NoSnapshot::Missing) => "none",
+    Err(NoSnapshot::Stale(reason)) => {
+      report.problems.push(format!("grimoire not shipped: {reason}"));
+      "stale"
+    }
+  };
+
+  for (entry, bytes) in local::local_events(&cx.root, &cx.synth_dir())? {
+    if index.events.iter().any(|e| e.name == entry.name && e.sha256 == entry.sha256) {
+      report.events_skipped += 1;
+      continue;
+    }
+    let key = event_key(&entry.name);
+    // Shared by every origin and immutable: written only where no object is.
+    if cx.remote.put_if_absent(&key, bytes).await? == Created::Exists {
+      let there = cx.remote.get_bounded(&key, MAX_EVENT_BYTES).await?;
+      if there.as_deref().map(sha256_hex).as_deref() != Some(entry.sha256.as_str()) {
+        report.problems.push(format!("event {} not shipped: the bucket holds another event of that name", entry.name));
+        continue;
+      }
+      report.events_skipped += 1;
+    } else {
+      report.events_uploaded += 1;
+    }
+    index.events.retain(|e| e.name != entry.name);
+    index.events.push(entry);
+  }
+
+  let bytes = index.to_bytes();
+  if previous.map(|p| p.to_bytes()) != Some(bytes.clone()) {
+    cx.remote.put(&index_key(origin), bytes).await?;
+  }
+  report.objects_deleted = collect_garbage(cx, &index, superseded).await?;
+  Ok(report)
+}
+
+/// Most keys of one origin a push lists when collecting garbage.
+const MAX_ORIGIN_KEYS: usize = 1_000_000;
+
+/// Deletes this origin's segment and blob objects that `index` no longer names: older versions
+/// of a grown segment, segments and grimoire files replaced since (a forgotten memory's
+/// included, once the grimoire is sealed again). Only keys below this origin's `wal/` and
+/// `grimoire/blobs/` are ever deleted. A pull reading the previous index meanwhile may find an
+/// object gone (`E_REPLICA_CORRUPT`, nothing written from it) and succeeds when run again.
+async fn collect_garbage(cx: &Context, index: &Index, superseded: Vec<String>) -> Result<u64> {
+  let origin = index.origin.as_str();
+  let mut keep: BTreeSet<String> = index.segments.iter().map(|s| s.key(origin)).collect();
+  if let Some(g) = &index.grimoire {
+    keep.insert(blob_key(origin, &g.manifest_sha256));
+    keep.extend(g.files.iter().map(|f| blob_key(origin, &f.sha256)));
+  }
+  let mut doomed: BTreeSet<String> = superseded.into_iter().collect();
+  for dir in [format!("origins/{origin}/wal"), format!("origins/{origin}/grimoire/blobs")] {
+    doomed.extend(
+      cx.remote.keys_below(&dir, MAX_ORIGIN_KEYS).await?.into_iter().filter(|k| k.starts_with(&format!("{dir}/"))),
+    );
+  }
+  let mut deleted = 0;
+  for key in doomed.difference(&keep) {
+    cx.remote.delete(key).await?;
+    deleted += 1;
+  }
+  Ok(deleted)
+}
+
+async fn upload_blob(cx: &Context, origin: &str, sha256: &str, bytes: Vec<u8>, report: &mut PushReport) -> Result<()> {
+  let key = blob_key(origin, sha256);
+  // Stored by digest: an object of the right size there is this content (pull checks it).
+  if cx.remote.size(&key).await? == Some(bytes.len() as u64) {
+    return Ok(());
+  }
+  report.bytes_uploaded += bytes.len() as u64;
+  cx.remote.put(&key, bytes).await
+}
+
+/// What pull fetched from other origins, so that a segment pruned here after consolidation is
+/// not fetched again: `<origin>/<session>/<first seq>` -> sha256 (version 1).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pulled {
+  version: u32,
+  segments: BTreeMap<String, String>,
+}
+
+fn read_pulled(dir: &StateDir, problems: &mut Vec<String>) -> Result<Pulled> {
+  let Some(bytes) = dir.read(PULLED_FILE, MAX_PULLED_BYTES)? else {
+    return Ok(Pulled { version: 1, ..Default::default() });
+  };
+  match serde_json::from_slice::<Pulled>(&bytes) {
+    Ok(p) if p.version == 1 => Ok(p),
+    _ => {
+      // Only a cache of what was fetched: set aside for a human, and fetch again.
+      let moved = dir.quarantine(PULLED_FILE)?;
+      problems.push(format!("{} was unreadable; moved to {}", PULLED_FILE, moved.display()));
+      Ok(Pulled { version: 1, ..Default::default() })
+    }
+  }
+}
+
+/// Options of a pull.
+#[derive(Debug, Default)]
+pub struct PullOptions {
+  /// Restore this origin's own segments only up to this seq (records after it are dropped).
+  pub until_seq: Option<u64>,
+}
+
+/// What a pull did.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullReport {
+  pub origin: String,
+  /// Every origin found in the bucket (this one included, if it pushed).
+  pub origins: Vec<String>,
+  /// This origin's segments written back (sessions missing here).
+  pub segments_restored: u64,
+  /// Other origins' segments written as local sessions `<origin>.<session>`.
+  pub segments_mirrored: u64,
+  pub segments_skipped: u64,
+  /// Records left out by `--until-seq`.
+  pub records_dropped: u64,
+  /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
+  pub grimoire: &'static str,
+  pub events_written: u64,
+  pub events_skipped: u64,
+  pub problems: Vec<String>,
+}
+
+/// Fetches what others shipped into this workspace, and restores what this origin shipped and
+/// is missing here. Every object is checked against its index entry before a byte of it is
+/// used; a mismatch stops the pull with `E_REPLICA_CORRUPT` (what was written before it was
+/// checked too). Nothing that exists here is overwritten, except the mirrored sessions of
+/// other origins, which only pull writes.
+pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
+  let (state_dir, _lock) = cx.lock()?;
+  let own = cx.settings.origin.as_str();
+  let mut report = PullReport { origin: own.to_string(), grimoire: "none", ..Default::default() };
+  let mut pulled = read_pulled(&state_dir, &mut report.problems)?;
+
+  let mut indexes = Vec::new();
+  for origin in cx.remote.child_dirs("origins", MAX_ORIGINS).await? {
+    if !valid_origin(&origin) {
+      report.problems.push("a name under origins/ is not a plain origin name; skipped".into());
+      continue;
+    }
+    match cx.read_index(&origin).await {
+      Ok(Some(index)) => {
+        report.origins.push(origin);
+        indexes.push(index);
+      }
+      Ok(None) => {}
+      // One origin's broken index does not keep the others' work from this machine; this
+      // origin's own must be sound to restore from it.
+      Err(e @ LoaError::ReplicaCorrupt { .. }) if origin != own => {
+        report.problems.push(format!("origin {origin} skipped: {}: {e}", e.code()));
+      }
+      Err(e) => return Err(e),
+    }
+  }
+
+  let wal_dir = cx.wal_dir();
+  let local_sessions: BTreeSet<String> = segments::local_sessions(&cx.root, &wal_dir)?
+    .into_iter()
+    .filter(|(_, _, names)| !names.is_empty())
+    .map(|(id, _, _)| id)
+    .collect();
+
+  for index in &indexes {
+    let origin = index.origin.as_str();
+    let mine = origin == own;
+    for entry in &index.segments {
+      let state_key = format!("{origin}/{}/{}", entry.session, entry.first_seq);
+      if mine && local_sessions.contains(&entry.session) {
+        report.segments_skipped += 1;
+        continue;
+      }
+      if !mine && pulled.segments.get(&state_key) == Some(&entry.sha256) {
+        report.segments_skipped += 1;
+        continue;
+      }
+      let key = entry.key(origin);
+      cx.progress.say(|| format!("downloading {key} ({} bytes)", entry.size));
+      let bytes = cx.fetch_checked(&key, entry.size, &entry.sha256).await?;
+      let (header, mut records) = check_downloaded(&bytes, entry, &cx.remote.full_key(&key))?;
+      if mine {
+        let before = records.len();
+        if let Some(until) = options.until_seq {
+          records.retain(|r| r.seq <= until);
+        }
+        report.records_dropped += (before - records.len()) as u64;
+        if records.is_empty() {
+          continue;
+        }
+        // Written back byte for byte unless --until-seq cut it.
+        let out = if records.len() == before { bytes } else { encode_segment(&header, &records, &entry.session) };
+        write_segment(&cx.root, &wal_dir, &entry.session, entry.first_seq, &out)?;
+        report.segments_restored += 1;
+      } else {
+        let session = mirror_session(origin, &entry.session);
+        let out = encode_segment(&header, &records, &session);
+        write_segment(&cx.root, &wal_dir, &session, entry.first_seq, &out)?;
+        pulled.segments.insert(state_key, entry.sha256.clone());
+        report.segments_mirrored += 1;
+      }
+    }
+    if !mine {
+      state_dir.write_atomic(PULLED_FILE, &serde_json::to_vec(&pulled).expect("serialises"), None)?;
+    }
+  }
+
+  if let Some(g) = indexes.iter().find(|i| i.origin == own).and_then(|i| i.grimoire.as_ref()) {
+    if local::grimoire_is_empty(&cx.root, &cx.grimoire_dir())? {
+      let snapshot = fetch_snapshot(cx, own, g).await?;
+      local::restore_snapshot(&cx.root, &cx.grimoire_dir(), &snapshot)?;
+      report.grimoire = "restored";
+    } else {
+      report.grimoire = "kept";
+    }
+  }
+
+  // Events: the union of every origin's, one object per name.
+  let mut wanted: BTreeMap<&str, &EventEntry> = BTreeMap::new();
+  let mut clashes = BTreeSet::new();
+  for e in indexes.iter().flat_map(|i| &i.events) {
+    match wanted.get(e.name.as_str()) {
+      Some(w) if w.sha256 != e.sha256 => {
+        clashes.insert(e.name.clone());
+      }
+      _ => {
+        wanted.insert(&e.name, e);
+      }
+    }
+  }
+  for name in &clashes {
+    wanted.remove(name.as_str());
+    report.problems.push(format!("event {name} not fetched: origins shipped different contents under that name"));
+  }
+  let here: BTreeMap<String, String> =
+    local::local_events(&cx.root, &cx.synth_dir())?.into_iter().map(|(e, _)| (e.name, e.sha256)).collect();
+  for (name, entry) in wanted {
+    match here.get(name) {
+      Some(sha) if *sha == entry.sha256 => {
+        report.events_skipped += 1;
+        continue;
+      }
+      Some(_) => {
+        report.problems.push(format!("event {name} not fetched: a different local event has that name"));
+        continue;
+      }
+      None => {}
+    }
+    let bytes = cx.fetch_checked(&event_key(name), entry.size, &entry.sha256).await?;
+    if local::write_event(&cx.root, &cx.synth_dir(), name, &bytes)? {
+      report.events_written += 1;
+    } else {
+      report.problems.push(format!("event {name} not written: the name was taken meanwhile"));
+    }
+  }
+  Ok(report)
+}
+
+/// Downloads `origin`'s sealed grimoire as `g` records it, every object checked (the manifest
+/// must list exactly the files the index does).
+async fn fetch_snapshot(cx: &Context, origin: &str, g: &GrimoireEntry) -> Result<Snapshot> {
+  let manifest = cx.fetch_checked(&blob_key(origin, &g.manifest_sha256), g.manifest_size, &g.manifest_sha256).await?;
+  let manifest_key = cx.remote.full_key(&blob_key(origin, &g.manifest_sha256));
+  let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
+  let value: serde_json::Value = serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
+  let parsed = parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
+  let listed: Vec<FileEntry> =
+    parsed.files.iter().map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() }).collect();
+  if listed != g.files {
+    return Err(corrupt("the manifest lists other files than the index"));
+  }
+  let mut files = Vec::with_capacity(g.files.len());
+  for f in &g.files {
+    cx.progress.say(|| format!("downloading grimoire file {} ({} bytes)", f.path, f.size));
+    files.push(cx.fetch_checked(&blob_key(origin, &f.sha256), f.size, &f.sha256).await?);
+  }
+  Ok(Snapshot { entry: g.clone(), manifest, files })
+}
+
+/// Limits of `stage`, as recovery passes them.
+#[derive(Debug, Clone, Copy)]
+pub struct StageLimits {
+  pub max_files: u64,
+  pub max_file_bytes: u64,
+}
+
+/// Recovery's object store source: writes this origin's sealed grimoire, every object checked,
+/// into `out` (an empty directory recovery made), within `limits`; recovery then verifies it
+/// against its pinned keys. Nothing else in the workspace is touched.
+pub async fn stage(cx: &Context, out: &Path, limits: StageLimits) -> Result<u64> {
+  let origin = cx.settings.origin.as_str();
+  let index = cx.read_index(origin).await?;
+  let Some(g) = index.as_ref().and_then(|i| i.grimoire.as_ref()) else {
+    return Err(LoaError::ReplicaUnavailable(format!("origin {origin} has shipped no sealed grimoire")));
+  };
+  if g.files.len() as u64 + 1 > limits.max_files {
+    return Err(LoaError::TooLarge {
+      what: "the replica's grimoire (files)".into(),
+      size: g.files.len() as u64 + 1,
+      limit: limits.max_files,
+    });
+  }
+  if let Some(big) = g.files.iter().map(|f| f.size).chain([g.manifest_size]).find(|&s| s > limits.max_file_bytes) {
+    return Err(LoaError::TooLarge {
+      what: "a file of the replica's grimoire".into(),
+      size: big,
+      limit: limits.max_file_bytes,
+    });
+  }
+  let snapshot = fetch_snapshot(cx, origin, g).await?;
+  let dir = StateDir::open_root(out)?;
+  if !dir.entries()?.is_empty() {
+    return Err(LoaError::InvalidArgument("the staging directory is not empty".into()));
+  }
+  local::write_snapshot_files(&dir, &snapshot)?;
+  Ok(g.files.len() as u64 + 1)
+}
+
+/// One session's state in `status`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+  pub session: String,
+  pub segments: u64,
+  /// The last complete record here.
+  pub last_seq: Option<u64>,
+  /// The last record the replica holds.
+  pub shipped_seq: Option<u64>,
+}
+
+/// Another origin as its index describes it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OriginStatus {
+  pub origin: String,
+  pub segments: u64,
+  pub sessions: u64,
+  pub grimoire: bool,
+  pub events: u64,
+}
+
+/// What `status` shows: local against shipped.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+  pub origin: String,
+  pub bucket: String,
+  pub prefix: String,
+  pub sessions: Vec<SessionStatus>,
+  /// Segments (or grown active segments) a push would upload.
+  pub segments_pending: u64,
+  /// `shipped`, `pending` (sealed here, not yet shipped), `stale`, `none`.
+  pub grimoire: &'static str,
+  pub events_local: u64,
+  pub events_pending: u64,
+  pub origins: Vec<OriginStatus>,
+  pub problems: Vec<String>,
+}
+
+/// Compares what is here with what this origin shipped, and lists the other origins.
+pub async fn status(cx: &Context) -> Result<StatusReport> {
+  let own = cx.settings.origin.as_str();
+  let mut problems = Vec::new();
+  let index = match cx.read_index(own).await {
+    Ok(i) => i.unwrap_or_else(|| Index::empty(own)),
+    Err(e @ LoaError::ReplicaCorrupt { .. }) => {
+      problems.push(format!("{}: {e}", e.code()));
+      Index::empty(own)
+    }
+    Err(e) => return Err(e),
+  };
+  let mut sessions = Vec::new();
+  let mut pending = 0;
+  for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
+    let mut last_seq = None;
+    for (i, name) in names.iter().enumerate() {
+      match segments::shippable(&session, &sdir, name, i + 1 < names.len()) {
+        Ok(Some(s)) => {
+          last_seq = Some(s.entry.last_seq);
+          let shipped = index.segments.iter().any(|e| e.session == session && e.sha256 == s.entry.sha256);
+          if !shipped {
+            pending += 1;
+          }
+        }
+        Ok(None) => {}
+        Err(reason) => problems.push(format!("segment {session}/{name}: {reason}")),
+      }
+    }
+    let shipped_seq = index.segments.iter().filter(|e| e.session == session).map(|e| e.last_seq).max();
+    sessions.push(SessionStatus { session, segments: names.len() as u64, last_seq, shipped_seq });
+  }
+  let grimoire = match local::read_snapshot(&cx.root, &cx.grimoire_dir(), &cx.settings.config.manifest_name()?)? {
+    Ok(s) if index.grimoire.as_ref().is_some_and(|g| g.manifest_sha256 == s.entry.manifest_sha256) => "shipped",
+    Ok(_) => "pending",
+    Err(NoSnapshot::Missing) => "none",
+    Err(NoSnapshot::Stale(_)) => "stale",
+  };
+  let events = local::local_events(&cx.root, &cx.synth_dir())?;
+  let events_pending =
+    events.iter().filter(|(e, _)| !index.events.iter().any(|s| s.name == e.name && s.sha256 == e.sha256)).count();
+  let mut origins = Vec::new();
+  for origin in cx.remote.child_dirs("origins", MAX_ORIGINS).await? {
+    if !valid_origin(&origin) {
+      continue;
+    }
+    match cx.read_index(&origin).await {
+      Ok(Some(i)) => origins.push(OriginStatus {
+        segments: i.segments.len() as u64,
+        sessions: i.segments.iter().map(|s| &s.session).collect::<BTreeSet<_>>().len() as u64,
+        grimoire: i.grimoire.is_some(),
+        events: i.events.len() as u64,
+        origin,
+      }),
+      Ok(None) => {}
+      Err(e @ LoaError::ReplicaCorrupt { .. }) => problems.push(format!("{}: {e}", e.code())),
+      Err(e) => return Err(e),
+    }
+  }
+  Ok(StatusReport {
+    origin: own.to_string(),
+    bucket: cx.settings.bucket.clone(),
+    prefix: cx.settings.prefix.clone(),
+    sessions,
+    segments_pending: pending,
+    grimoire,
+    events_local: events.len() as u64,
+    events_pending: events_pending as u64,
+    origins,
+    problems,
+  })
+}
