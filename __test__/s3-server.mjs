@@ -4,29 +4,15 @@
 // when the test process exits. Also a small HTTP proxy over real TCP, placed between
 // loa-replicate and the server to inject faults: a 500 on every n-th request, a slow link, the
 // server killed in the middle of an upload.
-import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
 import http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { fixture, root, tempDir } from './helpers.mjs'
+import { fixture, tempDir } from './helpers.mjs'
+import { s3sFs } from '../scripts/install-s3s-fs.mjs'
 
-export const S3S_FS_VERSION = '0.14.1'
-const installRoot = join(root, 'target', 's3s-fs')
-const binary = join(installRoot, 'bin', 's3s-fs')
 export const BUCKET = 'loa-test'
-
-/** The s3s-fs binary, installed with cargo on first use (a few minutes, once). */
-export function s3sFs() {
-  if (existsSync(binary)) return binary
-  const r = spawnSync(
-    'cargo',
-    ['install', `s3s-fs@${S3S_FS_VERSION}`, '--features', 'binary', '--locked', '--root', installRoot],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
-  )
-  if (r.status !== 0 || !existsSync(binary)) throw new Error(`cargo install s3s-fs@${S3S_FS_VERSION} failed (${r.status})`)
-  return binary
-}
 
 /** Starts s3s-fs behind its watchdog; resolves once it listens. */
 function launch(dataDir, port, credentials) {
