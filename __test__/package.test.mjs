@@ -10,8 +10,8 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { readFileSync, readdirSync, realpathSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
-import { join, relative, sep } from 'node:path'
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
+import { join, relative, resolve, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { tempDir } from './helpers.mjs'
 import { checkGlibcBaseline, glibcVersionsNeeded, packages, pluginDir, readJson, root } from '../scripts/packages.mjs'
@@ -40,6 +40,20 @@ test('every package of a release carries the one version of the root package.jso
     assert.deepEqual(pkg.files, [p.addon], `${p.name} publishes its addon and nothing else`)
     assert.equal(pkg.license, core.license)
     assert.deepEqual(pkg.engines, core.engines)
+  }
+
+  // The loa-replicate binary's packages: one per platform, the binary and nothing else, and not
+  // optional dependencies of @loa/core (most installs never replicate; docs/releasing.md).
+  const { replicate } = packages()
+  assert.deepEqual(readdirSync(join(root, 'replicate', 'npm')).sort(), platforms.map((p) => p.target.platformArchABI).sort())
+  for (const p of replicate) {
+    const pkg = readJson(join(p.dir, 'package.json'))
+    assert.equal(pkg.name, `@loa/replicate-${p.target.platformArchABI}`)
+    assert.equal(pkg.version, version, `${p.name} version`)
+    assert.deepEqual([pkg.os, pkg.cpu, pkg.libc], [[p.target.platform], [p.target.arch], { gnu: ['glibc'], musl: ['musl'] }[p.target.abi]], `${p.name} os/cpu/libc`)
+    assert.deepEqual(pkg.files, ['loa-replicate'], `${p.name} publishes its binary and nothing else`)
+    assert.equal(pkg.license, core.license)
+    assert.match(readFileSync(join(p.dir, 'README.md'), 'utf8'), new RegExp(`npm install ${p.name}`))
   }
 
   const exact = Object.fromEntries(names.map((n) => [n, version]))
@@ -81,7 +95,12 @@ test('the glibc baseline check names what needs a newer glibc', { skip: process.
 test('packed and installed outside the repository, @loa/core works as a user gets it', async (t) => {
   const scratch = tempDir(t, 'loa-package-')
   assert.ok(relative(root, realpathSync(scratch)).startsWith('..'), 'the project is outside the repository')
-  const { host, core, platform } = packForHost(join(scratch, 'tarballs'))
+  // The replication binary built here, if any (the CI's npm test builds the debug one first).
+  const replicateBinary = [process.env.LOA_REPLICATE_BIN, ...['replicate', 'release', 'debug'].map((p) => join(root, 'target', p, 'loa-replicate'))]
+    .filter(Boolean)
+    .map((f) => resolve(f))
+    .find((f) => existsSync(f))
+  const { host, core, platform, replicate } = packForHost(join(scratch, 'tarballs'), { replicateBinary })
 
   // Only what a user needs: the loader, the types, the command; the addon comes separately.
   const expectedCore = ['README.md', 'index.d.ts', 'index.js', 'package.json', ...listFiles(join(root, 'bin')).map((f) => `bin/${f}`)]
@@ -90,6 +109,8 @@ test('packed and installed outside the repository, @loa/core works as a user get
     assert.doesNotMatch(file, /(^|\/)(__test__|test|tests|src|target|npm|extensions|bench|fuzz|scripts|docs|node_modules)\/|\.node$|\.test\.|\.rs$|\.map$/, file)
   }
   assert.deepEqual(platform.files, ['README.md', host.addon, 'package.json'].sort())
+  if (replicate) assert.deepEqual(replicate.files, ['README.md', 'loa-replicate', 'package.json'])
+  else t.diagnostic('no loa-replicate binary built here: its package is not packed')
   t.diagnostic(`${core.filename}: ${core.size} bytes; ${platform.filename}: ${platform.size} bytes (${platform.unpackedSize} unpacked)`)
 
   // What the README tells a user to run is what this installs (from the tarballs, before a release).
@@ -98,7 +119,9 @@ test('packed and installed outside the repository, @loa/core works as a user get
   mkdirSync(project)
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }))
   const env = { ...process.env, npm_config_cache: join(scratch, 'npm-cache'), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' }
-  const install = spawnSync('npm', ['install', '--offline', core.tarball, platform.tarball], { cwd: project, env, encoding: 'utf8', timeout: 300_000 })
+  delete env.LOA_REPLICATE_BIN
+  const tarballs = [core.tarball, platform.tarball, ...(replicate ? [replicate.tarball] : [])]
+  const install = spawnSync('npm', ['install', '--offline', ...tarballs], { cwd: project, env, encoding: 'utf8', timeout: 300_000 })
   assert.equal(install.status, 0, install.stderr)
   const installed = join(project, 'node_modules', '@loa', 'core')
   assert.deepEqual(listFiles(installed).sort(), core.files, 'npm installed the packed files')
@@ -154,6 +177,16 @@ console.log(JSON.stringify({ same: core.redact === redact && core.Wal === Wal, r
   assert.deepEqual([dumped.sessionId, dumped.seq, dumped.data.text], ['s1', 1, payload], 'loa reads back what the library wrote')
   const verify = npx(['wal', 'verify', 'wal'])
   assert.equal(verify.status, 0, verify.stderr + verify.stdout)
+  if (replicate) {
+    // `loa replicate` finds the installed package's binary, which runs and answers for itself: a
+    // workspace without a bucket is its E_CONFIG_INVALID (the lookup's failure would be
+    // E_INVALID_ARGUMENT "not installed").
+    const ws = join(project, 'ws')
+    mkdirSync(ws)
+    const status = npx(['replicate', 'status', '--workspace', ws])
+    assert.equal(status.status, 2, status.stderr)
+    assert.match(status.stderr, /^loa: E_CONFIG_INVALID: .*replication\.bucket/m)
+  }
 
   // TypeScript under strict, against the installed index.d.ts; compiled, then run.
   writeFileSync(

@@ -254,6 +254,16 @@ test('objects that differ from the index are refused with E_REPLICA_CORRUPT and 
   assert.equal(own.status, 2)
   assert.match(own.stderr, /^loa: E_REPLICA_CORRUPT: /m)
 
+  // An index naming a size past the format's limit (a segment of 2^50 bytes) is refused before
+  // anything is fetched or allocated.
+  index.segments[0].session = 'cli'
+  index.segments[0].size = 2 ** 50
+  writeFileSync(indexFile, JSON.stringify(index))
+  const big = loa(server, ['replicate', 'pull', '--workspace', b, '--json'])
+  assert.equal(big.status, 1, big.stderr)
+  assert.match(big.json().problems.join('\n'), /origin alpha skipped: E_REPLICA_CORRUPT: /)
+  assert.ok(!existsSync(join(b, WAL, 'sessions', 'alpha.cli')))
+
   // An oversized index is not read past its limit: a bounded read, a coded error.
   writeFileSync(indexFile, Buffer.alloc(64 * 1024 * 1024 + 1, 0x20))
   const huge = loa(server, ['replicate', 'pull', '--workspace', b, '--origin', 'alpha'])
@@ -379,6 +389,21 @@ test('client-side encryption: the bucket holds no plaintext, and only the key op
   ok(loa(server, ['manifest', 'verify', join(b, GRIMOIRE), '--keys', ring]), 'verify')
   assert.deepEqual(memories(b), memories(a))
 
+  // Two sealed bodies swapped between their keys (each would open under its own): neither opens
+  // where it now lies, and nothing is written from it.
+  const [segFile, eventFile] = ['/wal/', '/ledger/events/'].map((part) => join(server.dataDir, BUCKET, objects.find((k) => k.includes(part))))
+  const [segBody, eventBody] = [readFileSync(segFile), readFileSync(eventFile)]
+  writeFileSync(segFile, eventBody)
+  writeFileSync(eventFile, segBody)
+  const swapped = tempDir(t, 'loa-ws-enc-')
+  writeConfig(swapped, { origin: 'alpha', endpoint: server.endpoint, extra: encrypted(keyFile) })
+  const refused = loa(server, ['replicate', 'pull', '--workspace', swapped])
+  assert.equal(refused.status, 2, refused.stdout)
+  assert.match(refused.stderr, /^loa: E_REPLICA_CORRUPT: /m)
+  assert.ok(!existsSync(join(swapped, WAL, 'sessions', 'cli')), 'a swapped segment was written')
+  writeFileSync(segFile, segBody)
+  writeFileSync(eventFile, eventBody)
+
   // No key, or another key: refused, and nothing is written.
   const other = join(secrets, 'other.key')
   writeFileSync(other, randomBytes(32).toString('hex'), { mode: 0o600 })
@@ -466,6 +491,97 @@ test('forgetting reaches the replica: the rewritten segment and the new seal rep
   assert.deepEqual(memories(restored), ['Always run the integration tests before merging to main.'])
   // What was shipped before stays consistent: a second push deletes nothing more.
   assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().objectsDeleted, 0)
+})
+
+/** Relative paths of the files under `dir` whose bytes contain `needle` (symlinks not followed). */
+function filesHolding(dir, needle) {
+  const out = []
+  const walk = (d, rel) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const key = rel ? `${rel}/${e.name}` : e.name
+      if (e.isDirectory()) walk(join(d, e.name), key)
+      else if (e.isFile() && readFileSync(join(d, e.name)).includes(needle)) out.push(key)
+    }
+  }
+  walk(dir, '')
+  return out
+}
+
+test('forgetting reaches the other machines: a memory one origin forgot is forgotten by the next pull of another', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  capture(server, a, 'Remember that the quorvendite archive moves to cold storage in March.')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  for (const ws of [a, b]) ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+  for (const ws of [a, b]) {
+    ok(loa(server, ['replicate', 'pull', '--workspace', ws]), 'pull')
+    ok(loa(server, ['consolidate', '--workspace', ws]), 'consolidate')
+  }
+  const found = (ws) => ok(loa(server, ['search', 'quorvendite archive', '--workspace', ws, '--json']), 'search').json().hits.length
+  assert.equal(found(b), 1, 'B should hold the memory before A forgets it')
+  assert.ok(filesHolding(b, 'quorvendite').length > 0)
+
+  ok(loa(server, ['forget', '--workspace', a, '--query', 'quorvendite archive', '--confirm']), 'forget')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push after forgetting')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull after forgetting').json()
+  assert.equal(pulled.memoriesForgotten, 1, JSON.stringify(pulled))
+  assert.equal(pulled.segmentsMirrored, 1)
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate after forgetting')
+
+  assert.equal(found(b), 0)
+  assert.deepEqual(filesHolding(b, 'quorvendite'), [])
+  assert.deepEqual(filesHolding(b, 'cold storage in March'), [])
+  assert.deepEqual(memories(b), ['Always run the integration tests before merging to main.'])
+  assert.ok(readFileSync(join(b, GRIMOIRE, 'tombstones.jsonl'), 'utf8').includes('"reason":"forget"'))
+  ok(loa(server, ['wal', 'verify', join(b, WAL)]), 'B\'s WAL verifies')
+  // Nothing is forgotten twice: the next pull fetches nothing and forgets nothing.
+  const again = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull again').json()
+  assert.deepEqual([again.segmentsMirrored, again.memoriesForgotten], [0, 0])
+})
+
+test('a hostile workspace: state, WAL, grimoire and events directories that are symlinks, files or FIFOs are refused, nothing is written through them', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  ok(loa(server, ['ledger', 'event', '--workspace', a, '--agent', 'agent-a', '--at', '2026-01-10T13:03:52Z', '--decision', 'db=postgres']), 'event')
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'seal')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push')
+
+  const fifo = (file) => ok(spawnSync('mkfifo', [file], { encoding: 'utf8' }), 'mkfifo')
+  const link = (target, file) => ok(spawnSync('ln', ['-s', target, file], { encoding: 'utf8' }), 'ln -s')
+  // Each: where, how it is made hostile (given the workspace and a directory outside it), and
+  // the origin pulling (alpha restores its own WAL and grimoire, beta mirrors alpha's).
+  const cases = [
+    ['.loa/replicate', (p, out) => link(out, p), 'beta'],
+    ['.loa/replicate', (p) => writeFileSync(p, 'x'), 'beta'],
+    ['.loa/replicate/pulled.json', (p) => fifo(p), 'beta'],
+    ['.loa/wal', (p, out) => link(out, p), 'beta'],
+    ['.loa/wal', (p) => fifo(p), 'beta'],
+    ['.loa/wal/sessions/alpha.cli', (p, out) => link(out, p), 'beta'],
+    ['.loa/wal/sessions', (p, out) => link(out, p), 'alpha'],
+    [GRIMOIRE, (p, out) => link(out, p), 'alpha'],
+    [GRIMOIRE, (p) => writeFileSync(p, 'x'), 'alpha'],
+    [GRIMOIRE, (p) => fifo(p), 'alpha'],
+    ['grimoires/.loa.loa-replica-staging', (p, out) => link(out, p), 'alpha'],
+    ['thoughts/shared/handoffs/events', (p, out) => link(out, p), 'beta'],
+    ['thoughts/shared/handoffs/events', (p) => fifo(p), 'beta'],
+  ]
+  for (const [where, make, origin] of cases) {
+    const ws = tempDir(t, 'loa-ws-hostile-')
+    writeConfig(ws, { origin, endpoint: server.endpoint })
+    const outside = tempDir(t, 'loa-outside-')
+    mkdirSync(join(ws, where, '..'), { recursive: true })
+    make(join(ws, where), outside)
+    const r = loa(server, ['replicate', 'pull', '--workspace', ws, '--json'])
+    const what = `${where} (${origin}): status ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`
+    assert.deepEqual(readdirSync(outside), [], `${what}: written through it`)
+    if (r.status === 2) assert.match(r.stderr, /^loa: E_[A-Z_]+: /m, what)
+    else if (where.endsWith('staging')) assert.equal(r.status, 0, what) // only pull's own scratch name: replaced
+    else assert.fail(`${what}: not refused`)
+  }
 })
 
 test('racing writers: two origins and a second push of the same workspace at once; nothing acknowledged is lost', async (t) => {

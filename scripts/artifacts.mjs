@@ -9,14 +9,19 @@
 // --all        every platform of napi.targets must have its addon (the release workflow); without
 //              it, platforms with no addon are listed and skipped (a local build has one)
 //
-// A linux-*-gnu addon that needs a glibc newer than the 2.17 baseline is refused (see
+// The same for the loa-replicate binary's packages, replicate/npm/<platform>/loa-replicate: a
+// build named `loa-replicate.<platform>` under DIR (as the release workflow names them), and for
+// this machine's platform, when DIR is the root, `target/replicate/loa-replicate` (what
+// `npm run build:replicate` leaves). Platforms with no binary are skipped, --all or not.
+//
+// A linux-*-gnu addon (or binary) that needs a glibc newer than the 2.17 baseline is refused (see
 // scripts/build-release.mjs). An addon left in a platform package by an earlier run, with no
 // new one to replace it, is removed rather than shipped with the new version.
-import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { pathToFileURL } from 'node:url'
-import { checkGlibcBaseline, npmDir as defaultNpmDir, packages, root } from './packages.mjs'
+import { checkGlibcBaseline, hostPlatform, npmDir as defaultNpmDir, packages, REPLICATE_BINARY, replicateNpmDir as defaultReplicateDir, root } from './packages.mjs'
 import { syncVersions } from './versions.mjs'
 
 function findAddon(from, name) {
@@ -49,13 +54,45 @@ export function copyArtifacts({ from = root, npmDir = defaultNpmDir, requireAll 
   })
 }
 
+/**
+ * Copies the loa-replicate builds found under `from` into `npmDir`/<platform>/loa-replicate
+ * (mode 0755). Returns one entry per platform: `{ name, binary, source, bytes }`, `source` null
+ * where none was found.
+ */
+export function copyReplicateArtifacts({ from = root, npmDir = defaultReplicateDir, requireAll = false, checkGlibc = true, hostBinary } = {}) {
+  const { replicate } = packages()
+  const host = hostPlatform('replicate')
+  const fallback = hostBinary ?? (from === root ? join(root, 'target', 'replicate', REPLICATE_BINARY) : null)
+  const results = replicate.map((p) => {
+    let source = existsSync(from) ? findAddon(from, p.artifact) : null
+    if (!source && host?.name === p.name && fallback && existsSync(fallback)) source = fallback
+    return { platform: p, source }
+  })
+  const missing = results.filter((r) => !r.source).map((r) => r.platform.artifact)
+  if (requireAll && missing.length > 0) throw new Error(`no loa-replicate build under ${from} for: ${missing.join(', ')}`)
+  for (const { platform, source } of results) {
+    if (source && platform.glibc && checkGlibc) checkGlibcBaseline(source)
+  }
+  return results.map(({ platform, source }) => {
+    const destination = join(npmDir, platform.target.platformArchABI, REPLICATE_BINARY)
+    if (source) {
+      copyFileSync(source, destination)
+      chmodSync(destination, 0o755)
+    } else rmSync(destination, { force: true })
+    return { name: platform.name, binary: destination, source, bytes: source ? statSync(destination).size : 0 }
+  })
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({ options: { from: { type: 'string' }, all: { type: 'boolean' } } })
   try {
     const { version } = await syncVersions()
     const results = copyArtifacts({ from: values.from ? resolve(values.from) : root, requireAll: values.all })
-    for (const r of results) {
-      process.stdout.write(r.source ? `${r.name}@${version}: ${r.source} (${(r.bytes / 1024 / 1024).toFixed(1)} MiB)\n` : `${r.name}@${version}: no addon built here, skipped\n`)
+    // --all is for the addons: the release workflow does not build loa-replicate yet
+    // (docs/releasing.md), so its packages are packed where a build was found.
+    const replicate = copyReplicateArtifacts({ from: values.from ? resolve(values.from) : root })
+    for (const r of [...results, ...replicate]) {
+      process.stdout.write(r.source ? `${r.name}@${version}: ${r.source} (${(r.bytes / 1024 / 1024).toFixed(1)} MiB)\n` : `${r.name}@${version}: nothing built here, skipped\n`)
     }
   } catch (err) {
     process.stderr.write(`artifacts: ${err.message}\n`)

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run pack:all [-- --out DIR]`: the tarballs of one release, as `npm publish` would upload
 // them, in DIR (default target/packages): @loa/core, each platform package whose addon
-// `npm run artifacts` put in place, and the OpenClaw plugin (compiled to dist/ first). Prints each
+// `npm run artifacts` put in place, the OpenClaw plugin (compiled to dist/ first), and each
+// @loa/replicate-<platform> whose loa-replicate binary `npm run artifacts` put in place. Prints each
 // tarball's size and file count. The package tests (__test__/package.test.mjs,
 // extensions/loa/test/package.test.mjs) pack with the same functions and install the result.
 //
@@ -11,8 +12,8 @@ import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { pathToFileURL } from 'node:url'
-import { copyArtifacts } from './artifacts.mjs'
-import { hostPlatform, npmDir, packages, pluginDir, root, run } from './packages.mjs'
+import { copyArtifacts, copyReplicateArtifacts } from './artifacts.mjs'
+import { hostPlatform, npmDir, packages, pluginDir, REPLICATE_BINARY, replicateNpmDir, root, run } from './packages.mjs'
 
 /** Packs the package in `dir` into `destination`; returns npm's own report of the tarball. */
 export function packPackage(dir, destination) {
@@ -36,6 +37,9 @@ export function packAll(destination) {
     if (existsSync(join(p.dir, p.addon))) reports.push(packPackage(p.dir, destination))
   }
   reports.push(packPackage(pluginDir, destination))
+  for (const p of packages().replicate) {
+    if (existsSync(join(p.dir, REPLICATE_BINARY))) reports.push(packPackage(p.dir, destination))
+  }
   return reports
 }
 
@@ -47,7 +51,7 @@ export function packAll(destination) {
  * baseline is not checked here (a development build may be linked against the machine's glibc),
  * only by the release build and `npm run artifacts`.
  */
-export function packForHost(destination, { plugin = false } = {}) {
+export function packForHost(destination, { plugin = false, replicateBinary = null } = {}) {
   const host = hostPlatform()
   if (!host) throw new Error(`no platform package is configured for ${process.platform}-${process.arch}`)
   const npmCopy = join(destination, 'npm')
@@ -62,6 +66,14 @@ export function packForHost(destination, { plugin = false } = {}) {
     buildPlugin()
     tarballs.plugin = packPackage(pluginDir, destination)
   }
+  // The host's @loa/replicate-<platform> with the given binary, assembled like the addon's.
+  if (replicateBinary) {
+    const replicateCopy = join(destination, 'replicate-npm')
+    cpSync(replicateNpmDir, replicateCopy, { recursive: true })
+    const replicateHost = hostPlatform('replicate')
+    copyReplicateArtifacts({ from: join(destination, 'no-builds'), npmDir: replicateCopy, checkGlibc: false, hostBinary: replicateBinary })
+    tarballs.replicate = packPackage(join(replicateCopy, replicateHost.target.platformArchABI), destination)
+  }
   return { host, ...tarballs }
 }
 
@@ -75,6 +87,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.stdout.write(`${r.tarball}: ${size(r.size)} packed (${r.size} bytes), ${size(r.unpackedSize)} unpacked, ${r.files.length} files\n`)
   }
   const { platforms } = packages()
-  const skipped = platforms.filter((p) => !reports.some((r) => r.name === p.name)).map((p) => p.name)
-  if (skipped.length > 0) process.stdout.write(`not packed (no addon in npm/<platform>; see npm run artifacts): ${skipped.join(', ')}\n`)
+  const skipped = [...platforms, ...packages().replicate].filter((p) => !reports.some((r) => r.name === p.name)).map((p) => p.name)
+  if (skipped.length > 0) process.stdout.write(`not packed (no addon in npm/<platform> or binary in replicate/npm/<platform>; see npm run artifacts): ${skipped.join(', ')}\n`)
 }

@@ -6,6 +6,10 @@
 //   @loa/core-<platform>      npm/<platform>/: one prebuilt addon each, with os, cpu and libc set
 //                             so that npm installs only the one matching the machine
 //   @loa/openclaw-plugin      extensions/loa: the OpenClaw plugin, compiled to dist/
+//   @loa/replicate-<platform> replicate/npm/<platform>/: the loa-replicate binary of `loa replicate`
+//                             (docs/replication.md), os/cpu/libc set like the addon's; not an
+//                             optional dependency of @loa/core (most installs never replicate),
+//                             installed by whoever needs it
 // The platforms are the root package.json's `napi.targets` (napi-rs's own configuration).
 import { spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -16,6 +20,9 @@ import { parseTriple } from '@napi-rs/cli'
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const pluginDir = join(root, 'extensions', 'loa')
 export const npmDir = join(root, 'npm')
+export const replicateNpmDir = join(root, 'replicate', 'npm')
+/** The replication binary's file name in its package. */
+export const REPLICATE_BINARY = 'loa-replicate'
 
 /** The oldest glibc the linux-*-gnu addons may need (that of CentOS 7 / RHEL 7, Rust's own floor). */
 export const GLIBC_BASELINE = '2.17'
@@ -44,7 +51,16 @@ export function packages() {
       glibc: target.platform === 'linux' && target.abi === 'gnu',
     }
   })
-  return { core, version: core.version, binaryName, platforms }
+  const scope = core.name.split('/')[0]
+  const replicate = platforms.map((p) => ({
+    target: p.target,
+    name: `${scope}/replicate-${p.target.platformArchABI}`,
+    dir: join(replicateNpmDir, p.target.platformArchABI),
+    // What the release workflow names each target's build, so that one directory can hold all.
+    artifact: `${REPLICATE_BINARY}.${p.target.platformArchABI}`,
+    glibc: p.glibc,
+  }))
+  return { core, version: core.version, binaryName, platforms, replicate }
 }
 
 /** Runs a command, inheriting stderr; throws with its output when it fails. */
@@ -97,11 +113,15 @@ export function checkGlibcBaseline(file, baseline = GLIBC_BASELINE) {
   return [...needed.keys()]
 }
 
-/** The platform package npm would install on this machine (null where none is configured). */
-export function hostPlatform() {
+/**
+ * The platform package npm would install on this machine (null where none is configured); with
+ * `kind` 'replicate', the replication binary's package for it.
+ */
+export function hostPlatform(kind = 'addon') {
   const musl = process.platform === 'linux' && !process.report.getReport().header.glibcVersionRuntime
+  const { platforms, replicate } = packages()
   return (
-    packages().platforms.find(
+    (kind === 'replicate' ? replicate : platforms).find(
       (p) =>
         p.target.platform === process.platform &&
         p.target.arch === process.arch &&

@@ -13,11 +13,38 @@
 //     openclaw.install.requiredPlatformPackages (the platform packages OpenClaw's installer
 //     checks npm really installed for the host)
 //   - index.js: the version napi's loader expects of the platform package it loads
-import { readFileSync, writeFileSync } from 'node:fs'
+//   - replicate/npm/<platform>/package.json and README.md: the loa-replicate binary's packages,
+//     written here (napi-rs knows only the addon's): name, version, os, cpu, libc, files
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { NapiCli } from '@napi-rs/cli'
-import { packages, pluginDir, readJson, root, writeJson } from './packages.mjs'
+import { packages, pluginDir, readJson, REPLICATE_BINARY, root, writeJson } from './packages.mjs'
+
+/** The replication binary's package of each platform: its package.json and README.md. */
+function writeReplicatePackages({ core, version, replicate }) {
+  for (const p of replicate) {
+    mkdirSync(p.dir, { recursive: true })
+    const libc = { gnu: ['glibc'], musl: ['musl'] }[p.target.abi]
+    writeJson(join(p.dir, 'package.json'), {
+      name: p.name,
+      version,
+      description: `The loa-replicate binary of \`loa replicate\` (${core.name}) for ${p.target.platformArchABI}`,
+      os: [p.target.platform],
+      cpu: [p.target.arch],
+      ...(libc ? { libc } : {}),
+      files: [REPLICATE_BINARY],
+      license: core.license,
+      engines: core.engines,
+    })
+    writeFileSync(
+      join(p.dir, 'README.md'),
+      `# \`${p.name}\`\n\nThe **${p.target.triple}** build of \`${REPLICATE_BINARY}\`, the program behind ` +
+        `\`loa replicate push|pull|status\` of \`${core.name}\` (replication on S3-compatible object storage). ` +
+        `Install it beside \`${core.name}\` (\`npm install ${p.name}\`), at the same version; \`loa\` finds it.\n`,
+    )
+  }
+}
 
 /** Returns `entry` with `key` set to `value`, placed after `after` if the key is new. */
 function withKey(entry, key, value, after) {
@@ -46,6 +73,7 @@ export async function syncVersions() {
   if (!/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(version)) throw new Error(`package.json: version ${version} is not a plain semver version`)
 
   await new NapiCli().createNpmDirs({ cwd: root })
+  writeReplicatePackages(packages())
 
   // Sorted by name, as npm sorts dependencies when it saves them.
   const names = platforms.map((p) => p.name).sort()
@@ -71,7 +99,7 @@ export async function syncVersions() {
     .replace(/(bindingPackageVersion !== ')[^']*(')/g, `$1${version}$2`)
     .replace(/(expected )\S+( but got \$\{bindingPackageVersion\})/g, `$1${version}$2`)
   writeFileSync(loaderFile, loader)
-  return { version, packages: [core.name, ...platforms.map((p) => p.name), plugin.name] }
+  return { version, packages: [core.name, ...platforms.map((p) => p.name), plugin.name, ...packages().replicate.map((p) => p.name)] }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

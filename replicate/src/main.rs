@@ -95,7 +95,7 @@ fn run(args: Args) -> Result<i32> {
   let root = loa_core::fsutil::StateDir::open_root(&workspace)?;
   let remote = remote::Remote::open(&settings)?;
   let progress = ops::Progress { enabled: args.progress || (std::io::stderr().is_terminal() && !args.json) };
-  let cx = ops::Context { settings, remote, root, progress };
+  let cx = ops::Context { settings, remote, root, workspace, progress };
   let runtime = tokio::runtime::Builder::new_current_thread()
     .enable_all()
     .build()
@@ -116,8 +116,8 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::pull(&cx, &options))?;
       print(args.json, &r, |r| {
         format!(
-          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here; {} record(s) dropped by --until-seq; grimoire {}; {} event(s) written, {} already here{}",
-          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.records_dropped, r.grimoire, r.events_written, r.events_skipped, problems_text(&r.problems)
+          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here; {} record(s) dropped by --until-seq; {} memor(ies) forgotten as another origin forgot them; grimoire {}; {} event(s) written, {} already here{}",
+          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.records_dropped, r.memories_forgotten, r.grimoire, r.events_written, r.events_skipped, problems_text(&r.problems)
         )
       });
       r.problems.len()

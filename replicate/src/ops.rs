@@ -1,11 +1,13 @@
 //! `push`, `pull` and `status`: what each reads, writes and reports.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use loa_core::config::{store_options, MemoryOverrides};
 use loa_core::fsutil::StateDir;
 use loa_core::lock::{lock_in, LockGuard};
+use loa_core::memory::{forget_records, ForgetOptions, TOMBSTONE_OP};
 use loa_core::sign::manifest::parse_manifest;
 use loa_core::synth::event::MAX_EVENT_BYTES;
 use loa_core::{LoaError, Result};
@@ -42,6 +44,9 @@ pub struct Context {
   pub settings: Settings,
   pub remote: Remote,
   pub root: StateDir,
+  /// The workspace as given (`root` is its open handle): the core's memory settings are
+  /// resolved from it.
+  pub workspace: PathBuf,
   pub progress: Progress,
 }
 
@@ -306,6 +311,9 @@ pub struct PullReport {
   pub segments_skipped: u64,
   /// Records left out by `--until-seq`.
   pub records_dropped: u64,
+  /// Memories forgotten here because another origin forgot them (its segment came back with
+  /// tombstone records where this workspace had applied or mirrored the memory's record).
+  pub memories_forgotten: u64,
   /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
   pub grimoire: &'static str,
   pub events_written: u64,
@@ -384,6 +392,24 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
         report.segments_restored += 1;
       } else {
         let session = mirror_session(origin, &entry.session);
+        // The origin forgot memories (its segment came back with tombstone records): forgotten
+        // here too, from every file, before the mirrored copy is replaced. When that cannot be
+        // done now (a live session here holds the memory too), the segment is left as it was
+        // and the next pull tries again.
+        let tombstones: HashSet<u64> = records.iter().filter(|r| r.op == TOMBSTONE_OP).map(|r| r.seq).collect();
+        if !tombstones.is_empty() {
+          let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
+          match forget_records(&store, &session, &tombstones, &ForgetOptions::default()) {
+            Ok(done) => report.memories_forgotten += done.tombstones.len() as u64,
+            Err(e) => {
+              report.problems.push(format!(
+                "segment {key} not mirrored: the memories its origin forgot could not be forgotten here: {}: {e}",
+                e.code()
+              ));
+              continue;
+            }
+          }
+        }
         let out = encode_segment(&header, &records, &session);
         write_segment(&cx.root, &wal_dir, &session, entry.first_seq, &out)?;
         pulled.segments.insert(state_key, entry.sha256.clone());

@@ -73,6 +73,11 @@ impl Reason {
 
 const LOCK_FILE: &str = "memory-consolidate.lock";
 
+/// The op of the record that replaces a forgotten memory's record in the WAL (same seq and
+/// time, no path, no data): what a machine mirroring another's log looks for (see
+/// [`super::forget_records`]).
+pub const TOMBSTONE_OP: &str = "tombstone";
+
 /// Forgets the memories `ids` (see the module docs). `index`: the store's open index, else the
 /// workspace's index directory is opened if it exists. The caller holds no consolidation lock.
 pub(super) fn run(
@@ -89,6 +94,44 @@ pub(super) fn run(
   let consolidation = wal_dir.open_file(LOCK_FILE, OpenMode::CREATE)?;
   lock_file(consolidation.file(), layout.lock_timeout, "memory consolidation")?;
   run_locked(layout, own, index, ids, reason, audit_key)
+}
+
+/// Forgets the memories that the records `seqs` of `session` wrote: those records still in the
+/// session's log, and, for records consolidation applied (and retention may have pruned since),
+/// the memory paths whose winner they are in the consolidation state. For replication: another
+/// machine forgot them and its log, mirrored here as `session`, now holds tombstone records at
+/// those seqs. The lookup and the forgetting happen under the memory consolidation lock, so no
+/// consolidation applies one of those records in between. A memory another record (of any
+/// session) wrote later, with the same content, is the same memory and is forgotten too.
+pub(super) fn run_for_records(
+  layout: &Layout,
+  session: &str,
+  seqs: &HashSet<u64>,
+  audit_key: Option<&zeroize::Zeroizing<Vec<u8>>>,
+) -> Result<ForgetOutcome> {
+  wal::reader::validate_session_id(session)?;
+  let root = layout.root()?;
+  let wal_dir =
+    layout.dir_in(&root, &layout.wal, true)?.ok_or_else(|| LoaError::Internal("WAL dir vanished".into()))?;
+  let consolidation = wal_dir.open_file(LOCK_FILE, OpenMode::CREATE)?;
+  lock_file(consolidation.file(), layout.lock_timeout, "memory consolidation")?;
+  let wal_path = layout.wal_path();
+  let mut ids: Vec<String> = Vec::new();
+  if list_sessions(&wal_path)?.iter().any(|s| s == session) {
+    for record in read_session(&wal_path, session)?.records {
+      if seqs.contains(&record.seq) {
+        ids.extend(record_hash_of(&record).map(str::to_string));
+      }
+    }
+  }
+  for path in wal::paths_written_by(&wal_path, session, seqs)? {
+    let id = path.strip_prefix(MEMORY_DIR).and_then(|p| p.strip_prefix('/')).and_then(record_name_hash);
+    ids.extend(id.map(str::to_string));
+  }
+  if ids.is_empty() {
+    return Ok(ForgetOutcome { applied: true, ..Default::default() });
+  }
+  run_locked(layout, None, None, &ids, Reason::Forget, audit_key)
 }
 
 /// [`run`] for a caller that already holds the memory consolidation lock.
@@ -173,7 +216,7 @@ pub(super) fn run_locked(
       seq: record.seq,
       ts_ms: record.ts_ms,
       session_id: record.session_id.clone(),
-      op: "tombstone".into(),
+      op: TOMBSTONE_OP.into(),
       path: None,
       meta: Some(serde_json::json!({ "tombstone": tomb_of(hash) }).to_string()),
       data: None,

@@ -75,12 +75,13 @@ mod view;
 
 /// One NOTES.md writer at a time: consolidation and the ledger's edits share this lock.
 pub(crate) use consolidate::LOCK_FILE as NOTES_LOCK_FILE;
+pub use forget::TOMBSTONE_OP;
 pub use import::{ImportOptions, ImportReport};
 pub use layout::check_workspace;
 pub use markdown::{MarkdownRead, ReadOptions};
 pub use seal::{SealRequest, Sealed};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
-pub use store::{consolidate_workspace, consolidate_workspace_with, MemoryStore};
+pub use store::{consolidate_workspace, consolidate_workspace_with, forget_records, MemoryStore};
 pub use types::{
   CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
   ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,

@@ -69,6 +69,24 @@ pub fn consolidate_workspace_with(options: &StoreOptions, seal: Option<&SealRequ
   consolidate::run(&layout, None, None, seal).map(|o| o.outcome)
 }
 
+/// Forgets, in the workspace of `options` and without opening a session, the memories that
+/// the WAL records `seqs` of `session` wrote, whether those records are still in the log or
+/// were consolidated (and pruned) already; like [`MemoryStore::forget`] otherwise (every file,
+/// the WAL, the search index, a tombstone and a `memory.forget` audit event). For replication:
+/// another machine forgot them, and its log, mirrored here as `session`, holds tombstone
+/// records at those seqs now. `options.session_id` is ignored; seqs that wrote no memory are
+/// skipped, and nothing to forget changes nothing.
+pub fn forget_records(
+  options: &StoreOptions,
+  session: &str,
+  seqs: &HashSet<u64>,
+  forget_options: &ForgetOptions,
+) -> Result<ForgetOutcome> {
+  let layout = Layout::resolve(options)?;
+  layout.create()?;
+  forget::run_for_records(&layout, session, seqs, forget_options.audit_hmac_key.as_ref())
+}
+
 impl MemoryStore {
   /// Opens the memory of `options.workspace_dir` for one session: creates the grimoire and WAL
   /// directories (never through a symlink: a symlinked directory on the way is

@@ -1,6 +1,6 @@
 //! Forgetting (by id, by query with confirm, by expiry) and incremental consolidation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -302,5 +302,64 @@ fn a_new_session_after_another_one_closed_consolidates_incrementally() {
     }
     let _ = store.build_context(&ContextRequest::default()).unwrap();
     store.close().unwrap();
+  }
+}
+
+#[test]
+fn forget_records_forgets_what_mirrored_records_wrote_in_the_log_or_consolidated_and_pruned() {
+  let ws = tempfile::tempdir().unwrap();
+  let opts = StoreOptions { workspace_dir: ws.path().to_path_buf(), ..Default::default() };
+  // A mirrored session: written by pull in a real workspace, by a store here.
+  let mirror = open(ws.path(), "m1.s");
+  let kept = mirror.capture(entry(MemoryKind::Decision, "Keep the release plan in the shared vault")).unwrap();
+  let gone = mirror.capture(entry(MemoryKind::Decision, SECRET)).unwrap();
+  drop(mirror);
+  let seqs: HashSet<u64> = [gone.seq.unwrap()].into();
+
+  // Still in the log only (not consolidated): the record is found there.
+  let pending = tempfile::tempdir().unwrap();
+  copy_tree(ws.path(), pending.path());
+  let p_opts = StoreOptions { workspace_dir: pending.path().to_path_buf(), ..Default::default() };
+  let done = forget_records(&p_opts, "m1.s", &seqs, &ForgetOptions::default()).unwrap();
+  assert_eq!((done.tombstones.len(), done.wal_records), (1, 1));
+  assert!(holders(&snapshot(pending.path()), "zorblax").is_empty());
+
+  // Consolidated, and the segment gone since (as retention prunes it): found in the state.
+  consolidate_workspace(&opts).unwrap();
+  fs::remove_dir_all(ws.path().join(".loa/wal/sessions/m1.s")).unwrap();
+  let other = open(ws.path(), "b");
+  assert_eq!(other.search("zorblax", &SearchOptions::default()).unwrap().hits.len(), 1);
+  drop(other);
+  assert!(!holders(&snapshot(ws.path()), "zorblax").is_empty());
+  // Seqs that wrote no memory, and another session's seqs, change nothing.
+  let before = snapshot(ws.path());
+  let none = forget_records(&opts, "m1.s", &[99].into(), &ForgetOptions::default()).unwrap();
+  assert!(none.tombstones.is_empty());
+  forget_records(&opts, "m2.s", &seqs, &ForgetOptions::default()).unwrap();
+  same(&snapshot(ws.path()), &before, "nothing to forget");
+
+  let done = forget_records(&opts, "m1.s", &seqs, &ForgetOptions::default()).unwrap();
+  assert_eq!(done.tombstones.len(), 1);
+  let after = snapshot(ws.path());
+  for needle in UNIQUE.iter().copied().chain([SECRET, gone.id.as_deref().unwrap()]) {
+    assert_eq!(holders(&after, needle), Vec::<String>::new(), "{needle:?} is still in a file");
+  }
+  let view = open(ws.path(), "b");
+  assert!(view.search("zorblax", &SearchOptions::default()).unwrap().hits.is_empty());
+  assert!(view.get(kept.id.as_deref().unwrap(), None).unwrap().is_some(), "the other memory stays");
+  let audit = snapshot(&ws.path().join(".loa/audit"));
+  assert!(audit.values().any(|b| String::from_utf8_lossy(b).contains("memory.forget")));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+  for e in fs::read_dir(from).unwrap() {
+    let e = e.unwrap();
+    let target = to.join(e.file_name());
+    if e.file_type().unwrap().is_dir() {
+      fs::create_dir_all(&target).unwrap();
+      copy_tree(&e.path(), &target);
+    } else if e.file_type().unwrap().is_file() {
+      fs::copy(e.path(), &target).unwrap();
+    }
   }
 }

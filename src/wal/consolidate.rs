@@ -349,6 +349,28 @@ pub fn forget_paths(wal_dir: &Path, paths: &[String], lock_timeout: Duration) ->
   Ok(removed)
 }
 
+/// The paths whose current winner is a `write` record of `session_id` with one of `seqs`:
+/// what those records put in the target, found after the records themselves may be gone
+/// (pruned). Reads every shard of the consolidation state (a run's cost grows with every path
+/// ever applied), so it is for rare events, such as another machine forgetting what those
+/// records wrote. Changes nothing; no state yet is no paths.
+pub fn paths_written_by(wal_dir: &Path, session_id: &str, seqs: &HashSet<u64>) -> Result<Vec<String>> {
+  let Some(root) = super::reader::open_wal_dir(wal_dir)? else { return Ok(Vec::new()) };
+  if seqs.is_empty() || root.kind_of(STATE_FILE)?.is_none() {
+    return Ok(Vec::new());
+  }
+  ensure_regular_or_absent(&root, STATE_FILE)?;
+  let mut state = State::load(&root)?;
+  state.load_all_shards(&root)?;
+  let mut paths: Vec<String> = state
+    .winners()
+    .filter(|(_, w)| w.op == "write" && w.session_id == session_id && seqs.contains(&w.seq))
+    .map(|(p, _)| p.to_string())
+    .collect();
+  paths.sort();
+  Ok(paths)
+}
+
 /// Errors that come from what a record names rather than from the disk: retrying cannot help.
 fn cannot_apply(error: &LoaError) -> bool {
   match error {

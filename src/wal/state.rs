@@ -172,7 +172,17 @@ impl State {
 
   /// Reads the shards `paths` fall in (each once), rolling back what an uncommitted run left.
   pub fn load_shards<'a>(&mut self, root: &StateDir, paths: impl IntoIterator<Item = &'a str>) -> Result<()> {
-    let wanted: BTreeSet<u16> = paths.into_iter().map(shard_of).filter(|s| !self.shards.contains_key(s)).collect();
+    self.load_shard_numbers(root, paths.into_iter().map(shard_of))
+  }
+
+  /// Reads every shard (a missing one is empty): for the rare caller that must look at every
+  /// winner, such as [`super::consolidate::paths_written_by`].
+  pub fn load_all_shards(&mut self, root: &StateDir) -> Result<()> {
+    self.load_shard_numbers(root, 0..SHARDS)
+  }
+
+  fn load_shard_numbers(&mut self, root: &StateDir, shards: impl IntoIterator<Item = u16>) -> Result<()> {
+    let wanted: BTreeSet<u16> = shards.into_iter().filter(|s| !self.shards.contains_key(s)).collect();
     if wanted.is_empty() {
       return Ok(());
     }
@@ -217,6 +227,11 @@ impl State {
   /// The current winner of `path` (its shard must be loaded).
   pub fn winner(&self, path: &str) -> Option<ConflictSide> {
     self.shards.get(&shard_of(path))?.paths.get(path).map(Entry::side)
+  }
+
+  /// Every winner of the loaded shards, as (path, winner).
+  pub fn winners(&self) -> impl Iterator<Item = (&str, ConflictSide)> {
+    self.shards.values().flat_map(|s| s.paths.iter().map(|(p, e)| (p.as_str(), e.side())))
   }
 
   /// Makes `side` the winner of `path` in the run being made (its shard must be loaded).
