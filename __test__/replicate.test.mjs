@@ -119,7 +119,9 @@ test('push ships the WAL, is idempotent, and status compares local with shipped'
   capture(server, ws, 'Prefer small pull requests that touch one component at a time.')
   status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
   assert.deepEqual(status.sessions.map((s) => [s.lastSeq, s.shippedSeq]), [[3, 2]])
-  ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push 3')
+  // Progress on stderr when asked (the default only on a terminal): each upload named.
+  const progress = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--progress']), 'push 3').stderr
+  assert.match(progress, /^loa replicate: uploading \S+\/wal\/\S+0+1-0+3\.wal \(\d+ bytes\)$/m)
   const wal = Object.keys(bucketObjects(server)).filter((k) => k.includes('/wal/'))
   assert.equal(wal.length, 1, wal.join(' '))
   assert.match(wal[0], /0+1-0+3\.wal$/)

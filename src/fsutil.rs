@@ -341,20 +341,25 @@ impl StateDir {
       }
     }
     let temp = temp_name(name);
-    let how = OpenMode::CREATE_NEW.with_mode(mode.unwrap_or(DEFAULT_FILE_MODE));
-    let result = (|| {
-      let mut file = self.open_file(&temp, how)?;
-      file.write_all(data)?;
-      file.sync_all()?;
-      drop(file);
+    let result = self.write_temp(&temp, data, mode).and_then(|()| {
       self.rename(&temp, name)?;
       self.sync()
-    })();
+    });
     if result.is_err() {
       // Best effort: the temp file is ours alone, and leaving it would only waste space.
       let _ = rustix::fs::unlinkat(&self.fd, temp.as_os_str(), AtFlags::empty());
     }
     result
+  }
+
+  /// The first steps of [`write_atomic`](Self::write_atomic) and [`write_new`](Self::write_new):
+  /// the complete `data` in the fresh file `temp` (never an existing one), fsynced. The caller
+  /// moves it into place and removes it on failure.
+  fn write_temp(&self, temp: &OsStr, data: &[u8], mode: Option<u32>) -> Result<()> {
+    let how = OpenMode::CREATE_NEW.with_mode(mode.unwrap_or(DEFAULT_FILE_MODE));
+    let mut file = self.open_file(temp, how)?;
+    file.write_all(data)?;
+    file.sync_all()
   }
 
   /// Like [`write_atomic`](Self::write_atomic), but never replaces anything: the complete file
@@ -371,12 +376,8 @@ impl StateDir {
     let mut names = names.into_iter().peekable();
     let Some(first) = names.peek() else { return Ok(None) };
     let temp = temp_name(first.as_ref());
-    let how = OpenMode::CREATE_NEW.with_mode(mode.unwrap_or(DEFAULT_FILE_MODE));
     let result = (|| {
-      let mut file = self.open_file(&temp, how)?;
-      file.write_all(data)?;
-      file.sync_all()?;
-      drop(file);
+      self.write_temp(&temp, data, mode)?;
       for name in names {
         let name = name.as_ref();
         check_name(name)?;

@@ -57,14 +57,9 @@ impl SegmentEntry {
   }
 }
 
-/// One file of the sealed grimoire, stored by its digest (`grimoire/blobs/<sha256>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileEntry {
-  pub path: String,
-  pub size: u64,
-  pub sha256: String,
-}
+/// One file of the sealed grimoire, stored by its digest (`grimoire/blobs/<sha256>`): the
+/// manifest's own entry, so the index records exactly what the signed manifest does.
+pub use loa_core::sign::manifest::FileEntry;
 
 /// The sealed grimoire: its signed manifest and the files it lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use loa_core::synth::event::MAX_EVENT_BYTES;
 use loa_core::synth::EVENTS_DIR;
 use loa_core::{LoaError, Result};
 
-use crate::index::{valid_event_name, EventEntry, FileEntry, GrimoireEntry};
+use crate::index::{valid_event_name, EventEntry, GrimoireEntry};
 use crate::segments::sha256_hex;
 
 /// A sealed grimoire as it is on disk: the manifest's bytes and every file it lists, each
@@ -65,7 +65,6 @@ pub fn read_snapshot(
     Err(e) => return Ok(Err(NoSnapshot::Stale(format!("the manifest does not parse ({})", e.code())))),
   };
   let mut files = Vec::with_capacity(parsed.files.len());
-  let mut entries = Vec::with_capacity(parsed.files.len());
   for f in &parsed.files {
     let (dir, name) = split(&f.path);
     let changed =
@@ -80,14 +79,13 @@ pub fn read_snapshot(
     if bytes.len() as u64 != f.size || sha256_hex(&bytes) != f.sha256 {
       return changed();
     }
-    entries.push(FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() });
     files.push(bytes);
   }
   let entry = GrimoireEntry {
     manifest: manifest_name.to_string(),
     manifest_size: manifest.len() as u64,
     manifest_sha256: sha256_hex(&manifest),
-    files: entries,
+    files: parsed.files,
   };
   Ok(Ok(Snapshot { entry, manifest, files }))
 }

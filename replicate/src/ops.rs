@@ -13,7 +13,7 @@ use loa_core::synth::event::MAX_EVENT_BYTES;
 use loa_core::{LoaError, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::index::{blob_key, event_key, index_key, EventEntry, FileEntry, GrimoireEntry, Index, MAX_INDEX_BYTES};
+use crate::index::{blob_key, event_key, index_key, EventEntry, GrimoireEntry, Index, MAX_INDEX_BYTES};
 use crate::local::{self, NoSnapshot, Snapshot};
 use crate::remote::{Created, Remote};
 use crate::segments::{self, check_downloaded, encode_segment, mirror_session, sha256_hex, write_segment};
@@ -480,9 +480,7 @@ async fn fetch_snapshot(cx: &Context, origin: &str, g: &GrimoireEntry) -> Result
   let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
   let value: serde_json::Value = serde_json::from_slice(&manifest).map_err(|_| corrupt("the manifest is not JSON"))?;
   let parsed = parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
-  let listed: Vec<FileEntry> =
-    parsed.files.iter().map(|f| FileEntry { path: f.path.clone(), size: f.size, sha256: f.sha256.clone() }).collect();
-  if listed != g.files {
+  if parsed.files != g.files {
     return Err(corrupt("the manifest lists other files than the index"));
   }
   let mut files = Vec::with_capacity(g.files.len());
