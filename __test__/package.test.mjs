@@ -14,7 +14,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync, writeFil
 import { join, relative, resolve, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { tempDir } from './helpers.mjs'
-import { checkGlibcBaseline, glibcVersionsNeeded, packages, pluginDir, readJson, root } from '../scripts/packages.mjs'
+import { checkGlibcBaseline, glibcVersionsNeeded, hostPlatform, packages, pluginDir, readJson, root } from '../scripts/packages.mjs'
 import { packForHost } from '../scripts/pack.mjs'
 
 function listFiles(dir, base = dir) {
@@ -95,8 +95,11 @@ test('the glibc baseline check names what needs a newer glibc', { skip: process.
 test('packed and installed outside the repository, @loa/core works as a user gets it', async (t) => {
   const scratch = tempDir(t, 'loa-package-')
   assert.ok(relative(root, realpathSync(scratch)).startsWith('..'), 'the project is outside the repository')
-  // The replication binary built here, if any (the CI's npm test builds the debug one first).
-  const replicateBinary = [process.env.LOA_REPLICATE_BIN, ...['replicate', 'release', 'debug'].map((p) => join(root, 'target', p, 'loa-replicate'))]
+  // The replication binary built here, if any (the CI's npm test builds the debug one first): a
+  // release build in the root (npm run build:release-replicate, the release workflow's) before
+  // the checkout's own builds.
+  const releaseReplicate = join(root, hostPlatform('replicate')?.artifact ?? 'loa-replicate.none')
+  const replicateBinary = [process.env.LOA_REPLICATE_BIN, releaseReplicate, ...['replicate', 'release', 'debug'].map((p) => join(root, 'target', p, 'loa-replicate'))]
     .filter(Boolean)
     .map((f) => resolve(f))
     .find((f) => existsSync(f))
@@ -109,8 +112,10 @@ test('packed and installed outside the repository, @loa/core works as a user get
     assert.doesNotMatch(file, /(^|\/)(__test__|test|tests|src|target|npm|extensions|bench|fuzz|scripts|docs|node_modules)\/|\.node$|\.test\.|\.rs$|\.map$/, file)
   }
   assert.deepEqual(platform.files, ['README.md', host.addon, 'package.json'].sort())
-  if (replicate) assert.deepEqual(replicate.files, ['README.md', 'loa-replicate', 'package.json'])
-  else t.diagnostic('no loa-replicate binary built here: its package is not packed')
+  if (replicate) {
+    assert.deepEqual(replicate.files, ['README.md', 'loa-replicate', 'package.json'])
+    t.diagnostic(`${replicate.filename}: ${replicate.size} bytes, packed from ${relative(root, replicateBinary)}`)
+  } else t.diagnostic('no loa-replicate binary built here: its package is not packed')
   t.diagnostic(`${core.filename}: ${core.size} bytes; ${platform.filename}: ${platform.size} bytes (${platform.unpackedSize} unpacked)`)
 
   // What the README tells a user to run is what this installs (from the tarballs, before a release).

@@ -3,10 +3,12 @@
 // port of its own choosing and a temp data directory, always behind a watchdog that kills it
 // when the test process exits. Also a small HTTP proxy over real TCP, placed between
 // loa-replicate and the server to inject faults: a 500 on every n-th request, a slow link, the
-// server killed in the middle of an upload.
+// server killed in the middle of an upload; or to put TLS in front of the server (which speaks
+// plain HTTP only).
 import { spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import http from 'node:http'
+import https from 'node:https'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { fixture, tempDir } from './helpers.mjs'
@@ -87,10 +89,11 @@ export async function startS3(t) {
  *   event-loop turn after a short pause (a slow link; bounded: it only slows, never stalls).
  * - `onBody(request, bytesSoFar)`: called as a request body streams through (to kill the
  *   server mid-upload).
- * `stats` counts requests, failures injected and upstream errors.
+ * - `tls: { key, cert }` (PEM): the proxy speaks HTTPS with this certificate (endpoint https://).
+ * `stats` counts requests, failures injected, upstream errors and failed TLS handshakes.
  */
-export async function startProxy(t, upstreamPort, { failEvery = 0, bytesPerTick = 0, onBody } = {}) {
-  const stats = { requests: 0, injected: 0, upstreamErrors: 0, methods: {} }
+export async function startProxy(t, upstreamPort, { failEvery = 0, bytesPerTick = 0, onBody, tls } = {}) {
+  const stats = { requests: 0, injected: 0, upstreamErrors: 0, tlsErrors: 0, methods: {} }
   const slow = async (chunk, write) => {
     if (!bytesPerTick) return write(chunk)
     for (let at = 0; at < chunk.length; at += bytesPerTick) {
@@ -98,7 +101,7 @@ export async function startProxy(t, upstreamPort, { failEvery = 0, bytesPerTick 
       write(chunk.subarray(at, at + bytesPerTick))
     }
   }
-  const server = http.createServer(async (req, res) => {
+  const handle = async (req, res) => {
     stats.requests += 1
     stats.methods[req.method] = (stats.methods[req.method] ?? 0) + 1
     if (failEvery && stats.requests % failEvery === 0) {
@@ -132,9 +135,11 @@ export async function startProxy(t, upstreamPort, { failEvery = 0, bytesPerTick 
     } catch {
       upstream.destroy()
     }
-  })
+  }
+  const server = tls ? https.createServer(tls, handle) : http.createServer(handle)
+  server.on('tlsClientError', () => (stats.tlsErrors += 1))
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.after(() => new Promise((resolve) => server.close(resolve)))
   server.closeAllConnections && t.after(() => server.closeAllConnections())
-  return { endpoint: `http://127.0.0.1:${server.address().port}`, stats }
+  return { endpoint: `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`, stats }
 }

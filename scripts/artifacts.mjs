@@ -10,9 +10,11 @@
 //              it, platforms with no addon are listed and skipped (a local build has one)
 //
 // The same for the loa-replicate binary's packages, replicate/npm/<platform>/loa-replicate: a
-// build named `loa-replicate.<platform>` under DIR (as the release workflow names them), and for
-// this machine's platform, when DIR is the root, `target/replicate/loa-replicate` (what
-// `npm run build:replicate` leaves). Platforms with no binary are skipped, --all or not.
+// build named `loa-replicate.<platform>` under DIR (what `npm run build:release-replicate` leaves
+// in the root, and what the release workflow names each target's build), and for this machine's
+// platform, when DIR is the root and no such build is there, `target/replicate/loa-replicate`
+// (what `npm run build:replicate` leaves, linked against this machine's glibc). --all: every
+// platform must have its binary too.
 //
 // A linux-*-gnu addon (or binary) that needs a glibc newer than the 2.17 baseline is refused (see
 // scripts/build-release.mjs). An addon left in a platform package by an earlier run, with no
@@ -88,9 +90,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   try {
     const { version } = await syncVersions()
     const results = copyArtifacts({ from: values.from ? resolve(values.from) : root, requireAll: values.all })
-    // --all is for the addons: the release workflow does not build loa-replicate yet
-    // (docs/releasing.md), so its packages are packed where a build was found.
-    const replicate = copyReplicateArtifacts({ from: values.from ? resolve(values.from) : root })
+    const replicate = copyReplicateArtifacts({ from: values.from ? resolve(values.from) : root, requireAll: values.all })
     for (const r of [...results, ...replicate]) {
       process.stdout.write(r.source ? `${r.name}@${version}: ${r.source} (${(r.bytes / 1024 / 1024).toFixed(1)} MiB)\n` : `${r.name}@${version}: nothing built here, skipped\n`)
     }

@@ -5,22 +5,30 @@
 // machine's; the release workflow (.github/workflows/release.yml) runs the same script for the
 // other Linux targets, and for macOS on a macOS runner.
 //
-// How: for Linux targets, napi build --cross-compile runs cargo-zigbuild, which links with zig:
-// against glibc stubs of the version named after the triple (x86_64-unknown-linux-gnu.2.17) for
-// gnu targets, against zig's own musl for musl targets. Both tools come from registries at pinned
-// versions and live in target/release-tools (installed on first use, reused after): zig from
-// PyPI's `ziglang` wheel (the zig project's own binaries), cargo-zigbuild from crates.io
-// (`cargo install --locked`). Nothing is installed outside target/. macOS targets build with
-// plain `napi build` (Apple's linker; no glibc).
+// `npm run build:release-replicate [-- --target TRIPLE]` (`--replicate`): the same for the
+// loa-replicate binary of @loa/replicate-<platform> (docs/replication.md), built once with the
+// `replicate` profile (`cargo zigbuild -p loa-replicate --profile replicate`) and copied to
+// loa-replicate.<platform> in the repository root, the name `npm run artifacts` looks for there
+// and under the release workflow's artifacts/ (as napi leaves loa-core.<platform>.node there).
 //
-// Afterwards a gnu addon is checked with readelf: no symbol may need a glibc newer than 2.17.
-// Then `npm run artifacts` moves it into its npm/<platform> package. The Rust standard library of a
-// target other than the host's comes from `rustup target add TRIPLE`, which this machine cannot
-// reach: here only x86_64-unknown-linux-gnu builds.
-import { existsSync, mkdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+// How: for Linux targets, napi build --cross-compile (or, for loa-replicate, cargo zigbuild) runs
+// cargo-zigbuild, which links with zig: against glibc stubs of the version named after the triple
+// (x86_64-unknown-linux-gnu.2.17) for gnu targets, against zig's own musl for musl targets; zig
+// also compiles the C of the -sys crates (aws-lc-sys, through the cc crate) for that target. Both
+// tools come from registries at pinned versions and live in target/release-tools (installed on
+// first use, reused after): zig from PyPI's `ziglang` wheel (the zig project's own binaries),
+// cargo-zigbuild from crates.io (`cargo install --locked`). Nothing is installed outside target/.
+// macOS targets build with plain `napi build` / `cargo build --target` (Apple's linker; no glibc).
+//
+// Afterwards a gnu addon or binary is checked with readelf: no symbol may need a glibc newer than
+// 2.17. Then `npm run artifacts` moves it into its npm/<platform> (replicate/npm/<platform>)
+// package. The Rust standard library of a target other than the host's comes from
+// `rustup target add TRIPLE`, which this machine cannot reach: here only x86_64-unknown-linux-gnu
+// builds.
+import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { GLIBC_BASELINE, checkGlibcBaseline, packages, root, run } from './packages.mjs'
+import { GLIBC_BASELINE, checkGlibcBaseline, packages, REPLICATE_BINARY, root, run } from './packages.mjs'
 
 const ZIG_VERSION = '0.15.2'
 const CARGO_ZIGBUILD_VERSION = '0.24.1'
@@ -61,8 +69,11 @@ function ensureZigbuild() {
   run('cargo', ['install', '--locked', '--quiet', '--version', CARGO_ZIGBUILD_VERSION, '--root', zigbuildRoot, 'cargo-zigbuild'], { stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
-const { values } = parseArgs({ options: { target: { type: 'string', default: 'x86_64-unknown-linux-gnu' } } })
-const platform = packages().platforms.find((p) => p.target.triple === values.target)
+const { values } = parseArgs({
+  options: { target: { type: 'string', default: 'x86_64-unknown-linux-gnu' }, replicate: { type: 'boolean', default: false } },
+})
+const { platforms, replicate } = packages()
+const platform = (values.replicate ? replicate : platforms).find((p) => p.target.triple === values.target)
 if (!platform) {
   say(`${values.target} is not one of package.json's napi.targets`)
   process.exit(1)
@@ -73,8 +84,9 @@ if (!linux && platform.target.platform !== process.platform) {
   process.exit(1)
 }
 
-const napiArgs = ['build', '--platform', '--release', '--no-const-enum']
+// What the build runs: napi for the addon, cargo for loa-replicate; for Linux through zig.
 let env = process.env
+let target = values.target
 if (linux) {
   ensureZig()
   ensureZigbuild()
@@ -85,25 +97,31 @@ if (linux) {
     ZIG_GLOBAL_CACHE_DIR: join(tools, 'zig-cache'),
     ZIG_LOCAL_CACHE_DIR: join(tools, 'zig-cache'),
   }
-  const target = platform.glibc ? `${values.target}.${GLIBC_BASELINE}` : values.target
-  napiArgs.push('--target', target, '--cross-compile')
-  say(`napi build --release --target ${target} --cross-compile (cargo-zigbuild ${CARGO_ZIGBUILD_VERSION}, zig ${ZIG_VERSION})`)
-} else {
-  napiArgs.push('--target', values.target)
-  say(`napi build --release --target ${values.target}`)
+  if (platform.glibc) target = `${values.target}.${GLIBC_BASELINE}`
 }
+const [command, args] = values.replicate
+  ? ['cargo', [linux ? 'zigbuild' : 'build', '-p', 'loa-replicate', '--profile', 'replicate', '--target', target]]
+  : [join(root, 'node_modules', '.bin', 'napi'), ['build', '--platform', '--release', '--no-const-enum', '--target', target, ...(linux ? ['--cross-compile'] : [])]]
+say(`${command === 'cargo' ? 'cargo' : 'napi'} ${args.join(' ')}${linux ? ` (cargo-zigbuild ${CARGO_ZIGBUILD_VERSION}, zig ${ZIG_VERSION})` : ''}`)
+const started = Date.now()
 try {
-  run(join(root, 'node_modules', '.bin', 'napi'), napiArgs, { cwd: root, env, stdio: 'inherit' })
+  run(command, args, { cwd: root, env, stdio: 'inherit' })
 } catch (err) {
   say(`${err.message.split('\n')[0]} (if the target's standard library is missing: rustup target add ${values.target})`)
   process.exit(1)
 }
+const seconds = Math.round((Date.now() - started) / 1000)
 
-const addon = join(root, platform.addon)
-const needed = platform.glibc ? checkGlibcBaseline(addon) : null
-const size = statSync(addon).size
+// cargo leaves the binary under target/<triple>/ (cargo-zigbuild drops the glibc suffix there);
+// the copy in the root carries the platform in its name, like the addon napi leaves there.
+const built = values.replicate ? join(root, platform.artifact) : join(root, platform.addon)
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, 'target')
+if (values.replicate) copyFileSync(join(targetDir, values.target, 'replicate', REPLICATE_BINARY), built)
+const needed = platform.glibc ? checkGlibcBaseline(built) : null
+const size = statSync(built).size
+const dir = values.replicate ? `replicate/npm/${platform.target.platformArchABI}` : `npm/${platform.target.platformArchABI}`
 process.stdout.write(
-  `${platform.addon}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes)` +
+  `${relative(root, built)}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes), built in ${Math.floor(seconds / 60)} min ${seconds % 60} s` +
     (needed ? `; glibc versions needed: ${needed.join(', ')} (baseline ${GLIBC_BASELINE})` : '') +
-    `\nnext: npm run artifacts (moves it into npm/${platform.target.platformArchABI})\n`,
+    `\nnext: npm run artifacts (moves it into ${dir})\n`,
 )

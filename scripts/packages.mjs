@@ -101,13 +101,13 @@ export function glibcVersionsNeeded(file) {
 /** Throws unless `file` loads on glibc `baseline`, naming each symbol that needs a newer one. */
 export function checkGlibcBaseline(file, baseline = GLIBC_BASELINE) {
   const needed = glibcVersionsNeeded(file)
-  if (needed.size === 0) throw new Error(`${file}: no glibc symbol versions found; is it a linux-gnu shared object?`)
+  if (needed.size === 0) throw new Error(`${file}: no glibc symbol versions found; is it a linux-gnu shared object or executable?`)
   const tooNew = [...needed].filter(([v]) => compareVersions(v, baseline) > 0)
   if (tooNew.length > 0) {
     const symbols = tooNew.flatMap(([v, names]) => names.map((name) => `${name}@GLIBC_${v}`))
     throw new Error(
       `${file} needs glibc ${tooNew.map(([v]) => v).join(', ')}, newer than the ${baseline} baseline: ${symbols.join(', ')}. ` +
-        'Build it with npm run build:release-linux (cargo-zigbuild against glibc 2.17).',
+        'Build it with npm run build:release-linux (the addon) or npm run build:release-replicate (loa-replicate): cargo-zigbuild against glibc 2.17.',
     )
   }
   return [...needed.keys()]
