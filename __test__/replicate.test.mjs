@@ -542,13 +542,19 @@ test('forgetting reaches the other machines: a memory one origin forgot is forgo
   assert.deepEqual([again.segmentsMirrored, again.memoriesForgotten], [0, 0])
 })
 
-test('forgetting reaches shipped segments pruned here: push rewrites them in the bucket, and another machine forgets on its next pull', async (t) => {
+/**
+ * A memory whose segment was shipped and then pruned here is forgotten: the next push rewrites
+ * the bucket's copy (with `keyFile`, every object sealed under that replica key).
+ */
+async function forgetAfterPruning(t, keyFile) {
   const server = await startS3(t)
   // Small segments, so that the memory's segment is sealed, shipped, then pruned by retention.
   const small = 'wal:\n  segment_max_bytes: 4096\n'
+  const config = (ws, origin) => writeConfig(ws, { origin, endpoint: server.endpoint, extra: keyFile ? `  encryption_key_file: ${keyFile}\n${small}` : small })
   const a = tempDir(t, 'loa-ws-alpha-')
-  writeConfig(a, { origin: 'alpha', endpoint: server.endpoint, extra: small })
-  const b = workspace(t, server, 'beta')
+  config(a, 'alpha')
+  const b = tempDir(t, 'loa-ws-beta-')
+  config(b, 'beta')
   const ring = tempDir(t, 'loa-keys-')
   ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
   capture(server, a, 'Remember that the vexillarium archive opens with the brass key kept in the umbrella stand.')
@@ -567,9 +573,10 @@ test('forgetting reaches shipped segments pruned here: push rewrites them in the
   ok(loa(server, ['replicate', 'pull', '--workspace', b]), 'B pulls')
   ok(loa(server, ['consolidate', '--workspace', b]), 'B consolidates')
   assert.ok(filesHolding(b, 'vexillarium').length > 0, 'B should hold the memory before A forgets it')
+  // Encrypted, the bucket holds no plaintext to look for: the restore and B below tell.
   const holding = () =>
     Object.keys(bucketObjects(server)).filter((k) => readFileSync(join(server.dataDir, BUCKET, k)).includes('vexillarium'))
-  assert.ok(holding().some((k) => k.includes('/wal/')), 'the shipped segment holds the memory')
+  if (!keyFile) assert.ok(holding().some((k) => k.includes('/wal/')), 'the shipped segment holds the memory')
 
   ok(loa(server, ['forget', '--workspace', a, '--query', 'vexillarium archive brass key', '--confirm']), 'forget')
   // The sealed grimoire in the bucket still holds it until the next seal: said, not hidden.
@@ -581,14 +588,24 @@ test('forgetting reaches shipped segments pruned here: push rewrites them in the
   assert.ok(report.objectsDeleted >= 1)
   assert.match(report.problems.join('\n'), /grimoire changed since it was sealed/)
   assert.match(report.problems.join('\n'), /sealed grimoire in the bucket still holds 1 forgotten memory: seal the grimoire again/)
-  assert.ok(holding().length > 0 && holding().every((k) => k.includes('/grimoire/blobs/')), JSON.stringify(holding()))
+  if (!keyFile) assert.ok(holding().length > 0 && holding().every((k) => k.includes('/grimoire/blobs/')), JSON.stringify(holding()))
   // The rewritten segment has a key of its own (ending in its sha256); the old one is gone.
   const walKeys = Object.keys(bucketObjects(server)).filter((k) => k.includes('/wal/cli/'))
   assert.ok(walKeys.some((k) => /-[0-9a-f]{64}\.wal$/.test(k)), walKeys.join(' '))
+  for (const key of keyFile ? walKeys : []) {
+    const bytes = readFileSync(join(server.dataDir, BUCKET, key))
+    assert.ok(bytes.subarray(0, 8).equals(Buffer.from('LOAENC\0\x01', 'latin1')), `${key} is not sealed`)
+  }
   ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'seal again')
   const sealed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push the new seal').json()
   assert.equal(sealed.segmentsRewritten, 0, 'swept once only')
   assert.deepEqual(holding(), [])
+  // A sweep cut before it was recorded runs again harmlessly: nothing is left to replace.
+  rmSync(join(a, '.loa', 'replicate', 'forgotten.json'))
+  const before = bucketObjects(server)
+  const redo = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push after a cut sweep').json()
+  assert.deepEqual([redo.segmentsRewritten, redo.objectsDeleted], [0, 0])
+  assert.deepEqual(bucketObjects(server), before)
 
   // The machine that had pulled forgets it on its next pull, by the tombstone records.
   const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'B pulls again').json()
@@ -600,7 +617,7 @@ test('forgetting reaches shipped segments pruned here: push rewrites them in the
 
   // A restore from the bucket does not bring it back.
   const restored = tempDir(t, 'loa-ws-alpha-restored-')
-  writeConfig(restored, { origin: 'alpha', endpoint: server.endpoint, extra: small })
+  config(restored, 'alpha')
   ok(loa(server, ['replicate', 'pull', '--workspace', restored]), 'restore')
   ok(loa(server, ['manifest', 'verify', join(restored, GRIMOIRE), '--keys', ring]), 'verify')
   ok(loa(server, ['consolidate', '--workspace', restored]), 'consolidate the restored workspace')
@@ -609,6 +626,16 @@ test('forgetting reaches shipped segments pruned here: push rewrites them in the
   // Nothing more to do: a further push rewrites and deletes nothing.
   const again = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push again').json()
   assert.deepEqual([again.segmentsRewritten, again.segmentsUploaded, again.objectsDeleted], [0, 0, 0])
+}
+
+test('forgetting reaches shipped segments pruned here: push rewrites them in the bucket, and another machine forgets on its next pull', async (t) => {
+  await forgetAfterPruning(t, undefined)
+})
+
+test('forgetting reaches shipped segments pruned here, encrypted: the rewritten segment is sealed and opens under the key', async (t) => {
+  const keyFile = join(tempDir(t, 'loa-secret-'), 'replica.key')
+  writeFileSync(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+  await forgetAfterPruning(t, keyFile)
 })
 
 test('pull forgets in a workspace whose audit log is HMAC-keyed only with its key, which never reaches a command line', async (t) => {
