@@ -12,6 +12,9 @@
 //! `{"v":1,"id":"<hmac hex>","at":"<RFC 3339 UTC>","reason":"forget"|"expired"}` and nothing
 //! else (no content, no memory id, no agent). Reading rule: lines of version 1 are read; lines
 //! of another version, or that do not parse, are kept as they are and ignored.
+//!
+//! [`Forgotten`] reads this record for copies of the log kept elsewhere: replication's push
+//! rewrites the segments it shipped before retention removed them here (docs/replication.md).
 
 use std::collections::HashSet;
 
