@@ -7,7 +7,7 @@ import { spawnSync, spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { require, root, tempDir } from './helpers.mjs'
+import { core, require, root, tempDir } from './helpers.mjs'
 import { BUCKET, startProxy, startS3 } from './s3-server.mjs'
 
 const LOA = join(root, 'bin', 'loa')
@@ -540,6 +540,152 @@ test('forgetting reaches the other machines: a memory one origin forgot is forgo
   // Nothing is forgotten twice: the next pull fetches nothing and forgets nothing.
   const again = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull again').json()
   assert.deepEqual([again.segmentsMirrored, again.memoriesForgotten], [0, 0])
+})
+
+/**
+ * A memory whose segment was shipped and then pruned here is forgotten: the next push rewrites
+ * the bucket's copy (with `keyFile`, every object sealed under that replica key).
+ */
+async function forgetAfterPruning(t, keyFile) {
+  const server = await startS3(t)
+  // Small segments, so that the memory's segment is sealed, shipped, then pruned by retention.
+  const small = 'wal:\n  segment_max_bytes: 4096\n'
+  const config = (ws, origin) => writeConfig(ws, { origin, endpoint: server.endpoint, extra: keyFile ? `  encryption_key_file: ${keyFile}\n${small}` : small })
+  const a = tempDir(t, 'loa-ws-alpha-')
+  config(a, 'alpha')
+  const b = tempDir(t, 'loa-ws-beta-')
+  config(b, 'beta')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, a, 'Remember that the vexillarium archive opens with the brass key kept in the umbrella stand.')
+  const segments = () => readdirSync(join(a, WAL, 'sessions', 'cli')).filter((n) => n.endsWith('.wal'))
+  const kept = []
+  while (segments().length < 2) {
+    assert.ok(kept.length < 40, 'the segment should have rotated')
+    kept.push(`Build server ${kept.length + 1} of the east rack reboots at ${10 + kept.length} minutes past each hour.`)
+    capture(server, a, kept.at(-1))
+  }
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push')
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'consolidate and seal')
+  assert.equal(segments().length, 1, 'retention should have pruned the shipped segment')
+  assert.deepEqual(filesHolding(join(a, WAL), 'vexillarium'), [], 'the WAL here no longer holds the memory')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push the seal')
+  ok(loa(server, ['replicate', 'pull', '--workspace', b]), 'B pulls')
+  ok(loa(server, ['consolidate', '--workspace', b]), 'B consolidates')
+  assert.ok(filesHolding(b, 'vexillarium').length > 0, 'B should hold the memory before A forgets it')
+  // Encrypted, the bucket holds no plaintext to look for: the restore and B below tell.
+  const holding = () =>
+    Object.keys(bucketObjects(server)).filter((k) => readFileSync(join(server.dataDir, BUCKET, k)).includes('vexillarium'))
+  if (!keyFile) assert.ok(holding().some((k) => k.includes('/wal/')), 'the shipped segment holds the memory')
+
+  ok(loa(server, ['forget', '--workspace', a, '--query', 'vexillarium archive brass key', '--confirm']), 'forget')
+  // The sealed grimoire in the bucket still holds it until the next seal: said, not hidden.
+  const pushed = loa(server, ['replicate', 'push', '--workspace', a, '--json'])
+  assert.equal(pushed.status, 1, pushed.stderr)
+  const report = pushed.json()
+  assert.equal(report.segmentsRewritten, 1, JSON.stringify(report))
+  assert.equal(report.recordsForgotten, 1)
+  assert.ok(report.objectsDeleted >= 1)
+  assert.match(report.problems.join('\n'), /grimoire changed since it was sealed/)
+  assert.match(report.problems.join('\n'), /sealed grimoire in the bucket still holds 1 forgotten memory: seal the grimoire again/)
+  if (!keyFile) assert.ok(holding().length > 0 && holding().every((k) => k.includes('/grimoire/blobs/')), JSON.stringify(holding()))
+  // The rewritten segment has a key of its own (ending in its sha256); the old one is gone.
+  const walKeys = Object.keys(bucketObjects(server)).filter((k) => k.includes('/wal/cli/'))
+  assert.ok(walKeys.some((k) => /-[0-9a-f]{64}\.wal$/.test(k)), walKeys.join(' '))
+  for (const key of keyFile ? walKeys : []) {
+    const bytes = readFileSync(join(server.dataDir, BUCKET, key))
+    assert.ok(bytes.subarray(0, 8).equals(Buffer.from('LOAENC\0\x01', 'latin1')), `${key} is not sealed`)
+  }
+  ok(loa(server, ['consolidate', '--workspace', a, '--seal', '--keys', ring]), 'seal again')
+  const sealed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push the new seal').json()
+  assert.equal(sealed.segmentsRewritten, 0, 'swept once only')
+  assert.deepEqual(holding(), [])
+  // A sweep cut before it was recorded runs again harmlessly: nothing is left to replace.
+  rmSync(join(a, '.loa', 'replicate', 'forgotten.json'))
+  const before = bucketObjects(server)
+  const redo = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push after a cut sweep').json()
+  assert.deepEqual([redo.segmentsRewritten, redo.objectsDeleted], [0, 0])
+  assert.deepEqual(bucketObjects(server), before)
+
+  // The machine that had pulled forgets it on its next pull, by the tombstone records.
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'B pulls again').json()
+  assert.equal(pulled.memoriesForgotten, 1, JSON.stringify(pulled))
+  ok(loa(server, ['consolidate', '--workspace', b]), 'B consolidates again')
+  assert.deepEqual(filesHolding(b, 'vexillarium'), [])
+  assert.deepEqual(filesHolding(b, 'umbrella stand'), [])
+  ok(loa(server, ['wal', 'verify', join(b, WAL)]), 'B\'s WAL verifies')
+
+  // A restore from the bucket does not bring it back.
+  const restored = tempDir(t, 'loa-ws-alpha-restored-')
+  config(restored, 'alpha')
+  ok(loa(server, ['replicate', 'pull', '--workspace', restored]), 'restore')
+  ok(loa(server, ['manifest', 'verify', join(restored, GRIMOIRE), '--keys', ring]), 'verify')
+  ok(loa(server, ['consolidate', '--workspace', restored]), 'consolidate the restored workspace')
+  assert.deepEqual(memories(restored), [...kept].sort())
+  assert.deepEqual(filesHolding(restored, 'vexillarium'), [])
+  // Nothing more to do: a further push rewrites and deletes nothing.
+  const again = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push again').json()
+  assert.deepEqual([again.segmentsRewritten, again.segmentsUploaded, again.objectsDeleted], [0, 0, 0])
+}
+
+test('forgetting reaches shipped segments pruned here: push rewrites them in the bucket, and another machine forgets on its next pull', async (t) => {
+  await forgetAfterPruning(t, undefined)
+})
+
+test('forgetting reaches shipped segments pruned here, encrypted: the rewritten segment is sealed and opens under the key', async (t) => {
+  const keyFile = join(tempDir(t, 'loa-secret-'), 'replica.key')
+  writeFileSync(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+  await forgetAfterPruning(t, keyFile)
+})
+
+test('pull forgets in a workspace whose audit log is HMAC-keyed only with its key, which never reaches a command line', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  const key = randomBytes(32)
+  const keyFile = join(tempDir(t, 'loa-audit-key-'), 'audit.key')
+  writeFileSync(keyFile, key, { mode: 0o600 })
+  core.AuditLog.open(join(b, '.loa', 'audit'), { hmacKey: key }).append({ action: 'workspace.created', actor: 'user' })
+  capture(server, a, 'Remember that the plumbago relay on the roof is switched off during storms.')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push')
+  ok(loa(server, ['replicate', 'pull', '--workspace', b]), 'pull')
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate')
+  ok(loa(server, ['forget', '--workspace', a, '--query', 'plumbago relay', '--confirm']), 'forget')
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push after forgetting')
+  const outputs = []
+  const pull = (args, env = {}) => {
+    const r = loa(server, ['replicate', 'pull', '--workspace', b, '--json', ...args], { LOA_AUDIT_HMAC_KEY: '', ...env })
+    outputs.push(r.stdout, r.stderr)
+    return r
+  }
+
+  // Without the key: listed as a problem saying how to pass it, nothing forgotten, retried.
+  const without = pull([])
+  assert.equal(without.status, 1, without.stderr)
+  assert.equal(without.json().memoriesForgotten, 0)
+  assert.match(without.json().problems.join('\n'), /E_SIGNATURE_INVALID.*--hmac-key-file FILE, or LOA_AUDIT_HMAC_KEY/)
+  assert.ok(filesHolding(b, 'plumbago').length > 0)
+  // Another key (through the environment): refused by the log, said so.
+  const wrong = pull([], { LOA_AUDIT_HMAC_KEY: randomBytes(32).toString('hex') })
+  assert.equal(wrong.status, 1, wrong.stderr)
+  assert.match(wrong.json().problems.join('\n'), /the HMAC key given does not continue/)
+  // A key that is not hex, or one that applies to another command: refused before anything runs.
+  assert.equal(pull([], { LOA_AUDIT_HMAC_KEY: 'not hex' }).status, 2)
+  assert.equal(loa(server, ['replicate', 'push', '--workspace', b, '--hmac-key-file', keyFile]).status, 2)
+
+  // With the key file: forgotten, and the log still verifies under the key.
+  const done = pull(['--hmac-key-file', keyFile])
+  assert.equal(done.status, 0, done.stdout + done.stderr)
+  assert.equal(done.json().memoriesForgotten, 1)
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate after forgetting')
+  assert.deepEqual(filesHolding(b, 'plumbago'), [])
+  const verified = ok(loa(server, ['audit', 'verify', join(b, '.loa', 'audit'), '--hmac-key-file', keyFile, '--json']), 'audit verify').json()
+  assert.equal(verified.ok, true)
+  assert.equal(verified.entries, 2)
+  assert.ok(filesHolding(join(b, '.loa', 'audit'), 'memory.forget').length > 0)
+  assert.equal(core.verifyAuditLog(join(b, '.loa', 'audit')).ok, false, 'the log is keyed: without the key it does not verify')
+  for (const text of outputs) assert.ok(!text.includes(key.toString('hex')), 'the key never appears in output')
 })
 
 test('a hostile workspace: state, WAL, grimoire and events directories that are symlinks, files or FIFOs are refused, nothing is written through them', async (t) => {

@@ -55,9 +55,11 @@ module.exports = {
                                  check every entry, the chain across segments and the checkpoint; exit 1 on problems
   loa audit checkpoint <dir> [--keys DIR | --workspace DIR] [--hmac-key-file FILE] [--json]
                                  sign the log's head (keys: the workspace's signing.keys_dir); a log later cut shorter fails`,
-  optionHelp: `  --hmac-key-file FILE  the audit log's HMAC key (raw bytes; or LOA_AUDIT_HMAC_KEY as hex)`,
+  optionHelp: `  --hmac-key-file FILE  the audit log's HMAC key (raw bytes; or LOA_AUDIT_HMAC_KEY as hex): loa audit,
+                and loa replicate pull when the workspace's audit log is keyed`,
   options: { 'hmac-key-file': { type: 'string' } },
   accepts: ['json', 'hmac-key-file', 'keys', 'workspace'],
+  hmacKey,
   run({ action, target, args, values }) {
     if (action !== 'verify' && action !== 'checkpoint') throw cli.badAction('audit', action, ['verify', 'checkpoint'])
     if (!target) throw cli.usage(`'loa audit ${action}' needs an audit log directory`)

@@ -8,6 +8,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const cli = require('../lib/cli.js')
+const { hmacKey } = require('./audit.js')
 
 const BINARY = process.platform === 'win32' ? 'loa-replicate.exe' : 'loa-replicate'
 
@@ -62,19 +63,23 @@ function nonNegativeInteger(text, flag) {
 }
 
 module.exports = {
-  help: `  loa replicate push|pull|status [--workspace DIR] [--origin NAME] [--until-seq N] [--progress] [--json]
+  help: `  loa replicate push|pull|status [--workspace DIR] [--origin NAME] [--until-seq N] [--hmac-key-file FILE] [--progress] [--json]
                                  ship WAL segments, the sealed grimoire and ledger events to
-                                 the bucket of .loa.config.yaml's replication section, fetch
-                                 other origins' (and restore this one's); exit 1: problems listed`,
+                                 the bucket of .loa.config.yaml's replication section (push
+                                 also rewrites shipped segments pruned here that hold memories
+                                 forgotten since), fetch other origins' (and restore this
+                                 one's; pull forgets what they forgot: a keyed audit log needs
+                                 --hmac-key-file or LOA_AUDIT_HMAC_KEY); exit 1: problems listed`,
   optionHelp: `  --origin NAME this machine's namespace in the bucket (default: replication.origin, else derived)
   --until-seq N pull: restore this origin's records only up to seq N`,
   options: { origin: { type: 'string' }, 'until-seq': { type: 'string' } },
-  accepts: ['json', 'workspace', 'origin', 'until-seq', 'progress'],
+  accepts: ['json', 'workspace', 'origin', 'until-seq', 'progress', 'hmac-key-file'],
   findBinary,
   run({ action, args, values }) {
     if (!['push', 'pull', 'status'].includes(action)) throw cli.badAction('replicate', action, ['push', 'pull', 'status'])
     cli.expectArgs(args, 1, 'replicate')
     if (values['until-seq'] !== undefined && action !== 'pull') throw cli.usage("--until-seq applies to 'loa replicate pull' only")
+    if (values['hmac-key-file'] !== undefined && action !== 'pull') throw cli.usage("--hmac-key-file applies to 'loa replicate pull' only")
     if (values.origin === '') throw cli.usage('--origin needs a name')
     if (values.workspace === '') throw cli.usage('--workspace needs a directory')
     const workspace = cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
@@ -84,7 +89,15 @@ module.exports = {
     if (values.origin !== undefined) argv.push('--origin', values.origin)
     const until = nonNegativeInteger(values['until-seq'], '--until-seq')
     if (until !== undefined) argv.push('--until-seq', until)
-    const child = spawnSync(findBinary(), argv, { stdio: 'inherit' })
+    // The audit log's HMAC key reaches the binary through its environment only (hex), never its
+    // argument vector, which every user of the machine can read.
+    const env = { ...process.env }
+    delete env.LOA_AUDIT_HMAC_KEY
+    if (action === 'pull') {
+      const key = hmacKey(values)
+      if (key) env.LOA_AUDIT_HMAC_KEY = key.toString('hex')
+    }
+    const child = spawnSync(findBinary(), argv, { stdio: 'inherit', env })
     if (child.error) throw new cli.CliError('E_IO', `cannot run loa-replicate: ${child.error.code ?? 'unknown error'}`)
     if (child.status === null) throw new cli.CliError('E_INTERNAL', `loa-replicate was killed by ${child.signal}`)
     // The binary printed its own error line; status 2 must not print a second one.

@@ -3,10 +3,10 @@
 //! an index entry: they derive its key from the entry's checked fields (never from a listing)
 //! and check its size and digest before using a byte of it.
 //!
-//! Format, version 1 (JSON):
+//! Format, version 2 (JSON):
 //!
 //! ```json
-//! { "version": 1, "origin": "m0123456789abcdef",
+//! { "version": 2, "origin": "m0123456789abcdef",
 //!   "segments": [ { "session": "cli", "firstSeq": 1, "lastSeq": 9, "sealed": false,
 //!                   "size": 4096, "sha256": "<hex>" } ],
 //!   "grimoire": { "manifest": "manifest.json", "manifestSize": 812, "manifestSha256": "<hex>",
@@ -14,8 +14,11 @@
 //!   "events": [ { "name": "20260110T130352000Z_agent-a.md", "size": 300, "sha256": "<hex>" } ] }
 //! ```
 //!
-//! A reader accepts version 1 only; any other version, an unknown member, a bad name or digest
-//! is `E_REPLICA_CORRUPT` for that origin (other origins are still read).
+//! A segment rewritten in place by forgetting (same seqs, other bytes) carries `"rewritten": true`
+//! and is stored under a key that ends in its sha256 (see [`SegmentEntry::key`]). Version 1 is
+//! version 2 without that member, and is read as such; version 2 is written. Any other version,
+//! an unknown member, a bad name or digest is `E_REPLICA_CORRUPT` for that origin (other origins
+//! are still read).
 
 use std::collections::BTreeSet;
 
@@ -25,8 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::valid_origin;
 
-/// The index format version this binary writes and reads.
-pub const INDEX_VERSION: u32 = 1;
+/// The index format version this binary writes (it reads this one and version 1).
+pub const INDEX_VERSION: u32 = 2;
 /// The largest index read (about 300,000 entries).
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 /// The largest grimoire file an index may list (what a segment may be; recovery's own limit
@@ -48,12 +51,22 @@ pub struct SegmentEntry {
   pub sealed: bool,
   pub size: u64,
   pub sha256: String,
+  /// Rewritten by forgetting after it was shipped (version 2): its key carries its digest.
+  #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+  pub rewritten: bool,
 }
 
 impl SegmentEntry {
-  /// The object key below the origin's directory.
+  /// The object key below the origin's directory: `<first>-<last>.wal`, and for a rewritten
+  /// segment `<first>-<last>-<sha256>.wal`, so that the rewritten object never overwrites the
+  /// one the index in the bucket names until the new index does (a push cut in between leaves
+  /// a consistent bucket, and the old object is deleted after the index is written).
   pub fn key(&self, origin: &str) -> String {
-    format!("origins/{origin}/wal/{}/{:020}-{:020}.wal", self.session, self.first_seq, self.last_seq)
+    if self.rewritten {
+      format!("origins/{origin}/wal/{}/{:020}-{:020}-{}.wal", self.session, self.first_seq, self.last_seq, self.sha256)
+    } else {
+      format!("origins/{origin}/wal/{}/{:020}-{:020}.wal", self.session, self.first_seq, self.last_seq)
+    }
   }
 }
 
@@ -147,8 +160,11 @@ impl Index {
     let corrupt = |reason: String| LoaError::ReplicaCorrupt { key: key.to_string(), reason };
     let index: Index =
       serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
-    if index.version != INDEX_VERSION {
-      return Err(corrupt(format!("index version {} is not version {INDEX_VERSION}", index.version)));
+    if index.version != INDEX_VERSION && index.version != 1 {
+      return Err(corrupt(format!("index version {} is not version {INDEX_VERSION} or 1", index.version)));
+    }
+    if index.version == 1 && index.segments.iter().any(|s| s.rewritten) {
+      return Err(corrupt("a version 1 index names a rewritten segment".into()));
     }
     if index.origin != origin || !valid_origin(&index.origin) {
       return Err(corrupt("the index names another origin".into()));
@@ -188,9 +204,11 @@ impl Index {
     Ok(index)
   }
 
-  /// The index as stored (pretty JSON, entries sorted so that equal indexes are equal bytes).
+  /// The index as stored (pretty JSON, entries sorted so that equal indexes are equal bytes),
+  /// always as the version this binary writes.
   pub fn to_bytes(&self) -> Vec<u8> {
     let mut sorted = self.clone();
+    sorted.version = INDEX_VERSION;
     sorted.segments.sort_by(|a, b| (&a.session, a.first_seq).cmp(&(&b.session, b.first_seq)));
     sorted.events.sort_by(|a, b| a.name.cmp(&b.name));
     let mut out = serde_json::to_vec_pretty(&sorted).expect("an index always serialises");
@@ -222,7 +240,7 @@ mod tests {
   fn sample() -> Index {
     let sha = "a".repeat(64);
     Index {
-      version: 1,
+      version: INDEX_VERSION,
       origin: "m1".into(),
       segments: vec![SegmentEntry {
         session: "cli".into(),
@@ -231,6 +249,7 @@ mod tests {
         sealed: true,
         size: 100,
         sha256: sha.clone(),
+        rewritten: false,
       }],
       grimoire: Some(GrimoireEntry {
         manifest: "manifest.json".into(),
@@ -249,6 +268,22 @@ mod tests {
   }
 
   #[test]
+  fn version_1_is_read_and_rewritten_segments_have_their_own_keys() {
+    let text = String::from_utf8(sample().to_bytes()).unwrap();
+    let v1 = Index::parse(text.replace("\"version\": 2", "\"version\": 1").as_bytes(), "m1", "k").unwrap();
+    assert_eq!(v1.segments, sample().segments);
+    assert_eq!(v1.to_bytes(), sample().to_bytes(), "written back as version 2");
+    let plain = &sample().segments[0];
+    let rewritten = SegmentEntry { rewritten: true, sha256: "b".repeat(64), ..plain.clone() };
+    assert_eq!(plain.key("m1"), format!("origins/m1/wal/cli/{:020}-{:020}.wal", 1, 3));
+    assert_eq!(rewritten.key("m1"), format!("origins/m1/wal/cli/{:020}-{:020}-{}.wal", 1, 3, "b".repeat(64)));
+    let mut index = sample();
+    index.segments[0] = rewritten;
+    assert_eq!(Index::parse(&index.to_bytes(), "m1", "k").unwrap(), index);
+    assert!(String::from_utf8(sample().to_bytes()).unwrap().find("rewritten").is_none(), "absent unless set");
+  }
+
+  #[test]
   fn hostile_indexes_are_refused() {
     let text = String::from_utf8(sample().to_bytes()).unwrap();
     let cases = [
@@ -257,7 +292,8 @@ mod tests {
       text.replace("memory/x.json", "/etc/passwd"),
       text.replace("20260110T130352000Z_a.md", "../a.md"),
       text.replace("\"manifest.json\"", "\"a/manifest.json\""),
-      text.replace("\"version\": 1", "\"version\": 2"),
+      text.replace("\"version\": 2", "\"version\": 3"),
+      text.replace("\"version\": 2", "\"version\": 1").replace("\"sealed\"", "\"rewritten\": true, \"sealed\""),
       text.replace("\"origin\": \"m1\"", "\"origin\": \"m2\""),
       text.replace(&"a".repeat(64), &"A".repeat(64)),
       text.replace("\"firstSeq\": 1", "\"firstSeq\": 4"),

@@ -5,7 +5,9 @@
 //! Usage: `loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME]
 //! [--until-seq N] [--progress]`; `loa-replicate stage --workspace DIR --out DIR [--max-files N]
 //! [--max-file-bytes N]` is recovery's object store source (`src/recovery`). Exit status: 0 done, 1 done with problems (listed), 2 failure
-//! (one line on stderr, `loa: E_CODE: message`).
+//! (one line on stderr, `loa: E_CODE: message`). Pull reads the audit log's HMAC key, when the
+//! workspace's audit log is keyed, from the environment (`LOA_AUDIT_HMAC_KEY`, hex), never from
+//! the command line, which other users of the machine can read.
 
 mod crypt;
 mod index;
@@ -85,6 +87,30 @@ fn print<T: Serialize>(json: bool, report: &T, text: impl FnOnce(&T) -> String) 
   let _ = writeln!(std::io::stdout(), "{}", out.trim_end());
 }
 
+/// The environment variable holding the audit log's HMAC key (hex) for pull.
+const AUDIT_KEY_VAR: &str = "LOA_AUDIT_HMAC_KEY";
+
+/// The audit log's HMAC key from [`AUDIT_KEY_VAR`]; `None` when unset or empty. Its value is
+/// never part of an error.
+fn audit_key_from_env() -> Result<Option<zeroize::Zeroizing<Vec<u8>>>> {
+  let Some(value) = std::env::var_os(AUDIT_KEY_VAR) else { return Ok(None) };
+  let value = zeroize::Zeroizing::new(value.into_encoded_bytes());
+  let text = std::str::from_utf8(&value).map(str::trim).unwrap_or("\u{0}");
+  if text.is_empty() {
+    return Ok(None);
+  }
+  let key = zeroize::Zeroizing::new(
+    hex::decode(text).map_err(|_| LoaError::InvalidArgument(format!("{AUDIT_KEY_VAR} must be hex")))?,
+  );
+  loa_core::audit::check_hmac_key(Some(&key)).map_err(|_| {
+    LoaError::InvalidArgument(format!(
+      "{AUDIT_KEY_VAR} must hold at least {} bytes",
+      loa_core::audit::MIN_HMAC_KEY_BYTES
+    ))
+  })?;
+  Ok(Some(key))
+}
+
 fn problems_text(problems: &[String]) -> String {
   problems.iter().map(|p| format!("\nproblem: {p}")).collect()
 }
@@ -105,14 +131,14 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::push(&cx))?;
       print(args.json, &r, |r| {
         format!(
-          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; grimoire {}; {} event(s) uploaded, {} already shipped; {} old object(s) deleted{}",
-          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.grimoire, r.events_uploaded, r.events_skipped, r.objects_deleted, problems_text(&r.problems)
+          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; {} shipped segment(s) no longer here rewritten ({} record(s) of forgotten memories replaced); grimoire {}; {} event(s) uploaded, {} already shipped; {} old object(s) deleted{}",
+          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.segments_rewritten, r.records_forgotten, r.grimoire, r.events_uploaded, r.events_skipped, r.objects_deleted, problems_text(&r.problems)
         )
       });
       r.problems.len()
     }
     "pull" => {
-      let options = ops::PullOptions { until_seq: args.until_seq };
+      let options = ops::PullOptions { until_seq: args.until_seq, audit_hmac_key: audit_key_from_env()? };
       let r = runtime.block_on(ops::pull(&cx, &options))?;
       print(args.json, &r, |r| {
         format!(

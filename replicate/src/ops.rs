@@ -1,5 +1,7 @@
 //! `push`, `pull` and `status`: what each reads, writes and reports.
 
+mod forgotten;
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -110,6 +112,11 @@ pub struct PushReport {
   /// Objects of this origin no index entry names any more (segments superseded or rewritten
   /// by forgetting, blobs of an older seal), deleted after the index was written.
   pub objects_deleted: u64,
+  /// Shipped segments no longer here (pruned) rewritten in the bucket because they held
+  /// records of memories forgotten here since.
+  pub segments_rewritten: u64,
+  /// Records replaced by tombstone records in those segments.
+  pub records_forgotten: u64,
   /// What could not be shipped and why (damaged segments, event name clashes, ...).
   pub problems: Vec<String>,
 }
@@ -118,7 +125,7 @@ pub struct PushReport {
 /// sealed grimoire, the ledger events; the origin's index last, so that a reader never finds an
 /// index entry whose object is not complete.
 pub async fn push(cx: &Context) -> Result<PushReport> {
-  let (_dir, _lock) = cx.lock()?;
+  let (state_dir, _lock) = cx.lock()?;
   let origin = cx.settings.origin.as_str();
   let mut report = PushReport { origin: origin.to_string(), ..Default::default() };
   let previous = match cx.read_index(origin).await {
@@ -132,6 +139,9 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
   };
   let mut index = previous.clone().unwrap_or_else(|| Index::empty(origin));
   let mut superseded = Vec::new();
+  // The shipped segments found here as shipped, or shipped from here by this push: what
+  // forgetting here already reached.
+  let mut here: HashSet<(String, u64)> = HashSet::new();
 
   for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
     for (i, name) in names.iter().enumerate() {
@@ -151,6 +161,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
         // since is uploaded again).
         if old.sha256 == ship.entry.sha256 && cx.remote.size(&old.key(origin)).await? == Some(old.size) {
           report.segments_skipped += 1;
+          here.insert((session.clone(), old.first_seq));
           continue;
         }
         if old.last_seq > ship.entry.last_seq {
@@ -161,11 +172,24 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
           continue;
         }
       }
+      let mut ship = ship;
+      // The same seqs with other bytes (forgetting rewrote it here): under a key of its own, so
+      // the object the index in the bucket names stays until the new index replaces it. The
+      // same bytes (an object lost from the bucket) go back under the key they had.
+      ship.entry.rewritten = at.is_some_and(|at| {
+        let old = &index.segments[at];
+        if old.sha256 == ship.entry.sha256 {
+          old.rewritten
+        } else {
+          old.last_seq == ship.entry.last_seq
+        }
+      });
       let key = ship.entry.key(origin);
       cx.progress.say(|| format!("uploading {key} ({} bytes)", ship.bytes.len()));
       report.bytes_uploaded += ship.bytes.len() as u64;
       cx.remote.put(&key, ship.bytes).await?;
       report.segments_uploaded += 1;
+      here.insert((session.clone(), ship.entry.first_seq));
       match at {
         Some(at) => {
           let old_key = index.segments[at].key(origin);
@@ -178,6 +202,8 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
       }
     }
   }
+
+  let sweep = forgotten::sweep(cx, &state_dir, &mut index, &here, &mut superseded, &mut report).await?;
 
   report.grimoire = match local::read_snapshot(&cx.root, &cx.grimoire_dir(), &cx.settings.config.manifest_name()?)? {
     Ok(snapshot) if index.grimoire.as_ref().is_some_and(|g| g.manifest_sha256 == snapshot.entry.manifest_sha256) => {
@@ -219,11 +245,14 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
     index.events.push(entry);
   }
 
+  sweep.check_grimoire(&index, &mut report);
+
   let bytes = index.to_bytes();
   if previous.map(|p| p.to_bytes()) != Some(bytes.clone()) {
     cx.remote.put(&index_key(origin), bytes).await?;
   }
   report.objects_deleted = collect_garbage(cx, &index, superseded).await?;
+  sweep.commit(&state_dir)?;
   Ok(report)
 }
 
@@ -291,10 +320,34 @@ fn read_pulled(dir: &StateDir, problems: &mut Vec<String>) -> Result<Pulled> {
 }
 
 /// Options of a pull.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PullOptions {
   /// Restore this origin's own segments only up to this seq (records after it are dropped).
   pub until_seq: Option<u64>,
+  /// The HMAC key of the workspace's audit log, when it is keyed: the `memory.forget` event of
+  /// what another origin forgot is appended to it.
+  pub audit_hmac_key: Option<zeroize::Zeroizing<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for PullOptions {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("PullOptions")
+      .field("until_seq", &self.until_seq)
+      .field("audit_hmac_key", &self.audit_hmac_key.as_ref().map(|_| "<set>"))
+      .finish()
+  }
+}
+
+/// Why forgetting here failed, with what the user can do about a keyed audit log.
+fn forget_failure(e: &LoaError, key_given: bool) -> String {
+  let hint = match (e, key_given) {
+    (LoaError::SignatureInvalid(_), false) => {
+      "; if this workspace's audit log is keyed, pass its HMAC key (loa replicate pull --hmac-key-file FILE, or LOA_AUDIT_HMAC_KEY as hex)"
+    }
+    (LoaError::SignatureInvalid(_), true) => "; the HMAC key given does not continue this workspace's audit log",
+    _ => "",
+  };
+  format!("{}: {e}{hint}", e.code())
 }
 
 /// What a pull did.
@@ -399,12 +452,13 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
         let tombstones: HashSet<u64> = records.iter().filter(|r| r.op == TOMBSTONE_OP).map(|r| r.seq).collect();
         if !tombstones.is_empty() {
           let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
-          match forget_records(&store, &session, &tombstones, &ForgetOptions::default()) {
+          let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone() };
+          match forget_records(&store, &session, &tombstones, &forget) {
             Ok(done) => report.memories_forgotten += done.tombstones.len() as u64,
             Err(e) => {
               report.problems.push(format!(
-                "segment {key} not mirrored: the memories its origin forgot could not be forgotten here: {}: {e}",
-                e.code()
+                "segment {key} not mirrored: the memories its origin forgot could not be forgotten here: {}",
+                forget_failure(&e, options.audit_hmac_key.is_some())
               ));
               continue;
             }

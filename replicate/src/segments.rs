@@ -82,6 +82,7 @@ pub fn shippable(session: &str, sdir: &StateDir, name: &str, sealed: bool) -> Re
     sealed,
     size: bytes.len() as u64,
     sha256: sha256_hex(&bytes),
+    rewritten: false,
   };
   Ok(Some(Shippable { entry, bytes }))
 }
@@ -173,6 +174,7 @@ mod tests {
       sealed: true,
       size: bytes.len() as u64,
       sha256: sha256_hex(bytes),
+      rewritten: false,
     }
   }
 

@@ -78,6 +78,22 @@ const LOCK_FILE: &str = "memory-consolidate.lock";
 /// [`super::forget_records`]).
 pub const TOMBSTONE_OP: &str = "tombstone";
 
+/// The record that replaces `record` (a memory's write) in a log once the memory is forgotten:
+/// same seq, time and session, op [`TOMBSTONE_OP`], meta `{"tombstone": "<keyed id>"}`, no path,
+/// no data. One definition, so that a copy of the log rewritten elsewhere (the replica, see
+/// [`super::Forgotten`]) holds exactly the records the local log does.
+pub(super) fn tombstone_record(record: &Record, tombstone: &str) -> Record {
+  Record {
+    seq: record.seq,
+    ts_ms: record.ts_ms,
+    session_id: record.session_id.clone(),
+    op: TOMBSTONE_OP.into(),
+    path: None,
+    meta: Some(serde_json::json!({ "tombstone": tombstone }).to_string()),
+    data: None,
+  }
+}
+
 /// Forgets the memories `ids` (see the module docs). `index`: the store's open index, else the
 /// workspace's index directory is opened if it exists. The caller holds no consolidation lock.
 pub(super) fn run(
@@ -212,15 +228,7 @@ pub(super) fn run_locked(
   };
   let mut replace = |record: &Record| -> Option<Record> {
     let hash = record_hash_of(record)?;
-    wanted.contains(hash).then(|| Record {
-      seq: record.seq,
-      ts_ms: record.ts_ms,
-      session_id: record.session_id.clone(),
-      op: TOMBSTONE_OP.into(),
-      path: None,
-      meta: Some(serde_json::json!({ "tombstone": tomb_of(hash) }).to_string()),
-      data: None,
-    })
+    wanted.contains(hash).then(|| tombstone_record(record, &tomb_of(hash)))
   };
   let mut plans = Vec::new();
   for lock in &locks {

@@ -82,6 +82,7 @@ pub use markdown::{MarkdownRead, ReadOptions};
 pub use seal::{SealRequest, Sealed};
 pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, consolidate_workspace_with, forget_records, MemoryStore};
+pub use tombstone::Forgotten;
 pub use types::{
   CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
   ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,

@@ -363,3 +363,46 @@ fn copy_tree(from: &Path, to: &Path) {
     }
   }
 }
+
+#[test]
+fn forgotten_rewrites_a_copy_of_the_log_exactly_as_forget_rewrote_the_local_one() {
+  let ws = tempfile::tempdir().unwrap();
+  let opts = StoreOptions { workspace_dir: ws.path().to_path_buf(), ..Default::default() };
+  assert!(Forgotten::load(&opts).unwrap().tombstones().is_empty(), "nothing forgotten, nothing created");
+  assert!(!ws.path().join(".loa/keys").exists());
+  let a = open(ws.path(), "a");
+  let b = open(ws.path(), "b");
+  a.capture(entry(MemoryKind::Decision, "Keep the release plan in the shared vault")).unwrap();
+  let gone = a.capture(entry(MemoryKind::Decision, SECRET)).unwrap();
+  a.capture(entry(MemoryKind::Learning, "The vault rotates its keys every quarter")).unwrap();
+  // The same memory written again by another session: both records are its, one not the winner.
+  assert!(b.capture(entry(MemoryKind::Decision, SECRET)).unwrap().accepted);
+  drop(b);
+  a.consolidate().unwrap();
+  let wal = ws.path().join(".loa/wal");
+  let log = |wal: &Path| -> Vec<crate::wal::format::Record> {
+    ["a", "b"].iter().flat_map(|s| crate::wal::reader::read_session(wal, s).unwrap().records).collect()
+  };
+  // The copy kept elsewhere: the log as it was before forgetting.
+  let copy = log(&wal);
+  a.forget(&ForgetSelector::Id(gone.id.clone().unwrap()), &ForgetOptions::default()).unwrap();
+  let local = log(&wal);
+
+  let forgotten = Forgotten::load(&opts).unwrap();
+  assert_eq!(forgotten.tombstones().len(), 1);
+  let all = forgotten.tombstones().clone();
+  let rewritten: Vec<_> = copy.iter().map(|r| forgotten.replace(r, &all).unwrap_or_else(|| r.clone())).collect();
+  assert_eq!(rewritten, local, "the copy is rewritten record for record as the local log was");
+  assert_eq!(rewritten.iter().filter(|r| r.op == TOMBSTONE_OP).count(), 2);
+  // Only tombstones among those asked for are applied.
+  assert!(copy.iter().all(|r| forgotten.replace(r, &HashSet::new()).is_none()));
+  let id = gone.id.clone().unwrap();
+  assert!(forgotten.is_forgotten_record_file(&format!("memory/{id}.json")));
+  assert!(!forgotten.is_forgotten_record_file(&format!("other/{id}.json")));
+
+  // Written again after it was forgotten: held here, so its records elsewhere stay.
+  assert!(a.capture(entry(MemoryKind::Decision, SECRET)).unwrap().accepted);
+  let again = Forgotten::load(&opts).unwrap();
+  assert!(copy.iter().all(|r| again.replace(r, &all).is_none()));
+  assert!(!again.is_forgotten_record_file(&format!("memory/{id}.json")));
+}

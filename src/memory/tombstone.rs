@@ -12,6 +12,9 @@
 //! `{"v":1,"id":"<hmac hex>","at":"<RFC 3339 UTC>","reason":"forget"|"expired"}` and nothing
 //! else (no content, no memory id, no agent). Reading rule: lines of version 1 are read; lines
 //! of another version, or that do not parse, are kept as they are and ignored.
+//!
+//! [`Forgotten`] reads this record for copies of the log kept elsewhere: replication's push
+//! rewrites the segments it shipped before retention removed them here (docs/replication.md).
 
 use std::collections::HashSet;
 
@@ -117,4 +120,77 @@ pub(super) fn all(grimoire: &StateDir) -> Result<HashSet<String>> {
       .map(|l| l.id)
       .collect(),
   )
+}
+
+/// What this workspace forgot, for rewriting copies of its log kept elsewhere: the replica's
+/// segments that retention removed here after they were shipped (docs/replication.md). Read
+/// from the durable record forgetting leaves (`tombstones.jsonl` and the tombstone key), so it
+/// needs no memory id: a record is matched by computing its memory's keyed tombstone id.
+pub struct Forgotten {
+  key: Option<Zeroizing<Vec<u8>>>,
+  tombstones: HashSet<String>,
+  /// Memories held here now (record files and the records still in the WAL): written again
+  /// after they were forgotten, so their records elsewhere are not forgotten (another machine
+  /// forgetting by id would lose the memory this one holds).
+  present: HashSet<String>,
+}
+
+impl Forgotten {
+  /// Reads the workspace's tombstones and key; changes and creates nothing. A workspace that
+  /// never forgot gives an empty set (and reads nothing more).
+  pub fn load(options: &crate::memory::StoreOptions) -> Result<Forgotten> {
+    let layout = Layout::resolve(options)?;
+    let root = layout.root()?;
+    let tombstones = match layout.dir_in(&root, &layout.grimoire, false)? {
+      Some(grimoire) => all(&grimoire)?,
+      None => HashSet::new(),
+    };
+    if tombstones.is_empty() {
+      return Ok(Forgotten { key: None, tombstones, present: HashSet::new() });
+    }
+    let key = key(&layout, false)?;
+    let present = super::store::known_hashes(&layout)?;
+    Ok(Forgotten { key, tombstones, present })
+  }
+
+  /// The keyed ids of every tombstone recorded (version 1 lines of `tombstones.jsonl`).
+  pub fn tombstones(&self) -> &HashSet<String> {
+    &self.tombstones
+  }
+
+  /// The tombstone id of memory `id`, when that memory is forgotten (its tombstone is among
+  /// `among`) and not held here again.
+  fn forgotten_among(&self, id: &str, among: &HashSet<String>) -> Option<String> {
+    let key = self.key.as_ref()?;
+    if self.present.contains(id) {
+      return None;
+    }
+    let tombstone = tombstone_id(key, id);
+    among.contains(&tombstone).then_some(tombstone)
+  }
+
+  /// The record that replaces `record` when it wrote a memory whose tombstone is among `among`
+  /// (and which is not held here again): exactly the tombstone record `forget` writes in the
+  /// local log, same seq, so a machine mirroring the copy forgets the memory as it would from
+  /// the local log.
+  pub fn replace(
+    &self,
+    record: &crate::wal::format::Record,
+    among: &HashSet<String>,
+  ) -> Option<crate::wal::format::Record> {
+    let id = super::view::record_hash_of(record)?;
+    let tombstone = self.forgotten_among(id, among)?;
+    Some(super::forget::tombstone_record(record, &tombstone))
+  }
+
+  /// Whether the grimoire-relative `path` is the record file (`memory/<id>.json`) of a
+  /// forgotten memory not held here again: a sealed copy of the grimoire listing it still
+  /// holds the memory.
+  pub fn is_forgotten_record_file(&self, path: &str) -> bool {
+    let id = path
+      .strip_prefix(super::types::MEMORY_DIR)
+      .and_then(|p| p.strip_prefix('/'))
+      .and_then(super::types::record_name_hash);
+    id.is_some_and(|id| self.forgotten_among(id, &self.tombstones).is_some())
+  }
 }
