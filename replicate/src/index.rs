@@ -14,8 +14,21 @@
 //!   "events": [ { "name": "20260110T130352000Z_agent-a.md", "size": 300, "sha256": "<hex>" } ] }
 //! ```
 //!
-//! A reader accepts version 1 only; any other version, an unknown member, a bad name or digest
-//! is `E_REPLICA_CORRUPT` for that origin (other origins are still read).
+//! **Version 2** adds one member, `checkpoint`: the WAL checkpoint (the origin's consolidation
+//! state) shipped with the sealed grimoire it describes, each file stored by digest under
+//! `checkpoint/<sha256>`:
+//!
+//! ```json
+//! "checkpoint": { "manifestSha256": "<hex of the grimoire manifest it goes with>",
+//!                 "head": { "size": 90, "sha256": "<hex>" },
+//!                 "shards": [ { "name": "0a3.json", "size": 700, "sha256": "<hex>" } ] }
+//! ```
+//!
+//! A push writes version 2 when the index has a checkpoint and version 1 when it has none, so
+//! that older readers keep reading indexes that need nothing new. A reader accepts version 1
+//! (which has no checkpoint; one is an error) and version 2; any other version, an unknown
+//! member, a bad name or digest is `E_REPLICA_CORRUPT` for that origin (other origins are still
+//! read).
 
 use std::collections::BTreeSet;
 
@@ -25,8 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::valid_origin;
 
-/// The index format version this binary writes and reads.
-pub const INDEX_VERSION: u32 = 1;
+/// The newest index format version, written when the index has a checkpoint (else 1).
+pub const INDEX_VERSION: u32 = 2;
 /// The largest index read (about 300,000 entries).
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 /// The largest grimoire file an index may list (what a segment may be; recovery's own limit
@@ -81,6 +94,41 @@ pub struct EventEntry {
   pub sha256: String,
 }
 
+/// One object of a checkpoint, stored by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectEntry {
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// One shard of a checkpoint: its file name in `consolidation/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+  pub name: String,
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// The WAL checkpoint: the consolidation state (head and shards) that goes with the sealed
+/// grimoire whose manifest has digest `manifest_sha256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckpointEntry {
+  pub manifest_sha256: String,
+  pub head: ObjectEntry,
+  pub shards: Vec<ShardEntry>,
+}
+
+impl CheckpointEntry {
+  /// Every object's digest and size: the head first.
+  pub fn objects(&self) -> impl Iterator<Item = (&str, u64)> {
+    std::iter::once((self.head.sha256.as_str(), self.head.size))
+      .chain(self.shards.iter().map(|s| (s.sha256.as_str(), s.size)))
+  }
+}
+
 /// An origin's index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,11 +138,26 @@ pub struct Index {
   pub segments: Vec<SegmentEntry>,
   pub grimoire: Option<GrimoireEntry>,
   pub events: Vec<EventEntry>,
+  /// Version 2 only.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub checkpoint: Option<CheckpointEntry>,
 }
 
 /// The key of a grimoire file (or manifest) stored by digest.
 pub fn blob_key(origin: &str, sha256: &str) -> String {
   format!("origins/{origin}/grimoire/blobs/{sha256}")
+}
+
+/// The key of a checkpoint object stored by digest.
+pub fn checkpoint_key(origin: &str, sha256: &str) -> String {
+  format!("origins/{origin}/checkpoint/{sha256}")
+}
+
+/// A shard file name as consolidation writes them: three lowercase hex digits, `.json`.
+fn valid_shard_name(name: &str) -> bool {
+  name.len() == 8
+    && name.ends_with(".json")
+    && name[..3].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The shared key of a ledger event.
@@ -139,6 +202,7 @@ impl Index {
       segments: Vec::new(),
       grimoire: None,
       events: Vec::new(),
+      checkpoint: None,
     }
   }
 
@@ -147,8 +211,22 @@ impl Index {
     let corrupt = |reason: String| LoaError::ReplicaCorrupt { key: key.to_string(), reason };
     let index: Index =
       serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
-    if index.version != INDEX_VERSION {
-      return Err(corrupt(format!("index version {} is not version {INDEX_VERSION}", index.version)));
+    if index.version != 1 && index.version != INDEX_VERSION {
+      return Err(corrupt(format!("index version {} is not version 1 or {INDEX_VERSION}", index.version)));
+    }
+    if let Some(c) = &index.checkpoint {
+      let mut names = BTreeSet::new();
+      let bad_shard = |s: &ShardEntry| {
+        !valid_shard_name(&s.name) || !is_sha256(&s.sha256) || s.size > loa_core::wal::state::MAX_SHARD_BYTES
+      };
+      if index.version == 1
+        || !is_sha256(&c.manifest_sha256)
+        || !is_sha256(&c.head.sha256)
+        || c.head.size > loa_core::wal::state::MAX_STATE_BYTES
+        || c.shards.iter().any(|s| bad_shard(s) || !names.insert(s.name.as_str()))
+      {
+        return Err(corrupt("the checkpoint entry is malformed (or in a version 1 index)".into()));
+      }
     }
     if index.origin != origin || !valid_origin(&index.origin) {
       return Err(corrupt("the index names another origin".into()));
@@ -193,6 +271,11 @@ impl Index {
     let mut sorted = self.clone();
     sorted.segments.sort_by(|a, b| (&a.session, a.first_seq).cmp(&(&b.session, b.first_seq)));
     sorted.events.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(c) = &mut sorted.checkpoint {
+      c.shards.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    // Version 1 while nothing needs version 2, so older readers keep reading it.
+    sorted.version = if sorted.checkpoint.is_some() { INDEX_VERSION } else { 1 };
     let mut out = serde_json::to_vec_pretty(&sorted).expect("an index always serialises");
     out.push(b'\n');
     out
@@ -239,6 +322,20 @@ mod tests {
         files: vec![FileEntry { path: "memory/x.json".into(), size: 3, sha256: sha.clone() }],
       }),
       events: vec![EventEntry { name: "20260110T130352000Z_a.md".into(), size: 3, sha256: sha }],
+      checkpoint: None,
+    }
+  }
+
+  fn with_checkpoint() -> Index {
+    let sha = "b".repeat(64);
+    Index {
+      version: 2,
+      checkpoint: Some(CheckpointEntry {
+        manifest_sha256: sha.clone(),
+        head: ObjectEntry { size: 50, sha256: sha.clone() },
+        shards: vec![ShardEntry { name: "0a3.json".into(), size: 70, sha256: sha }],
+      }),
+      ..sample()
     }
   }
 
@@ -246,6 +343,37 @@ mod tests {
   fn an_index_round_trips() {
     let index = sample();
     assert_eq!(Index::parse(&index.to_bytes(), "m1", "k").unwrap(), index);
+  }
+
+  #[test]
+  fn versions_one_and_two_are_read_and_the_lowest_that_fits_is_written() {
+    let v1 = sample();
+    assert!(String::from_utf8(v1.to_bytes()).unwrap().contains("\"version\": 1"));
+    let v2 = with_checkpoint();
+    let text = String::from_utf8(v2.to_bytes()).unwrap();
+    assert!(text.contains("\"version\": 2") && text.contains("\"manifestSha256\""));
+    assert_eq!(Index::parse(text.as_bytes(), "m1", "k").unwrap(), v2);
+    // A version 2 index without a checkpoint is read too (and written back as version 1).
+    let plain = String::from_utf8(v1.to_bytes()).unwrap().replace("\"version\": 1", "\"version\": 2");
+    assert_eq!(Index::parse(plain.as_bytes(), "m1", "k").unwrap().checkpoint, None);
+  }
+
+  #[test]
+  fn hostile_checkpoint_entries_are_refused() {
+    let text = String::from_utf8(with_checkpoint().to_bytes()).unwrap();
+    let cases = [
+      text.replace("\"version\": 2", "\"version\": 1"),
+      text.replace("0a3.json", "../0a3.json"),
+      text.replace("0a3.json", "0A3.json"),
+      text.replace("0a3.json", "0a3.js"),
+      text.replace("\"size\": 70", "\"size\": 99999999999"),
+      text.replace("\"size\": 50", "\"size\": 999999999999"),
+      text.replace("\"manifestSha256\"", "\"extra\": 1, \"manifestSha256\""),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
+      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
+    }
   }
 
   #[test]
@@ -257,7 +385,7 @@ mod tests {
       text.replace("memory/x.json", "/etc/passwd"),
       text.replace("20260110T130352000Z_a.md", "../a.md"),
       text.replace("\"manifest.json\"", "\"a/manifest.json\""),
-      text.replace("\"version\": 1", "\"version\": 2"),
+      text.replace("\"version\": 1", "\"version\": 3"),
       text.replace("\"origin\": \"m1\"", "\"origin\": \"m2\""),
       text.replace(&"a".repeat(64), &"A".repeat(64)),
       text.replace("\"firstSeq\": 1", "\"firstSeq\": 4"),
