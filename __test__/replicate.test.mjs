@@ -564,6 +564,8 @@ test('a hostile workspace: state, WAL, grimoire and events directories that are 
     ['.loa/wal', (p) => fifo(p), 'beta'],
     ['.loa/wal/sessions/alpha.cli', (p, out) => link(out, p), 'beta'],
     ['.loa/wal/sessions', (p, out) => link(out, p), 'alpha'],
+    ['.loa/wal/consolidation', (p, out) => link(out, p), 'alpha'],
+    ['.loa/wal/consolidation', (p) => writeFileSync(p, 'x'), 'alpha'],
     [GRIMOIRE, (p, out) => link(out, p), 'alpha'],
     [GRIMOIRE, (p) => writeFileSync(p, 'x'), 'alpha'],
     [GRIMOIRE, (p) => fifo(p), 'alpha'],
@@ -731,6 +733,8 @@ test('the checkpoint ships with the sealed grimoire, listed in the index; a rest
   const objects = () => Object.keys(bucketObjects(server)).filter((k) => k.startsWith('team/origins/alpha/checkpoint/')).sort()
   const named = (i) => [...new Set([i.checkpoint.head.sha256, ...i.checkpoint.shards.map((s) => s.sha256)])].map((d) => `team/origins/alpha/checkpoint/${d}`).sort()
   assert.deepEqual(objects(), named(index))
+  const status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
+  assert.deepEqual(status.origins.map((o) => [o.origin, o.grimoire, o.checkpoint]), [['alpha', true, true]])
   // Idempotent: nothing changes in the bucket.
   const before = bucketObjects(server)
   assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().checkpoint, 'unchanged')

@@ -152,11 +152,12 @@ fn run(args: Args) -> Result<i32> {
         );
         for o in &r.origins {
           out += &format!(
-            "  origin {}: {} segment(s) in {} session(s), grimoire {}, {} event(s)\n",
+            "  origin {}: {} segment(s) in {} session(s), grimoire {}, checkpoint {}, {} event(s)\n",
             o.origin,
             o.segments,
             o.sessions,
             if o.grimoire { "yes" } else { "no" },
+            if o.checkpoint { "yes" } else { "no" },
             o.events
           );
         }

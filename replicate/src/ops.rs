@@ -577,6 +577,8 @@ pub struct OriginStatus {
   pub segments: u64,
   pub sessions: u64,
   pub grimoire: bool,
+  /// A checkpoint was shipped with the grimoire.
+  pub checkpoint: bool,
   pub events: u64,
 }
 
@@ -649,6 +651,7 @@ pub async fn status(cx: &Context) -> Result<StatusReport> {
         segments: i.segments.len() as u64,
         sessions: i.segments.iter().map(|s| &s.session).collect::<BTreeSet<_>>().len() as u64,
         grimoire: i.grimoire.is_some(),
+        checkpoint: i.checkpoint.is_some(),
         events: i.events.len() as u64,
         origin,
       }),
