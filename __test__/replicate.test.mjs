@@ -710,6 +710,8 @@ test('a hostile workspace: state, WAL, grimoire and events directories that are 
     ['.loa/wal', (p) => fifo(p), 'beta'],
     ['.loa/wal/sessions/alpha.cli', (p, out) => link(out, p), 'beta'],
     ['.loa/wal/sessions', (p, out) => link(out, p), 'alpha'],
+    ['.loa/wal/consolidation', (p, out) => link(out, p), 'alpha'],
+    ['.loa/wal/consolidation', (p) => writeFileSync(p, 'x'), 'alpha'],
     [GRIMOIRE, (p, out) => link(out, p), 'alpha'],
     [GRIMOIRE, (p) => writeFileSync(p, 'x'), 'alpha'],
     [GRIMOIRE, (p) => fifo(p), 'alpha'],
@@ -789,4 +791,129 @@ test('a segment over 8 MiB goes up as a multipart upload and comes back byte for
   assert.ok(restored.length > 8 * 1024 * 1024)
   assert.ok(original.subarray(0, restored.length).equals(restored))
   assert.ok(original.subarray(restored.length).every((byte) => byte === 0), 'only the preallocated tail was left out')
+})
+
+/** The files of a WAL directory's consolidation state (head and shards), name -> bytes. */
+function consolidationState(ws) {
+  const out = { 'consolidation.json': readFileSync(join(ws, WAL, 'consolidation.json')) }
+  const shards = join(ws, WAL, 'consolidation')
+  for (const name of readdirSync(shards).sort()) out[`consolidation/${name}`] = readFileSync(join(shards, name))
+  return out
+}
+
+/** The segment files of a session, oldest first. */
+function segmentFiles(ws, session = 'cli') {
+  return readdirSync(join(ws, WAL, 'sessions', session)).filter((n) => n.endsWith('.wal')).sort()
+}
+
+test('retention keeps what push has not shipped; a workspace deleted after pruning comes back with every memory', async (t) => {
+  const server = await startS3(t)
+  const ws = tempDir(t, 'loa-ws-retain-')
+  // Small segments: one memory each.
+  writeConfig(ws, { origin: 'alpha', endpoint: server.endpoint, extra: 'wal:\n  segment_max_bytes: 4096\n' })
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  const memory = (n) => `Remember that release ${n} lists ${Array.from({ length: 280 }, (_, i) => `r${n}w${i}`).join(' ')}.`
+  capture(server, ws, memory(1))
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json().checkpoint, 'uploaded')
+  assert.deepEqual(JSON.parse(readFileSync(join(ws, '.loa/replicate/shipped.json'), 'utf8')), { version: 1, sessions: { cli: 1 } })
+
+  // Consolidated after the seal, not pushed yet: retention removes only the segment shipped.
+  for (const n of [2, 3, 4, 5]) capture(server, ws, memory(n))
+  const before = segmentFiles(ws)
+  assert.equal(before.length, 5, before.join(' '))
+  ok(loa(server, ['consolidate', '--workspace', ws]), 'consolidate before push')
+  assert.deepEqual(segmentFiles(ws), before.slice(1))
+  // Pushed: the grimoire changed since its seal, so the index keeps the seal and the checkpoint
+  // that goes with it, and the new segments; now retention may remove them.
+  const stale = loa(server, ['replicate', 'push', '--workspace', ws, '--json'])
+  assert.equal(stale.status, 1, stale.stderr) // the stale grimoire is listed as a problem
+  const pushed = stale.json()
+  assert.deepEqual([pushed.grimoire, pushed.checkpoint, pushed.segmentsUploaded], ['stale', 'stale', 4])
+  assert.deepEqual(pushed.problems.map((p) => p.split(':')[0]), ['grimoire not shipped'])
+  ok(loa(server, ['consolidate', '--workspace', ws]), 'consolidate after push')
+  assert.deepEqual(segmentFiles(ws), before.slice(4))
+  const expected = memories(ws)
+  assert.equal(expected.length, 5)
+
+  // The whole workspace is gone but its configuration.
+  const config = readFileSync(join(ws, '.loa.config.yaml'))
+  rmSync(ws, { recursive: true, force: true })
+  mkdirSync(ws)
+  writeFileSync(join(ws, '.loa.config.yaml'), config)
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull').json()
+  assert.deepEqual([pulled.grimoire, pulled.checkpoint, pulled.segmentsRestored], ['restored', 'restored', 5])
+  ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', ring]), 'manifest verify')
+  // The seal holds memory 1; the WAL after the checkpoint brings back 2 to 5.
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'consolidate the restored workspace')
+  assert.deepEqual(memories(ws), expected)
+  ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', ring]), 'manifest verify after consolidating')
+  ok(loa(server, ['wal', 'verify', join(ws, WAL)]), 'wal verify')
+})
+
+test('the checkpoint ships with the sealed grimoire, listed in the index; a restored workspace has the same consolidation state', async (t) => {
+  const server = await startS3(t)
+  const ws = workspace(t, server, 'alpha')
+  const ring = tempDir(t, 'loa-keys-')
+  ok(loa(server, ['keys', 'generate', '--keys', ring]), 'keys')
+  capture(server, ws, 'Always run the integration tests before merging to main.')
+  capture(server, ws, 'Never deploy on Fridays after three in the afternoon.')
+  capture(server, ws, 'Remember that the staging database is reset every Monday morning.', 'ops')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal')
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push').json()
+  assert.equal(pushed.checkpoint, 'uploaded')
+
+  // The index lists the head and every shard by digest, with the seal they go with.
+  const sha = (bytes) => createHash('sha256').update(bytes).digest('hex')
+  const readIndex = () => JSON.parse(readFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), 'utf8'))
+  const index = readIndex()
+  assert.equal(index.version, 2)
+  assert.equal(index.checkpoint.manifestSha256, index.grimoire.manifestSha256)
+  const original = consolidationState(ws)
+  assert.equal(index.checkpoint.head.sha256, sha(original['consolidation.json']))
+  assert.deepEqual(
+    index.checkpoint.shards.map((s) => [`consolidation/${s.name}`, s.size, s.sha256]),
+    Object.entries(original).filter(([n]) => n !== 'consolidation.json').map(([n, b]) => [n, b.length, sha(b)]),
+  )
+  const objects = () => Object.keys(bucketObjects(server)).filter((k) => k.startsWith('team/origins/alpha/checkpoint/')).sort()
+  const named = (i) => [...new Set([i.checkpoint.head.sha256, ...i.checkpoint.shards.map((s) => s.sha256)])].map((d) => `team/origins/alpha/checkpoint/${d}`).sort()
+  assert.deepEqual(objects(), named(index))
+  const status = ok(loa(server, ['replicate', 'status', '--workspace', ws, '--json']), 'status').json()
+  assert.deepEqual(status.origins.map((o) => [o.origin, o.grimoire, o.checkpoint]), [['alpha', true, true]])
+  // Idempotent: nothing changes in the bucket.
+  const before = bucketObjects(server)
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push again').json().checkpoint, 'unchanged')
+  assert.deepEqual(bucketObjects(server), before)
+
+  // Restored elsewhere: the same state, byte for byte, and consolidating it has nothing to do.
+  const restored = workspace(t, server, 'alpha')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', restored, '--json']), 'pull').json()
+  assert.deepEqual([pulled.grimoire, pulled.checkpoint], ['restored', 'restored'])
+  assert.deepEqual(consolidationState(restored), original)
+  const again = ok(loa(server, ['consolidate', '--workspace', restored, '--json']), 'consolidate').json()
+  assert.equal(again.applied, 0)
+  assert.deepEqual(consolidationState(restored), original)
+  assert.deepEqual(memories(restored), memories(ws))
+  // A workspace with a WAL of its own keeps its own state.
+  assert.equal(ok(loa(server, ['replicate', 'pull', '--workspace', restored, '--json']), 'pull again').json().checkpoint, 'kept')
+
+  // A point in time before the checkpoint: the checkpoint is left out, the WAL re-applied.
+  const early = workspace(t, server, 'alpha')
+  const cut = ok(loa(server, ['replicate', 'pull', '--workspace', early, '--until-seq', '1', '--json']), 'pull --until-seq').json()
+  assert.equal(cut.checkpoint, 'skipped')
+  assert.ok(!existsSync(join(early, WAL, 'consolidation.json')))
+  const late = workspace(t, server, 'alpha')
+  assert.equal(ok(loa(server, ['replicate', 'pull', '--workspace', late, '--until-seq', '2', '--json']), 'pull --until-seq 2').json().checkpoint, 'restored')
+
+  // A new seal: the changed objects go up, the ones no index names any more are deleted.
+  capture(server, ws, 'Prefer small pull requests that touch one component at a time.')
+  ok(loa(server, ['consolidate', '--workspace', ws, '--seal', '--keys', ring]), 'seal again')
+  const third = ok(loa(server, ['replicate', 'push', '--workspace', ws, '--json']), 'push 3').json()
+  assert.equal(third.checkpoint, 'uploaded')
+  assert.ok(third.objectsDeleted >= 1, JSON.stringify(third))
+  const newer = readIndex()
+  assert.notEqual(newer.checkpoint.head.sha256, index.checkpoint.head.sha256)
+  assert.deepEqual(objects(), named(newer))
+  assert.equal(newer.checkpoint.head.sha256, sha(consolidationState(ws)['consolidation.json']))
 })

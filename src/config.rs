@@ -607,6 +607,7 @@ fn memory_settings(workspace: &Path, config: &Config, overrides: &MemoryOverride
     audit_segment_max_bytes: config.audit.segment_max_bytes,
     manifest_name: config.manifest_name().ok(),
     recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
+    replication_state_dir: config.replication.bucket.as_ref().map(|_| crate::wal::shipped::REPLICATE_STATE_DIR.into()),
   }
 }
 

@@ -14,11 +14,25 @@
 //!   "events": [ { "name": "20260110T130352000Z_agent-a.md", "size": 300, "sha256": "<hex>" } ] }
 //! ```
 //!
-//! A segment rewritten in place by forgetting (same seqs, other bytes) carries `"rewritten": true`
-//! and is stored under a key that ends in its sha256 (see [`SegmentEntry::key`]). Version 1 is
-//! version 2 without that member, and is read as such; version 2 is written. Any other version,
-//! an unknown member, a bad name or digest is `E_REPLICA_CORRUPT` for that origin (other origins
-//! are still read).
+//! **Version 2** adds two optional members, each needed only sometimes:
+//!
+//! - a segment rewritten in place by forgetting (same seqs, other bytes) carries
+//!   `"rewritten": true` and is stored under a key that ends in its sha256 (see
+//!   [`SegmentEntry::key`]), so the new object never overwrites the one the previous index names;
+//! - `checkpoint`: the WAL checkpoint (the origin's consolidation state) shipped with the sealed
+//!   grimoire it describes, each file stored by digest under `checkpoint/<sha256>`:
+//!
+//! ```json
+//! "checkpoint": { "manifestSha256": "<hex of the grimoire manifest it goes with>",
+//!                 "head": { "size": 90, "sha256": "<hex>" },
+//!                 "shards": [ { "name": "0a3.json", "size": 700, "sha256": "<hex>" } ] }
+//! ```
+//!
+//! A push writes version 2 when the index has a checkpoint or a rewritten segment and version 1
+//! otherwise, so that older readers keep reading indexes that need nothing new. A reader accepts
+//! version 1 (which has neither member; one is an error) and version 2; any other version, an
+//! unknown member, a bad name or digest is `E_REPLICA_CORRUPT` for that origin (other origins are
+//! still read).
 
 use std::collections::BTreeSet;
 
@@ -28,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::valid_origin;
 
-/// The index format version this binary writes (it reads this one and version 1).
+/// The newest index format version, written when the index needs it (else 1).
 pub const INDEX_VERSION: u32 = 2;
 /// The largest index read (about 300,000 entries).
 pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
@@ -94,6 +108,41 @@ pub struct EventEntry {
   pub sha256: String,
 }
 
+/// One object of a checkpoint, stored by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectEntry {
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// One shard of a checkpoint: its file name in `consolidation/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+  pub name: String,
+  pub size: u64,
+  pub sha256: String,
+}
+
+/// The WAL checkpoint: the consolidation state (head and shards) that goes with the sealed
+/// grimoire whose manifest has digest `manifest_sha256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckpointEntry {
+  pub manifest_sha256: String,
+  pub head: ObjectEntry,
+  pub shards: Vec<ShardEntry>,
+}
+
+impl CheckpointEntry {
+  /// Every object's digest and size: the head first.
+  pub fn objects(&self) -> impl Iterator<Item = (&str, u64)> {
+    std::iter::once((self.head.sha256.as_str(), self.head.size))
+      .chain(self.shards.iter().map(|s| (s.sha256.as_str(), s.size)))
+  }
+}
+
 /// An origin's index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,11 +152,26 @@ pub struct Index {
   pub segments: Vec<SegmentEntry>,
   pub grimoire: Option<GrimoireEntry>,
   pub events: Vec<EventEntry>,
+  /// Version 2 only.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub checkpoint: Option<CheckpointEntry>,
 }
 
 /// The key of a grimoire file (or manifest) stored by digest.
 pub fn blob_key(origin: &str, sha256: &str) -> String {
   format!("origins/{origin}/grimoire/blobs/{sha256}")
+}
+
+/// The key of a checkpoint object stored by digest.
+pub fn checkpoint_key(origin: &str, sha256: &str) -> String {
+  format!("origins/{origin}/checkpoint/{sha256}")
+}
+
+/// A shard file name as consolidation writes them: three lowercase hex digits, `.json`.
+fn valid_shard_name(name: &str) -> bool {
+  name.len() == 8
+    && name.ends_with(".json")
+    && name[..3].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The shared key of a ledger event.
@@ -152,6 +216,7 @@ impl Index {
       segments: Vec::new(),
       grimoire: None,
       events: Vec::new(),
+      checkpoint: None,
     }
   }
 
@@ -160,11 +225,25 @@ impl Index {
     let corrupt = |reason: String| LoaError::ReplicaCorrupt { key: key.to_string(), reason };
     let index: Index =
       serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not an index: {}", e.classify_name())))?;
-    if index.version != INDEX_VERSION && index.version != 1 {
-      return Err(corrupt(format!("index version {} is not version {INDEX_VERSION} or 1", index.version)));
+    if index.version != 1 && index.version != INDEX_VERSION {
+      return Err(corrupt(format!("index version {} is not version 1 or {INDEX_VERSION}", index.version)));
     }
     if index.version == 1 && index.segments.iter().any(|s| s.rewritten) {
       return Err(corrupt("a version 1 index names a rewritten segment".into()));
+    }
+    if let Some(c) = &index.checkpoint {
+      let mut names = BTreeSet::new();
+      let bad_shard = |s: &ShardEntry| {
+        !valid_shard_name(&s.name) || !is_sha256(&s.sha256) || s.size > loa_core::wal::state::MAX_SHARD_BYTES
+      };
+      if index.version == 1
+        || !is_sha256(&c.manifest_sha256)
+        || !is_sha256(&c.head.sha256)
+        || c.head.size > loa_core::wal::state::MAX_STATE_BYTES
+        || c.shards.iter().any(|s| bad_shard(s) || !names.insert(s.name.as_str()))
+      {
+        return Err(corrupt("the checkpoint entry is malformed (or in a version 1 index)".into()));
+      }
     }
     if index.origin != origin || !valid_origin(&index.origin) {
       return Err(corrupt("the index names another origin".into()));
@@ -205,12 +284,17 @@ impl Index {
   }
 
   /// The index as stored (pretty JSON, entries sorted so that equal indexes are equal bytes),
-  /// always as the version this binary writes.
+  /// as the lowest version that holds it.
   pub fn to_bytes(&self) -> Vec<u8> {
     let mut sorted = self.clone();
-    sorted.version = INDEX_VERSION;
     sorted.segments.sort_by(|a, b| (&a.session, a.first_seq).cmp(&(&b.session, b.first_seq)));
     sorted.events.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(c) = &mut sorted.checkpoint {
+      c.shards.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    // Version 1 while nothing needs version 2, so older readers keep reading it.
+    let needs_2 = sorted.checkpoint.is_some() || sorted.segments.iter().any(|s| s.rewritten);
+    sorted.version = if needs_2 { INDEX_VERSION } else { 1 };
     let mut out = serde_json::to_vec_pretty(&sorted).expect("an index always serialises");
     out.push(b'\n');
     out
@@ -240,7 +324,7 @@ mod tests {
   fn sample() -> Index {
     let sha = "a".repeat(64);
     Index {
-      version: INDEX_VERSION,
+      version: 1,
       origin: "m1".into(),
       segments: vec![SegmentEntry {
         session: "cli".into(),
@@ -258,6 +342,20 @@ mod tests {
         files: vec![FileEntry { path: "memory/x.json".into(), size: 3, sha256: sha.clone() }],
       }),
       events: vec![EventEntry { name: "20260110T130352000Z_a.md".into(), size: 3, sha256: sha }],
+      checkpoint: None,
+    }
+  }
+
+  fn with_checkpoint() -> Index {
+    let sha = "b".repeat(64);
+    Index {
+      version: 2,
+      checkpoint: Some(CheckpointEntry {
+        manifest_sha256: sha.clone(),
+        head: ObjectEntry { size: 50, sha256: sha.clone() },
+        shards: vec![ShardEntry { name: "0a3.json".into(), size: 70, sha256: sha }],
+      }),
+      ..sample()
     }
   }
 
@@ -268,19 +366,50 @@ mod tests {
   }
 
   #[test]
-  fn version_1_is_read_and_rewritten_segments_have_their_own_keys() {
-    let text = String::from_utf8(sample().to_bytes()).unwrap();
-    let v1 = Index::parse(text.replace("\"version\": 2", "\"version\": 1").as_bytes(), "m1", "k").unwrap();
-    assert_eq!(v1.segments, sample().segments);
-    assert_eq!(v1.to_bytes(), sample().to_bytes(), "written back as version 2");
+  fn rewritten_segments_have_their_own_keys_and_need_version_2() {
     let plain = &sample().segments[0];
     let rewritten = SegmentEntry { rewritten: true, sha256: "b".repeat(64), ..plain.clone() };
     assert_eq!(plain.key("m1"), format!("origins/m1/wal/cli/{:020}-{:020}.wal", 1, 3));
     assert_eq!(rewritten.key("m1"), format!("origins/m1/wal/cli/{:020}-{:020}-{}.wal", 1, 3, "b".repeat(64)));
     let mut index = sample();
     index.segments[0] = rewritten;
-    assert_eq!(Index::parse(&index.to_bytes(), "m1", "k").unwrap(), index);
-    assert!(String::from_utf8(sample().to_bytes()).unwrap().find("rewritten").is_none(), "absent unless set");
+    index.version = INDEX_VERSION;
+    let text = String::from_utf8(index.to_bytes()).unwrap();
+    assert!(text.contains("\"version\": 2"), "a rewritten segment needs version 2");
+    assert_eq!(Index::parse(text.as_bytes(), "m1", "k").unwrap(), index);
+    let plain_text = String::from_utf8(sample().to_bytes()).unwrap();
+    assert!(plain_text.contains("\"version\": 1") && !plain_text.contains("rewritten"), "absent unless set");
+  }
+
+  #[test]
+  fn versions_one_and_two_are_read_and_the_lowest_that_fits_is_written() {
+    let v1 = sample();
+    assert!(String::from_utf8(v1.to_bytes()).unwrap().contains("\"version\": 1"));
+    let v2 = with_checkpoint();
+    let text = String::from_utf8(v2.to_bytes()).unwrap();
+    assert!(text.contains("\"version\": 2") && text.contains("\"manifestSha256\""));
+    assert_eq!(Index::parse(text.as_bytes(), "m1", "k").unwrap(), v2);
+    // A version 2 index without a checkpoint is read too (and written back as version 1).
+    let plain = String::from_utf8(v1.to_bytes()).unwrap().replace("\"version\": 1", "\"version\": 2");
+    assert_eq!(Index::parse(plain.as_bytes(), "m1", "k").unwrap().checkpoint, None);
+  }
+
+  #[test]
+  fn hostile_checkpoint_entries_are_refused() {
+    let text = String::from_utf8(with_checkpoint().to_bytes()).unwrap();
+    let cases = [
+      text.replace("\"version\": 2", "\"version\": 1"),
+      text.replace("0a3.json", "../0a3.json"),
+      text.replace("0a3.json", "0A3.json"),
+      text.replace("0a3.json", "0a3.js"),
+      text.replace("\"size\": 70", "\"size\": 99999999999"),
+      text.replace("\"size\": 50", "\"size\": 999999999999"),
+      text.replace("\"manifestSha256\"", "\"extra\": 1, \"manifestSha256\""),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
+      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
+    }
   }
 
   #[test]
@@ -292,8 +421,9 @@ mod tests {
       text.replace("memory/x.json", "/etc/passwd"),
       text.replace("20260110T130352000Z_a.md", "../a.md"),
       text.replace("\"manifest.json\"", "\"a/manifest.json\""),
-      text.replace("\"version\": 2", "\"version\": 3"),
-      text.replace("\"version\": 2", "\"version\": 1").replace("\"sealed\"", "\"rewritten\": true, \"sealed\""),
+      text.replace("\"version\": 1", "\"version\": 3"),
+      // A member of version 2 in a version 1 index.
+      text.replace("\"sealed\"", "\"rewritten\": true, \"sealed\""),
       text.replace("\"origin\": \"m1\"", "\"origin\": \"m2\""),
       text.replace(&"a".repeat(64), &"A".repeat(64)),
       text.replace("\"firstSeq\": 1", "\"firstSeq\": 4"),

@@ -21,6 +21,8 @@ use crate::remote::{Created, Remote};
 use crate::segments::{self, check_downloaded, encode_segment, mirror_session, sha256_hex, write_segment};
 use crate::settings::{valid_origin, Settings, STATE_DIR};
 
+mod checkpoint;
+
 /// Most origins one pull reads.
 const MAX_ORIGINS: usize = 10_000;
 /// What pull remembers having fetched from other origins.
@@ -107,6 +109,10 @@ pub struct PushReport {
   pub bytes_uploaded: u64,
   /// `uploaded`, `unchanged`, `none` (nothing sealed) or `stale` (changed since sealed).
   pub grimoire: &'static str,
+  /// The WAL checkpoint (consolidation state) shipped with the sealed grimoire: `uploaded`,
+  /// `unchanged`, `none` (no sealed grimoire or no state), `stale` (the grimoire changed since
+  /// sealed: the index keeps the checkpoint shipped with the last seal).
+  pub checkpoint: &'static str,
   pub events_uploaded: u64,
   pub events_skipped: u64,
   /// Objects of this origin no index entry names any more (segments superseded or rewritten
@@ -142,6 +148,11 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
   // The shipped segments found here as shipped, or shipped from here by this push: what
   // forgetting here already reached.
   let mut here: HashSet<(String, u64)> = HashSet::new();
+  // The sealed grimoire and the consolidation state, read together while no consolidation runs,
+  // before the segments: every record the state counts as applied is then in a segment read
+  // below (or pruned, which needs it shipped before).
+  let (captured, snapshot) = checkpoint::capture(cx)?;
+  let mut marks = checkpoint::ShippedMarks::default();
 
   for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
     for (i, name) in names.iter().enumerate() {
@@ -151,6 +162,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
         Ok(None) => continue,
         Err(reason) => {
           report.problems.push(format!("segment {session}/{name} not shipped: {reason}"));
+          marks.gap(&session);
           continue;
         }
       };
@@ -162,6 +174,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
         if old.sha256 == ship.entry.sha256 && cx.remote.size(&old.key(origin)).await? == Some(old.size) {
           report.segments_skipped += 1;
           here.insert((session.clone(), old.first_seq));
+          marks.shipped(&session, old.last_seq);
           continue;
         }
         if old.last_seq > ship.entry.last_seq {
@@ -169,6 +182,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
             "segment {session}/{name} is behind the replica (seq {} < {}); kept the replica's",
             ship.entry.last_seq, old.last_seq
           ));
+          marks.gap(&session);
           continue;
         }
       }
@@ -190,6 +204,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
       cx.remote.put(&key, ship.bytes).await?;
       report.segments_uploaded += 1;
       here.insert((session.clone(), ship.entry.first_seq));
+      marks.shipped(&session, ship.entry.last_seq);
       match at {
         Some(at) => {
           let old_key = index.segments[at].key(origin);
@@ -205,7 +220,8 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
 
   let sweep = forgotten::sweep(cx, &state_dir, &mut index, &here, &mut superseded, &mut report).await?;
 
-  report.grimoire = match local::read_snapshot(&cx.root, &cx.grimoire_dir(), &cx.settings.config.manifest_name()?)? {
+  let sealed = snapshot.as_ref().ok().map(|s| s.entry.manifest_sha256.clone());
+  report.grimoire = match snapshot {
     Ok(snapshot) if index.grimoire.as_ref().is_some_and(|g| g.manifest_sha256 == snapshot.entry.manifest_sha256) => {
       "unchanged"
     }
@@ -223,6 +239,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
       "stale"
     }
   };
+  report.checkpoint = checkpoint::ship(cx, &mut index, captured, sealed.as_deref(), &mut report.problems).await?;
 
   for (entry, bytes) in local::local_events(&cx.root, &cx.synth_dir())? {
     if index.events.iter().any(|e| e.name == entry.name && e.sha256 == entry.sha256) {
@@ -251,6 +268,8 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
   if previous.map(|p| p.to_bytes()) != Some(bytes.clone()) {
     cx.remote.put(&index_key(origin), bytes).await?;
   }
+  // Only now that the index names them may retention remove what was shipped.
+  marks.write(&state_dir, &mut report.problems);
   report.objects_deleted = collect_garbage(cx, &index, superseded).await?;
   sweep.commit(&state_dir)?;
   Ok(report)
@@ -271,8 +290,9 @@ async fn collect_garbage(cx: &Context, index: &Index, superseded: Vec<String>) -
     keep.insert(blob_key(origin, &g.manifest_sha256));
     keep.extend(g.files.iter().map(|f| blob_key(origin, &f.sha256)));
   }
+  keep.extend(checkpoint::keys(index));
   let mut doomed: BTreeSet<String> = superseded.into_iter().collect();
-  for dir in [format!("origins/{origin}/wal"), format!("origins/{origin}/grimoire/blobs")] {
+  for dir in [format!("origins/{origin}/wal"), format!("origins/{origin}/grimoire/blobs"), checkpoint::dir(origin)] {
     doomed.extend(
       cx.remote.keys_below(&dir, MAX_ORIGIN_KEYS).await?.into_iter().filter(|k| k.starts_with(&format!("{dir}/"))),
     );
@@ -369,6 +389,10 @@ pub struct PullReport {
   pub memories_forgotten: u64,
   /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
   pub grimoire: &'static str,
+  /// This origin's WAL checkpoint: `restored` (with the grimoire, into a workspace that had no
+  /// WAL), `kept` (this workspace has a WAL, a consolidation state or a grimoire of its own),
+  /// `skipped` (taken after `--until-seq`, or not the shipped grimoire's), `none` (none shipped).
+  pub checkpoint: &'static str,
   pub events_written: u64,
   pub events_skipped: u64,
   pub problems: Vec<String>,
@@ -382,7 +406,7 @@ pub struct PullReport {
 pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
   let (state_dir, _lock) = cx.lock()?;
   let own = cx.settings.origin.as_str();
-  let mut report = PullReport { origin: own.to_string(), grimoire: "none", ..Default::default() };
+  let mut report = PullReport { origin: own.to_string(), grimoire: "none", checkpoint: "none", ..Default::default() };
   let mut pulled = read_pulled(&state_dir, &mut report.problems)?;
 
   let mut indexes = Vec::new();
@@ -484,6 +508,9 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
       report.grimoire = "kept";
     }
   }
+  let own_index = indexes.iter().find(|i| i.origin == own);
+  let fresh = local_sessions.is_empty() && report.grimoire == "restored";
+  report.checkpoint = checkpoint::restore(cx, own_index, fresh, options.until_seq, &mut report.problems).await?;
 
   // Events: the union of every origin's, one object per name.
   let mut wanted: BTreeMap<&str, &EventEntry> = BTreeMap::new();
@@ -604,6 +631,8 @@ pub struct OriginStatus {
   pub segments: u64,
   pub sessions: u64,
   pub grimoire: bool,
+  /// A checkpoint was shipped with the grimoire.
+  pub checkpoint: bool,
   pub events: u64,
 }
 
@@ -676,6 +705,7 @@ pub async fn status(cx: &Context) -> Result<StatusReport> {
         segments: i.segments.len() as u64,
         sessions: i.segments.iter().map(|s| &s.session).collect::<BTreeSet<_>>().len() as u64,
         grimoire: i.grimoire.is_some(),
+        checkpoint: i.checkpoint.is_some(),
         events: i.events.len() as u64,
         origin,
       }),

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 /// Where the binary keeps its own state in a workspace (what pull already fetched, the push
 /// lock), relative to the workspace.
-pub const STATE_DIR: &str = ".loa/replicate";
+pub const STATE_DIR: &str = loa_core::wal::shipped::REPLICATE_STATE_DIR;
 
 /// Everything a push, pull or status needs.
 #[derive(Debug, Clone)]

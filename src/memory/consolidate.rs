@@ -216,10 +216,13 @@ pub(crate) fn run(
     }
   }
 
+  // With replication configured, retention keeps what has not been shipped (read now: the
+  // marks only grow, so reading them early only keeps more).
+  let shipped = layout.replication_state.as_ref().map(|dir| wal::shipped::shipped_marks(&root, dir));
   let applied = wal::consolidate(
     &layout.wal_path(),
     &layout.grimoire_path(),
-    &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout, clean_targets: clean_memory },
+    &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout, clean_targets: clean_memory, shipped },
   )?;
   let memory_dir = grimoire.subdir(MEMORY_DIR)?;
   let mut outcome =
@@ -298,6 +301,25 @@ pub(crate) fn run(
     outcome.sealed = Some(super::seal::seal(layout, index, request)?);
   }
   Ok(RunOutcome { outcome, forgotten })
+}
+
+/// The WAL checkpoint (consolidation state) of the workspace `options` describe, and what
+/// `with` returns, both taken while no consolidation (nor seal) of the workspace runs: its
+/// consolidation lock is held throughout. A sealed grimoire that `with` reads and finds as it
+/// was sealed is then exactly the one this state describes. The checkpoint is `Ok(None)` when
+/// there is no WAL directory or no state yet (`with` then runs without the lock), and its own
+/// error when the state cannot be read (`with` still runs); the call fails only when the lock
+/// cannot be taken or `with` fails.
+pub fn checkpoint_with<T>(
+  options: &super::StoreOptions,
+  with: impl FnOnce() -> Result<T>,
+) -> Result<(Result<Option<wal::checkpoint::Checkpoint>>, T)> {
+  let layout = Layout::resolve(options)?;
+  let root = layout.root()?;
+  let Some(wal_dir) = layout.dir_in(&root, &layout.wal, false)? else { return Ok((Ok(None), with()?)) };
+  let _lock = lock(&wal_dir, &layout)?;
+  let checkpoint = wal::checkpoint::read_checkpoint(&wal_dir, layout.lock_timeout);
+  Ok((checkpoint, with()?))
 }
 
 /// The modification time of a directory, in ns since the epoch.

@@ -47,6 +47,9 @@ pub(crate) struct Layout {
   /// The recovery state directory (relative, checked): captures are refused while it says
   /// degraded.
   pub recovery_state: PathBuf,
+  /// The replicate state directory (relative, checked) when replication is configured: its
+  /// `shipped.json` limits retention.
+  pub replication_state: Option<PathBuf>,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -93,6 +96,7 @@ impl Layout {
       search: options.search.clone(),
       manifest_name: options.manifest_name.clone(),
       recovery_state: checked(&options.recovery_state_dir)?,
+      replication_state: options.replication_state_dir.as_deref().map(checked).transpose()?,
     })
   }
 

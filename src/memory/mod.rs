@@ -73,6 +73,7 @@ mod tombstone;
 pub mod types;
 mod view;
 
+pub use consolidate::checkpoint_with;
 /// One NOTES.md writer at a time: consolidation and the ledger's edits share this lock.
 pub(crate) use consolidate::LOCK_FILE as NOTES_LOCK_FILE;
 pub use forget::TOMBSTONE_OP;

@@ -122,6 +122,11 @@ pub struct StoreOptions {
   /// `state.json` there says degraded, captures are refused with `E_DEGRADED`
   /// ([`crate::recovery::ensure_not_degraded`]). It must be the `stateDir` recovery runs with.
   pub recovery_state_dir: String,
+  /// When replication is configured (`replication.bucket`): the replicate binary's state
+  /// directory, relative to the workspace (`.loa/replicate`), whose `shipped.json` says what
+  /// has been shipped; consolidation's retention then keeps every segment not shipped yet
+  /// ([`crate::wal::shipped`]). `None` (the default): retention does not wait for replication.
+  pub replication_state_dir: Option<String>,
 }
 
 impl Default for StoreOptions {
@@ -145,6 +150,7 @@ impl Default for StoreOptions {
       audit_segment_max_bytes: DEFAULT_AUDIT_SEGMENT_MAX_BYTES,
       manifest_name: Some(super::seal::DEFAULT_MANIFEST_NAME.into()),
       recovery_state_dir: crate::recovery::DEFAULT_STATE_DIR.into(),
+      replication_state_dir: None,
     }
   }
 }

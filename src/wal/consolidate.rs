@@ -35,7 +35,8 @@
 //! crash in between makes the next run roll back what the uncommitted run left in the shards and
 //! apply the same records again, which yields the same files (the two logs may repeat lines).
 //! Segments are removed (retention) only after the state that records them as applied is
-//! durable, and never the newest segment of a session.
+//! durable, never the newest segment of a session, and, when the caller passes what replication
+//! has shipped ([`ConsolidateOptions::shipped`]), never one holding a record not shipped yet.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -58,7 +59,7 @@ use crate::lock::lock_in;
 
 pub const CONFLICT_LOG: &str = "conflicts.jsonl";
 pub const DEAD_LETTER_LOG: &str = "dead-letter.jsonl";
-const LOCK_FILE: &str = "consolidate.lock";
+pub(super) const LOCK_FILE: &str = "consolidate.lock";
 
 #[derive(Debug, Clone)]
 pub struct ConsolidateOptions {
@@ -69,11 +70,16 @@ pub struct ConsolidateOptions {
   /// Before the first write into a target directory, remove stale temp files from it. A
   /// caller that knows a directory holds none (and that it is large) turns it off.
   pub clean_targets: bool,
+  /// When replication is configured: the highest seq per session that replication has
+  /// shipped (see [`super::shipped`]). Retention then also keeps every segment holding a record
+  /// above its session's mark (a session without one keeps all its segments). `None`: no
+  /// such limit.
+  pub shipped: Option<BTreeMap<String, u64>>,
 }
 
 impl Default for ConsolidateOptions {
   fn default() -> Self {
-    ConsolidateOptions { prune: true, lock_timeout: Duration::from_millis(5000), clean_targets: true }
+    ConsolidateOptions { prune: true, lock_timeout: Duration::from_millis(5000), clean_targets: true, shipped: None }
   }
 }
 
@@ -298,7 +304,7 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
 
   if options.prune {
     if let Some(sessions) = &sessions {
-      outcome.pruned_segments = prune(sessions, &state.sessions)?;
+      outcome.pruned_segments = prune(sessions, &state.sessions, options.shipped.as_ref())?;
     }
   }
   Ok(outcome)
@@ -451,11 +457,20 @@ fn append_lines(root: &StateDir, name: &str, lines: &[u8]) -> Result<()> {
   Ok(())
 }
 
-/// Removes sealed segments whose records are all applied. A segment is sealed once a newer one
-/// exists, and its records are exactly the seqs below the next segment's first seq.
-fn prune(sessions: &StateDir, applied: &BTreeMap<String, u64>) -> Result<usize> {
+/// Removes sealed segments whose records are all applied (and, with `shipped`, all shipped). A
+/// segment is sealed once a newer one exists, and its records are exactly the seqs below the
+/// next segment's first seq.
+fn prune(
+  sessions: &StateDir,
+  applied: &BTreeMap<String, u64>,
+  shipped: Option<&BTreeMap<String, u64>>,
+) -> Result<usize> {
   let mut removed = 0;
-  for (session, &watermark) in applied {
+  for (session, &applied_to) in applied {
+    let watermark = match shipped {
+      Some(marks) => applied_to.min(marks.get(session).copied().unwrap_or(0)),
+      None => applied_to,
+    };
     let Some(sdir) = sessions.subdir(session)? else { continue };
     let segments = segments_in(&sdir)?;
     let mut removed_here = 0;

@@ -18,10 +18,12 @@
 //! records that were acknowledged, and a failed fsync stops the log (`E_WAL_CLOSED` for later
 //! appends) because the kernel may have dropped the pages it could not write.
 
+pub mod checkpoint;
 pub mod consolidate;
 pub mod format;
 pub mod reader;
 pub mod rewrite;
+pub mod shipped;
 pub mod state;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

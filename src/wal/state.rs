@@ -48,7 +48,7 @@ pub const MAX_SHARD_BYTES: u64 = 64 * 1024 * 1024;
 pub const STATE_VERSION: u32 = 2;
 /// How many shards the paths are spread over (4,096: about 25 paths, 6 KB, per shard at 100,000
 /// paths).
-const SHARDS: u16 = 4096;
+pub(super) const SHARDS: u16 = 4096;
 
 #[derive(Debug, Deserialize)]
 struct Versioned {
@@ -57,10 +57,10 @@ struct Versioned {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Head {
-  version: u32,
-  run: u64,
-  sessions: BTreeMap<String, u64>,
+pub(super) struct Head {
+  pub(super) version: u32,
+  pub(super) run: u64,
+  pub(super) sessions: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,7 +72,7 @@ struct V1 {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Entry {
+pub(super) struct Entry {
   session_id: String,
   seq: u64,
   ts: i64,
@@ -103,18 +103,18 @@ impl Entry {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Shard {
-  version: u32,
-  paths: BTreeMap<String, Entry>,
+pub(super) struct Shard {
+  pub(super) version: u32,
+  pub(super) paths: BTreeMap<String, Entry>,
 }
 
 /// The shard of a path: the first 12 bits of sha256(path).
-fn shard_of(path: &str) -> u16 {
+pub(super) fn shard_of(path: &str) -> u16 {
   let digest = Sha256::digest(path.as_bytes());
   (u16::from(digest[0]) << 4) | u16::from(digest[1] >> 4)
 }
 
-fn shard_name(shard: u16) -> String {
+pub(super) fn shard_name(shard: u16) -> String {
   format!("{shard:03x}.json")
 }
 
