@@ -105,11 +105,16 @@ test('packed and installed outside the repository, @loa/core works as a user get
     .find((f) => existsSync(f))
   const { host, core, platform, replicate } = packForHost(join(scratch, 'tarballs'), { replicateBinary })
 
-  // Only what a user needs: the loader, the types, the command; the addon comes separately.
-  const expectedCore = ['README.md', 'index.d.ts', 'index.js', 'package.json', ...listFiles(join(root, 'bin')).map((f) => `bin/${f}`)]
+  // Only what a user needs: the loader, the types, the command, and the documentation the README
+  // links to; the addon comes separately.
+  const expectedCore = [
+    'CHANGELOG.md', 'README.md', 'index.d.ts', 'index.js', 'package.json',
+    ...listFiles(join(root, 'bin')).map((f) => `bin/${f}`),
+    ...listFiles(join(root, 'docs')).map((f) => `docs/${f}`),
+  ]
   assert.deepEqual(core.files, expectedCore.sort())
   for (const file of core.files) {
-    assert.doesNotMatch(file, /(^|\/)(__test__|test|tests|src|target|npm|extensions|bench|fuzz|scripts|docs|node_modules)\/|\.node$|\.test\.|\.rs$|\.map$/, file)
+    assert.doesNotMatch(file, /(^|\/)(__test__|test|tests|src|target|npm|extensions|bench|fuzz|scripts|node_modules)\/|\.node$|\.test\.|\.rs$|\.map$/, file)
   }
   assert.deepEqual(platform.files, ['README.md', host.addon, 'package.json'].sort())
   if (replicate) {
@@ -130,6 +135,13 @@ test('packed and installed outside the repository, @loa/core works as a user get
   assert.equal(install.status, 0, install.stderr)
   const installed = join(project, 'node_modules', '@loa', 'core')
   assert.deepEqual(listFiles(installed).sort(), core.files, 'npm installed the packed files')
+  // The README's links into docs/ and the CHANGELOG resolve in the installed package (the
+  // plugin's README is in its own package, @loa/openclaw-plugin).
+  const links = [...readFileSync(join(installed, 'README.md'), 'utf8').matchAll(/\]\(([^)#:\s]+)(#[^)]*)?\)/g)].map((m) => m[1])
+  assert.ok(links.filter((l) => l.startsWith('docs/')).length >= 10, 'the README links into docs/')
+  for (const link of links.filter((l) => !l.startsWith('extensions/'))) {
+    assert.ok(existsSync(join(installed, link)), `README link ${link} resolves in the installed package`)
+  }
 
   const node = (file, args = []) => spawnSync(process.execPath, [file, ...args], { cwd: project, env, encoding: 'utf8', timeout: 60_000 })
   const email = `erin.${randomBytes(3).toString('hex')}@example.com`
