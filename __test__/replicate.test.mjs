@@ -917,3 +917,177 @@ test('the checkpoint ships with the sealed grimoire, listed in the index; a rest
   assert.deepEqual(objects(), named(newer))
   assert.equal(newer.checkpoint.head.sha256, sha(consolidationState(ws)['consolidation.json']))
 })
+
+/** The session directories of a workspace's WAL, sorted. */
+function sessionDirs(ws) {
+  const dir = join(ws, WAL, 'sessions')
+  return existsSync(dir) ? readdirSync(dir).sort() : []
+}
+
+/** The bucket's object keys (s3s-fs's own metadata left out), sorted. */
+function bucketKeys(server) {
+  return Object.keys(bucketObjects(server))
+    .filter((k) => !k.split('/').some((part) => part.startsWith('.')))
+    .sort()
+}
+
+/** The sessions an origin's (plain) index lists. */
+function indexSessions(server, origin) {
+  const index = JSON.parse(readFileSync(join(server.dataDir, BUCKET, 'team/origins', origin, 'index.json'), 'utf8'))
+  return [...new Set(index.segments.map((s) => s.session))].sort()
+}
+
+test('mirrors are not shipped again: push and pull rounds between two machines stop growing after the first', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  capture(server, b, 'Never deploy on Fridays after three in the afternoon.')
+  // A plain session of this machine whose id merely holds a dot is its own: shipped and mirrored.
+  capture(server, b, 'Keep release notes in the changelog, newest first.', 'release.v2')
+
+  const round = () => {
+    for (const ws of [a, b]) {
+      ok(loa(server, ['replicate', 'push', '--workspace', ws]), 'push')
+      ok(loa(server, ['replicate', 'pull', '--workspace', ws]), 'pull')
+      ok(loa(server, ['consolidate', '--workspace', ws]), 'consolidate')
+    }
+    return { a: sessionDirs(a), b: sessionDirs(b), keys: bucketKeys(server) }
+  }
+  round()
+  const first = round() // every machine has pushed after pulling once
+  for (let i = 0; i < 3; i++) assert.deepEqual(round(), first, `round ${i + 3} grew`)
+
+  assert.deepEqual(first.a, ['beta.cli', 'beta.release.v2', 'cli'])
+  assert.deepEqual(first.b, ['alpha.cli', 'cli', 'release.v2'])
+  // Each origin ships only its own sessions.
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+  assert.deepEqual(indexSessions(server, 'beta'), ['cli', 'release.v2'])
+  const memoriesBoth = [
+    'Always run the integration tests before merging to main.',
+    'Keep release notes in the changelog, newest first.',
+    'Never deploy on Fridays after three in the afternoon.',
+  ]
+  assert.deepEqual(memories(a), memoriesBoth)
+  assert.deepEqual(memories(b), memoriesBoth)
+})
+
+test('mirrors an older push shipped leave the index at the next push; pull takes no copy of them meanwhile', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  capture(server, b, 'Never deploy on Fridays after three in the afternoon.')
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'push b')
+  ok(loa(server, ['replicate', 'pull', '--workspace', a]), 'pull a')
+  const clean = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a').json()
+  assert.equal(clean.segmentsUploaded, 1)
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+  let status = ok(loa(server, ['replicate', 'status', '--workspace', a, '--json']), 'status a').json()
+  assert.deepEqual([status.sessions.map((s) => s.session), status.mirrors, status.segmentsPending], [['cli'], 1, 0])
+
+  // What an older push did: ship the mirror under this origin. Without pull's record (a missing
+  // one means pull never wrote a mirror here) push takes beta.cli for alpha's own session.
+  const record = join(a, '.loa/replicate/pulled.json')
+  const saved = readFileSync(record)
+  rmSync(record)
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push a as an older binary did')
+  assert.deepEqual(indexSessions(server, 'alpha'), ['beta.cli', 'cli'])
+  const copyKey = /^team\/origins\/alpha\/wal\/beta\.cli\//
+  assert.ok(bucketKeys(server).some((k) => copyKey.test(k)))
+
+  // Meanwhile beta does not take its own records back, and a third machine takes beta's from beta.
+  let pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'pull b').json()
+  assert.deepEqual([pulled.segmentsMirrored, pulled.mirrorsSkipped], [1, 1])
+  assert.deepEqual(sessionDirs(b), ['alpha.cli', 'cli'])
+  const c = workspace(t, server, 'gamma')
+  pulled = ok(loa(server, ['replicate', 'pull', '--workspace', c, '--json']), 'pull c').json()
+  assert.deepEqual([pulled.segmentsMirrored, pulled.mirrorsSkipped], [2, 1])
+  assert.deepEqual(sessionDirs(c), ['alpha.cli', 'beta.cli'])
+  // A deleted alpha restored from the bucket does not make the copy a session of its own: its
+  // beta.cli is beta's, mirrored.
+  const restored = workspace(t, server, 'alpha')
+  pulled = ok(loa(server, ['replicate', 'pull', '--workspace', restored, '--json']), 'pull restored').json()
+  assert.deepEqual([pulled.segmentsRestored, pulled.segmentsMirrored, pulled.mirrorsSkipped], [1, 1, 1])
+  assert.deepEqual(sessionDirs(restored), ['beta.cli', 'cli'])
+
+  // With pull's record back, the next push removes the copy from the index, then its object.
+  writeFileSync(record, saved)
+  const healed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a healed').json()
+  assert.deepEqual([healed.mirrorEntriesRemoved, healed.objectsDeleted, healed.segmentsUploaded], [1, 1, 0])
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+  assert.ok(!bucketKeys(server).some((k) => copyKey.test(k)), bucketKeys(server).join(' '))
+  const again = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a again').json()
+  assert.equal(again.mirrorEntriesRemoved, 0)
+
+  // A damaged record: push cannot tell, so it holds back what is named like a mirror of an
+  // origin in the bucket (listed), and ships it no more than it marks it; a pull rebuilds it.
+  writeFileSync(record, '{"version": 1, "segm')
+  const held = loa(server, ['replicate', 'push', '--workspace', a, '--json'])
+  assert.equal(held.status, 1, held.stderr)
+  assert.deepEqual(held.json().problems.map((p) => p.split(':')[0]).sort(), ['pulled.json is unreadable', 'session beta.cli not shipped'])
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+  assert.deepEqual(Object.keys(JSON.parse(readFileSync(join(a, '.loa/replicate/shipped.json'), 'utf8')).sessions), ['cli'])
+  const rebuilt = loa(server, ['replicate', 'pull', '--workspace', a, '--json'])
+  assert.equal(rebuilt.status, 1, rebuilt.stderr) // the damaged record is moved aside, listed
+  assert.match(rebuilt.json().problems.join('\n'), /^pulled\.json was unreadable; moved to /)
+  assert.equal(ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a rebuilt').json().problems.length, 0)
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+})
+
+test('retention prunes mirrored segments once a push has recorded them, and keeps this workspace’s own until shipped', async (t) => {
+  const server = await startS3(t)
+  const small = 'wal:\n  segment_max_bytes: 4096\n'
+  const a = tempDir(t, 'loa-ws-alpha-')
+  const b = tempDir(t, 'loa-ws-beta-')
+  writeConfig(a, { origin: 'alpha', endpoint: server.endpoint, extra: small })
+  writeConfig(b, { origin: 'beta', endpoint: server.endpoint, extra: small })
+  // One memory per segment.
+  const memory = (n) => `Remember that release ${n} lists ${Array.from({ length: 280 }, (_, i) => `r${n}w${i}`).join(' ')}.`
+  capture(server, a, memory(10))
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'push a')
+  for (const n of [1, 2, 3]) capture(server, b, memory(n))
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'push b')
+  ok(loa(server, ['replicate', 'pull', '--workspace', a]), 'pull a')
+  assert.equal(segmentFiles(a, 'beta.cli').length, 3)
+  // Before a push has recorded the mirror, retention keeps it.
+  ok(loa(server, ['consolidate', '--workspace', a]), 'consolidate before push')
+  assert.equal(segmentFiles(a, 'beta.cli').length, 3)
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a after pull').json()
+  assert.equal(pushed.segmentsUploaded, 0)
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+  assert.deepEqual(JSON.parse(readFileSync(join(a, '.loa/replicate/shipped.json'), 'utf8')).sessions, { 'beta.cli': 2, cli: 1 })
+
+  // Own records after the push: not shipped, so kept; the mirror's sealed segments go.
+  for (const n of [11, 12, 13]) capture(server, a, memory(n))
+  const own = segmentFiles(a)
+  assert.equal(own.length, 4, own.join(' '))
+  const mirror = segmentFiles(a, 'beta.cli')
+  ok(loa(server, ['consolidate', '--workspace', a]), 'consolidate')
+  assert.deepEqual(segmentFiles(a, 'beta.cli'), mirror.slice(2))
+  assert.deepEqual(segmentFiles(a), own.slice(1))
+  assert.equal(memories(a).length, 7)
+})
+
+test('a pull that fails part way still records the mirrors it wrote, so push does not ship them', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  capture(server, a, 'Always run the integration tests before merging to main.')
+  capture(server, b, 'Never deploy on Fridays after three in the afternoon.')
+  capture(server, b, 'Keep release notes in the changelog, newest first.', 'release.v2')
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'push b')
+  // beta's second session comes back damaged: the pull stops after mirroring the first.
+  const damaged = bucketKeys(server).find((k) => k.startsWith('team/origins/beta/wal/release.v2/'))
+  const file = join(server.dataDir, BUCKET, damaged)
+  const bytes = readFileSync(file)
+  bytes[bytes.length - 1] ^= 1
+  writeFileSync(file, bytes)
+  const failed = loa(server, ['replicate', 'pull', '--workspace', a])
+  assert.equal(failed.status, 2, failed.stderr)
+  assert.match(failed.stderr, /E_REPLICA_CORRUPT/)
+  assert.deepEqual(sessionDirs(a), ['beta.cli', 'cli'])
+  const pushed = ok(loa(server, ['replicate', 'push', '--workspace', a, '--json']), 'push a').json()
+  assert.equal(pushed.segmentsUploaded, 1)
+  assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
+})

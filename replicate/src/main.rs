@@ -131,8 +131,8 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::push(&cx))?;
       print(args.json, &r, |r| {
         format!(
-          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; {} shipped segment(s) no longer here rewritten ({} record(s) of forgotten memories replaced); grimoire {}; checkpoint {}; {} event(s) uploaded, {} already shipped; {} old object(s) deleted{}",
-          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.segments_rewritten, r.records_forgotten, r.grimoire, r.checkpoint, r.events_uploaded, r.events_skipped, r.objects_deleted, problems_text(&r.problems)
+          "pushed as origin {}: {} segment(s) uploaded ({} bytes), {} already shipped; {} shipped segment(s) no longer here rewritten ({} record(s) of forgotten memories replaced); grimoire {}; checkpoint {}; {} event(s) uploaded, {} already shipped; {} mirror segment(s) an older push shipped removed from the index; {} old object(s) deleted{}",
+          r.origin, r.segments_uploaded, r.bytes_uploaded, r.segments_skipped, r.segments_rewritten, r.records_forgotten, r.grimoire, r.checkpoint, r.events_uploaded, r.events_skipped, r.mirror_entries_removed, r.objects_deleted, problems_text(&r.problems)
         )
       });
       r.problems.len()
@@ -142,8 +142,8 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::pull(&cx, &options))?;
       print(args.json, &r, |r| {
         format!(
-          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here; {} record(s) dropped by --until-seq; {} memor(ies) forgotten as another origin forgot them; grimoire {}; checkpoint {}; {} event(s) written, {} already here{}",
-          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.records_dropped, r.memories_forgotten, r.grimoire, r.checkpoint, r.events_written, r.events_skipped, problems_text(&r.problems)
+          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here, {} copied mirror(s) left to their origin; {} record(s) dropped by --until-seq; {} memor(ies) forgotten as another origin forgot them; grimoire {}; checkpoint {}; {} event(s) written, {} already here{}",
+          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.mirrors_skipped, r.records_dropped, r.memories_forgotten, r.grimoire, r.checkpoint, r.events_written, r.events_skipped, problems_text(&r.problems)
         )
       });
       r.problems.len()
@@ -173,8 +173,8 @@ fn run(args: Args) -> Result<i32> {
           );
         }
         out += &format!(
-          "  {} segment(s) to push; grimoire {}; {} event(s), {} to push\n",
-          r.segments_pending, r.grimoire, r.events_local, r.events_pending
+          "  {} mirrored session(s), not pushed; {} segment(s) to push; grimoire {}; {} event(s), {} to push\n",
+          r.mirrors, r.segments_pending, r.grimoire, r.events_local, r.events_pending
         );
         for o in &r.origins {
           out += &format!(

@@ -22,6 +22,9 @@ use crate::segments::{self, check_downloaded, encode_segment, mirror_session, sh
 use crate::settings::{valid_origin, Settings, STATE_DIR};
 
 mod checkpoint;
+mod mirrors;
+
+use mirrors::{mirror_by_name, recorded_mirrors, Mirrors};
 
 /// Most origins one pull reads.
 const MAX_ORIGINS: usize = 10_000;
@@ -75,6 +78,29 @@ impl Context {
     Ok((dir, guard))
   }
 
+  /// The plain origin names under `origins/` in the bucket.
+  async fn origin_names(&self) -> Result<BTreeSet<String>> {
+    Ok(self.remote.child_dirs("origins", MAX_ORIGINS).await?.into_iter().filter(|o| valid_origin(o)).collect())
+  }
+
+  /// What pull recorded of the mirrors it wrote here (`state_dir`: the replicate state
+  /// directory, when there is one), read without moving a damaged record aside (pull does
+  /// that, and rebuilds it): see [`mirrors`].
+  async fn mirrors(&self, state_dir: Option<&StateDir>, problems: &mut Vec<String>) -> Result<Mirrors> {
+    let Some(bytes) = state_dir.map(|d| d.read(PULLED_FILE, MAX_PULLED_BYTES)).transpose()?.flatten() else {
+      return Ok(Mirrors::default());
+    };
+    match serde_json::from_slice::<Pulled>(&bytes) {
+      Ok(p) if p.version == 1 => Ok(Mirrors::recorded(recorded_mirrors(p.segments.keys(), &self.settings.origin))),
+      _ => {
+        problems.push(format!(
+          "{PULLED_FILE} is unreadable: sessions named like mirrors of an origin in the bucket are held back until a pull rebuilds it"
+        ));
+        Ok(Mirrors::unknown(self.origin_names().await?))
+      }
+    }
+  }
+
   /// The index of `origin`; `None` when it has none yet.
   async fn read_index(&self, origin: &str) -> Result<Option<Index>> {
     let key = index_key(origin);
@@ -123,6 +149,9 @@ pub struct PushReport {
   pub segments_rewritten: u64,
   /// Records replaced by tombstone records in those segments.
   pub records_forgotten: u64,
+  /// Entries of mirror sessions (other origins' sessions pull wrote here) that an older push
+  /// put into this origin's index, removed (their objects deleted with the garbage).
+  pub mirror_entries_removed: u64,
   /// What could not be shipped and why (damaged segments, event name clashes, ...).
   pub problems: Vec<String>,
 }
@@ -153,8 +182,34 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
   // below (or pruned, which needs it shipped before).
   let (captured, snapshot) = checkpoint::capture(cx)?;
   let mut marks = checkpoint::ShippedMarks::default();
+  // Mirrors are in the bucket under their own origin: never shipped under this one, and what an
+  // older push shipped of them leaves the index (its objects then go with the garbage).
+  let mirrors = cx.mirrors(Some(&state_dir), &mut report.problems).await?;
+  let before = index.segments.len();
+  index.segments.retain(|e| {
+    let mirror = mirrors.is_mirror(&e.session);
+    if mirror {
+      superseded.push(e.key(origin));
+    }
+    !mirror
+  });
+  report.mirror_entries_removed = (before - index.segments.len()) as u64;
 
   for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
+    if mirrors.is_mirror(&session) {
+      // Copies of what the bucket holds under their own origin: retention may remove every
+      // sealed one (all but the newest, whose first seq bounds theirs).
+      if let Some(first) = names.last().and_then(|n| segments::first_seq_of(n)) {
+        marks.shipped(&session, first.saturating_sub(1));
+      }
+      continue;
+    }
+    if mirrors.held_back(&session, origin) {
+      report
+        .problems
+        .push(format!("session {session} not shipped: it may be a mirror, and pull's record is unreadable"));
+      continue;
+    }
     for (i, name) in names.iter().enumerate() {
       let sealed = i + 1 < names.len();
       let ship = match segments::shippable(&session, &sdir, name, sealed) {
@@ -316,7 +371,8 @@ async fn upload_blob(cx: &Context, origin: &str, sha256: &str, bytes: Vec<u8>, r
 }
 
 /// What pull fetched from other origins, so that a segment pruned here after consolidation is
-/// not fetched again: `<origin>/<session>/<first seq>` -> sha256 (version 1).
+/// not fetched again, and so that push knows the mirrors (`mirrors`): `<origin>/<session>/<first
+/// seq>` -> sha256 (version 1).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Pulled {
@@ -382,6 +438,10 @@ pub struct PullReport {
   /// Other origins' segments written as local sessions `<origin>.<session>`.
   pub segments_mirrored: u64,
   pub segments_skipped: u64,
+  /// Segments of mirror sessions an older push shipped under its origin (named
+  /// `<origin>.<name>` after another origin of the bucket, or this one): not fetched, since
+  /// their origin ships the originals.
+  pub mirrors_skipped: u64,
   /// Records left out by `--until-seq`.
   pub records_dropped: u64,
   /// Memories forgotten here because another origin forgot them (its segment came back with
@@ -410,11 +470,15 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
   let mut pulled = read_pulled(&state_dir, &mut report.problems)?;
 
   let mut indexes = Vec::new();
+  // Every origin in the bucket, whether or not its index can be read: a session named after
+  // one of them is its mirror (see `mirrors`).
+  let mut known = BTreeSet::new();
   for origin in cx.remote.child_dirs("origins", MAX_ORIGINS).await? {
     if !valid_origin(&origin) {
       report.problems.push("a name under origins/ is not a plain origin name; skipped".into());
       continue;
     }
+    known.insert(origin.clone());
     match cx.read_index(&origin).await {
       Ok(Some(index)) => {
         report.origins.push(origin);
@@ -437,66 +501,82 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
     .map(|(id, _, _)| id)
     .collect();
 
-  for index in &indexes {
-    let origin = index.origin.as_str();
-    let mine = origin == own;
-    for entry in &index.segments {
-      let state_key = format!("{origin}/{}/{}", entry.session, entry.first_seq);
-      if mine && local_sessions.contains(&entry.session) {
-        report.segments_skipped += 1;
-        continue;
-      }
-      if !mine && pulled.segments.get(&state_key) == Some(&entry.sha256) {
-        report.segments_skipped += 1;
-        continue;
-      }
-      let key = entry.key(origin);
-      cx.progress.say(|| format!("downloading {key} ({} bytes)", entry.size));
-      let bytes = cx.fetch_checked(&key, entry.size, &entry.sha256).await?;
-      let (header, mut records) = check_downloaded(&bytes, entry, &cx.remote.full_key(&key))?;
-      if mine {
-        let before = records.len();
-        if let Some(until) = options.until_seq {
-          records.retain(|r| r.seq <= until);
-        }
-        report.records_dropped += (before - records.len()) as u64;
-        if records.is_empty() {
+  // A mirror written is recorded even when the pull then fails: push knows a mirror only by
+  // this record, and would ship one it does not list as this origin's own.
+  let fetched: Result<()> = async {
+    for index in &indexes {
+      let origin = index.origin.as_str();
+      let mine = origin == own;
+      for entry in &index.segments {
+        // A copy an older push shipped of another origin's session (or of this one's): that
+        // origin ships the original, and mirroring or restoring the copy would nest it again.
+        if mirror_by_name(&entry.session, origin, &known, own) {
+          report.mirrors_skipped += 1;
           continue;
         }
-        // Written back byte for byte unless --until-seq cut it.
-        let out = if records.len() == before { bytes } else { encode_segment(&header, &records, &entry.session) };
-        write_segment(&cx.root, &wal_dir, &entry.session, entry.first_seq, &out)?;
-        report.segments_restored += 1;
-      } else {
-        let session = mirror_session(origin, &entry.session);
-        // The origin forgot memories (its segment came back with tombstone records): forgotten
-        // here too, from every file, before the mirrored copy is replaced. When that cannot be
-        // done now (a live session here holds the memory too), the segment is left as it was
-        // and the next pull tries again.
-        let tombstones: HashSet<u64> = records.iter().filter(|r| r.op == TOMBSTONE_OP).map(|r| r.seq).collect();
-        if !tombstones.is_empty() {
-          let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
-          let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone() };
-          match forget_records(&store, &session, &tombstones, &forget) {
-            Ok(done) => report.memories_forgotten += done.tombstones.len() as u64,
-            Err(e) => {
-              report.problems.push(format!(
-                "segment {key} not mirrored: the memories its origin forgot could not be forgotten here: {}",
-                forget_failure(&e, options.audit_hmac_key.is_some())
-              ));
-              continue;
+        let state_key = format!("{origin}/{}/{}", entry.session, entry.first_seq);
+        if mine && local_sessions.contains(&entry.session) {
+          report.segments_skipped += 1;
+          continue;
+        }
+        if !mine && pulled.segments.get(&state_key) == Some(&entry.sha256) {
+          report.segments_skipped += 1;
+          continue;
+        }
+        let key = entry.key(origin);
+        cx.progress.say(|| format!("downloading {key} ({} bytes)", entry.size));
+        let bytes = cx.fetch_checked(&key, entry.size, &entry.sha256).await?;
+        let (header, mut records) = check_downloaded(&bytes, entry, &cx.remote.full_key(&key))?;
+        if mine {
+          let before = records.len();
+          if let Some(until) = options.until_seq {
+            records.retain(|r| r.seq <= until);
+          }
+          report.records_dropped += (before - records.len()) as u64;
+          if records.is_empty() {
+            continue;
+          }
+          // Written back byte for byte unless --until-seq cut it.
+          let out = if records.len() == before { bytes } else { encode_segment(&header, &records, &entry.session) };
+          write_segment(&cx.root, &wal_dir, &entry.session, entry.first_seq, &out)?;
+          report.segments_restored += 1;
+        } else {
+          let session = mirror_session(origin, &entry.session);
+          // The origin forgot memories (its segment came back with tombstone records): forgotten
+          // here too, from every file, before the mirrored copy is replaced. When that cannot be
+          // done now (a live session here holds the memory too), the segment is left as it was
+          // and the next pull tries again.
+          let tombstones: HashSet<u64> = records.iter().filter(|r| r.op == TOMBSTONE_OP).map(|r| r.seq).collect();
+          if !tombstones.is_empty() {
+            let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
+            let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone() };
+            match forget_records(&store, &session, &tombstones, &forget) {
+              Ok(done) => report.memories_forgotten += done.tombstones.len() as u64,
+              Err(e) => {
+                report.problems.push(format!(
+                  "segment {key} not mirrored: the memories its origin forgot could not be forgotten here: {}",
+                  forget_failure(&e, options.audit_hmac_key.is_some())
+                ));
+                continue;
+              }
             }
           }
+          let out = encode_segment(&header, &records, &session);
+          write_segment(&cx.root, &wal_dir, &session, entry.first_seq, &out)?;
+          pulled.segments.insert(state_key, entry.sha256.clone());
+          report.segments_mirrored += 1;
         }
-        let out = encode_segment(&header, &records, &session);
-        write_segment(&cx.root, &wal_dir, &session, entry.first_seq, &out)?;
-        pulled.segments.insert(state_key, entry.sha256.clone());
-        report.segments_mirrored += 1;
+      }
+      if !mine {
+        state_dir.write_atomic(PULLED_FILE, &serde_json::to_vec(&pulled).expect("serialises"), None)?;
       }
     }
-    if !mine {
-      state_dir.write_atomic(PULLED_FILE, &serde_json::to_vec(&pulled).expect("serialises"), None)?;
-    }
+    Ok(())
+  }
+  .await;
+  if let Err(e) = fetched {
+    let _ = state_dir.write_atomic(PULLED_FILE, &serde_json::to_vec(&pulled).expect("serialises"), None);
+    return Err(e);
   }
 
   if let Some(g) = indexes.iter().find(|i| i.origin == own).and_then(|i| i.grimoire.as_ref()) {
@@ -643,7 +723,10 @@ pub struct StatusReport {
   pub origin: String,
   pub bucket: String,
   pub prefix: String,
+  /// This workspace's own sessions (mirrors left out).
   pub sessions: Vec<SessionStatus>,
+  /// Local sessions pull wrote for other origins (mirrors), which push does not ship.
+  pub mirrors: u64,
   /// Segments (or grown active segments) a push would upload.
   pub segments_pending: u64,
   /// `shipped`, `pending` (sealed here, not yet shipped), `stale`, `none`.
@@ -668,7 +751,14 @@ pub async fn status(cx: &Context) -> Result<StatusReport> {
   };
   let mut sessions = Vec::new();
   let mut pending = 0;
+  let mut mirrored = 0;
+  let state_dir = cx.root.descend(Path::new(STATE_DIR), false)?;
+  let mirrors = cx.mirrors(state_dir.as_ref(), &mut problems).await?;
   for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
+    if mirrors.is_mirror(&session) {
+      mirrored += 1;
+      continue;
+    }
     let mut last_seq = None;
     for (i, name) in names.iter().enumerate() {
       match segments::shippable(&session, &sdir, name, i + 1 < names.len()) {
@@ -719,6 +809,7 @@ pub async fn status(cx: &Context) -> Result<StatusReport> {
     bucket: cx.settings.bucket.clone(),
     prefix: cx.settings.prefix.clone(),
     sessions,
+    mirrors: mirrored,
     segments_pending: pending,
     grimoire,
     events_local: events.len() as u64,

@@ -140,6 +140,15 @@ pub fn mirror_session(origin: &str, session: &str) -> String {
   }
 }
 
+/// The first seq a segment file's name (`<20 digits>.wal`) gives; `None` for another name.
+pub fn first_seq_of(name: &str) -> Option<u64> {
+  let digits = name.strip_suffix(".wal")?;
+  if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    return None;
+  }
+  digits.parse().ok()
+}
+
 /// Writes a segment file `sessions/<session>/<first_seq>.wal` below the WAL directory,
 /// creating the directories (never through a symlink), atomically.
 pub fn write_segment(root: &StateDir, wal_dir: &Path, session: &str, first_seq: u64, bytes: &[u8]) -> Result<()> {
@@ -226,5 +235,13 @@ mod tests {
     let long = mirror_session("m1", &"a".repeat(128));
     assert!(loa_core::wal::reader::validate_session_id(&long).is_ok());
     assert_ne!(long, mirror_session("m1", &"b".repeat(128)));
+  }
+
+  #[test]
+  fn segment_names_give_their_first_seq() {
+    assert_eq!(first_seq_of(&segment_file_name(7)), Some(7));
+    for bad in ["7.wal", "00000000000000000007", "0000000000000000000x.wal", "../00000000000000000007.wal"] {
+      assert_eq!(first_seq_of(bad), None, "{bad}");
+    }
   }
 }
