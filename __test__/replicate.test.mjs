@@ -1091,3 +1091,59 @@ test('a pull that fails part way still records the mirrors it wrote, so push doe
   assert.equal(pushed.segmentsUploaded, 1)
   assert.deepEqual(indexSessions(server, 'alpha'), ['cli'])
 })
+
+test('forgetting a memory another origin wrote reaches that origin: its pull forgets it, its push rewrites the bucket, a third machine never gets it', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  const g = workspace(t, server, 'gamma')
+  const secret = 'The staging database password hint is periwinkle-obelisk-4471.'
+  const kept = 'Never deploy on Fridays after three in the afternoon.'
+  capture(server, b, secret)
+  capture(server, b, kept)
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate at beta')
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'beta pushes')
+  ok(loa(server, ['replicate', 'pull', '--workspace', a]), 'alpha pulls')
+  ok(loa(server, ['consolidate', '--workspace', a]), 'consolidate at alpha')
+  const found = (ws) => ok(loa(server, ['search', 'periwinkle obelisk password', '--workspace', ws, '--json']), 'search').json().hits.length
+  assert.equal(found(a), 1, 'alpha should hold the memory before it forgets it')
+  assert.equal(found(b), 1)
+
+  ok(loa(server, ['forget', '--workspace', a, '--query', 'periwinkle obelisk password', '--confirm']), 'forget at alpha')
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [])
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'alpha pushes')
+  // The request names beta's record, and holds nothing of the memory.
+  const alphaIndex = readFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), 'utf8')
+  const requests = JSON.parse(alphaIndex).forgetRequests
+  assert.equal(requests.length, 1, alphaIndex)
+  assert.deepEqual([requests[0].origin, requests[0].session], ['beta', 'cli'])
+  assert.ok(!alphaIndex.includes('periwinkle'))
+  // A request outlives the mirror it was found in (pruned here, say): the next push keeps it.
+  rmSync(join(a, WAL, 'sessions', 'beta.cli'), { recursive: true })
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'alpha pushes without the mirror')
+  assert.equal(readFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), 'utf8'), alphaIndex)
+
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'beta pulls').json()
+  assert.equal(pulled.forgetRequestsApplied, 1, JSON.stringify(pulled))
+  assert.deepEqual(pulled.problems, [])
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate at beta after forgetting')
+  assert.equal(found(b), 0)
+  assert.deepEqual(filesHolding(b, 'periwinkle'), [], 'files and WAL at beta')
+  assert.deepEqual(memories(b), [kept])
+  ok(loa(server, ['wal', 'verify', join(b, WAL)]), 'beta\'s WAL verifies')
+  // Applied once: the next pull forgets nothing more.
+  const again = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'beta pulls again').json()
+  assert.equal(again.forgetRequestsApplied, 0, JSON.stringify(again))
+
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'beta pushes the rewritten segment')
+  assert.deepEqual(filesHolding(join(server.dataDir, BUCKET), 'periwinkle'), [], 'no object in the bucket holds it')
+
+  ok(loa(server, ['replicate', 'pull', '--workspace', g]), 'gamma pulls')
+  ok(loa(server, ['consolidate', '--workspace', g]), 'consolidate at gamma')
+  assert.deepEqual(memories(g), [kept])
+  assert.deepEqual(filesHolding(g, 'periwinkle'), [])
+  // Alpha takes beta's rewritten segment without a change.
+  const alphaPull = ok(loa(server, ['replicate', 'pull', '--workspace', a, '--json']), 'alpha pulls again').json()
+  assert.deepEqual(alphaPull.problems, [])
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [])
+})

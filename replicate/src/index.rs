@@ -28,9 +28,19 @@
 //!                 "shards": [ { "name": "0a3.json", "size": 700, "sha256": "<hex>" } ] }
 //! ```
 //!
-//! A push writes version 2 when the index has a checkpoint or a rewritten segment and version 1
+//! - `forgetRequests`: records of other origins whose memories this origin forgot (it had them
+//!   from its mirror of that origin's session), each named by the origin, session and seq of
+//!   the original record, never by content or memory id; sorted, without duplicates, at most
+//!   [`MAX_FORGET_REQUESTS`]. The origin named applies those naming it on its next pull:
+//!
+//! ```json
+//! "forgetRequests": [ { "origin": "beta", "session": "cli", "seq": 7 } ]
+//! ```
+//!
+//! A push writes version 2 when the index has a checkpoint, a rewritten segment or forget
+//! requests, and version 1
 //! otherwise, so that older readers keep reading indexes that need nothing new. A reader accepts
-//! version 1 (which has neither member; one is an error) and version 2; any other version, an
+//! version 1 (which has none of these members; one is an error) and version 2; any other version, an
 //! unknown member, a bad name or digest is `E_REPLICA_CORRUPT` for that origin (other origins are
 //! still read).
 
@@ -49,6 +59,9 @@ pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 /// The largest grimoire file an index may list (what a segment may be; recovery's own limit
 /// is applied on top when staging).
 pub const MAX_BLOB_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The most forget requests an index holds.
+pub const MAX_FORGET_REQUESTS: usize = 100_000;
 
 /// The index's name in an origin's directory.
 pub const INDEX_NAME: &str = "index.json";
@@ -143,6 +156,16 @@ impl CheckpointEntry {
   }
 }
 
+/// A record of another origin whose memory this origin forgot: that origin forgets the memory
+/// the record wrote when it pulls (version 2). Ordered by origin, session, seq.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetRequest {
+  pub origin: String,
+  pub session: String,
+  pub seq: u64,
+}
+
 /// An origin's index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +178,9 @@ pub struct Index {
   /// Version 2 only.
   #[serde(default, skip_serializing_if = "Option::is_none")]
   pub checkpoint: Option<CheckpointEntry>,
+  /// Version 2 only; absent when empty.
+  #[serde(default, rename = "forgetRequests", skip_serializing_if = "Option::is_none")]
+  pub forget_requests: Option<Vec<ForgetRequest>>,
 }
 
 /// The key of a grimoire file (or manifest) stored by digest.
@@ -217,6 +243,7 @@ impl Index {
       grimoire: None,
       events: Vec::new(),
       checkpoint: None,
+      forget_requests: None,
     }
   }
 
@@ -247,6 +274,18 @@ impl Index {
     }
     if index.origin != origin || !valid_origin(&index.origin) {
       return Err(corrupt("the index names another origin".into()));
+    }
+    if let Some(requests) = &index.forget_requests {
+      let bad = |r: &ForgetRequest| {
+        !valid_origin(&r.origin) || r.origin == index.origin || validate_session_id(&r.session).is_err()
+      };
+      if index.version == 1
+        || requests.len() > MAX_FORGET_REQUESTS
+        || requests.iter().any(bad)
+        || requests.windows(2).any(|w| w[0] >= w[1])
+      {
+        return Err(corrupt("the forget requests are malformed, unsorted, too many (or in a version 1 index)".into()));
+      }
     }
     let mut seen = BTreeSet::new();
     for s in &index.segments {
@@ -292,8 +331,16 @@ impl Index {
     if let Some(c) = &mut sorted.checkpoint {
       c.shards.sort_by(|a, b| a.name.cmp(&b.name));
     }
+    if let Some(requests) = &mut sorted.forget_requests {
+      requests.sort();
+      requests.dedup();
+    }
+    if sorted.forget_requests.as_ref().is_some_and(Vec::is_empty) {
+      sorted.forget_requests = None;
+    }
     // Version 1 while nothing needs version 2, so older readers keep reading it.
-    let needs_2 = sorted.checkpoint.is_some() || sorted.segments.iter().any(|s| s.rewritten);
+    let needs_2 =
+      sorted.checkpoint.is_some() || sorted.forget_requests.is_some() || sorted.segments.iter().any(|s| s.rewritten);
     sorted.version = if needs_2 { INDEX_VERSION } else { 1 };
     let mut out = serde_json::to_vec_pretty(&sorted).expect("an index always serialises");
     out.push(b'\n');
@@ -343,6 +390,7 @@ mod tests {
       }),
       events: vec![EventEntry { name: "20260110T130352000Z_a.md".into(), size: 3, sha256: sha }],
       checkpoint: None,
+      forget_requests: None,
     }
   }
 
@@ -431,6 +479,73 @@ mod tests {
       // Sizes that would make a bounded read unbounded.
       text.replace("\"size\": 3,\n      \"sha256\"", "\"size\": 9999999999,\n      \"sha256\""),
       "[]".into(),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
+      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
+    }
+  }
+
+  fn with_requests() -> Index {
+    let request =
+      |origin: &str, session: &str, seq| ForgetRequest { origin: origin.into(), session: session.into(), seq };
+    Index {
+      version: 2,
+      forget_requests: Some(vec![request("beta", "cli", 7), request("beta", "cli", 9), request("gamma", "s.1", 2)]),
+      ..sample()
+    }
+  }
+
+  #[test]
+  fn forget_requests_need_version_2_and_are_written_sorted_without_duplicates() {
+    let index = with_requests();
+    let text = String::from_utf8(index.to_bytes()).unwrap();
+    assert!(text.contains("\"version\": 2") && text.contains("\"forgetRequests\""), "{text}");
+    assert_eq!(Index::parse(text.as_bytes(), "m1", "k").unwrap(), index);
+    let mut shuffled = index.clone();
+    let requests = shuffled.forget_requests.as_mut().unwrap();
+    requests.reverse();
+    requests.push(requests[0].clone());
+    assert_eq!(shuffled.to_bytes(), index.to_bytes());
+    // None left: the member goes, and with it the need for version 2.
+    let empty = Index { forget_requests: Some(Vec::new()), ..sample() };
+    let text = String::from_utf8(empty.to_bytes()).unwrap();
+    assert!(text.contains("\"version\": 1") && !text.contains("forgetRequests"), "{text}");
+  }
+
+  #[test]
+  fn hostile_forget_requests_are_refused() {
+    let text = String::from_utf8(with_requests().to_bytes()).unwrap();
+    let too_many = {
+      let mut index = with_requests();
+      index.forget_requests = Some(
+        (0..=MAX_FORGET_REQUESTS as u64)
+          .map(|seq| ForgetRequest { origin: "beta".into(), session: "cli".into(), seq })
+          .collect(),
+      );
+      String::from_utf8(index.to_bytes()).unwrap()
+    };
+    let cases = [
+      // A version 2 member in a version 1 index, even empty.
+      text.replace("\"version\": 2", "\"version\": 1"),
+      String::from_utf8(sample().to_bytes()).unwrap().replace("\"events\"", "\"forgetRequests\": [],\n  \"events\""),
+      text.replace("\"gamma\"", "\"../x\""),
+      text.replace("\"gamma\"", "\"Gamma\""),
+      text.replace("\"gamma\"", "\"\""),
+      // The index's own origin.
+      text.replace("\"gamma\"", "\"m1\""),
+      text.replace("\"s.1\"", "\"../s\""),
+      text.replace("\"s.1\"", "\"a/b\""),
+      text.replace("\"s.1\"", "\"\""),
+      text.replace("\"s.1\"", &format!("\"{}\"", "s".repeat(200))),
+      text.replace("\"seq\": 2", "\"seq\": -2"),
+      text.replace("\"seq\": 2", "\"seq\": \"2\""),
+      text.replace("\"seq\": 2", "\"seq\": 2, \"content\": \"x\""),
+      // Unsorted and duplicated.
+      text.replace("\"seq\": 9", "\"seq\": 5"),
+      text.replace("\"seq\": 9", "\"seq\": 7"),
+      text.replace("\"forgetRequests\": [", "\"forgetRequests\": {").replace("\n  ]\n}", "\n  }\n}"),
+      too_many,
     ];
     for (i, case) in cases.iter().enumerate() {
       let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();

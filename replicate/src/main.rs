@@ -142,8 +142,8 @@ fn run(args: Args) -> Result<i32> {
       let r = runtime.block_on(ops::pull(&cx, &options))?;
       print(args.json, &r, |r| {
         format!(
-          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here, {} copied mirror(s) left to their origin; {} record(s) dropped by --until-seq; {} memor(ies) forgotten as another origin forgot them; grimoire {}; checkpoint {}; {} event(s) written, {} already here{}",
-          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.mirrors_skipped, r.records_dropped, r.memories_forgotten, r.grimoire, r.checkpoint, r.events_written, r.events_skipped, problems_text(&r.problems)
+          "pulled as origin {} from {} origin(s): {} segment(s) restored, {} mirrored, {} already here, {} copied mirror(s) left to their origin; {} record(s) dropped by --until-seq; {} memor(ies) forgotten as another origin forgot them, {} as another origin asked; grimoire {}; checkpoint {}; {} event(s) written, {} already here{}",
+          r.origin, r.origins.len(), r.segments_restored, r.segments_mirrored, r.segments_skipped, r.mirrors_skipped, r.records_dropped, r.memories_forgotten, r.forget_requests_applied, r.grimoire, r.checkpoint, r.events_written, r.events_skipped, problems_text(&r.problems)
         )
       });
       r.problems.len()

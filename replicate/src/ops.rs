@@ -23,6 +23,7 @@ use crate::settings::{valid_origin, Settings, STATE_DIR};
 
 mod checkpoint;
 mod mirrors;
+mod requests;
 
 use mirrors::{mirror_by_name, recorded_mirrors, Mirrors};
 
@@ -194,9 +195,12 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
     !mirror
   });
   report.mirror_entries_removed = (before - index.segments.len()) as u64;
+  // Memories of other origins forgotten here, found in the mirrors: see `requests`.
+  let mut requested = BTreeSet::new();
 
   for (session, sdir, names) in segments::local_sessions(&cx.root, &cx.wal_dir())? {
     if mirrors.is_mirror(&session) {
+      requests::find(&mirrors, &session, &sdir, &names, &mut requested);
       // Copies of what the bucket holds under their own origin: retention may remove every
       // sealed one (all but the newest, whose first seq bounds theirs).
       if let Some(first) = names.last().and_then(|n| segments::first_seq_of(n)) {
@@ -273,6 +277,7 @@ pub async fn push(cx: &Context) -> Result<PushReport> {
     }
   }
 
+  requests::merge(&mut index, requested, &mut report.problems);
   let sweep = forgotten::sweep(cx, &state_dir, &mut index, &here, &mut superseded, &mut report).await?;
 
   let sealed = snapshot.as_ref().ok().map(|s| s.entry.manifest_sha256.clone());
@@ -447,6 +452,9 @@ pub struct PullReport {
   /// Memories forgotten here because another origin forgot them (its segment came back with
   /// tombstone records where this workspace had applied or mirrored the memory's record).
   pub memories_forgotten: u64,
+  /// Memories of this workspace's own sessions forgotten because another origin forgot them
+  /// from its mirror and asked this one to (its index's forget requests).
+  pub forget_requests_applied: u64,
   /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
   pub grimoire: &'static str,
   /// This origin's WAL checkpoint: `restored` (with the grimoire, into a workspace that had no
@@ -591,6 +599,12 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
   let own_index = indexes.iter().find(|i| i.origin == own);
   let fresh = local_sessions.is_empty() && report.grimoire == "restored";
   report.checkpoint = checkpoint::restore(cx, own_index, fresh, options.until_seq, &mut report.problems).await?;
+
+  // What other origins forgot of this one's records, after any restore above wrote them.
+  let sessions: BTreeSet<String> =
+    segments::local_sessions(&cx.root, &wal_dir)?.into_iter().map(|(id, _, _)| id).collect();
+  let mirrors = Mirrors::recorded(recorded_mirrors(pulled.segments.keys(), own));
+  requests::apply(cx, &indexes, own, &sessions, &mirrors, options, &mut report)?;
 
   // Events: the union of every origin's, one object per name.
   let mut wanted: BTreeMap<&str, &EventEntry> = BTreeMap::new();

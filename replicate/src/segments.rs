@@ -159,6 +159,15 @@ pub fn write_segment(root: &StateDir, wal_dir: &Path, session: &str, first_seq: 
   sdir.write_atomic(segment_file_name(first_seq), bytes, None)
 }
 
+/// The seqs of the tombstone records (`loa forget` replaced the record at that seq) among the
+/// complete records of a local segment; none when it vanished or cannot be read (a damaged
+/// segment's records before the damage still count).
+pub fn tombstone_seqs(sdir: &StateDir, name: &str) -> Vec<u64> {
+  let Ok(Some(file)) = sdir.open_file_if_exists(name, OpenMode::READ) else { return Vec::new() };
+  let Ok(bytes) = file.read_to_end_bounded(MAX_SEGMENT_BYTES) else { return Vec::new() };
+  scan_segment(&bytes).records.into_iter().filter(|r| r.op == loa_core::memory::TOMBSTONE_OP).map(|r| r.seq).collect()
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;

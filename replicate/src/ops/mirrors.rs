@@ -23,7 +23,7 @@
 //! session ids `<origin>.<name>` naming an origin of the bucket are therefore reserved for
 //! mirrors (docs/replication.md).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use loa_core::wal::reader::validate_session_id;
 
@@ -44,11 +44,15 @@ pub(crate) fn mirror_by_name(session: &str, index_origin: &str, known: &BTreeSet
   named_origin(session).is_some_and(|o| o != index_origin && (o == own || known.contains(o)))
 }
 
-/// The local session ids pull wrote as mirrors, from the keys of its record
-/// (`<origin>/<session>/<first seq>`): keys that do not parse, name this origin or hold an
-/// invalid session id are ignored (the record is a local file, and nothing else trusts it).
-pub(crate) fn recorded_mirrors<'a>(keys: impl IntoIterator<Item = &'a String>, own: &str) -> BTreeSet<String> {
-  let mut out = BTreeSet::new();
+/// The local session ids pull wrote as mirrors, each with the origin and session it mirrors,
+/// from the keys of its record (`<origin>/<session>/<first seq>`): keys that do not parse, name
+/// this origin or hold an invalid session id are ignored (the record is a local file, and
+/// nothing else trusts it).
+pub(crate) fn recorded_mirrors<'a>(
+  keys: impl IntoIterator<Item = &'a String>,
+  own: &str,
+) -> BTreeMap<String, (String, String)> {
+  let mut out = BTreeMap::new();
   for key in keys {
     let Some((origin, rest)) = key.split_once('/') else { continue };
     let Some((session, first)) = rest.rsplit_once('/') else { continue };
@@ -60,7 +64,7 @@ pub(crate) fn recorded_mirrors<'a>(keys: impl IntoIterator<Item = &'a String>, o
     {
       continue;
     }
-    out.insert(mirror_session(origin, session));
+    out.insert(mirror_session(origin, session), (origin.to_string(), session.to_string()));
   }
   out
 }
@@ -68,26 +72,31 @@ pub(crate) fn recorded_mirrors<'a>(keys: impl IntoIterator<Item = &'a String>, o
 /// What push and status know of this workspace's mirrors.
 #[derive(Debug, Default)]
 pub(crate) struct Mirrors {
-  /// The sessions pull wrote for other origins.
-  recorded: BTreeSet<String>,
+  /// The sessions pull wrote for other origins: local id -> (origin, session there).
+  recorded: BTreeMap<String, (String, String)>,
   /// Set when pull's record could not be read: the bucket's origins, whose name-shaped
   /// sessions are held back.
   unknown: Option<BTreeSet<String>>,
 }
 
 impl Mirrors {
-  pub(crate) fn recorded(recorded: BTreeSet<String>) -> Self {
+  pub(crate) fn recorded(recorded: BTreeMap<String, (String, String)>) -> Self {
     Mirrors { recorded, unknown: None }
   }
 
   /// Pull's record could not be read; `origins` are the origins in the bucket.
   pub(crate) fn unknown(origins: BTreeSet<String>) -> Self {
-    Mirrors { recorded: BTreeSet::new(), unknown: Some(origins) }
+    Mirrors { recorded: BTreeMap::new(), unknown: Some(origins) }
   }
 
   /// `session` is a mirror pull wrote: not shipped, and removed from this origin's index.
   pub(crate) fn is_mirror(&self, session: &str) -> bool {
-    self.recorded.contains(session)
+    self.recorded.contains_key(session)
+  }
+
+  /// The origin and session a mirror pull wrote mirrors (`None` for any other session).
+  pub(crate) fn source(&self, session: &str) -> Option<(&str, &str)> {
+    self.recorded.get(session).map(|(o, s)| (o.as_str(), s.as_str()))
   }
 
   /// `session` may be a mirror, but pull's record that would tell is unreadable: neither
@@ -153,10 +162,13 @@ mod tests {
     let recorded = recorded_mirrors(&keys, "alpha");
     let long_mirror = mirror_session("beta", &long);
     assert!(long_mirror.len() <= loa_core::wal::format::MAX_SESSION_ID_BYTES);
-    assert_eq!(recorded, set(&["beta.cli", "beta.release.v2", &long_mirror]));
+    assert_eq!(recorded.keys().cloned().collect::<BTreeSet<_>>(), set(&["beta.cli", "beta.release.v2", &long_mirror]));
 
     let mirrors = Mirrors::recorded(recorded);
     assert!(mirrors.is_mirror("beta.cli"));
+    assert_eq!(mirrors.source("beta.release.v2"), Some(("beta", "release.v2")));
+    assert_eq!(mirrors.source(&long_mirror), Some(("beta", long.as_str())));
+    assert_eq!(mirrors.source("cli"), None);
     // A plain session with a dot, even one shaped like a mirror, is this machine's own.
     for own in ["cli", "release.v2", "beta.notes", "alpha.cli", "beta.alpha.cli"] {
       assert!(!mirrors.is_mirror(own), "{own}");
