@@ -1147,3 +1147,51 @@ test('forgetting a memory another origin wrote reaches that origin: its pull for
   assert.deepEqual(alphaPull.problems, [])
   assert.deepEqual(filesHolding(a, 'periwinkle'), [])
 })
+
+test('a memory forgotten from a mirror stays forgotten when its origin grew the segment meanwhile and pull comes before push', async (t) => {
+  const server = await startS3(t)
+  const a = workspace(t, server, 'alpha')
+  const b = workspace(t, server, 'beta')
+  const secret = 'The staging database password hint is periwinkle-obelisk-4471.'
+  const kept = 'Never deploy on Fridays after three in the afternoon.'
+  const later = 'Rotate the on-call pager every second Tuesday of the month.'
+  capture(server, b, secret)
+  capture(server, b, kept)
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'beta pushes its open segment')
+  ok(loa(server, ['replicate', 'pull', '--workspace', a]), 'alpha pulls')
+  ok(loa(server, ['consolidate', '--workspace', a]), 'consolidate at alpha')
+  const found = (ws) => ok(loa(server, ['search', 'periwinkle obelisk password', '--workspace', ws, '--json']), 'search').json().hits.length
+  assert.equal(found(a), 1, 'alpha should hold the memory before it forgets it')
+  ok(loa(server, ['forget', '--workspace', a, '--query', 'periwinkle obelisk password', '--confirm']), 'forget at alpha')
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [])
+
+  // Beta keeps writing into the same (unsealed) segment and ships it grown; alpha pulls
+  // before it pushes: the grown copy still holds the record alpha forgot.
+  capture(server, b, later)
+  assert.equal(segmentFiles(b).length, 1, 'beta should still write into one segment')
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'beta pushes the grown segment')
+  const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', a, '--json']), 'alpha pulls the grown segment').json()
+  assert.equal(pulled.segmentsMirrored, 1, JSON.stringify(pulled))
+  assert.equal(pulled.tombstonesKept, 1, JSON.stringify(pulled))
+  assert.deepEqual(pulled.problems, [])
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [], 'the mirror at alpha keeps its tombstone')
+  ok(loa(server, ['consolidate', '--workspace', a]), 'consolidate at alpha')
+  assert.equal(found(a), 0)
+  assert.deepEqual(memories(a), [kept, later].sort(), 'the rest of the grown segment is taken')
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [])
+
+  // The tombstone survived, so the request ships, and beta and the bucket forget.
+  ok(loa(server, ['replicate', 'push', '--workspace', a]), 'alpha pushes')
+  const requests = JSON.parse(readFileSync(join(server.dataDir, BUCKET, 'team/origins/alpha/index.json'), 'utf8')).forgetRequests
+  assert.deepEqual(requests?.map((r) => [r.origin, r.session]), [['beta', 'cli']])
+  const atBeta = ok(loa(server, ['replicate', 'pull', '--workspace', b, '--json']), 'beta pulls').json()
+  assert.equal(atBeta.forgetRequestsApplied, 1, JSON.stringify(atBeta))
+  ok(loa(server, ['replicate', 'push', '--workspace', b]), 'beta pushes the rewritten segment')
+  assert.deepEqual(filesHolding(join(server.dataDir, BUCKET), 'periwinkle'), [], 'no object in the bucket holds it')
+  ok(loa(server, ['consolidate', '--workspace', b]), 'consolidate at beta')
+  assert.equal(found(b), 0)
+  assert.deepEqual(filesHolding(b, 'periwinkle'), [])
+  const again = ok(loa(server, ['replicate', 'pull', '--workspace', a, '--json']), 'alpha pulls beta\'s rewritten segment').json()
+  assert.deepEqual(again.problems, [])
+  assert.deepEqual(filesHolding(a, 'periwinkle'), [])
+})

@@ -455,6 +455,9 @@ pub struct PullReport {
   /// Memories of this workspace's own sessions forgotten because another origin forgot them
   /// from its mirror and asked this one to (its index's forget requests).
   pub forget_requests_applied: u64,
+  /// Records of a mirrored segment this workspace had forgotten (tombstone records here) that
+  /// the newer copy fetched still held: kept as tombstones, not taken back.
+  pub tombstones_kept: u64,
   /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
   pub grimoire: &'static str,
   /// This origin's WAL checkpoint: `restored` (with the grimoire, into a workspace that had no
@@ -567,6 +570,19 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
                 ));
                 continue;
               }
+            }
+          }
+          // Memories the user here forgot from the mirror: the newer copy (its origin grew the
+          // segment since) still holds their records, which stay tombstones here, so that
+          // nothing forgotten comes back and the next push still asks the origin to forget.
+          match segments::keep_tombstones(&cx.root, &wal_dir, &session, entry.first_seq, &mut records) {
+            Ok(kept) => report.tombstones_kept += kept,
+            Err(e) => {
+              report.problems.push(format!(
+                "segment {key} not mirrored: the local copy it would replace cannot be read for what was forgotten here: {}",
+                e.code()
+              ));
+              continue;
             }
           }
           let out = encode_segment(&header, &records, &session);

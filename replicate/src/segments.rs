@@ -11,6 +11,7 @@
 //! seq, nothing after them. Only then is anything written, atomically, through the core's file
 //! layer.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use loa_core::fsutil::{OpenMode, StateDir};
@@ -159,13 +160,50 @@ pub fn write_segment(root: &StateDir, wal_dir: &Path, session: &str, first_seq: 
   sdir.write_atomic(segment_file_name(first_seq), bytes, None)
 }
 
-/// The seqs of the tombstone records (`loa forget` replaced the record at that seq) among the
-/// complete records of a local segment; none when it vanished or cannot be read (a damaged
-/// segment's records before the damage still count).
+/// The tombstone records (`loa forget` replaced the record at that seq) among the complete
+/// records of a local segment (a damaged segment's records before the damage still count);
+/// none when it does not exist.
+fn tombstone_records(sdir: &StateDir, name: &str) -> Result<Vec<Record>> {
+  let Some(file) = sdir.open_file_if_exists(name, OpenMode::READ)? else { return Ok(Vec::new()) };
+  let bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES)?;
+  Ok(scan_segment(&bytes).records.into_iter().filter(|r| r.op == loa_core::memory::TOMBSTONE_OP).collect())
+}
+
+/// The seqs of the tombstone records of a local segment; none when it vanished or cannot be
+/// read.
 pub fn tombstone_seqs(sdir: &StateDir, name: &str) -> Vec<u64> {
-  let Ok(Some(file)) = sdir.open_file_if_exists(name, OpenMode::READ) else { return Vec::new() };
-  let Ok(bytes) = file.read_to_end_bounded(MAX_SEGMENT_BYTES) else { return Vec::new() };
-  scan_segment(&bytes).records.into_iter().filter(|r| r.op == loa_core::memory::TOMBSTONE_OP).map(|r| r.seq).collect()
+  tombstone_records(sdir, name).unwrap_or_default().into_iter().map(|r| r.seq).collect()
+}
+
+/// Carries the tombstone records of the local copy of a mirrored segment (session `session`,
+/// first seq `first_seq`, below the WAL directory `wal_dir`) into `records`, the newer copy
+/// that is about to replace it: a record of `records` at the seq and time of a local tombstone
+/// is the record this workspace forgot, and is replaced by that tombstone, so that what was
+/// forgotten here never comes back (and push still finds the tombstone for its forget request).
+/// A tombstone in `records` already stays as it is. Returns how many records were replaced;
+/// `Err` when the local copy exists but cannot be read (then it must not be replaced).
+pub fn keep_tombstones(
+  root: &StateDir,
+  wal_dir: &Path,
+  session: &str,
+  first_seq: u64,
+  records: &mut [Record],
+) -> Result<u64> {
+  let Some(wal) = crate::local::below(root, wal_dir, false)? else { return Ok(0) };
+  let Some(sessions) = wal.subdir(SESSIONS_DIR)? else { return Ok(0) };
+  let Some(sdir) = sessions.subdir(session)? else { return Ok(0) };
+  let local: HashMap<u64, Record> =
+    tombstone_records(&sdir, &segment_file_name(first_seq))?.into_iter().map(|r| (r.seq, r)).collect();
+  let mut kept = 0;
+  for record in records.iter_mut().filter(|r| r.op != loa_core::memory::TOMBSTONE_OP) {
+    // Same seq and time: the record forgotten here (the tombstone keeps both). Another time
+    // at that seq is another record (the origin's history forked), which the tombstone is not.
+    if let Some(tomb) = local.get(&record.seq).filter(|t| t.ts_ms == record.ts_ms) {
+      *record = Record { session_id: record.session_id.clone(), ..tomb.clone() };
+      kept += 1;
+    }
+  }
+  Ok(kept)
 }
 
 #[cfg(test)]
@@ -236,6 +274,42 @@ mod tests {
     ] {
       assert_eq!(check_downloaded(&bad, &e, "k").unwrap_err().code(), "E_REPLICA_CORRUPT");
     }
+  }
+
+  #[test]
+  fn a_newer_copy_of_a_mirrored_segment_keeps_the_tombstones_of_the_local_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = StateDir::open_root(dir.path()).unwrap();
+    let wal = Path::new("wal");
+    let header = SegmentHeader { created_ms: 1, first_seq: 1 };
+    let tomb = |r: &Record| Record {
+      op: loa_core::memory::TOMBSTONE_OP.into(),
+      path: None,
+      data: None,
+      meta: Some(r#"{"tombstone":"t"}"#.into()),
+      ..r.clone()
+    };
+    // Nothing here yet: nothing to keep.
+    let mut fetched: Vec<Record> = (1..=4).map(|s| record(s, "b.s")).collect();
+    assert_eq!(keep_tombstones(&root, wal, "b.s", 1, &mut fetched).unwrap(), 0);
+    // Here: records 1..3, the user forgot 2 and 3.
+    let local = [record(1, "b.s"), tomb(&record(2, "b.s")), tomb(&record(3, "b.s"))];
+    write_segment(&root, wal, "b.s", 1, &encode_segment(&header, &local, "b.s")).unwrap();
+    // The origin's grown copy: 1..4, its record 3 of another time (a forked history), and
+    // record 1 forgotten there.
+    let mut fetched: Vec<Record> = (1..=4).map(|s| record(s, "b.s")).collect();
+    fetched[0] = tomb(&fetched[0]);
+    fetched[2].ts_ms += 1;
+    let before = fetched.clone();
+    assert_eq!(keep_tombstones(&root, wal, "b.s", 1, &mut fetched).unwrap(), 1);
+    assert_eq!(fetched[1], local[1]);
+    for i in [0, 2, 3] {
+      assert_eq!(fetched[i], before[i]);
+    }
+    // Another segment of the session, or another session: nothing of this one applies.
+    let mut other: Vec<Record> = (1..=4).map(|s| record(s, "b.s")).collect();
+    assert_eq!(keep_tombstones(&root, wal, "b.s", 2, &mut other).unwrap(), 0);
+    assert_eq!(keep_tombstones(&root, wal, "c.s", 1, &mut other).unwrap(), 0);
   }
 
   #[test]
