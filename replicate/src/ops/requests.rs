@@ -6,8 +6,8 @@
 //! from there. **Push** finds the tombstone records of this workspace's mirror sessions and
 //! lists each in this origin's index as a request naming the original record (origin, session
 //! in that origin, seq): no content, no memory id. Requests of the previous index are kept (the
-//! mirrored segment may have been pruned here since, or overwritten by a newer copy from its
-//! origin), up to [`MAX_FORGET_REQUESTS`]. **Pull** on the origin named forgets the memories
+//! mirrored segment may have been pruned here since; a newer copy from its origin keeps the
+//! tombstones, see `segments::keep_tombstones`), up to [`MAX_FORGET_REQUESTS`]. **Pull** on the origin named forgets the memories
 //! those records of its own sessions wrote, through the core's forget path, as it does for a
 //! mirrored tombstone; its next push ships the rewritten segment (or, for a segment pruned
 //! there, rewrites the bucket's copy), and every other machine forgets it by the tombstone
