@@ -84,6 +84,14 @@ function bucketObjects(server) {
   return out
 }
 
+
+/** The whole workspace deleted, as a lost machine loses it, but for its configuration. */
+function deleteAllButConfig(ws) {
+  const config = readFileSync(join(ws, '.loa.config.yaml'))
+  rmSync(ws, { recursive: true, force: true })
+  mkdirSync(ws)
+  writeFileSync(join(ws, '.loa.config.yaml'), config)
+}
 test('push ships the WAL, is idempotent, and status compares local with shipped', async (t) => {
   const server = await startS3(t)
   const ws = workspace(t, server, 'alpha')
@@ -145,11 +153,7 @@ test('a deleted workspace is restored from the bucket: WAL, sealed grimoire, and
   const expected = memories(ws)
   assert.equal(expected.length, 2)
 
-  // The whole workspace is gone but its configuration.
-  const config = readFileSync(join(ws, '.loa.config.yaml'))
-  rmSync(ws, { recursive: true, force: true })
-  mkdirSync(ws)
-  writeFileSync(join(ws, '.loa.config.yaml'), config)
+  deleteAllButConfig(ws)
 
   const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull').json()
   assert.equal(pulled.segmentsRestored, 1)
@@ -837,11 +841,7 @@ test('retention keeps what push has not shipped; a workspace deleted after pruni
   const expected = memories(ws)
   assert.equal(expected.length, 5)
 
-  // The whole workspace is gone but its configuration.
-  const config = readFileSync(join(ws, '.loa.config.yaml'))
-  rmSync(ws, { recursive: true, force: true })
-  mkdirSync(ws)
-  writeFileSync(join(ws, '.loa.config.yaml'), config)
+  deleteAllButConfig(ws)
   const pulled = ok(loa(server, ['replicate', 'pull', '--workspace', ws, '--json']), 'pull').json()
   assert.deepEqual([pulled.grimoire, pulled.checkpoint, pulled.segmentsRestored], ['restored', 'restored', 5])
   ok(loa(server, ['manifest', 'verify', join(ws, GRIMOIRE), '--keys', ring]), 'manifest verify')

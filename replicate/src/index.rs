@@ -429,6 +429,14 @@ mod tests {
     assert!(plain_text.contains("\"version\": 1") && !plain_text.contains("rewritten"), "absent unless set");
   }
 
+  /// Every case is refused as a corrupt index (the failing case's number in the message).
+  fn assert_all_corrupt(cases: &[String]) {
+    for (i, case) in cases.iter().enumerate() {
+      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
+      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
+    }
+  }
+
   #[test]
   fn versions_one_and_two_are_read_and_the_lowest_that_fits_is_written() {
     let v1 = sample();
@@ -454,10 +462,7 @@ mod tests {
       text.replace("\"size\": 50", "\"size\": 999999999999"),
       text.replace("\"manifestSha256\"", "\"extra\": 1, \"manifestSha256\""),
     ];
-    for (i, case) in cases.iter().enumerate() {
-      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
-      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
-    }
+    assert_all_corrupt(&cases);
   }
 
   #[test]
@@ -480,10 +485,7 @@ mod tests {
       text.replace("\"size\": 3,\n      \"sha256\"", "\"size\": 9999999999,\n      \"sha256\""),
       "[]".into(),
     ];
-    for (i, case) in cases.iter().enumerate() {
-      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
-      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
-    }
+    assert_all_corrupt(&cases);
   }
 
   fn with_requests() -> Index {
@@ -547,10 +549,7 @@ mod tests {
       text.replace("\"forgetRequests\": [", "\"forgetRequests\": {").replace("\n  ]\n}", "\n  }\n}"),
       too_many,
     ];
-    for (i, case) in cases.iter().enumerate() {
-      let err = Index::parse(case.as_bytes(), "m1", "k").unwrap_err();
-      assert_eq!(err.code(), "E_REPLICA_CORRUPT", "case {i}");
-    }
+    assert_all_corrupt(&cases);
   }
 
   #[test]
