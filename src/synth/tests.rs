@@ -475,3 +475,16 @@ fn many_files_decoded_in_parallel_give_the_sequential_result() {
   assert_eq!(report.skipped.len(), 1);
   assert_eq!(report.sources.len(), PARALLEL_FROM * 2 + 7);
 }
+
+/// Found by the synth_event fuzz target: a handoff whose `phase` holds a backtick made serde's
+/// message (which quotes the value between backticks, unescaped) end the quote early, and part of
+/// the value came back in the reason.
+#[test]
+fn a_handoff_reason_never_carries_a_value_that_holds_backticks() {
+  let long = "ess_a_value_long_enough_to_notice";
+  let record =
+    format!(r#"{{"v":1,"ts":"2026-01-15T14:30:00Z","agent":"a","phase":"`{long}`x","next_session_ready":true}}"#);
+  let reason = Event::decode(record.as_bytes(), true).unwrap_err();
+  assert!(!reason.contains(long), "{reason}");
+  assert!(reason.starts_with("not a trajectory record"), "{reason}");
+}
