@@ -112,6 +112,29 @@ test('YAML aliases cannot blow a small file up: expansion is bounded before any 
   assert.equal(parseConfig('base: &b\n  sync: batch\nwal:\n  <<: *b\n').config.wal.sync, 'batch')
 })
 
+test('deep nesting is refused as soon as it is met, not after the whole file is parsed', (t) => {
+  // 1 MiB (the largest config) of `[[[[...]]]]` or `{a: {a: ...}}`: the YAML parser's time grows
+  // with size times depth; read unbounded, such a file took minutes.
+  const deep = (open, close) => {
+    const n = Math.floor((1024 * 1024 - 64) / (open.length + close.length))
+    return `wal:\n  sync: ${open.repeat(n)}1${close.repeat(n)}\n`
+  }
+  const refused = (err) =>
+    err.code === 'E_CONFIG_INVALID' && err.key === '<yaml>' && /nested deeper than 32 levels \(line 2\)/.test(err.message)
+  for (const [open, close] of [['[', ']'], ['{a: ', '}'], ['["]", ', ']']]) {
+    const dir = tempDir(t)
+    writeFileSync(join(dir, '.loa.config.yaml'), deep(open, close))
+    assert.throws(() => loadConfig(dir), refused, open)
+  }
+  // Block nesting counts as well.
+  let block = ''
+  for (let i = 0; i < 40; i++) block += `${'  '.repeat(i)}k${i}:\n`
+  assert.throws(() => parseConfig(block), (err) => err.code === 'E_CONFIG_INVALID' && /nested deeper than 32 levels \(line 33\)/.test(err.message))
+  // Brackets inside strings and comments are not nesting.
+  const quoted = `wal:\n  dir: "${'['.repeat(100)}" # ${'{'.repeat(100)}\n`
+  assert.equal(parseConfig(quoted).config.wal.dir, '['.repeat(100))
+})
+
 test('signing.keysDir says where the key ring lives', () => {
   assert.equal(parseConfig('').config.signing.keysDir, '.loa/keys')
   assert.equal(parseConfig('signing:\n  keys_dir: ./secrets/ring/\n').config.signing.keysDir, 'secrets/ring')

@@ -293,3 +293,27 @@ test('loa import memory-core, loa search and loa forget: results with why, previ
     assert.equal(r.stderr.trim().split('\n').length, 1, 'one line')
   }
 })
+
+test('what one capture adds to the index is bounded, however many distinct words it holds', (t) => {
+  // Captures of (almost) 1 MiB of distinct short words: read whole, each would add 150,000
+  // terms and their posting lists to the index, which every open then loads.
+  const ws = workspace(t)
+  const store = open(ws)
+  t.after(() => store.close())
+  let next = 36 ** 3
+  const captures = 2
+  for (let c = 0; c < captures; c++) {
+    let content = `release train ${c} `.repeat(3)
+    while (content.length < 1000 * 1024) content += `q${(next++).toString(36)} `
+    const result = store.captureSync(learning(content))
+    assert.equal(result.accepted, true, JSON.stringify(result.gates))
+  }
+  const dir = join(ws, 'grimoires', 'loa', 'search')
+  const bytes = readdirSync(dir).reduce((n, name) => n + lstatSync(join(dir, name)).size, 0)
+  // 4,096 terms of at most 64 bytes per memory, and their counts.
+  assert.ok(bytes < captures * 4096 * 80, `${bytes} bytes of index for ${captures} captures`)
+  store.close()
+  const again = open(ws, 's2')
+  t.after(() => again.close())
+  assert.equal(again.searchSync('release train').hits.length, captures)
+})

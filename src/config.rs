@@ -12,8 +12,9 @@
 //!
 //! The file is a regular file read without following a symlink (`E_NOT_REGULAR_FILE` otherwise),
 //! at most 1 MiB (`E_TOO_LARGE`), and parsed with `serde_norway` (the maintained fork of the
-//! deprecated `serde_yaml`) through [`crate::settings`], which bounds alias expansion, applies
-//! merge keys (`<<: *anchor`), reports unknown keys and names keys in errors. Each section is a
+//! deprecated `serde_yaml`) through [`crate::settings`] and [`crate::yaml`], which bound nesting
+//! (32 levels) and alias expansion before any value is built, apply merge keys
+//! (`<<: *anchor`), report unknown keys and name keys in errors. Each section is a
 //! type that derives `Deserialize`: the parts own theirs (`wal::SyncMode`, `tokens::TokenEncoding`,
 //! `gates::GateConfig`, `context::ContextConfig`, `attention::AttentionBudgetConfig`,
 //! `compaction::ContextEditingConfig`, ...), and the sections of parts not built yet are defined

@@ -26,6 +26,7 @@ pub mod synth;
 pub mod timestamp;
 pub mod tokens;
 pub mod wal;
+pub mod yaml;
 
 #[cfg(feature = "napi")]
 mod binding;

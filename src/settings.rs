@@ -5,10 +5,11 @@
 //! `serde::Deserialize` and use the field deserialisers below for ranges and paths. This module
 //! gives both readers the same guarantees:
 //!
-//! - **Bounded.** Before any value is built, a walk that follows every YAML alias counts the
-//!   nodes and scalar bytes of the expanded document and stops past [`expansion_limit`] (about
-//!   four times the text), so an alias bomb costs linear time and memory. `serde_norway` itself
-//!   bounds nesting (128 levels) and alias jumps.
+//! - **Bounded.** The text is read by the crate's one YAML reader ([`crate::yaml`], with
+//!   [`Limits::SETTINGS`]): at most 4 MiB, nested at most [`crate::yaml::MAX_DEPTH`] levels,
+//!   and its aliases may expand it to at most [`expansion_limit`] (four times the text plus
+//!   64 KiB), all checked event by event before any value is built, so nesting and alias bombs
+//!   cost linear time and memory.
 //! - **Errors name the key.** Every problem is `E_CONFIG_INVALID` whose `key` is the dotted path of
 //!   the value (`memory.quality_gates.min_confidence`, `context_editing.clear_targets[2]`), or
 //!   `<yaml>` for the document itself, and the message gives the line when the key is written in
@@ -30,6 +31,7 @@ use serde::Deserialize;
 use serde_norway::Value;
 
 use crate::error::{LoaError, Result};
+use crate::yaml::Limits;
 
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`); no integer setting
 /// may exceed it, so that values reach JS unchanged.
@@ -57,26 +59,14 @@ pub struct Invalid {
 /// How many nodes and scalar bytes a document of `text_len` bytes may expand to through its
 /// aliases. A document without aliases never comes near it.
 pub fn expansion_limit(text_len: usize) -> u64 {
-  4 * text_len as u64 + 65_536
+  Limits::SETTINGS.expansion_limit(text_len)
 }
 
 impl<'a> Document<'a> {
   /// Parses `text` (a leading byte-order mark is ignored). An empty document is null.
   pub fn parse(text: &'a str) -> Result<Document<'a>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let limit = expansion_limit(text.len());
-    let left = Cell::new(limit);
-    match (Walk { budget: &left, target: None }).deserialize(serde_norway::Deserializer::from_str(text)) {
-      Ok(_) => {}
-      Err(_) if left.get() == 0 => {
-        return Err(invalid(
-          DOCUMENT_KEY,
-          format!("its aliases expand it beyond {limit} nodes and characters (four times its size); refused"),
-        ));
-      }
-      Err(e) => return Err(syntax_error(e)),
-    }
-    let mut root: Value = serde_norway::from_str(text).map_err(syntax_error)?;
+    let mut root: Value = crate::yaml::from_str(text, &Limits::SETTINGS).map_err(yaml_error)?;
     root.apply_merge().map_err(syntax_error)?;
     Ok(Document { text, root })
   }
@@ -116,17 +106,33 @@ impl<'a> Document<'a> {
     let segments = segments(key)?;
     let budget = Cell::new(expansion_limit(self.text.len()));
     let walk = Walk { budget: &budget, target: Some(&segments) };
-    let found = walk.deserialize(serde_norway::Deserializer::from_str(self.text)).err()?;
-    if !found.to_string().contains(FOUND) {
-      return None;
+    match crate::yaml::deserialize_seed(self.text, &Limits::SETTINGS, walk).err()? {
+      crate::yaml::Error::Syntax(found) if found.to_string().contains(FOUND) => found.location().map(|l| l.line()),
+      _ => None,
     }
-    found.location().map(|l| l.line())
   }
 }
 
 /// `E_CONFIG_INVALID` at `key`.
 pub fn invalid(key: &str, reason: impl Into<String>) -> LoaError {
   LoaError::ConfigInvalid { key: key.to_string(), reason: reason.into() }
+}
+
+/// A refusal of the YAML reader as `E_CONFIG_INVALID` of the document (`E_TOO_LARGE` past its
+/// size bound).
+fn yaml_error(e: crate::yaml::Error) -> LoaError {
+  use crate::yaml::Error;
+  match e {
+    Error::Syntax(e) => syntax_error(e),
+    Error::TooLarge { size, limit } => {
+      LoaError::TooLarge { what: "YAML text".into(), size: size as u64, limit: limit as u64 }
+    }
+    Error::Expansion { limit } => invalid(
+      DOCUMENT_KEY,
+      format!("its aliases expand it beyond {limit} nodes and characters (four times its size); refused"),
+    ),
+    other => invalid(DOCUMENT_KEY, other.to_string()),
+  }
 }
 
 fn syntax_error(e: serde_norway::Error) -> LoaError {
@@ -522,14 +528,11 @@ pub fn text<'de, D: de::Deserializer<'de>, T: From<String>>(d: D) -> Result<T, D
   Text::deserialize(d).map(|t| T::from(t.0))
 }
 
-/// A list of non-blank strings; repeats are dropped.
+/// A list of non-blank strings; repeats are dropped (in linear time: a set of those seen).
 pub fn text_list<'de, D: de::Deserializer<'de>, T: From<Vec<String>>>(d: D) -> Result<T, D::Error> {
-  let mut out: Vec<String> = Vec::new();
-  for Text(s) in Vec::<Text>::deserialize(d)? {
-    if !out.contains(&s) {
-      out.push(s);
-    }
-  }
+  let mut seen = std::collections::HashSet::new();
+  let out: Vec<String> =
+    Vec::<Text>::deserialize(d)?.into_iter().map(|t| t.0).filter(|s| seen.insert(s.clone())).collect();
   Ok(T::from(out))
 }
 
@@ -557,7 +560,8 @@ pub fn rel_path<'de, D: de::Deserializer<'de>, T: From<String>>(d: D) -> Result<
 }
 
 /// Removes entries of `list` equal to an earlier one, warning with the index of each
-/// (`` `key[2]` repeats an earlier target; ignored ``).
+/// (`` `key[2]` repeats an earlier target; ignored ``). For lists of a few distinct values
+/// (enums): each entry is compared with those kept.
 pub fn drop_repeats<T: PartialEq>(list: &mut Vec<T>, key: &str, noun: &str, warnings: &mut Vec<String>) {
   let mut kept: Vec<T> = Vec::with_capacity(list.len());
   for (i, item) in std::mem::take(list).into_iter().enumerate() {
@@ -599,6 +603,16 @@ mod tests {
     // Modest reuse of an anchor is fine.
     let doc = Document::parse("base: &b {sync: batch}\nwal:\n  <<: *b\nother: [*b, *b]\n").unwrap();
     assert_eq!(doc.get("wal.sync").and_then(Value::as_str), Some("batch"));
+  }
+
+  #[test]
+  fn deep_nesting_is_refused_with_its_line() {
+    let n = 50_000;
+    for deep in [format!("{}1{}", "[".repeat(n), "]".repeat(n)), format!("{}1{}", "{a: ".repeat(n), "}".repeat(n))] {
+      let err = Document::parse(&format!("wal:\n  sync: {deep}\n")).err().expect("refused");
+      assert!(matches!(err, LoaError::ConfigInvalid { ref key, .. } if key == DOCUMENT_KEY), "{err}");
+      assert!(err.to_string().contains("nested deeper than 32 levels (line 2)"), "{err}");
+    }
   }
 
   #[test]

@@ -236,8 +236,10 @@ impl CompactionPolicy {
       self.clear_after_phases = v.clone();
     }
     if let Some(v) = &o.preserve_artifacts {
+      // A set, so that a long list costs linear time, not a scan of the list per entry.
+      let mut seen: std::collections::HashSet<String> = self.preserve_artifacts.iter().cloned().collect();
       for a in v {
-        if !self.preserve_artifacts.contains(a) {
+        if seen.insert(a.clone()) {
           self.preserve_artifacts.push(a.clone());
         }
       }

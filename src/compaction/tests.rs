@@ -201,6 +201,19 @@ fn skill_overrides_replace_and_add() {
   assert!(s.warnings[1].contains("context_editing.colour"));
 }
 
+/// Frontmatter nested past the YAML reader's bound is refused before the parser has read all of
+/// it (its time would grow with size times depth).
+#[test]
+fn deeply_nested_frontmatter_is_refused() {
+  let n = 100_000;
+  for deep in [format!("{}1{}", "[".repeat(n), "]".repeat(n)), format!("{}1{}", "{a: ".repeat(n), "}".repeat(n))] {
+    let (_d, path) = skill(&format!("---\nname: x\ncontext_editing: {deep}\n---\nbody\n"));
+    let err = read_skill_context_policy(&path, &CompactionPolicy::default()).unwrap_err();
+    assert!(matches!(err, LoaError::ConfigInvalid { ref key, .. } if key == "<yaml>"), "{err}");
+    assert!(err.to_string().contains("nested deeper than 32 levels (line 2)"), "{err}");
+  }
+}
+
 #[test]
 fn skills_without_a_block_keep_the_base() {
   let base = CompactionPolicy::default();

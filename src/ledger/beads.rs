@@ -1,8 +1,8 @@
 //! Beads: the task graph's files `.beads/<id>.yaml`, extended by the ledger with `decisions[]`,
 //! `handoffs[]`, `test_scenarios[]` and `next_steps[]` (seed 000 §5.2).
 //!
-//! Read with the crate's YAML reader ([`crate::settings::Document`]: `serde_norway`, alias
-//! expansion bounded), at most [`MAX_BEAD_BYTES`]; validated ([`Bead::validate`]); appended to
+//! Read with the crate's YAML reader ([`crate::settings::Document`] over [`crate::yaml`]:
+//! `serde_norway`, nesting and alias expansion bounded), at most [`MAX_BEAD_BYTES`]; validated ([`Bead::validate`]); appended to
 //! under `.beads/beads.lock` and written atomically. Fields the ledger does not know (`title`,
 //! `status`, `priority`, whatever `bd` adds) are kept as values; YAML comments and key order of
 //! a file are not (it is re-serialised). The lists are append-only: an append never removes or
@@ -230,7 +230,7 @@ impl Beads {
     bead.test_scenarios.extend(add.test_scenarios);
     bead.next_steps.extend(add.next_steps);
     bead.validate()?;
-    let text = serde_norway::to_string(&bead).map_err(|e| LoaError::Internal(e.to_string()))?;
+    let text = crate::yaml::to_string(&bead).map_err(|e| LoaError::Internal(e.to_string()))?;
     self.dir.write_atomic(format!("{id}.yaml"), text.as_bytes(), None)?;
     Ok(bead)
   }
@@ -338,5 +338,21 @@ questions:
     );
     let created = b.append("bd-5", BeadAppend { next_steps: vec!["n".into()], ..Default::default() }).unwrap();
     assert_eq!(created.id, "bd-5");
+  }
+
+  /// A bead may be 4 MiB; nesting that deep would cost the YAML parser time in size times depth.
+  /// It is refused once the reader meets it, and an append leaves the file as it was.
+  #[test]
+  fn deeply_nested_beads_are_corrupt_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = beads(&tmp);
+    let n = 200_000;
+    let text = format!("id: bd-6\ntitle: {}x{}\n", "[\"]\", ".repeat(n), "]".repeat(n));
+    std::fs::write(tmp.path().join("bd-6.yaml"), &text).unwrap();
+    let err = b.read("bd-6").unwrap_err();
+    assert_eq!(err.code(), "E_STATE_CORRUPT");
+    assert!(err.to_string().contains("nested deeper than 32 levels (line 2)"), "{err}");
+    assert_eq!(b.append("bd-6", BeadAppend::default()).unwrap_err().code(), "E_STATE_CORRUPT");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("bd-6.yaml")).unwrap(), text);
   }
 }

@@ -42,7 +42,9 @@ pub const MAX_TERM_BYTES: usize = 64;
 
 /// Version of the analysis steps. Bumped whenever a change would give a different term for any
 /// text; an index built by another version is rebuilt, never read with mismatched terms.
-pub const ANALYZER_VERSION: u32 = 1;
+/// Version 2: a memory indexes at most `MAX_TERMS_PER_DOCUMENT` distinct terms (an index of
+/// version 1 may hold far more for one memory, and is rebuilt so that it no longer does).
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// How text is analysed. Recorded in the index files: an index built with other settings is not
 /// used (see `docs/search.md`).

@@ -22,6 +22,12 @@ use super::analyze::{Analyzer, AnalyzerConfig};
 pub const MAX_DOCUMENT_BYTES: usize = 2 * 1024 * 1024;
 /// Longest memory id and agent id, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
+/// Most distinct terms one memory adds to the index: those it repeats most (the first
+/// written among equals). With terms of at most [`super::MAX_TERM_BYTES`], what a capture
+/// adds to the vocabulary, the posting lists and the log is bounded whatever the text, so the
+/// index's size and the time to open it grow no faster than its memories. Prose of a few
+/// thousand words has fewer distinct terms and is indexed whole.
+pub const MAX_TERMS_PER_DOCUMENT: usize = 4096;
 
 /// A memory as the index sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +86,8 @@ pub struct AnalyzedDoc {
   pub kind: MemoryKind,
   pub instruction: bool,
   pub timestamp_ms: i64,
-  /// Distinct terms with their counts, in first-occurrence order.
+  /// Distinct terms with their counts, in first-occurrence order: at most
+  /// [`MAX_TERMS_PER_DOCUMENT`].
   pub terms: Vec<(String, u32)>,
 }
 
@@ -97,6 +104,7 @@ impl AnalyzedDoc {
         terms.push((term.to_string(), 1));
       }
     });
+    keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
     Ok(AnalyzedDoc {
       id: doc.id.clone(),
       agent_id: doc.agent_id.clone(),
@@ -115,6 +123,25 @@ impl AnalyzedDoc {
   pub fn is_empty(&self) -> bool {
     self.terms.is_empty()
   }
+}
+
+/// Keeps the `max` terms counted most often (the first seen among equal counts), in their
+/// order. The BM25 length of the memory is then that of the terms kept.
+fn keep_most_frequent(terms: &mut Vec<(String, u32)>, max: usize) {
+  if terms.len() <= max {
+    return;
+  }
+  let mut order: Vec<usize> = (0..terms.len()).collect();
+  order.sort_unstable_by(|&a, &b| terms[b].1.cmp(&terms[a].1).then(a.cmp(&b)));
+  let mut keep = vec![false; terms.len()];
+  for &i in &order[..max] {
+    keep[i] = true;
+  }
+  let mut i = 0;
+  terms.retain(|_| {
+    i += 1;
+    keep[i - 1]
+  });
 }
 
 /// The tables of a [`MemoryIndex`], borrowed for writing it out.

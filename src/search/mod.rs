@@ -33,7 +33,9 @@ pub mod rank;
 
 pub use analyze::{Analyzer, AnalyzerConfig, ANALYZER_VERSION, MAX_TERM_BYTES};
 pub use format::FORMAT_VERSION;
-pub use index::{AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES};
+pub use index::{
+  AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_TERMS_PER_DOCUMENT,
+};
 pub use persist::{
   IndexOptions, IndexStatus, Opened, SearchIndex, BASE_FILE, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES, MAX_LOG_BYTES,
 };

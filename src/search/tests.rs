@@ -683,3 +683,61 @@ fn damaged_bytes_never_panic_the_decoders() {
   }
   assert!(format::decode_base(&base, AnalyzerConfig::default()).is_ok());
 }
+
+/// `n` distinct words of 4 to 6 characters that no analysis step merges (a letter then base-36
+/// digits: mixed words are neither stemmed nor stop words).
+fn distinct_words(n: usize, from: usize) -> Vec<String> {
+  (from..from + n)
+    .map(|i| {
+      let mut w = String::from("q");
+      let mut v = i + 36 * 36 * 36;
+      while v > 0 {
+        w.push(char::from_digit((v % 36) as u32, 36).unwrap());
+        v /= 36;
+      }
+      w
+    })
+    .collect()
+}
+
+/// 1 MiB of distinct short words (150,000 terms) adds at most [`MAX_TERMS_PER_DOCUMENT`] terms to
+/// the vocabulary and to the log, whatever the text: the index grows with its memories, not with
+/// what one capture may hold. The words a memory repeats are the ones kept.
+#[test]
+fn one_memory_adds_a_bounded_number_of_terms() {
+  let mut words = distinct_words(1 << 20, 0);
+  let mut text = String::new();
+  while let Some(w) = words.pop() {
+    if text.len() + w.len() + 1 > (1 << 20) {
+      break;
+    }
+    text.push_str(&w);
+    text.push(' ');
+  }
+  let distinct = text.split(' ').filter(|w| !w.is_empty()).count();
+  assert!(distinct > 100_000, "{distinct}");
+  text.push_str("billing billing deploy deploy");
+
+  let (_t, dir) = tmp();
+  let index = open(&dir);
+  let before = index.status().unwrap().log_bytes;
+  index.add(&doc("huge", &text)).unwrap();
+  let status = index.status().unwrap();
+  assert_eq!(status.terms, MAX_TERMS_PER_DOCUMENT);
+  let per_term = MAX_TERM_BYTES as u64 + 16;
+  assert!(status.log_bytes - before <= MAX_TERMS_PER_DOCUMENT as u64 * per_term, "{}", status.log_bytes);
+  assert_eq!(ids(&index.search("billing deploy", &opts()).unwrap()), ["huge"]);
+  // Read back from its files, it is the same size.
+  assert_eq!(open(&dir).status().unwrap().terms, MAX_TERMS_PER_DOCUMENT);
+
+  // A second such memory adds at most as many again.
+  let more: String = distinct_words(200_000, 1 << 21).join(" ");
+  index.add(&doc("huge2", &more)).unwrap();
+  assert!(index.status().unwrap().terms <= 2 * MAX_TERMS_PER_DOCUMENT);
+
+  // A memory with fewer distinct terms than the bound is indexed whole.
+  let ordinary = distinct_words(MAX_TERMS_PER_DOCUMENT, 1 << 22).join(" ");
+  let analysed = AnalyzedDoc::new(&Analyzer::new(AnalyzerConfig::default()), &doc("ordinary", &ordinary)).unwrap();
+  assert_eq!(analysed.terms.len(), MAX_TERMS_PER_DOCUMENT);
+  assert_eq!(analysed.len() as usize, MAX_TERMS_PER_DOCUMENT);
+}

@@ -3,8 +3,9 @@
 //! `session_handoff` trajectory record (one JSON object, docs/ledger.md) is read as an event too.
 //!
 //! Decoding is bounded ([`MAX_EVENT_BYTES`]) and linear: the front matter is cut at its closing
-//! line by one scan, each part goes to the YAML parser once, and a failure says which part and
-//! which line, never what the file holds.
+//! line by one scan, each part is read by the crate's YAML reader ([`crate::yaml`]: nesting at
+//! most [`MAX_FLOW_DEPTH`], aliases expanding it by at most 4 KiB), and a failure says which
+//! part and which line, never what the file holds.
 
 use std::collections::BTreeMap;
 
@@ -277,38 +278,37 @@ mod erased {
   }
   impl<T: serde::Serialize> Yaml for T {
     fn to_yaml(&self) -> crate::Result<String> {
-      serde_norway::to_string(self).map_err(|e| crate::LoaError::Internal(format!("YAML writer: {e}")))
+      crate::yaml::to_string(self).map_err(|e| crate::LoaError::Internal(format!("YAML writer: {e}")))
     }
   }
 }
 
-/// Deepest nesting of flow collections (`[`, `{`) a part may have. The YAML parser checks every
-/// open flow level at each token, so its time grows with input size times depth: bounding the
-/// depth first keeps decoding linear. Counted without regard to quotes, so text holding more
-/// than this many unmatched `[` or `{` is refused too (an over-estimate, never an under one).
-pub const MAX_FLOW_DEPTH: usize = 32;
+/// Deepest nesting of collections (block or flow) a part may have ([`crate::yaml::MAX_DEPTH`]).
+pub const MAX_FLOW_DEPTH: usize = crate::yaml::MAX_DEPTH;
 
-fn flow_depth_ok(text: &str) -> bool {
-  let mut depth = 0usize;
-  for b in text.bytes() {
-    match b {
-      b'[' | b'{' => {
-        depth += 1;
-        if depth > MAX_FLOW_DEPTH {
-          return false;
-        }
-      }
-      b']' | b'}' => depth = depth.saturating_sub(1),
-      _ => {}
+/// How event YAML is read ([`crate::yaml`]): at most an event's size, nested at most
+/// [`MAX_FLOW_DEPTH`] levels, and aliases may not make it larger than its own text plus 4 KiB.
+/// Event files arrive from other machines; what one adds to `current.md` is then bounded by its
+/// size, however its values refer to each other.
+const EVENT_YAML: crate::yaml::Limits = crate::yaml::Limits {
+  max_bytes: MAX_EVENT_BYTES as usize,
+  max_depth: MAX_FLOW_DEPTH,
+  expansion_factor: 1,
+  expansion_slack: 4096,
+};
+
+/// The reason for a part that was not read; `line_offset` is how many lines of the file come
+/// before the part.
+fn yaml_error(part: &str, e: &crate::yaml::Error, line_offset: usize) -> String {
+  use crate::yaml::Error;
+  let at = e.line().map(|l| format!(" (line {})", l + line_offset)).unwrap_or_default();
+  match e {
+    Error::Syntax(_) => format!("{part} is not a valid event{at}"),
+    Error::TooDeep { limit, .. } => format!("{part} is nested deeper than {limit} levels{at}"),
+    Error::Expansion { .. } | Error::RecursiveAlias { .. } => {
+      format!("{part} expands through its aliases beyond its own size{at}")
     }
-  }
-  true
-}
-
-fn yaml_error(part: &str, e: &serde_norway::Error, line_offset: usize) -> String {
-  match e.location() {
-    Some(at) => format!("{part} is not a valid event (line {})", at.line() + line_offset),
-    None => format!("{part} is not a valid event"),
+    Error::TooLarge { size, limit } => format!("{part} is {size} bytes, over the limit of {limit}"),
   }
 }
 
@@ -331,20 +331,19 @@ fn from_markdown(text: &str) -> std::result::Result<Event, String> {
   let (front_end, body_start) = close.ok_or_else(|| "the front matter has no closing `---` line".to_string())?;
   let front_text = &rest[..front_end];
   let body_text = &rest[body_start..];
-  if !flow_depth_ok(front_text) || !flow_depth_ok(body_text) {
-    return Err(format!("nested deeper than {MAX_FLOW_DEPTH} levels"));
-  }
-  let front: FrontMatter = serde_norway::from_str(front_text).map_err(|e| yaml_error("the front matter", &e, 2))?;
+  let front: FrontMatter =
+    crate::yaml::from_str(front_text, &EVENT_YAML).map_err(|e| yaml_error("the front matter", &e, 1))?;
   if let Some(v) = front.v {
     if v != EVENT_VERSION {
       return Err(format!("version {v} is not one this library reads ({EVENT_VERSION})"));
     }
   }
-  let body_line = 2 + front_text.matches('\n').count() + 1;
+  // Lines before the body: the two `---` lines and the front matter's.
+  let body_line = 2 + front_text.matches('\n').count();
   let body: Body = if body_text.trim().is_empty() {
     Body::default()
   } else {
-    serde_norway::from_str(body_text).map_err(|e| yaml_error("the body", &e, body_line))?
+    crate::yaml::from_str(body_text, &EVENT_YAML).map_err(|e| yaml_error("the body", &e, body_line))?
   };
   Ok(Event {
     ts: front.ts,

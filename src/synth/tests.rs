@@ -417,7 +417,7 @@ proptest! {
 
 /// Inputs that make a YAML parser slow (deep flow nesting, long runs of one indicator, alias
 /// fans, deep block nesting), each as large as an event may be: decoded or refused with a reason.
-/// Flow nesting past [`event::MAX_FLOW_DEPTH`] is refused before the YAML parser sees it (the
+/// Nesting past [`event::MAX_FLOW_DEPTH`] is refused as soon as the YAML reader meets it (the
 /// parser's time grows with size times flow depth; unbounded, the first body took minutes).
 /// The time of each shape is measured in bench/synth.bench.mjs, not asserted here.
 #[test]
@@ -428,8 +428,12 @@ fn hostile_yaml_shapes_are_decoded_or_refused() {
     [format!("now: {}", "[".repeat(max)), format!("now: {}", "{".repeat(max)), format!("now: {}", "[{".repeat(33))];
   for body in deep {
     let reason = Event::decode(format!("{head}{body}\n").as_bytes(), false).unwrap_err();
-    assert_eq!(reason, format!("nested deeper than {} levels", event::MAX_FLOW_DEPTH));
+    assert_eq!(reason, format!("the body is nested deeper than {} levels (line 6)", event::MAX_FLOW_DEPTH));
   }
+  // A `]` in a string closes nothing: a bracket count over the text would let this through.
+  let quoted = format!("now: {}1{}", "[\"]\", ".repeat(max / 8), "]".repeat(max / 8));
+  let reason = Event::decode(format!("{head}{quoted}\n").as_bytes(), false).unwrap_err();
+  assert!(reason.starts_with("the body is nested deeper than"), "{reason}");
   let ok = Event::decode(format!("{head}now: \"{}\"\n", "[".repeat(event::MAX_FLOW_DEPTH)).as_bytes(), false).unwrap();
   assert_eq!(ok.now.unwrap().len(), event::MAX_FLOW_DEPTH);
   let mut bodies = vec![
@@ -450,6 +454,30 @@ fn hostile_yaml_shapes_are_decoded_or_refused() {
   for body in bodies {
     let _ = Event::decode(format!("{head}{body}\n").as_bytes(), false);
   }
+}
+
+/// An event whose values are aliases of one large anchor would expand into megabytes of
+/// current.md (17 KiB of text: 999 decisions of 4,000 characters each). Event files come from
+/// other machines: their aliases may add at most 4 KiB, so the file is skipped with a reason.
+#[test]
+fn an_event_cannot_expand_through_aliases() {
+  let dir = tempfile::tempdir().unwrap();
+  write_event(dir.path(), &event("2026-01-02T10:00:00Z", "a")).unwrap();
+  let mut text =
+    format!("---\nts: 2026-01-10T10:00:00Z\nagent: b\ntype: x\n---\nnow: &big {}\ndecisions:\n", "y".repeat(4000));
+  for i in 0..999 {
+    text.push_str(&format!("  k{i}: *big\n"));
+  }
+  assert!(text.len() < 17 * 1024, "{}", text.len());
+  std::fs::write(dir.path().join(EVENTS_DIR).join("alias.md"), &text).unwrap();
+  let report = synthesize(dir.path(), &SynthOptions::default()).unwrap();
+  assert_eq!(report.event_count, 1);
+  assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+  assert_eq!(report.skipped[0].reason, "the body expands through its aliases beyond its own size");
+  assert!(report.text.len() < 4096, "{}", report.text.len());
+  // A few small aliases stay readable.
+  let small = "---\nts: 2026-01-10T10:00:00Z\nagent: b\ntype: x\n---\nnow: &n working\nthis_session: [*n, *n]\n";
+  assert_eq!(Event::decode(small.as_bytes(), false).unwrap().this_session, ["working", "working"]);
 }
 
 /// Enough files to be decoded on several threads: the result is the one-thread merge.
