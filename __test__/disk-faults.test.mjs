@@ -36,7 +36,9 @@ const settled = (promise) =>
     (error) => ({ error }),
   )
 
-test('loop-mounted ext4, disk full: unrelated fs work completes while 16 captures wait to retry, and all 16 are stored once after space returns', async (t) => {
+// The timeout is a fail-safe, not a measurement: where retries sleep on the thread pool (the
+// defect this guards against) the readFile would wait behind them for hours.
+test('loop-mounted ext4, disk full: unrelated fs work completes while 16 captures wait to retry, and all 16 are stored once after space returns', { timeout: 300_000 }, async (t) => {
   const fs = loopfs(t)
   if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); the fault-injection variant runs in cargo test`)
   // Tries keep failing until the test frees space: the policy allows far more tries than needed.

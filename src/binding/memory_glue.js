@@ -13,7 +13,15 @@
   function retry(tryOnce) {
     return new Promise((resolve, reject) => {
       const step = (attempt) => {
-        tryOnce(attempt).then((answer) => {
+        let pending
+        try {
+          pending = tryOnce(attempt)
+        } catch (err) {
+          // Only when the environment is shutting down; never thrown out of a timer callback.
+          reject(err)
+          return
+        }
+        pending.then((answer) => {
           if (typeof answer === 'number') later(step, answer, attempt + 1)
           else resolve(answer)
         }, reject)
