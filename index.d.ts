@@ -824,12 +824,23 @@ export declare class MemoryStore {
    * findings' kinds and fingerprints are recorded; an entry that fails a gate resolves with
    * `accepted: false` and every gate's reason. Nothing unredacted is ever written, and errors
    * never carry content. Rejects with `E_INVALID_ARGUMENT`/`E_TOO_LARGE` for a bad entry,
-   * `E_WAL_CLOSED` after `close()`, `E_IO` when the disk refuses (after `memory.retry` tries).
+   * `E_WAL_CLOSED` after `close()`, `E_IO` with the disk's `osError` (`ENOSPC`, `EIO`,
+   * `EROFS`, ...) when the disk refuses all `memory.retry.maxAttempts` tries.
+   *
+   * Each try runs on the libuv thread pool; the waits between tries
+   * (`memory.retry.backoffBaseMs * 2^n`) are timers on the event loop, so no pool thread is
+   * held while the disk refuses and the rest of the process (`fs`, `crypto`, `zlib`) keeps
+   * going. After a failed fsync the store reopens its log by itself once the disk takes
+   * writes again: the same store keeps capturing.
    *
    * `options` may give the memory an expiry (`expiresAt`, `ttlMs`).
    */
   capture(entry: MemoryEntry, options?: MemoryCaptureOptions): Promise<CaptureResult>
-  /** Synchronous twin of `capture`: blocks until the memory is durable. */
+  /**
+   * Synchronous twin of `capture`: blocks until the memory is durable. Between the tries of
+   * `memory.retry` it sleeps the calling thread (the event loop, when called from it): use
+   * `capture` where the process must stay responsive while the disk refuses.
+   */
   captureSync(entry: MemoryEntry, options?: MemoryCaptureOptions): CaptureResult
   /**
    * Applies the WAL of every session into the grimoire: memory records (`memory/<id>.json`),

@@ -431,7 +431,9 @@ fn replay_one(store: &MemoryStore, letter: &DeadLetter) -> ReplayResult {
     timestamp: letter.entry.timestamp.clone(),
     metadata: letter.entry.metadata.clone(),
   };
-  match store.capture(entry) {
+  // One try: a letter the disk refuses again stays queued for the next replay, and the thread
+  // running the replay (a shared pool's, under Node) never sleeps.
+  match store.capture_once(&entry, &Default::default()) {
     Ok(o) if o.accepted => result(Outcome::Stored, o.id, Vec::new()),
     Ok(o) if o.blocked => result(Outcome::Blocked, None, Vec::new()),
     Ok(o) => {

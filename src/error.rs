@@ -23,7 +23,7 @@ macro_rules! error_code_table {
     $then! {
       E_WAL_LOCKED => "Another writer holds a lock past its timeout: a WAL session (`lockTimeoutMs`), WAL consolidation, the key ring, the audit log or a queue; the message names which.",
       E_WAL_CORRUPT => "A WAL segment is damaged somewhere other than its torn tail; `segment` and `offset` say where. Reading never repairs it.",
-      E_WAL_CLOSED => "The Wal was closed, or stopped after a failed fsync; open it again.",
+      E_WAL_CLOSED => "The Wal was closed, or (with `sync: 'batch'`) stopped after a failed background fsync; open it again.",
       E_IO => "The operating system refused a read, write, fsync, rename or lock; `osError` names the cause (`ENOSPC`, `EACCES`, `ENOTDIR`, ...).",
       E_INVALID_ARGUMENT => "An argument has the wrong type or an unacceptable value (also a string with a lone surrogate where text is stored). The message names the argument, never its content.",
       E_TOO_LARGE => "A record, argument or file is over a documented size limit.",

@@ -20,7 +20,7 @@ use super::convert::{
 use super::gates::{GateOptions, GateResult};
 use super::sign::Ring;
 use super::tokens::TokenEncoding;
-use super::{guard, sync, sync_twin, to_napi, CoreTask, RawJs};
+use super::{glue, guard, sync, sync_twin, to_napi, CoreTask, RawJs};
 use crate::config::{store_options, MemoryOverrides};
 use crate::error::Result;
 use crate::memory::{self as core, MemoryKind, StoreOptions};
@@ -460,6 +460,12 @@ fn capture_args(entry: Unknown, options: Option<Unknown>) -> Result<(core::Entry
   Ok((object::<MemoryEntry, _>(entry, "entry")?, opt_object::<MemoryCaptureOptions, _>(options, "options")?))
 }
 
+/// What one try of `capture` resolves with: the answer, or the milliseconds to wait before the
+/// next try (see `memory_glue.js`).
+type CaptureTryAnswer = Either<CaptureResult, f64>;
+
+const GLUE: glue::Script = glue::Script { name: "memory", source: include_str!("memory_glue.js") };
+
 /// A limit argument (the number of items wanted).
 fn limit(limit: Unknown) -> Result<usize> {
   Ok(arg::<Int>(limit, "limit")?.0.min(u64::from(u32::MAX)) as usize)
@@ -506,23 +512,48 @@ impl MemoryStore {
   /// findings' kinds and fingerprints are recorded; an entry that fails a gate resolves with
   /// `accepted: false` and every gate's reason. Nothing unredacted is ever written, and errors
   /// never carry content. Rejects with `E_INVALID_ARGUMENT`/`E_TOO_LARGE` for a bad entry,
-  /// `E_WAL_CLOSED` after `close()`, `E_IO` when the disk refuses (after `memory.retry` tries).
+  /// `E_WAL_CLOSED` after `close()`, `E_IO` with the disk's `osError` (`ENOSPC`, `EIO`,
+  /// `EROFS`, ...) when the disk refuses all `memory.retry.maxAttempts` tries.
+  ///
+  /// Each try runs on the libuv thread pool; the waits between tries
+  /// (`memory.retry.backoffBaseMs * 2^n`) are timers on the event loop, so no pool thread is
+  /// held while the disk refuses and the rest of the process (`fs`, `crypto`, `zlib`) keeps
+  /// going. After a failed fsync the store reopens its log by itself once the disk takes
+  /// writes again: the same store keeps capturing.
   ///
   /// `options` may give the memory an expiry (`expiresAt`, `ttlMs`).
   #[napi(
     ts_args_type = "entry: MemoryEntry, options?: MemoryCaptureOptions",
     ts_return_type = "Promise<CaptureResult>"
   )]
-  pub fn capture(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<CaptureResult>> {
+  pub fn capture(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> napi::Result<RawJs> {
     let inner = Arc::clone(&self.inner);
-    CoreTask::after(
-      &env,
-      || capture_args(entry, options),
-      move |(entry, options)| inner.capture_with(entry, &options).map(Into::into),
-    )
+    let args = Arc::new(guard(|| capture_args(entry, options)));
+    super::clear_pending_exception(env.raw());
+    // One try per call, on the thread pool; the glue calls it again after the delay it answers.
+    let try_once = move |ctx: FunctionCallContext| -> napi::Result<RawJs> {
+      let attempt = u64::from(ctx.get::<u32>(0)?);
+      let (inner, args) = (Arc::clone(&inner), Arc::clone(&args));
+      let task = CoreTask::new(move || {
+        let (entry, options) = args.as_ref().as_ref().map_err(|e| e.duplicate())?;
+        Ok(match inner.try_capture(entry, options, attempt)? {
+          core::CaptureTry::Done(outcome) => CaptureTryAnswer::A(outcome.into()),
+          core::CaptureTry::RetryAfter(delay) => CaptureTryAnswer::B(delay.as_millis() as f64),
+        })
+      });
+      Ok(RawJs(ctx.env.spawn(task)?.promise_object().raw()))
+    };
+    let try_once: Function<u32, RawJs> = env.create_function_from_closure("captureTry", try_once)?;
+    // SAFETY: on the JS thread with the env of this call; `try_once` is a handle of this call.
+    to_napi(&env, unsafe {
+      glue::load(&env, &GLUE).and_then(|helpers| glue::call(env.raw(), helpers, c"retry", &[try_once.raw()]))
+    })
+    .map(RawJs)
   }
 
-  /// Synchronous twin of `capture`: blocks until the memory is durable.
+  /// Synchronous twin of `capture`: blocks until the memory is durable. Between the tries of
+  /// `memory.retry` it sleeps the calling thread (the event loop, when called from it): use
+  /// `capture` where the process must stay responsive while the disk refuses.
   #[napi(ts_args_type = "entry: MemoryEntry, options?: MemoryCaptureOptions")]
   pub fn capture_sync(&self, env: Env, entry: Unknown, options: Option<Unknown>) -> napi::Result<CaptureResult> {
     sync_twin(&env, || capture_args(entry, options), |(e, o)| self.inner.capture_with(e, &o)).map(Into::into)

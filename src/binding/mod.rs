@@ -5,7 +5,8 @@
 //! `#[napi(object)]` struct, converted into the part's types with one `From`/`TryFrom`) and its
 //! exports. Shared machinery: [`convert`] (arguments in: napi-rs's conversion, our rules, one
 //! coded error), [`json`] (JSON values in and out, depth-limited), [`strings`] (fast string
-//! readers), [`glue`] (JavaScript helpers for bulk results), [`promises`] (`Wal.append`'s
+//! readers), [`glue`] (JavaScript helpers for bulk results, and `capture`'s waits between
+//! tries on the event loop: no task sleeps on the thread pool), [`promises`] (`Wal.append`'s
 //! batched promises), and here: the panic guard, the one mapping of a crate error to a JS error,
 //! and the async task.
 //!

@@ -439,7 +439,9 @@ pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> R
   entry.confidence = Some(1.0);
   entry.timestamp = Some(format_ms(now_ms));
   entry.metadata = Some(fields.to_metadata());
-  let outcome = store.capture(entry)?;
+  // One try: the caller's retry policy acts when the disk refuses, and the thread running the
+  // checkpoint (a shared pool's, under Node) never sleeps.
+  let outcome = store.capture_once(&entry, &Default::default())?;
   if outcome.accepted {
     return Ok(());
   }

@@ -85,7 +85,7 @@ pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, consolidate_workspace_with, forget_records, MemoryStore};
 pub use tombstone::Forgotten;
 pub use types::{
-  CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
+  CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
   ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,
   RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR,
   DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_CONTENT_BYTES,

@@ -25,9 +25,9 @@ use super::markdown::{MarkdownRead, ReadOptions};
 use super::seal::SealRequest;
 use super::search::{self as msearch, Searcher};
 use super::types::{
-  record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, ConsolidateOutcome, ContextRequest,
-  Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord, MemorySearchResults,
-  RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
+  record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome,
+  ContextRequest, Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord,
+  MemorySearchResults, RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
 };
 use super::view::{record_hash_of, MemoryView};
 
@@ -192,6 +192,9 @@ impl MemoryStore {
   /// `E_DEGRADED` while recovery's state says degraded (see
   /// [`crate::recovery::DegradedProbe`]) and the disk refusing (after
   /// `memory.retry.maxAttempts` tries for `E_IO`).
+  ///
+  /// Between tries it sleeps the calling thread (see [`try_capture`](Self::try_capture) for a
+  /// caller that must not block, such as a thread pool).
   pub fn capture(&self, entry: Entry) -> Result<CaptureOutcome> {
     self.capture_with(entry, &CaptureOptions::default())
   }
@@ -200,6 +203,45 @@ impl MemoryStore {
   /// returned by searches or contexts, and the next consolidation forgets it as
   /// [`forget`](Self::forget) does.
   pub fn capture_with(&self, entry: Entry, options: &CaptureOptions) -> Result<CaptureOutcome> {
+    let mut attempt = 1;
+    loop {
+      match self.try_capture(&entry, options, attempt)? {
+        CaptureTry::Done(outcome) => return Ok(outcome),
+        CaptureTry::RetryAfter(delay) => std::thread::sleep(delay),
+      }
+      attempt += 1;
+    }
+  }
+
+  /// Try number `attempt` (from 1) of [`capture_with`](Self::capture_with), without waiting:
+  /// when the disk refused (`E_IO`) and `memory.retry.maxAttempts` allows another try, the
+  /// answer is how long to wait before it, and the caller waits however suits it (the Node
+  /// binding with a timer on the event loop, so no thread-pool thread sleeps). Each try is a
+  /// whole capture (redaction, gates, append): nothing of a failed one was stored.
+  pub fn try_capture(&self, entry: &Entry, options: &CaptureOptions, attempt: u64) -> Result<CaptureTry> {
+    match self.capture_once(entry, options) {
+      Ok(outcome) => Ok(CaptureTry::Done(outcome)),
+      Err(e) => match self.retry_delay(attempt, &e) {
+        Some(delay) => Ok(CaptureTry::RetryAfter(delay)),
+        None => Err(e),
+      },
+    }
+  }
+
+  /// The retry policy: after failed try number `attempt`, how long to wait before the next, or
+  /// `None` when `error` is final (not `E_IO`, or no tries left). Exponential backoff:
+  /// `backoffBaseMs * 2^attempt`.
+  fn retry_delay(&self, attempt: u64, error: &LoaError) -> Option<Duration> {
+    if error.code() != "E_IO" || attempt >= self.max_attempts {
+      return None;
+    }
+    Some(Duration::from_millis(self.backoff_base_ms.saturating_mul(1 << attempt.min(20))))
+  }
+
+  /// One try of [`capture_with`](Self::capture_with), failing fast when the disk refuses: for
+  /// callers that run on a shared thread pool and let their own caller try again (import,
+  /// dead-letter replay, decisions of a synthesis checkpoint).
+  pub fn capture_once(&self, entry: &Entry, options: &CaptureOptions) -> Result<CaptureOutcome> {
     entry.validate()?;
     let timestamp_ms = entry.timestamp.as_deref().map(|t| parse_rfc3339_ms(t, "timestamp")).transpose()?;
     let explicit_expiry = options.expires_at.as_deref().map(|t| parse_rfc3339_ms(t, "expiresAt")).transpose()?;
@@ -238,10 +280,7 @@ impl MemoryStore {
     if blocked {
       // Refused. The audit record holds what was found and its keyed fingerprint, nothing else.
       let meta = serde_json::json!({ "event": "memory_blocked", "type": entry.kind, "findings": notes });
-      self.append_with_retry(
-        &wal,
-        AppendRequest { op: "audit".into(), path: None, meta: Some(meta.to_string()), data: None },
-      )?;
+      wal.append(AppendRequest { op: "audit".into(), path: None, meta: Some(meta.to_string()), data: None })?;
       return Ok(CaptureOutcome {
         accepted: false,
         id: None,
@@ -314,7 +353,7 @@ impl MemoryStore {
       meta: Some(serde_json::json!({ "memory": entry.kind }).to_string()),
       data: Some(data),
     };
-    match self.append_with_retry(&wal, request) {
+    match wal.append(request) {
       Ok(seq) => {
         // The memory is durable; the index is derived from it. A failed index update is
         // repaired before the next search, never a failed capture.
@@ -335,22 +374,6 @@ impl MemoryStore {
       Err(e) => {
         self.known.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         Err(e)
-      }
-    }
-  }
-
-  /// Appends, retrying `E_IO` failures with exponential backoff (`backoffBaseMs * 2^n` after the
-  /// n-th failed try) up to `maxAttempts` tries in all.
-  fn append_with_retry(&self, wal: &Wal, request: AppendRequest) -> Result<u64> {
-    let mut attempt = 1;
-    loop {
-      match wal.append(request.clone()) {
-        Ok(seq) => return Ok(seq),
-        Err(e) if e.code() == "E_IO" && attempt < self.max_attempts => {
-          std::thread::sleep(Duration::from_millis(self.backoff_base_ms.saturating_mul(1 << attempt.min(20))));
-          attempt += 1;
-        }
-        Err(e) => return Err(e),
       }
     }
   }
@@ -438,7 +461,7 @@ impl MemoryStore {
           metadata: Some(serde_json::json!({ "importedFrom": source.name })),
           ..Entry::new(kind, block)
         };
-        let outcome = self.capture(entry)?;
+        let outcome = self.capture_once(&entry, &CaptureOptions::default())?;
         if outcome.accepted {
           report.imported += 1;
         } else if outcome.blocked {

@@ -805,3 +805,53 @@ fn learnings_beyond_the_top_list_and_human_edits_to_shards_are_ranked_exactly() 
 
 /// A name, a way to put the hazard in place, and the code it must get.
 type Hazard<'a> = (&'a str, &'a dyn Fn(&Path), &'a str);
+
+/// The disk refuses a capture's fsync (full, failing, read-only): each try is answered at once
+/// with the retry policy's delay (nothing sleeps), the last with the disk's `E_IO` and
+/// `osError`, and the same store captures again once the disk takes writes: every acknowledged
+/// memory is stored exactly once, nothing refused is.
+#[test]
+fn a_refused_fsync_is_e_io_and_the_same_store_captures_again_once_the_disk_recovers() {
+  use crate::fsutil::faults::{inject, Op};
+  use std::time::Duration;
+  const HOUR_MS: u64 = 3_600_000; // a try that slept would hang the test, not pass it
+  for (errno, name) in [(libc::ENOSPC, "ENOSPC"), (libc::EIO, "EIO"), (libc::EROFS, "EROFS")] {
+    let ws = tempfile::tempdir().unwrap();
+    let store = MemoryStore::open(StoreOptions {
+      workspace_dir: ws.path().to_path_buf(),
+      session_id: "s".into(),
+      retry: RetryConfig { max_attempts: 3, backoff_base_ms: HOUR_MS },
+      ..Default::default()
+    })
+    .unwrap();
+    let none = CaptureOptions::default();
+    let kept = store.capture(entry("learning", "Acknowledged before the disk filled up")).unwrap();
+    let refused = entry("learning", "Refused while the disk is full, stored once it recovers");
+    {
+      let _fault = inject(&ws.path().join(".loa/wal"), Op::Sync, errno, 0, u32::MAX);
+      for attempt in 1..=2 {
+        let answer = store.try_capture(&refused, &none, attempt).unwrap();
+        assert_eq!(answer, CaptureTry::RetryAfter(Duration::from_millis(HOUR_MS << attempt)), "{name}");
+      }
+      let err = store.try_capture(&refused, &none, 3).unwrap_err();
+      assert_eq!((err.code(), err.os_error_name()), ("E_IO", Some(name)), "{err}");
+      assert!(!err.to_string().contains("Refused"), "no content in errors: {err}");
+    }
+    assert!(!store.is_closed());
+    let CaptureTry::Done(stored) = store.try_capture(&refused, &none, 1).unwrap() else {
+      panic!("{name}: the disk takes writes again, the first try stores")
+    };
+    assert!(stored.accepted, "{name}");
+    assert_eq!(stored.seq, Some(kept.seq.unwrap() + 1), "{name}: the seq after the last durable record");
+    let writes = crate::wal::reader::read_session(&ws.path().join(".loa/wal"), "s").unwrap().records;
+    assert_eq!(writes.iter().filter(|r| r.op == "write").count(), 2, "{name}: each memory once in the log");
+    store.consolidate().unwrap();
+    let memory = ws.path().join("grimoires/loa/memory");
+    let mut ids: Vec<String> =
+      fs::read_dir(&memory).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    ids.sort();
+    let mut expected = vec![format!("{}.json", kept.id.unwrap()), format!("{}.json", stored.id.unwrap())];
+    expected.sort();
+    assert_eq!(ids, expected, "{name}");
+  }
+}

@@ -271,6 +271,15 @@ pub struct RedactionNote {
   pub fingerprint: String,
 }
 
+/// What one try of a capture came to ([`super::MemoryStore::try_capture`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaptureTry {
+  /// The capture's answer (stored, refused by a gate, or blocked).
+  Done(CaptureOutcome),
+  /// The disk refused (`E_IO`) and the retry policy allows another try after this delay.
+  RetryAfter(std::time::Duration),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaptureOutcome {
   pub accepted: bool,

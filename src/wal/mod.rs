@@ -15,8 +15,12 @@
 //! through the very handle that is then written, so what is repaired is what was read.
 //!
 //! Failures keep the log exact: a failed write is cut back so the segment holds exactly the
-//! records that were acknowledged, and a failed fsync stops the log (`E_WAL_CLOSED` for later
-//! appends) because the kernel may have dropped the pages it could not write.
+//! records that were acknowledged. A failed fsync fails the records it covered with the disk's
+//! own error (`E_IO` with its `osError`), and the log is not left closed: the kernel may have
+//! dropped the pages it could not write, so before the next write the segment is cut back to its
+//! last durable record, that cut is made durable, and appending continues in a new segment whose
+//! first seq is the next after the last durable record. Until the disk takes writes again, each
+//! append fails with that disk's `E_IO` and the next one tries again.
 
 pub mod checkpoint;
 pub mod consolidate;
@@ -151,7 +155,7 @@ struct Pending {
 struct Queue {
   pending: Vec<Pending>,
   closing: bool,
-  /// Set when the writer stopped for good (closed, failed fsync, panic).
+  /// Set when the writer stopped for good (closed, a failed background fsync of `sync: 'batch'`, panic).
   closed: Option<String>,
 }
 
@@ -230,7 +234,7 @@ impl Wal {
       next_seq,
       last_ts,
       dirty: false,
-      stopped: None,
+      reopen: false,
       lock,
     };
     let thread_shared = Arc::clone(&shared);
@@ -466,8 +470,9 @@ struct Writer {
   last_ts: i64,
   /// Written but not yet fsynced (batch and none modes).
   dirty: bool,
-  /// Set when a failed fsync made the segment untrustworthy: the log takes no more appends.
-  stopped: Option<String>,
+  /// Set when a failed fsync left the active segment's state past its last durable record
+  /// unknown: the next write first reopens the log (see [`Writer::reopen`]).
+  reopen: bool,
   /// The session lock, handed back when the thread ends (see [`Wal::suspend`]).
   lock: LockGuard,
 }
@@ -522,13 +527,6 @@ impl Writer {
         progress.active_segment = self.active.path().to_path_buf();
         progress.active_len = self.active.len;
       }
-      if let Some(reason) = self.stopped.take() {
-        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.closed = Some(reason.clone());
-        for pending in std::mem::take(&mut queue.pending) {
-          (pending.reply)(Err(LoaError::WalClosed(reason.clone())));
-        }
-      }
       for (reply, result) in replies.into_iter().zip(results) {
         reply(result);
       }
@@ -569,6 +567,11 @@ impl Writer {
   /// Writes a batch, rotating segments as needed; one result per request, in order.
   fn write_batch(&mut self, requests: &[AppendRequest]) -> Vec<Result<u64>> {
     let mut results: Vec<Result<u64>> = Vec::with_capacity(requests.len());
+    if self.reopen {
+      if let Err(e) = self.reopen() {
+        return fail_rest(results, requests.len(), e);
+      }
+    }
     let mut buffer = Vec::new();
     let mut buffered_from = 0; // index of the first request in `buffer`
     let mut index = 0;
@@ -632,12 +635,13 @@ impl Writer {
     self.dirty = true;
     if self.options.sync == SyncMode::Always {
       if let Err(e) = self.sync() {
-        // After a failed fsync the kernel may have dropped the dirty pages: nothing about this
-        // file can be trusted any more, so the Wal stops taking appends until reopened. These
-        // records get the fsync's own error (with its `osError`), later ones `E_WAL_CLOSED`.
+        // After a failed fsync the kernel may have dropped the dirty pages: what this file holds
+        // past `before` is unknown. These records get the fsync's own error (with its
+        // `osError`); the next write reopens the log after the last durable record.
+        self.active.len = before;
         self.cut_back(before);
         self.next_seq = first_seq;
-        self.stopped = Some(format!("an fsync failed ({e}); reopen the log"));
+        self.reopen = true;
         return Err(e);
       }
     }
@@ -669,6 +673,24 @@ impl Writer {
     if self.active.file.set_len(len).is_ok() {
       self.active.allocated = len;
     }
+  }
+
+  /// After a failed fsync: cuts the active segment back to its last durable record and makes
+  /// that cut durable, so no record that was not acknowledged can surface later (a crash's torn
+  /// tail is cut the same way on open), then continues in a new segment whose first seq follows
+  /// the last durable record: the old file's cached pages are not trusted to be what is on disk.
+  /// A segment without records is kept (it is only its header). Fails with the disk's error
+  /// while the disk still refuses, leaving the flag set so that the next write tries again.
+  fn reopen(&mut self) -> Result<()> {
+    self.active.file.set_len(self.active.len)?;
+    self.active.allocated = self.active.len;
+    self.active.file.sync_all()?;
+    self.dirty = false;
+    if self.active.has_records() {
+      self.active = create_segment(&self.session_dir, self.next_seq)?;
+    }
+    self.reopen = false;
+    Ok(())
   }
 
   /// Seals the active segment (trimmed to its records, fsynced) and starts a new one.
