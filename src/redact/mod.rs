@@ -21,6 +21,7 @@
 
 mod ctx;
 mod engine;
+pub mod fields;
 mod pii;
 mod placeholder;
 mod rules;
@@ -40,6 +41,7 @@ use sha2::Sha256;
 
 use ctx::{Ctx, Hit, Needle, Next};
 use engine::engine;
+pub use fields::{FieldFinding, FieldRedactor};
 
 /// Options of [`redact`].
 #[derive(Debug, Clone, Default)]
