@@ -1193,6 +1193,11 @@ export interface BeadDecision {
   decision: string
   rationale?: string
   evidence: Array<BeadEvidence>
+  /**
+   * The id of the decision memory this entry copies (`checkpoint` sets it): forgetting that
+   * memory removes the entry from the bead.
+   */
+  memory?: string
 }
 
 /** Evidence as a bead records it. */
@@ -1218,6 +1223,11 @@ export interface BeadScenario {
   name: string
   type: string
   expected: string
+  /**
+   * The id of the decision memory whose scenario this is (`checkpoint` sets it): forgetting
+   * that memory removes the entry from the bead.
+   */
+  memory?: string
 }
 
 /** A test scenario of a bead. */
@@ -2249,6 +2259,14 @@ export interface LedgerOpenOptions {
    * every path and setting (docs/ledger.md).
    */
   workspaceDir: string
+  /**
+   * How every text the ledger is given is redacted before it reaches a file: NOTES.md's
+   * regions, beads, the trajectory, L1 state `data` (keys, strings and numbers), MEMORY.md
+   * lines, and the decisions of a store the ledger opens itself. Default: `redact`'s
+   * defaults. Pass the options the workspace's `MemoryStore` uses, so that an allowlisted
+   * address is kept (and a pseudonym is the same) in both.
+   */
+  redaction?: MemoryRedactionOptions
 }
 
 /** One state change for `Ledger.persistState`. */
@@ -2559,7 +2577,11 @@ export interface MemoryEntry {
   tags?: Array<string>
   /** RFC 3339 with any offset; default now. Stored in UTC. */
   timestamp?: string
-  /** Any JSON object (at most 64 KiB); every string in it, keys included, is redacted. */
+  /**
+   * Any JSON object (at most 64 KiB). Every string and number in it, keys included, is
+   * redacted: a number that redacts (a card number) is stored as the redacted string, and
+   * two keys that redact alike are both kept (`[REDACTED:EMAIL]`, `[REDACTED:EMAIL]~2`).
+   */
   metadata?: Record<string, unknown>
 }
 

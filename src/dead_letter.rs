@@ -49,7 +49,7 @@ use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
 use crate::gates::Gate;
 use crate::memory::{Entry, MemoryKind, MemoryStore, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
-use crate::redact::{redact, RedactOptions};
+use crate::redact::{redact, FieldRedactor, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
 /// Directory of the queue, relative to the workspace.
@@ -601,9 +601,10 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
     None => now_ms(),
   };
 
-  let mut redactor = Redactor { options, findings: Vec::new(), blocked: false };
+  let mut redactor = FieldRedactor::new(options);
   let content = redactor.text("content", &entry.content);
-  let tags: Vec<String> = entry.tags.iter().enumerate().map(|(i, t)| redactor.text(&format!("tags[{i}]"), t)).collect();
+  let mut tags = entry.tags.clone();
+  redactor.list_mut("tags", &mut tags);
   let agent_id = entry.agent_id.as_deref().map(|a| redactor.text("agentId", a));
   let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
   let blocked = redactor.blocked;
@@ -640,50 +641,16 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
     session_id: letter.session_id,
     entry: stored,
     blocked,
-    findings: redactor.findings,
+    findings: redactor
+      .findings
+      .into_iter()
+      .map(|f| LetterFinding { field: f.field, kind: f.finding.kind, fingerprint: f.finding.fingerprint })
+      .collect(),
     attempts: letter.attempts.max(1),
     error,
     first_failed_at: now.clone(),
     last_attempt_at: now,
   })
-}
-
-struct Redactor<'a> {
-  options: &'a RedactOptions,
-  findings: Vec<LetterFinding>,
-  blocked: bool,
-}
-
-impl Redactor<'_> {
-  fn text(&mut self, field: &str, text: &str) -> String {
-    let r = redact(text, self.options);
-    self.blocked |= r.blocked;
-    self.findings.extend(r.findings.into_iter().map(|f| LetterFinding {
-      field: field.to_string(),
-      kind: f.kind,
-      fingerprint: f.fingerprint,
-    }));
-    r.text
-  }
-
-  fn value(&mut self, field: &str, value: &Value) -> Value {
-    match value {
-      Value::String(s) => Value::String(self.text(field, s)),
-      Value::Array(items) => {
-        Value::Array(items.iter().enumerate().map(|(i, v)| self.value(&format!("{field}[{i}]"), v)).collect())
-      }
-      Value::Object(map) => {
-        let mut out = Map::new();
-        for (key, v) in map {
-          let clean_key = self.text(&format!("{field}.<key>"), key);
-          let path = format!("{field}.{clean_key}");
-          out.insert(clean_key, self.value(&path, v));
-        }
-        Value::Object(out)
-      }
-      other => other.clone(),
-    }
-  }
 }
 
 #[cfg(test)]

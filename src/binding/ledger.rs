@@ -14,7 +14,7 @@ use super::convert::{
   arg, instance, js_from, object, objects, opt_arg, opt_object, string_union, Bool, Choice, Given, Int, JsonObject,
   List, Obj, Str, Text,
 };
-use super::memory::MemoryStore;
+use super::memory::{MemoryRedactionOptions, MemoryStore};
 use super::{sync, sync_twin, CoreTask};
 use crate::error::{LoaError, Result};
 use crate::ledger::{self as core, beads, grounding, notes, persistence, trajectory, Status};
@@ -84,6 +84,13 @@ pub struct LedgerOpenOptions {
   /// every path and setting (docs/ledger.md).
   #[napi(ts_type = "string")]
   pub workspace_dir: Str,
+  /// How every text the ledger is given is redacted before it reaches a file: NOTES.md's
+  /// regions, beads, the trajectory, L1 state `data` (keys, strings and numbers), MEMORY.md
+  /// lines, and the decisions of a store the ledger opens itself. Default: `redact`'s
+  /// defaults. Pass the options the workspace's `MemoryStore` uses, so that an allowlisted
+  /// address is kept (and a pseudonym is the same) in both.
+  #[napi(ts_type = "MemoryRedactionOptions")]
+  pub redaction: Option<Option<Obj<MemoryRedactionOptions>>>,
 }
 
 /// `Ledger.recall`'s question.
@@ -363,6 +370,7 @@ impl From<BeadScenarioInput> for beads::TestScenario {
       name: t.name.0,
       kind: t.kind.given().unwrap_or_else(|| "scenario".into()),
       expected: t.expected.0,
+      memory: None,
     }
   }
 }
@@ -914,9 +922,12 @@ pub struct BeadDecision {
   pub decision: String,
   pub rationale: Option<String>,
   pub evidence: Vec<BeadEvidence>,
+  /// The id of the decision memory this entry copies (`checkpoint` sets it): forgetting that
+  /// memory removes the entry from the bead.
+  pub memory: Option<String>,
 }
 
-js_from!(|d: beads::BeadDecision| BeadDecision { ts, decision, rationale, evidence => each });
+js_from!(|d: beads::BeadDecision| BeadDecision { ts, decision, rationale, evidence => each, memory });
 
 /// A session handed over, as a bead records it.
 #[napi(object, object_from_js = false)]
@@ -938,9 +949,12 @@ pub struct BeadScenario {
   #[napi(js_name = "type")]
   pub kind: String,
   pub expected: String,
+  /// The id of the decision memory whose scenario this is (`checkpoint` sets it): forgetting
+  /// that memory removes the entry from the bead.
+  pub memory: Option<String>,
 }
 
-js_from!(|t: beads::TestScenario| BeadScenario { name, kind, expected });
+js_from!(|t: beads::TestScenario| BeadScenario { name, kind, expected, memory });
 
 /// A bead (`.beads/<id>.yaml`).
 #[napi(object, object_from_js = false)]
@@ -1039,7 +1053,8 @@ impl TryFrom<LedgerOpenOptions> for core::Ledger {
   fn try_from(options: LedgerOpenOptions) -> Result<core::Ledger> {
     let dir = PathBuf::from(options.workspace_dir.0);
     let loaded = crate::config::load_config(&dir)?;
-    core::Ledger::new(loaded.config.ledger_options(&dir))
+    let redaction = options.redaction.flatten().map(|r| r.0.into()).unwrap_or_default();
+    core::Ledger::new(core::LedgerOptions { redaction, ..loaded.config.ledger_options(&dir) })
   }
 }
 
@@ -1083,8 +1098,11 @@ fn run_checkpoint(
     return Ok(core::checkpoint(ledger, store.as_ref().map(|s| &*s.0), &input).into());
   }
   let options = crate::config::store_options(ledger.root(), &Default::default())?;
-  let store =
-    crate::memory::MemoryStore::open(crate::memory::StoreOptions { session_id: input.session_id.clone(), ..options })?;
+  let store = crate::memory::MemoryStore::open(crate::memory::StoreOptions {
+    session_id: input.session_id.clone(),
+    redaction: ledger.options.redaction.clone(),
+    ..options
+  })?;
   let report = core::checkpoint(ledger, Some(&store), &input);
   store.close()?;
   Ok(report.into())
@@ -1111,6 +1129,7 @@ fn run_persist(ledger: &core::Ledger, p: Persist, store: Option<Store>) -> Resul
     Some(s) => core::OverflowStore::Given(&s.0),
     None => core::OverflowStore::Open(Box::new(crate::memory::StoreOptions {
       session_id: OVERFLOW_SESSION.into(),
+      redaction: ledger.options.redaction.clone(),
       ..crate::config::store_options(ledger.root(), &Default::default())?
     })),
   };
@@ -1276,7 +1295,7 @@ impl Ledger {
         decisions: add
           .decisions
           .iter()
-          .map(|d| crate::ledger::checkpoint::bead_decision(&self.inner, d, now))
+          .map(|d| crate::ledger::checkpoint::bead_decision(&self.inner, d, now, None))
           .collect(),
         test_scenarios: add.test_scenarios,
         next_steps: add.next_steps,

@@ -190,7 +190,9 @@ pub struct MemoryEntry {
   /// RFC 3339 with any offset; default now. Stored in UTC.
   #[napi(ts_type = "string")]
   pub timestamp: Option<Option<Str>>,
-  /// Any JSON object (at most 64 KiB); every string in it, keys included, is redacted.
+  /// Any JSON object (at most 64 KiB). Every string and number in it, keys included, is
+  /// redacted: a number that redacts (a card number) is stored as the redacted string, and
+  /// two keys that redact alike are both kept (`[REDACTED:EMAIL]`, `[REDACTED:EMAIL]~2`).
   #[napi(ts_type = "Record<string, unknown>")]
   pub metadata: Option<Option<JsonObject>>,
 }

@@ -8,10 +8,15 @@
 //! a file are not (it is re-serialised). The lists are append-only: an append never removes or
 //! reorders an item. A bead whose file does not parse is `E_STATE_CORRUPT` and left untouched.
 //!
+//! Everything an append adds is redacted first ([`Beads::with_redaction`]; the defaults
+//! otherwise), so a decision copied here never holds what its memory was redacted of. The one
+//! removal is forgetting: [`forget_memories`] takes out the copies of forgotten decision
+//! memories.
+//!
 //! An id is 1 to 64 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit (`bd-x7y8`), so it
 //! is always one plain file name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -20,10 +25,13 @@ use serde_norway::Value;
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::lock::lock_in;
+use crate::redact::{FieldRedactor, RedactOptions};
 use crate::timestamp::parse_ms;
 
 use super::identifier::PREFIX;
 
+/// The beads directory below the workspace (the ledger's default; not configurable).
+pub const DEFAULT_DIR: &str = ".beads";
 /// Largest bead file read.
 pub const MAX_BEAD_BYTES: u64 = 4 * 1024 * 1024;
 /// The lock file of appends.
@@ -61,6 +69,10 @@ pub struct BeadDecision {
   pub rationale: Option<String>,
   #[serde(default, skip_serializing_if = "Vec::is_empty")]
   pub evidence: Vec<BeadEvidence>,
+  /// The id of the decision memory this entry copies (the checkpoint sets it): forgetting
+  /// that memory removes the entry ([`forget_memories`]).
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub memory: Option<String>,
 }
 
 /// One entry of `test_scenarios[]`.
@@ -71,6 +83,10 @@ pub struct TestScenario {
   #[serde(rename = "type")]
   pub kind: String,
   pub expected: String,
+  /// The id of the decision memory whose scenario this is (the checkpoint sets it):
+  /// forgetting that memory removes the entry.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub memory: Option<String>,
 }
 
 /// One entry of `handoffs[]`.
@@ -174,17 +190,50 @@ impl Bead {
   }
 }
 
+impl BeadAppend {
+  /// Every text the caller gave redacted: decisions (text, rationale, evidence path and
+  /// quote), test scenarios, next steps, and the handoffs' references. Ids, times and memory
+  /// ids are the ledger's own and stay.
+  fn redact(&mut self, options: &RedactOptions) {
+    let mut r = FieldRedactor::new(options);
+    for (i, d) in self.decisions.iter_mut().enumerate() {
+      r.text_mut(&format!("decisions[{i}].decision"), &mut d.decision);
+      r.opt_mut(&format!("decisions[{i}].rationale"), &mut d.rationale);
+      for (j, e) in d.evidence.iter_mut().enumerate() {
+        r.text_mut(&format!("decisions[{i}].evidence[{j}].path"), &mut e.path);
+        r.text_mut(&format!("decisions[{i}].evidence[{j}].quote"), &mut e.quote);
+      }
+    }
+    for (i, t) in self.test_scenarios.iter_mut().enumerate() {
+      r.text_mut(&format!("test_scenarios[{i}].name"), &mut t.name);
+      r.text_mut(&format!("test_scenarios[{i}].type"), &mut t.kind);
+      r.text_mut(&format!("test_scenarios[{i}].expected"), &mut t.expected);
+    }
+    r.list_mut("next_steps", &mut self.next_steps);
+    for (i, h) in self.handoffs.iter_mut().enumerate() {
+      r.opt_mut(&format!("handoffs[{i}].notes_ref"), &mut h.notes_ref);
+      r.opt_mut(&format!("handoffs[{i}].trajectory_ref"), &mut h.trajectory_ref);
+    }
+  }
+}
+
 /// The `.beads/` directory.
 #[derive(Debug)]
 pub struct Beads {
   dir: StateDir,
   lock_timeout: Duration,
+  redaction: RedactOptions,
 }
 
 impl Beads {
-  /// The beads kept in `dir`.
+  /// The beads kept in `dir`; appends are redacted with the default options.
   pub fn new(dir: StateDir, lock_timeout: Duration) -> Beads {
-    Beads { dir, lock_timeout }
+    Beads { dir, lock_timeout, redaction: RedactOptions::default() }
+  }
+
+  /// The same beads, appends redacted with `redaction`.
+  pub fn with_redaction(self, redaction: RedactOptions) -> Beads {
+    Beads { redaction, ..self }
   }
 
   /// Ids of every `<id>.yaml` regular file, sorted.
@@ -220,9 +269,11 @@ impl Beads {
     Ok(Some(bead))
   }
 
-  /// Appends to bead `id` (created with only its id when missing), validated, atomically.
-  pub fn append(&self, id: &str, add: BeadAppend) -> Result<Bead> {
+  /// Appends to bead `id` (created with only its id when missing), redacted, validated,
+  /// atomically.
+  pub fn append(&self, id: &str, mut add: BeadAppend) -> Result<Bead> {
     check_id(id)?;
+    add.redact(&self.redaction);
     let _guard = lock_in(&self.dir, LOCK_FILE, self.lock_timeout, "the beads")?;
     let mut bead = self.read(id)?.unwrap_or_else(|| Bead::new(id));
     bead.decisions.extend(add.decisions);
@@ -234,6 +285,36 @@ impl Beads {
     self.dir.write_atomic(format!("{id}.yaml"), text.as_bytes(), None)?;
     Ok(bead)
   }
+}
+
+/// Removes from every bead below `root` the copies of the memories `ids`: the decisions and
+/// test scenarios whose `memory` is one of them, and the decisions whose text is one of them
+/// (a memory's id is the hash of its content). Each bead that changes is rewritten atomically
+/// under the beads lock. Returns how many bead files changed. A bead that cannot be read is
+/// left as it is (it is reported when read); a workspace without `.beads/` changes nothing.
+/// Called by [`crate::memory`]'s forget.
+pub fn forget_memories(root: &StateDir, ids: &HashSet<&str>, lock_timeout: Duration) -> Result<usize> {
+  let Some(dir) = root.descend(std::path::Path::new(DEFAULT_DIR), false)? else { return Ok(0) };
+  let beads = Beads::new(dir, lock_timeout);
+  let listed = beads.list()?;
+  if listed.is_empty() {
+    return Ok(0);
+  }
+  let _guard = lock_in(&beads.dir, LOCK_FILE, lock_timeout, "the beads")?;
+  let copies = |memory: &Option<String>| memory.as_deref().is_some_and(|m| ids.contains(m));
+  let mut changed = 0;
+  for id in listed {
+    let Ok(Some(mut bead)) = beads.read(&id) else { continue };
+    let before = (bead.decisions.len(), bead.test_scenarios.len());
+    bead.decisions.retain(|d| !copies(&d.memory) && !ids.contains(crate::gates::content_hash(&d.decision).as_str()));
+    bead.test_scenarios.retain(|t| !copies(&t.memory));
+    if (bead.decisions.len(), bead.test_scenarios.len()) != before {
+      let text = serde_norway::to_string(&bead).map_err(|e| LoaError::Internal(e.to_string()))?;
+      beads.dir.write_atomic(format!("{id}.yaml"), text.as_bytes(), None)?;
+      changed += 1;
+    }
+  }
+  Ok(changed)
 }
 
 #[cfg(test)]
@@ -296,6 +377,7 @@ questions:
             decision: "Grace period".into(),
             rationale: None,
             evidence: vec![],
+            memory: None,
           }],
           ..Default::default()
         },
@@ -307,6 +389,54 @@ questions:
     assert_eq!(again.decisions[0], bead.decisions[0]);
     assert_eq!(again.other.get("title").and_then(Value::as_str), Some("Implement JWT refresh token rotation"));
     assert!(again.other.contains_key("questions") && again.other.contains_key("blockers"));
+  }
+
+  #[test]
+  fn appends_are_redacted_and_forgetting_a_memory_removes_its_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = StateDir::open_root(tmp.path()).unwrap();
+    let b = Beads::new(root.descend(std::path::Path::new(DEFAULT_DIR), true).unwrap().unwrap(), Duration::from_secs(5));
+    let decision = |text: &str, memory: Option<&str>| BeadDecision {
+      ts: "2026-01-01T00:00:00Z".into(),
+      decision: text.into(),
+      rationale: Some("asked by ops@acme-logistics.io".into()),
+      evidence: vec![],
+      memory: memory.map(str::to_string),
+    };
+    let scenario = |name: &str, memory: Option<&str>| TestScenario {
+      name: name.into(),
+      kind: "scenario".into(),
+      expected: "ok".into(),
+      memory: memory.map(str::to_string),
+    };
+    let by_id = "a".repeat(64);
+    let by_text = "Keep the queue bounded at ten thousand";
+    let add = BeadAppend {
+      decisions: vec![decision("Use a sliding window", Some(&by_id)), decision(by_text, None), decision("Stay", None)],
+      test_scenarios: vec![scenario("window end", Some(&by_id)), scenario("burst", None)],
+      next_steps: vec!["mail ops@acme-logistics.io".into()],
+      ..Default::default()
+    };
+    let written = b.append("bd-1", add).unwrap();
+    assert_eq!(written.decisions[0].rationale.as_deref(), Some("asked by [REDACTED:EMAIL]"));
+    assert_eq!(written.next_steps, ["mail [REDACTED:EMAIL]"]);
+    b.append("bd-2", BeadAppend { next_steps: vec!["untouched".into()], ..Default::default() }).unwrap();
+    let before_2 = std::fs::read(tmp.path().join(".beads/bd-2.yaml")).unwrap();
+    std::fs::write(tmp.path().join(".beads/bd-3.yaml"), "id: [unclosed\n").unwrap();
+
+    let text_id = crate::gates::content_hash(by_text);
+    let ids: HashSet<&str> = [by_id.as_str(), text_id.as_str()].into();
+    assert_eq!(forget_memories(&root, &ids, Duration::from_secs(5)).unwrap(), 1);
+    let after = b.read("bd-1").unwrap().unwrap();
+    assert_eq!(after.decisions.iter().map(|d| d.decision.as_str()).collect::<Vec<_>>(), ["Stay"]);
+    assert_eq!(after.test_scenarios.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["burst"]);
+    assert_eq!(after.next_steps, written.next_steps);
+    assert_eq!(std::fs::read(tmp.path().join(".beads/bd-2.yaml")).unwrap(), before_2);
+    assert_eq!(std::fs::read_to_string(tmp.path().join(".beads/bd-3.yaml")).unwrap(), "id: [unclosed\n");
+    // Nothing left to forget changes nothing; no beads directory is no error.
+    assert_eq!(forget_memories(&root, &ids, Duration::from_secs(5)).unwrap(), 0);
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(forget_memories(&StateDir::open_root(empty.path()).unwrap(), &ids, Duration::from_secs(5)).unwrap(), 0);
   }
 
   #[test]
@@ -327,11 +457,13 @@ questions:
       decision: "d".into(),
       rationale: None,
       evidence: vec![BeadEvidence { path: "${PROJECT_ROOT}/../etc/passwd".into(), line: 1, quote: "q".into() }],
+      memory: None,
     };
     let err = b.append("bd-4", BeadAppend { decisions: vec![escape], ..Default::default() }).unwrap_err();
     assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT");
     assert!(!tmp.path().join("bd-4.yaml").exists());
-    let bad_ts = BeadDecision { ts: "yesterday".into(), decision: "d".into(), rationale: None, evidence: vec![] };
+    let bad_ts =
+      BeadDecision { ts: "yesterday".into(), decision: "d".into(), rationale: None, evidence: vec![], memory: None };
     assert_eq!(
       b.append("bd-4", BeadAppend { decisions: vec![bad_ts], ..Default::default() }).unwrap_err().code(),
       "E_INVALID_ARGUMENT"

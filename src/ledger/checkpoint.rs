@@ -12,7 +12,8 @@
 //!    then consolidated, which renders it into NOTES.md's Decision Log with its rationale,
 //!    evidence and test scenarios; Active Context and Pending Questions written.
 //! 4. **Bead**: `decisions[]`, `test_scenarios[]`, `next_steps[]` and a `handoffs[]` entry
-//!    appended to the session's bead, when it has one.
+//!    appended to the session's bead, when it has one, redacted; each decision and its test
+//!    scenarios name the decision memory of step 3 (`memory`), so forgetting it reaches them.
 //! 5. **Trajectory**: a `session_handoff` record, unless the trajectory could not be checked
 //!    (appending would hide its damage: an empty file would then pass the next check).
 //! 6. **Decay to identifiers**: each identifier parsed and resolved below the workspace and
@@ -32,6 +33,7 @@
 use crate::error::{LoaError, Result};
 use crate::gates::Gate;
 use crate::memory::{Entry, MemoryKind, MemoryStore};
+use crate::redact::{FieldRedactor, RedactOptions};
 use crate::timestamp::format_ms;
 
 use super::beads::{BeadAppend, BeadDecision, BeadEvidence, Handoff, TestScenario};
@@ -241,6 +243,9 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
   // 3. Decision Log and Session Continuity.
   let mut messages = Vec::new();
   let mut failed = false;
+  // The memory each decision became: the bead's copy names it, so that forgetting the memory
+  // reaches the copy.
+  let mut memory_ids: Vec<Option<String>> = vec![None; input.decisions.len()];
   if !input.decisions.is_empty() {
     match store {
       None => {
@@ -249,9 +254,12 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
       }
       Some(store) => {
         for (i, d) in input.decisions.iter().enumerate() {
-          if let Err(e) = record_decision(store, d, input.now_ms) {
-            failed = true;
-            messages.push(format!("decision {}: {}", i + 1, err_text(&e)));
+          match record_decision(store, d, input.now_ms) {
+            Ok(id) => memory_ids[i] = Some(id),
+            Err(e) => {
+              failed = true;
+              messages.push(format!("decision {}: {}", i + 1, err_text(&e)));
+            }
           }
         }
         if let Err(e) = store.consolidate() {
@@ -290,15 +298,21 @@ fn run(ledger: &Ledger, store: Option<&MemoryStore>, input: &CheckpointInput) ->
     None => steps.push(step(4, "bead", "skipped", Vec::new())),
     Some(id) => {
       let add = BeadAppend {
-        decisions: input.decisions.iter().map(|d| bead_decision(ledger, d, input.now_ms)).collect(),
+        decisions: input
+          .decisions
+          .iter()
+          .zip(&memory_ids)
+          .map(|(d, id)| bead_decision(ledger, d, input.now_ms, id.clone()))
+          .collect(),
         test_scenarios: input
           .decisions
           .iter()
-          .flat_map(|d| d.test_scenarios.iter())
-          .map(|t| {
+          .zip(&memory_ids)
+          .flat_map(|(d, id)| d.test_scenarios.iter().map(move |t| (t, id)))
+          .map(|(t, id)| {
             // "input -> expected", as NOTES.md writes them; the whole text when there is no arrow.
             let (name, expected) = t.split_once("->").map_or((t.as_str(), t.as_str()), |(a, b)| (a.trim(), b.trim()));
-            TestScenario { name: name.into(), kind: "scenario".into(), expected: expected.into() }
+            TestScenario { name: name.into(), kind: "scenario".into(), expected: expected.into(), memory: id.clone() }
           })
           .collect(),
         next_steps: input.next_steps.clone(),
@@ -380,6 +394,27 @@ pub struct ContinuityEdit {
   pub pending_questions: Vec<Question>,
 }
 
+impl ContinuityEdit {
+  /// Every text redacted: keys and values of Active Context, identifiers and purposes,
+  /// questions.
+  pub fn redacted(&self, options: &RedactOptions) -> ContinuityEdit {
+    let mut r = FieldRedactor::new(options);
+    let mut out = self.clone();
+    for (i, c) in out.active_context.iter_mut().enumerate() {
+      r.text_mut(&format!("activeContext[{i}].key"), &mut c.key);
+      r.text_mut(&format!("activeContext[{i}].value"), &mut c.value);
+    }
+    for (i, id) in out.identifiers.iter_mut().enumerate() {
+      r.text_mut(&format!("identifiers[{i}].identifier"), &mut id.identifier);
+      r.text_mut(&format!("identifiers[{i}].purpose"), &mut id.purpose);
+    }
+    for (i, q) in out.pending_questions.iter_mut().enumerate() {
+      r.text_mut(&format!("pendingQuestions[{i}].text"), &mut q.text);
+    }
+    out
+  }
+}
+
 /// What [`update_continuity`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ContinuityOutcome {
@@ -390,10 +425,13 @@ pub struct ContinuityOutcome {
 }
 
 /// Merges `edit` into NOTES.md's Active Context, Lightweight Identifiers and Pending Questions
-/// (under the consolidation lock, written atomically). Nothing written earlier is dropped:
-/// items merge by key, identifier and question text, and what `edit` says replaces what was
-/// there under the same key.
+/// (under the consolidation lock, written atomically). Every text of `edit` is redacted first
+/// (with the ledger's options), and everything after sees only the redacted text: an
+/// identifier whose path redaction changes no longer resolves and is refused. Nothing written
+/// earlier is dropped: items merge by key, identifier and question text, and what `edit` says
+/// replaces what was there under the same key.
 pub fn update_continuity(ledger: &Ledger, edit: &ContinuityEdit, now_ms: i64) -> Result<ContinuityOutcome> {
+  let edit = &edit.redacted(&ledger.options.redaction);
   let mut rows = Vec::new();
   let mut refused = Vec::new();
   for item in &edit.identifiers {
@@ -427,9 +465,10 @@ pub fn update_continuity(ledger: &Ledger, edit: &ContinuityEdit, now_ms: i64) ->
   Ok(ContinuityOutcome { changed, refused })
 }
 
-/// Captures one decision as a decision memory. A refusal by a gate other than `duplicate`
-/// (already stored) is an error.
-pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> Result<()> {
+/// Captures one decision as a decision memory and returns the memory's id (that of the stored
+/// one when it is a duplicate). A refusal by a gate other than `duplicate` (already stored) is
+/// an error.
+pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> Result<String> {
   let fields = DecisionFields {
     rationale: d.rationale.clone(),
     evidence: d.evidence.iter().map(|e| format!("`{}` [{}]", e.quote, e.identifier)).collect(),
@@ -443,21 +482,23 @@ pub fn record_decision(store: &MemoryStore, d: &DecisionInput, now_ms: i64) -> R
   // checkpoint (a shared pool's, under Node) never sleeps.
   let outcome = store.capture_once(&entry, &Default::default())?;
   if outcome.accepted {
-    return Ok(());
+    return Ok(outcome.id.unwrap_or_else(|| store.memory_id_of(&d.decision)));
   }
   if outcome.blocked {
     return Err(LoaError::InvalidArgument("the decision was blocked by redaction".into()));
   }
   let failed: Vec<&str> = outcome.gates.iter().filter(|g| !g.pass).map(|g| g.name.as_str()).collect();
   if failed == [Gate::Duplicate.as_str()] {
-    return Ok(());
+    return Ok(store.memory_id_of(&d.decision));
   }
   Err(LoaError::InvalidArgument(format!("the decision was refused by the quality gates: {}", failed.join(", "))))
 }
 
 /// A decision as a bead records it: evidence whose identifier does not parse is left out.
-pub fn bead_decision(ledger: &Ledger, d: &DecisionInput, now_ms: i64) -> BeadDecision {
+/// `memory`: the decision memory it copies, if any. The bead redacts it when it is appended.
+pub fn bead_decision(ledger: &Ledger, d: &DecisionInput, now_ms: i64, memory: Option<String>) -> BeadDecision {
   BeadDecision {
+    memory,
     ts: format_ms(now_ms),
     decision: d.decision.clone(),
     rationale: d.rationale.clone(),

@@ -34,6 +34,7 @@ use std::path::Path;
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::memory::MemoryKind;
+use crate::redact::{redact, RedactOptions};
 use crate::search::{Document, MemoryIndex, RankConfig, SearchOptions};
 
 use super::identifier::Identifier;
@@ -124,6 +125,7 @@ fn check_citation(
   grounding: Grounding,
   evidence: Option<&super::trajectory::Evidence>,
   root: Option<&Path>,
+  redaction: &RedactOptions,
 ) -> Option<String> {
   match grounding {
     Grounding::Assumption => return Some("marked as an assumption".into()),
@@ -141,8 +143,12 @@ fn check_citation(
   let root = root?;
   match id.resolve(root) {
     Ok(resolved) => {
-      let lines = squash(&resolved.lines.join("\n"));
-      (!lines.contains(&squash(&evidence.quote))).then(|| format!("the quote is not at {id}"))
+      let code = resolved.lines.join("\n");
+      let quote = squash(&evidence.quote);
+      // The trajectory keeps quotes redacted: a quote of code that holds an address or a key
+      // is compared with the code redacted alike.
+      let found = squash(&code).contains(&quote) || squash(&redact(&code, redaction).text).contains(&quote);
+      (!found).then(|| format!("the quote is not at {id}"))
     }
     Err(e) => Some(format!("evidence identifier does not resolve ({})", e.code())),
   }
@@ -155,6 +161,18 @@ pub fn evaluate(
   enforcement: GroundingEnforcement,
   threshold: f64,
   root: Option<&Path>,
+) -> GroundingReport {
+  evaluate_with(read, enforcement, threshold, root, &RedactOptions::default())
+}
+
+/// [`evaluate`] for a trajectory whose quotes were redacted with `redaction`: a quote also
+/// matches the code redacted with the same options.
+pub fn evaluate_with(
+  read: &TrajectoryRead,
+  enforcement: GroundingEnforcement,
+  threshold: f64,
+  root: Option<&Path>,
+  redaction: &RedactOptions,
 ) -> GroundingReport {
   if enforcement == GroundingEnforcement::Disabled {
     let mut r = GroundingReport::error(threshold, Vec::new());
@@ -178,7 +196,7 @@ pub fn evaluate(
     if let Event::Cite { grounding, evidence, .. } = &record.event {
       total += 1;
       assumptions += u64::from(*grounding == Grounding::Assumption);
-      match check_citation(*grounding, evidence.as_ref(), root) {
+      match check_citation(*grounding, evidence.as_ref(), root, redaction) {
         None => grounded += 1,
         Some(reason) => ungrounded.push(Ungrounded { line: *line, reason }),
       }

@@ -29,6 +29,7 @@ use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::lock::lock_in;
 use crate::memory::notes::one_line;
+use crate::redact::{FieldRedactor, RedactOptions};
 use crate::timestamp::{format_ms, parse_ms};
 
 use super::status::{transition_status, Status};
@@ -77,12 +78,18 @@ pub struct WorkflowState {
 pub struct L1Store {
   dir: StateDir,
   lock_timeout: Duration,
+  redaction: RedactOptions,
 }
 
 impl L1Store {
-  /// L1 state kept in `dir`.
+  /// L1 state kept in `dir`; `data` written is redacted with the default options.
   pub fn new(dir: StateDir, lock_timeout: Duration) -> L1Store {
-    L1Store { dir, lock_timeout }
+    L1Store { dir, lock_timeout, redaction: RedactOptions::default() }
+  }
+
+  /// The same store, `data` written redacted with `redaction`.
+  pub fn with_redaction(self, redaction: RedactOptions) -> L1Store {
+    L1Store { redaction, ..self }
   }
 
   /// The state `name`, or `None` (see the module docs for damaged files).
@@ -117,9 +124,15 @@ impl L1Store {
   }
 
   /// Writes `status` and `data` as state `name` at `now_ms`, after checking the transition from
-  /// the stored status (a new state starts from any status). Durable on return.
+  /// the stored status (a new state starts from any status). `data` is redacted first, every
+  /// string and number of it and its keys (see [`crate::redact::fields`]: a number that
+  /// redacts becomes the redacted string). Durable on return.
   pub fn write(&self, name: &str, status: Status, data: Map<String, Value>, now_ms: i64) -> Result<WorkflowState> {
     check_name(name)?;
+    let data = match FieldRedactor::new(&self.redaction).value("data", &Value::Object(data)) {
+      Value::Object(map) => map,
+      _ => unreachable!("an object redacts to an object"),
+    };
     let _guard = lock_in(&self.dir, "state.lock", self.lock_timeout, "the state directory")?;
     if let Some(current) = self.read(name)? {
       transition_status(current.status, status)?;
@@ -204,6 +217,11 @@ impl MemoryLine {
     }
   }
 
+  /// The line with its text redacted (name and status are checked names, not free text).
+  pub fn redacted(&self, options: &RedactOptions) -> MemoryLine {
+    MemoryLine { text: FieldRedactor::new(options).text("text", &self.text), ..self.clone() }
+  }
+
   /// Whether [`MemoryMd::append`] takes the line: text at most [`MAX_LINE_TEXT_BYTES`]
   /// (`E_TOO_LARGE`, a line is never cut), a valid name.
   pub fn check(&self) -> Result<()> {
@@ -274,13 +292,25 @@ pub struct MemoryMd {
   name: String,
   max_entries: usize,
   lock_timeout: Duration,
+  redaction: RedactOptions,
 }
 
 impl MemoryMd {
   /// MEMORY.md named `name` in `dir`, keeping at most `max_entries` (at least 1) of the
-  /// ledger's lines.
+  /// ledger's lines; lines appended are redacted with the default options.
   pub fn new(dir: StateDir, name: impl Into<String>, max_entries: usize, lock_timeout: Duration) -> MemoryMd {
-    MemoryMd { dir, name: name.into(), max_entries: max_entries.max(1), lock_timeout }
+    MemoryMd {
+      dir,
+      name: name.into(),
+      max_entries: max_entries.max(1),
+      lock_timeout,
+      redaction: RedactOptions::default(),
+    }
+  }
+
+  /// The same MEMORY.md, lines appended redacted with `redaction`.
+  pub fn with_redaction(self, redaction: RedactOptions) -> MemoryMd {
+    MemoryMd { redaction, ..self }
   }
 
   fn read_text(&self) -> Result<Option<String>> {
@@ -296,13 +326,15 @@ impl MemoryMd {
     Ok(self.read_text()?.map(|t| t.lines().filter_map(MemoryLine::parse).collect()).unwrap_or_default())
   }
 
-  /// Appends `line` (see the module docs for the cap). `overflow` receives the oldest lines
-  /// past the cap and must return only once they are stored durably elsewhere.
+  /// Appends `line`, its text redacted (see the module docs for the cap). `overflow` receives
+  /// the oldest lines past the cap and must return only once they are stored durably
+  /// elsewhere.
   pub fn append(
     &self,
     line: &MemoryLine,
     overflow: &mut dyn FnMut(&[MemoryLine]) -> Result<()>,
   ) -> Result<AppendOutcome> {
+    let line = &line.redacted(&self.redaction);
     line.check()?;
     let _guard = lock_in(&self.dir, format!("{}.lock", self.name), self.lock_timeout, "MEMORY.md")?;
     let mut text = self.read_text()?.unwrap_or_else(|| MEMORY_MD_HEADER.to_string());

@@ -408,3 +408,28 @@ fn completion_needs_its_line_and_overflow_reaches_the_decision_log_through_an_op
   assert_eq!(l.persist_state(open(), "big", Status::Created, big, None, 1).unwrap_err().code(), "E_TOO_LARGE");
   assert!(!ws.join(".loa/state/big.json").exists());
 }
+
+#[test]
+fn a_redacted_quote_of_code_holding_an_address_still_grounds() {
+  let tmp = workspace();
+  let ws = tmp.path();
+  std::fs::write(ws.join("src/owners.ts"), "// owner: ops@acme-logistics.io\nexport const owner = 'ops'\n").unwrap();
+  let l = ledger(ws);
+  let now = parse_rfc3339_ms("2026-01-15T14:30:00Z", "t").unwrap();
+  let event = Event::Cite {
+    claim: "ops@acme-logistics.io owns the module".into(),
+    grounding: Grounding::Citation,
+    evidence: Some(Evidence {
+      identifier: "${PROJECT_ROOT}/src/owners.ts:1".into(),
+      quote: "// owner: ops@acme-logistics.io".into(),
+    }),
+  };
+  let record = l.trajectory().unwrap().append("impl", now, event).unwrap();
+  let Event::Cite { claim, evidence, .. } = &record.event else { panic!("{record:?}") };
+  assert_eq!(claim, "[REDACTED:EMAIL] owns the module");
+  assert_eq!(evidence.as_ref().unwrap().quote, "// owner: [REDACTED:EMAIL]");
+  let file = std::fs::read_to_string(ws.join("grimoires/loa/a2a/trajectory/impl-2026-01-15.jsonl")).unwrap();
+  assert!(!file.contains("acme-logistics"), "{file}");
+  let report = l.grounding_check("impl", now);
+  assert_eq!((report.grounded_claims, report.total_claims), (1, 1), "{:?}", report.ungrounded);
+}

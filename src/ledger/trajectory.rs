@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir};
 use crate::lock::lock_in;
+use crate::redact::{FieldRedactor, RedactOptions};
 use crate::timestamp::{format_ms, parse_ms};
 
 /// The version of a trajectory line written and read.
@@ -96,6 +97,28 @@ pub enum Event {
 }
 
 impl Event {
+  /// Every text the caller gave redacted: a claim and its evidence (identifier and quote), a
+  /// self-heal record's texts. Ids (session, bead), numbers and the ledger's own fields stay.
+  pub fn redact(&mut self, options: &RedactOptions) {
+    let mut r = FieldRedactor::new(options);
+    match self {
+      Event::Cite { claim, evidence, .. } => {
+        r.text_mut("claim", claim);
+        if let Some(e) = evidence {
+          r.text_mut("evidence.identifier", &mut e.identifier);
+          r.text_mut("evidence.quote", &mut e.quote);
+        }
+      }
+      Event::SelfHeal { file, source, outcome } => {
+        r.text_mut("file", file);
+        r.text_mut("source", source);
+        r.text_mut("outcome", outcome);
+      }
+      Event::SessionHandoff { notes_refs, .. } => r.list_mut("notes_refs", notes_refs),
+      Event::DeltaSync { .. } | Event::GroundingCheck { .. } => {}
+    }
+  }
+
   /// The phase name as written.
   pub fn phase(&self) -> &'static str {
     match self {
@@ -163,6 +186,7 @@ pub fn file_name(agent: &str, ts_ms: i64) -> Result<String> {
 pub struct Trajectory {
   dir: StateDir,
   lock_timeout: Duration,
+  redaction: RedactOptions,
 }
 
 fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
@@ -185,14 +209,21 @@ fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
 }
 
 impl Trajectory {
-  /// The trajectory kept in `dir`.
+  /// The trajectory kept in `dir`; appends are redacted with the default options.
   pub fn new(dir: StateDir, lock_timeout: Duration) -> Trajectory {
-    Trajectory { dir, lock_timeout }
+    Trajectory { dir, lock_timeout, redaction: RedactOptions::default() }
   }
 
-  /// Appends `event` for `agent` at `ts_ms` (see the module docs), durable on return.
-  pub fn append(&self, agent: &str, ts_ms: i64, event: Event) -> Result<Record> {
+  /// The same trajectory, appends redacted with `redaction`.
+  pub fn with_redaction(self, redaction: RedactOptions) -> Trajectory {
+    Trajectory { redaction, ..self }
+  }
+
+  /// Appends `event` for `agent` at `ts_ms` (see the module docs), its texts redacted
+  /// ([`Event::redact`]), durable on return.
+  pub fn append(&self, agent: &str, ts_ms: i64, mut event: Event) -> Result<Record> {
     let name = file_name(agent, ts_ms)?;
+    event.redact(&self.redaction);
     let record = Record { v: TRAJECTORY_VERSION, ts: format_ms(ts_ms), agent: agent.to_string(), event };
     let mut line = serde_json::to_vec(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
     if line.len() > MAX_LINE_BYTES {

@@ -8,10 +8,11 @@ use crate::fsutil::{relative_components, StateDir};
 use crate::lock::lock_in;
 use crate::memory::MemoryStore;
 use crate::memory::{DEFAULT_GRIMOIRE_DIR, DEFAULT_WAL_DIR, NOTES_LOCK_FILE};
+use crate::redact::RedactOptions;
 use crate::tokens::TokenEncoding;
 
 use super::beads::Beads;
-use super::grounding::{evaluate, guarded, GroundingReport};
+use super::grounding::{evaluate, evaluate_with, guarded, GroundingReport};
 use super::identifier::{Identifier, Resolved};
 use super::notes::{NotesDoc, NotesFile};
 use super::options::{EddConfig, GroundingConfig};
@@ -52,6 +53,13 @@ pub struct LedgerOptions {
   pub encoding: TokenEncoding,
   pub grounding: GroundingConfig,
   pub edd: EddConfig,
+  /// How every text the ledger is given is redacted before it reaches a file (NOTES.md's
+  /// regions, beads, the trajectory, L1 state data, MEMORY.md lines, and the decision
+  /// memories of a store the ledger opens itself). Default: the defaults of [`redact`]
+  /// (placeholders, no allowlist, the process key).
+  ///
+  /// [`redact`]: crate::redact::redact
+  pub redaction: RedactOptions,
 }
 
 impl Default for LedgerOptions {
@@ -61,7 +69,7 @@ impl Default for LedgerOptions {
       notes_path: format!("{DEFAULT_GRIMOIRE_DIR}/NOTES.md"),
       wal_dir: DEFAULT_WAL_DIR.into(),
       trajectory_dir: format!("{DEFAULT_GRIMOIRE_DIR}/a2a/trajectory"),
-      beads_dir: ".beads".into(),
+      beads_dir: super::beads::DEFAULT_DIR.into(),
       state_dir: ".loa/state".into(),
       memory_path: format!("{DEFAULT_GRIMOIRE_DIR}/MEMORY.md"),
       memory_max_entries: DEFAULT_MAX_ENTRIES,
@@ -72,6 +80,7 @@ impl Default for LedgerOptions {
       encoding: TokenEncoding::O200kBase,
       grounding: GroundingConfig::default(),
       edd: EddConfig::default(),
+      redaction: RedactOptions::default(),
     }
   }
 }
@@ -159,7 +168,10 @@ impl Ledger {
 
   /// The trajectory directory (created when missing).
   pub fn trajectory(&self) -> Result<Trajectory> {
-    Ok(Trajectory::new(self.dir(&self.options.trajectory_dir)?, self.options.lock_timeout))
+    Ok(
+      Trajectory::new(self.dir(&self.options.trajectory_dir)?, self.options.lock_timeout)
+        .with_redaction(self.options.redaction.clone()),
+    )
   }
 
   /// The grounding check over `agent`'s trajectory of the UTC day of `day_ms`, quotes checked
@@ -177,7 +189,7 @@ impl Ledger {
           Default::default()
         }
       };
-      Ok(evaluate(&read, g.enforcement, g.threshold, Some(self.root())))
+      Ok(evaluate_with(&read, g.enforcement, g.threshold, Some(self.root()), &self.options.redaction))
     })
   }
 
@@ -188,23 +200,32 @@ impl Ledger {
 
   /// The beads directory (created when missing).
   pub fn beads(&self) -> Result<Beads> {
-    Ok(Beads::new(self.dir(&self.options.beads_dir)?, self.options.lock_timeout))
+    Ok(
+      Beads::new(self.dir(&self.options.beads_dir)?, self.options.lock_timeout)
+        .with_redaction(self.options.redaction.clone()),
+    )
   }
 
   /// The L1 state directory (created when missing).
   pub fn l1(&self) -> Result<L1Store> {
-    Ok(L1Store::new(self.dir(&self.options.state_dir)?, self.options.lock_timeout))
+    Ok(
+      L1Store::new(self.dir(&self.options.state_dir)?, self.options.lock_timeout)
+        .with_redaction(self.options.redaction.clone()),
+    )
   }
 
   /// MEMORY.md.
   pub fn memory_md(&self) -> Result<MemoryMd> {
     let (dir, name) = split_file(&self.options.memory_path)?;
-    Ok(MemoryMd::new(
-      self.dir(&dir.to_string_lossy())?,
-      name,
-      self.options.memory_max_entries,
-      self.options.lock_timeout,
-    ))
+    Ok(
+      MemoryMd::new(
+        self.dir(&dir.to_string_lossy())?,
+        name,
+        self.options.memory_max_entries,
+        self.options.lock_timeout,
+      )
+      .with_redaction(self.options.redaction.clone()),
+    )
   }
 
   /// Parses and resolves a lightweight identifier below the workspace.
@@ -232,7 +253,9 @@ impl Ledger {
     now_ms: i64,
   ) -> Result<PersistOutcome> {
     // MEMORY.md is memory an agent reads back: no secret or personal data goes there in clear.
-    let line = line.map(|l| MemoryLine { text: crate::redact::redact(&l.text, &Default::default()).text, ..l.clone() });
+    // Redacted here (MEMORY.md redacts again, which changes nothing) so that the size check
+    // below sees the line as it will be written.
+    let line = line.map(|l| l.redacted(&self.options.redaction));
     let line = line.as_ref();
     // A line MEMORY.md would refuse is refused before L1 is written (only an unavailable
     // MEMORY.md is a warning).
@@ -295,7 +318,9 @@ impl Ledger {
   /// knows nothing (the state directory is created only to bring L1 up to MEMORY.md).
   pub fn recover_state(&self, name: &str) -> Result<Option<Recovered>> {
     let lock_timeout = self.options.lock_timeout;
-    let l1 = self.existing_dir(&self.options.state_dir, false)?.map(|d| L1Store::new(d, lock_timeout));
+    let l1 = self
+      .existing_dir(&self.options.state_dir, false)?
+      .map(|d| L1Store::new(d, lock_timeout).with_redaction(self.options.redaction.clone()));
     let (md_dir, md_name) = split_file(&self.options.memory_path)?;
     let md = self
       .existing_dir(&md_dir.to_string_lossy(), false)?

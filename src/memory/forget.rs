@@ -16,8 +16,9 @@
 //!    `conflicts.jsonl` and the WAL's `dead-letter.jsonl` naming it.
 //! 3. **Derived files.** The record file `memory/<id>.json`, its entry in learnings.json,
 //!    NOTES.md's two regions (rendered again from the remaining memories), the memory summary,
-//!    and the search index (base rewritten without it, log emptied: no term only it held stays
-//!    in the vocabulary).
+//!    the search index (base rewritten without it, log emptied: no term only it held stays
+//!    in the vocabulary), and a decision's copies in the ledger's beads (see
+//!    [`crate::ledger::beads::forget_memories`]).
 //! 4. **Tombstone and audit.** A tombstone (see [`super::tombstone`]) is recorded, and an event
 //!    `memory.forget` (actor `user`; `system` for expiry) with the tombstone ids and counts is
 //!    appended to the workspace's hash-chained audit log (`audit.dir`). The audit log is opened
@@ -300,6 +301,7 @@ pub(super) fn run_locked(
   if super::consolidate::rederive(layout, &root, &grimoire)? {
     outcome.files_changed += 1;
   }
+  outcome.files_changed += forget_bead_copies(&root, &wanted, layout)?;
 
   // 4. Tombstones and the audit event.
   outcome.tombstones = ids.iter().map(|id| tomb_of(id)).collect();
@@ -319,6 +321,12 @@ pub(super) fn run_locked(
     dir.clean_stale_temps()?;
   }
   Ok(outcome)
+}
+
+/// The copies the ledger's checkpoint made of decision memories in its beads
+/// (`.beads/<id>.yaml`: the decision entries and their test scenarios).
+fn forget_bead_copies(root: &StateDir, wanted: &HashSet<&str>, layout: &Layout) -> Result<usize> {
+  crate::ledger::beads::forget_memories(root, wanted, layout.lock_timeout)
 }
 
 fn wal_dir_of(layout: &Layout, root: &StateDir) -> Result<StateDir> {

@@ -6,12 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
-
 use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::gates::{self, Candidate, GateConfig};
-use crate::redact::{redact, RedactOptions};
+use crate::redact::{redact, FieldRedactor, RedactOptions};
 use crate::search::{Document, SearchIndex};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 use crate::wal::reader::{list_sessions, read_session};
@@ -123,6 +121,13 @@ impl MemoryStore {
     &self.session_id
   }
 
+  /// The id a capture of `content` gets in this store (the hash of its text as this store
+  /// redacts it), whether or not it is stored: what a copy of the memory made elsewhere (a
+  /// bead's decision) records, so that forgetting the memory finds the copy.
+  pub fn memory_id_of(&self, content: &str) -> String {
+    gates::content_hash(&redact(content, &self.redaction).text)
+  }
+
   /// The read side of this store's workspace.
   pub fn view(&self) -> &MemoryView {
     &self.view
@@ -148,43 +153,6 @@ impl MemoryStore {
       .unwrap_or_else(|p| p.into_inner())
       .clone()
       .ok_or_else(|| LoaError::WalClosed("the MemoryStore was closed".into()))
-  }
-
-  fn redact_field(&self, field: &str, text: &str, findings: &mut Vec<CaptureFinding>, blocked: &mut bool) -> String {
-    let r = redact(text, &self.redaction);
-    *blocked |= r.blocked;
-    findings.extend(r.findings.into_iter().map(|f| CaptureFinding {
-      field: field.to_string(),
-      kind: f.kind,
-      start: f.start,
-      end: f.end,
-      method: f.method,
-      fingerprint: f.fingerprint,
-    }));
-    r.text
-  }
-
-  fn redact_value(&self, field: &str, value: &Value, findings: &mut Vec<CaptureFinding>, blocked: &mut bool) -> Value {
-    match value {
-      Value::String(s) => Value::String(self.redact_field(field, s, findings, blocked)),
-      Value::Array(items) => Value::Array(
-        items
-          .iter()
-          .enumerate()
-          .map(|(i, v)| self.redact_value(&format!("{field}[{i}]"), v, findings, blocked))
-          .collect(),
-      ),
-      Value::Object(map) => {
-        let mut out = Map::new();
-        for (key, v) in map {
-          let clean_key = self.redact_field(&format!("{field}.<key>"), key, findings, blocked);
-          let path = format!("{field}.{clean_key}");
-          out.insert(clean_key, self.redact_value(&path, v, findings, blocked));
-        }
-        Value::Object(out)
-      }
-      other => other.clone(),
-    }
   }
 
   /// Redacts, gates and durably appends one memory. Not accepted (gates) and blocked
@@ -256,17 +224,25 @@ impl MemoryStore {
       return Err(crate::recovery::degraded_error());
     }
 
-    let mut findings = Vec::new();
-    let mut blocked = false;
-    let content = self.redact_field("content", &entry.content, &mut findings, &mut blocked);
-    let tags: Vec<String> = entry
-      .tags
-      .iter()
-      .enumerate()
-      .map(|(i, t)| self.redact_field(&format!("tags[{i}]"), t, &mut findings, &mut blocked))
+    let mut redactor = FieldRedactor::new(&self.redaction);
+    let content = redactor.text("content", &entry.content);
+    let mut tags = entry.tags.clone();
+    redactor.list_mut("tags", &mut tags);
+    let agent_id = entry.agent_id.as_deref().map(|a| redactor.text("agentId", a));
+    let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
+    let blocked = redactor.blocked;
+    let findings: Vec<CaptureFinding> = redactor
+      .findings
+      .into_iter()
+      .map(|f| CaptureFinding {
+        field: f.field,
+        kind: f.finding.kind,
+        start: f.finding.start,
+        end: f.finding.end,
+        method: f.finding.method,
+        fingerprint: f.finding.fingerprint,
+      })
       .collect();
-    let agent_id = entry.agent_id.as_deref().map(|a| self.redact_field("agentId", a, &mut findings, &mut blocked));
-    let metadata = entry.metadata.as_ref().map(|m| self.redact_value("metadata", m, &mut findings, &mut blocked));
     let notes: Vec<RedactionNote> = findings
       .iter()
       .map(|f| RedactionNote {

@@ -21,6 +21,7 @@
 
 mod ctx;
 mod engine;
+pub mod fields;
 mod pii;
 mod placeholder;
 mod rules;
@@ -40,6 +41,7 @@ use sha2::Sha256;
 
 use ctx::{Ctx, Hit, Needle, Next};
 use engine::engine;
+pub use fields::{FieldFinding, FieldRedactor};
 
 /// Options of [`redact`].
 #[derive(Debug, Clone, Default)]
@@ -408,6 +410,14 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
   let mut ctx = Ctx::new(bytes, engine.rule_count());
   engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
+  // Our own placeholders are never secrets: a second pass leaves them as they are.
+  let own = placeholder::own_placeholders(bytes);
+  if !own.is_empty() {
+    hits.retain(|h| {
+      let i = own.partition_point(|&(start, _)| start <= h.start);
+      !(i > 0 && h.end <= own[i - 1].1)
+    });
+  }
   if !shared.allow.is_empty() {
     hits.retain(|h| !shared.allow.contains(&bytes[h.start..h.end]));
   }

@@ -235,6 +235,47 @@ pub fn is_placeholder(v: &[u8]) -> bool {
   made_of_placeholder_pieces(strip_token_prefix(v))
 }
 
+/// The longest placeholder this module writes, brackets included (`[REDACTED:` + kind + `]`).
+const MAX_OWN_PLACEHOLDER: usize = 64;
+
+/// The spans (byte offsets, sorted, disjoint) of the placeholders [`super::redact`] writes:
+/// `[REDACTED:<KIND>]` and the pseudonyms `[<KIND>_<8 lowercase hex>]`, `KIND` one of
+/// [`super::KINDS`] in upper case. Text redacted once is often redacted again (a plugin
+/// redacts, then the core; a dead letter is captured again): a detection inside one of these is
+/// the first pass's own output, not a secret, and is dropped, so a second pass leaves the text
+/// as it is. One forward pass over the `[`s, each looked at for a bounded length.
+pub fn own_placeholders(t: &[u8]) -> Vec<(usize, usize)> {
+  let mut out = Vec::new();
+  for at in memchr::memchr_iter(b'[', t) {
+    let rest = &t[at + 1..];
+    let window = &rest[..rest.len().min(MAX_OWN_PLACEHOLDER)];
+    work::add(window.len());
+    let Some(close) = memchr::memchr(b']', window) else { continue };
+    if is_own(&window[..close]) {
+      out.push((at, at + close + 2));
+    }
+  }
+  out
+}
+
+/// Whether `inner` (between the brackets) is `REDACTED:<KIND>` or `<KIND>_<8 hex>`.
+fn is_own(inner: &[u8]) -> bool {
+  let kind = match inner.strip_prefix(b"REDACTED:") {
+    Some(kind) => kind,
+    None => {
+      let Some(split) = inner.len().checked_sub(super::PSEUDONYM_HEX + 1) else { return false };
+      let (kind, tail) = inner.split_at(split);
+      let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+      if tail[0] != b'_' || !tail[1..].iter().all(hex) {
+        return false;
+      }
+      kind
+    }
+  };
+  static UPPER: std::sync::OnceLock<std::collections::HashSet<Vec<u8>>> = std::sync::OnceLock::new();
+  UPPER.get_or_init(|| super::KINDS.iter().map(|k| k.to_ascii_uppercase().into_bytes()).collect()).contains(kind)
+}
+
 /// Longest run of consecutive ascending letters or digits (`abcd`, `1234`).
 fn longest_ascending_run(v: &[u8]) -> usize {
   let mut best = 1;

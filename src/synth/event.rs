@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::ledger::trajectory::{self, Event as TrajectoryEvent, Record};
+use crate::redact::{FieldRedactor, RedactOptions};
 use crate::timestamp::{format_ms, parse_ms};
 
 /// The version written in the front matter (`v: 1`). A file without `v` is version 1 (the
@@ -162,6 +163,33 @@ fn check_line(text: &str, what: &str) -> Result<()> {
 }
 
 impl Event {
+  /// Every text the caller gave redacted: `branch`, `type`, `reason`, `now`, each item of
+  /// `this_session` and `open_questions`, each decision and its key (two keys that redact
+  /// alike both stay, the second as `<key>~2`: see [`crate::redact::fields`]), checkpoint
+  /// phases and statuses. `ts` and `agent` are checked names and stay.
+  pub fn redact(&mut self, options: &RedactOptions) {
+    let mut r = FieldRedactor::new(options);
+    r.opt_mut("branch", &mut self.branch);
+    r.text_mut("type", &mut self.kind);
+    r.opt_mut("reason", &mut self.reason);
+    r.opt_mut("now", &mut self.now);
+    r.list_mut("this_session", &mut self.this_session);
+    r.list_mut("open_questions", &mut self.open_questions);
+    let decisions = std::mem::take(&mut self.decisions);
+    self.decisions = r
+      .keys("decisions", decisions)
+      .into_iter()
+      .map(|(key, value)| {
+        let value = r.text(&format!("decisions.{key}"), &value);
+        (key, value)
+      })
+      .collect();
+    for (i, c) in self.checkpoints.iter_mut().enumerate() {
+      r.text_mut(&format!("checkpoints[{i}].phase"), &mut c.phase);
+      r.text_mut(&format!("checkpoints[{i}].status"), &mut c.status);
+    }
+  }
+
   /// Checks everything the synthesiser relies on: a parseable `ts`, a plain `agent`, a
   /// non-empty `type`, items within bounds, checkpoint times parseable. The error names the
   /// field, never its value.

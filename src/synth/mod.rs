@@ -84,9 +84,13 @@ pub struct Written {
 }
 
 /// Writes `event` into `<dir>/events/` as `<ts>_<agent>.md` (`ts` compact UTC, e.g.
-/// `20260110T130352000Z`), or `<ts>_<agent>~<n>.md` when that name is taken. Creates the
-/// directories. Atomic: the file appears complete or not at all.
+/// `20260110T130352000Z`), or `<ts>_<agent>~<n>.md` when that name is taken, its texts
+/// redacted first with the default options ([`Event::redact`]). Creates the directories.
+/// Atomic: the file appears complete or not at all.
 pub fn write_event(dir: &Path, event: &Event) -> Result<Written> {
+  let mut event = event.clone();
+  event.redact(&crate::redact::RedactOptions::default());
+  let event = &event;
   let bytes = event.encode()?;
   let ts = event.validate()?;
   let root = StateDir::create_root(dir)?;

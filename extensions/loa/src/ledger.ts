@@ -170,7 +170,9 @@ export class LoaLedger {
     // The store first: it is what knows the session's state root (session hooks carry no workspaceDir).
     const store = await this.memory.storeFor(scope(ctx))
     const root = this.memory.rootOf(scope(ctx))
-    const ledger = Ledger.open({ workspaceDir: root })
+    // The core redacts everything the ledger writes (NOTES.md, the bead's copies of the
+    // decisions) with these options; the plugin keeps the allowlist it redacts with itself.
+    const ledger = Ledger.open({ workspaceDir: root, redaction: { allowlist: this.config.redaction.allowlist } })
     // NOTES.md is not the memory pipeline: what goes there from the conversation is redacted first.
     const clean = (text: string) => redact(text, { allowlist: this.config.redaction.allowlist }).text
     const input: LedgerCheckpointInput = {
