@@ -111,6 +111,22 @@ test('a memory expiring in a session another process holds: the sealed consolida
   assert.equal(core.verifyWal(join(ws, '.loa', 'wal')).ok, true)
 })
 
+test('the other chat closing removes what its log still owed, without another consolidation', async (t) => {
+  const ws = tempDir(t, 'loa-expiry-')
+  const other = startOtherChat(ws)
+  t.after(() => other.child.kill('SIGKILL'))
+  const id = await other.ready
+  const done = await core.consolidateMemory({ workspaceDir: ws })
+  assert.deepEqual([done.expired, done.pendingRemovals], [1, 1])
+  assert.deepEqual(holders(ws, 'zorblax').map((p) => p.split('/').slice(0, 4).join('/')), ['.loa/wal/sessions/chat-b'])
+  other.child.stdin.end()
+  assert.equal(await other.exited, 0, other.stderr())
+  assert.deepEqual(holders(ws, 'zorblax'), [])
+  assert.deepEqual(holders(ws, id), [])
+  assert.equal(existsSync(join(ws, '.loa', 'wal', 'forget-pending.json')), false)
+  assert.equal(core.verifyWal(join(ws, '.loa', 'wal')).ok, true)
+})
+
 test('agent ids: e-mail-like and IP-like ids find and get their own memories, are never pooled, bad ones refused', async (t) => {
   const ws = tempDir(t)
   const store = MemoryStore.open({ workspaceDir: ws, sessionId: 's' })
