@@ -998,7 +998,8 @@ export declare class Wal {
 /**
  * Puts a capture that could not be stored into the workspace's dead-letter queue
  * (`.loa/dead-letter.jsonl`), redacted first exactly as `MemoryStore.capture` redacts (with
- * `options.redaction`): content, tags, agent id and every string of the metadata. Resolves
+ * `options.redaction`): content, tags and every string of the metadata (the agent id is an
+ * identifier, checked as `capture` checks it and kept as given). Resolves
  * once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
  * `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
  * when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the
@@ -2527,6 +2528,13 @@ export interface MemoryConsolidation {
   /** Memories past their `expiresAt`, forgotten by this run (as `forget` does). */
   expired: number
   /**
+   * Expired memories whose records are still in the log of a session another process holds
+   * open (counted once per session holding one). They are hidden from every read already
+   * (search, get, contexts, sessions, learnings, NOTES.md); a later consolidation removes them
+   * from that log once its lock is free, so this consolidation never fails for them.
+   */
+  pendingRemovals: number
+  /**
    * True when the summary of all memories (`memory-summary.json`) was rebuilt from every
    * record (first run, damaged or stale summary) rather than updated with this run's.
    */
@@ -2570,6 +2578,11 @@ export interface MemoryEntry {
   type: MemoryType
   /** At most 1 MiB. Redacted before anything else happens to it. */
   content: string
+  /**
+   * The agent the memory belongs to (default: the whole workspace's, every agent sees it).
+   * An identifier, stored as given and never redacted: 1 to 128 of `A-Z a-z 0-9 . _ - : @ +`,
+   * starting with a letter or digit, without `..` (else `E_INVALID_ARGUMENT`).
+   */
   agentId?: string
   /** 0..1; without one the entry counts as 0.6. */
   confidence?: number
@@ -2702,8 +2715,8 @@ export interface MemorySearchOptions {
   kinds?: Array<MemoryType>
   /**
    * The agent searching: only its memories, those `memory.sharing` shares with it and the
-   * workspace's (captured without `agentId`) are searched, and counted by the ranking.
-   * Default: every memory (tools acting for the whole workspace).
+   * workspace's (captured without `agentId`) are searched, and counted by the ranking; ids
+   * are compared exactly. Default: every memory (tools acting for the whole workspace).
    */
   agentId?: string
   /** RFC 3339: only memories captured at or after it. */

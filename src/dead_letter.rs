@@ -3,8 +3,9 @@
 //! A capture that fails (disk full, permissions, a file where the WAL directory belongs) must not
 //! be lost, and must not stay parked for ever either. The caller (the OpenClaw plugin, after its
 //! retries) hands the entry to [`DeadLetterQueue::append`], which redacts it exactly as
-//! [`MemoryStore::capture`](crate::memory::MemoryStore::capture) would (content, tags, agent id,
-//! every string of the metadata, keys included: nothing unredacted reaches the disk) and appends
+//! [`MemoryStore::capture`](crate::memory::MemoryStore::capture) would (content, tags, every
+//! string of the metadata, keys included: nothing unredacted reaches the disk; the agent id is
+//! an identifier, checked and kept as given) and appends
 //! one line to `<workspace>/.loa/dead-letter.jsonl`. [`DeadLetterQueue::replay`] later captures
 //! each entry again, in the session it came from, and removes the ones that are settled.
 //!
@@ -573,6 +574,9 @@ pub fn letter_id(session_id: &str, entry: &LetterEntry) -> Result<String> {
 fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLetter> {
   crate::wal::reader::validate_session_id(&letter.session_id)?;
   let entry = &letter.entry;
+  if let Some(agent) = &entry.agent_id {
+    crate::memory::check_agent_id(agent)?;
+  }
   if entry.content.len() > MAX_CONTENT_BYTES {
     return Err(LoaError::TooLarge {
       what: "memory content".into(),
@@ -605,7 +609,8 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
   let content = redactor.text("content", &entry.content);
   let mut tags = entry.tags.clone();
   redactor.list_mut("tags", &mut tags);
-  let agent_id = entry.agent_id.as_deref().map(|a| redactor.text("agentId", a));
+  // An identifier (checked above), kept as the capture will store it: never redacted.
+  let agent_id = entry.agent_id.clone();
   let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
   let blocked = redactor.blocked;
   let stored = if blocked {

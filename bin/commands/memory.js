@@ -74,13 +74,16 @@ async function consolidate({ args, values }) {
   if (values.json) {
     printJson(result)
   } else {
+    const expired =
+      (result.expired ? `; ${result.expired} expired forgotten` : '') +
+      (result.pendingRemovals ? `; ${result.pendingRemovals} expired record(s) left in logs other processes hold, removed once free` : '')
     const sealed = result.sealed
       ? `; sealed ${result.sealed.files} file(s) in ${result.sealed.manifest} with key ${result.sealed.keyId}`
       : ''
     process.stdout.write(
       `applied ${result.applied} file(s); ${result.memories} memor${result.memories === 1 ? 'y' : 'ies'}; ` +
         `learnings ${result.learnings} new or changed (${result.learningsTotal} in all); ` +
-        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)${sealed}\n`,
+        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)${expired}${sealed}\n`,
     )
   }
   return 0

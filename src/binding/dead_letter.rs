@@ -317,7 +317,8 @@ fn replay(options: Unknown) -> Result<Replay> {
 
 /// Puts a capture that could not be stored into the workspace's dead-letter queue
 /// (`.loa/dead-letter.jsonl`), redacted first exactly as `MemoryStore.capture` redacts (with
-/// `options.redaction`): content, tags, agent id and every string of the metadata. Resolves
+/// `options.redaction`): content, tags and every string of the metadata (the agent id is an
+/// identifier, checked as `capture` checks it and kept as given). Resolves
 /// once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
 /// `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
 /// when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the

@@ -179,6 +179,9 @@ pub struct MemoryEntry {
   /// At most 1 MiB. Redacted before anything else happens to it.
   #[napi(ts_type = "string")]
   pub content: Str,
+  /// The agent the memory belongs to (default: the whole workspace's, every agent sees it).
+  /// An identifier, stored as given and never redacted: 1 to 128 of `A-Z a-z 0-9 . _ - : @ +`,
+  /// starting with a letter or digit, without `..` (else `E_INVALID_ARGUMENT`).
   #[napi(ts_type = "string")]
   pub agent_id: Option<Option<Str>>,
   /// 0..1; without one the entry counts as 0.6.
@@ -276,6 +279,11 @@ pub struct MemoryConsolidation {
   pub learnings_total: u32,
   /// Memories past their `expiresAt`, forgotten by this run (as `forget` does).
   pub expired: u32,
+  /// Expired memories whose records are still in the log of a session another process holds
+  /// open (counted once per session holding one). They are hidden from every read already
+  /// (search, get, contexts, sessions, learnings, NOTES.md); a later consolidation removes them
+  /// from that log once its lock is free, so this consolidation never fails for them.
+  pub pending_removals: u32,
   /// True when the summary of all memories (`memory-summary.json`) was rebuilt from every
   /// record (first run, damaged or stale summary) rather than updated with this run's.
   pub rebuilt: bool,
@@ -291,6 +299,7 @@ js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
   memories: u32,
   learnings_total: u32,
   expired: u32,
+  pending_removals: u32,
   rebuilt,
   sealed => each,
 });

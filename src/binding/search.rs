@@ -30,8 +30,8 @@ pub struct MemorySearchOptions {
   #[napi(ts_type = "Array<MemoryType>")]
   pub kinds: Option<Option<List<Choice<MemoryType>>>>,
   /// The agent searching: only its memories, those `memory.sharing` shares with it and the
-  /// workspace's (captured without `agentId`) are searched, and counted by the ranking.
-  /// Default: every memory (tools acting for the whole workspace).
+  /// workspace's (captured without `agentId`) are searched, and counted by the ranking; ids
+  /// are compared exactly. Default: every memory (tools acting for the whole workspace).
   #[napi(ts_type = "string")]
   pub agent_id: Option<Option<Str>>,
   /// RFC 3339: only memories captured at or after it.

@@ -216,6 +216,10 @@ pub(crate) fn run(
     }
   }
 
+  // Expired memories earlier runs could not remove from a log another process held: removed
+  // now where the lock is free (before anything is applied, so a failure changes nothing).
+  super::pending::complete(layout, &wal_dir, own)?;
+
   // With replication configured, retention keeps what has not been shipped (read now: the
   // marks only grow, so reading them early only keeps more).
   let shipped = layout.replication_state.as_ref().map(|dir| wal::shipped::shipped_marks(&root, dir));
@@ -276,30 +280,43 @@ pub(crate) fn run(
 
   // Read after the WAL is applied: a record may have written NOTES.md itself.
   let existing_notes = read_notes(&notes_dir, layout)?;
-  if outcome.applied > 0 || outcome.rebuilt || existing_notes.is_none() {
-    if let Some(updated) = notes_of_summary(existing_notes.as_deref(), &summary, memory_dir.as_ref()) {
-      if existing_notes.as_deref() != Some(updated.as_str()) {
-        notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
-        outcome.notes_updated = true;
-      }
-    }
-  }
-  write_summary(&grimoire, &summary)?;
 
-  // Expiry: memories whose `expiresAt` has passed are forgotten like `forget` does.
+  // Expiry, before NOTES.md is rendered, so that an expired memory's text is never written
+  // there: memories whose `expiresAt` has passed are forgotten like `forget` does, except
+  // that a log another process holds is left for a later run (see `super::pending`) instead
+  // of failing this one after the WAL was applied.
   let now = now_ms();
   let expired: Vec<String> = summary.expiring.iter().filter(|(at, _)| *at <= now).map(|(_, id)| id.clone()).collect();
   let mut forgotten = Vec::new();
   if !expired.is_empty() {
     forget::run_locked(layout, own, index, &expired, Reason::Expired, None)?;
     outcome.expired = expired.len();
-    let after = load_summary(&grimoire).unwrap_or_default();
-    outcome.memories = after.memories as usize;
+    // Forgetting wrote the summary of what remains, still with the previous run's watermarks:
+    // until this run completes below, the next one rebuilds.
+    summary = load_summary(&grimoire).ok_or_else(|| LoaError::Internal("the memory summary vanished".into()))?;
+    summary.watermarks = applied.watermarks_after.clone();
+    summary.memory_dir_mtime_ns = memory_dir.as_ref().map(dir_mtime_ns).transpose()?;
+    outcome.memories = summary.memories as usize;
     forgotten = expired;
   }
+
+  // Forgetting renders NOTES.md's regions again itself when the file exists.
+  let current_notes = if forgotten.is_empty() { existing_notes.clone() } else { read_notes(&notes_dir, layout)? };
+  outcome.notes_updated = current_notes != existing_notes;
+  if outcome.applied > 0 || outcome.rebuilt || current_notes.is_none() {
+    if let Some(updated) = notes_of_summary(current_notes.as_deref(), &summary, memory_dir.as_ref()) {
+      if current_notes.as_deref() != Some(updated.as_str()) {
+        notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
+        outcome.notes_updated = true;
+      }
+    }
+  }
+  // Last: a summary with this run's watermarks says the run completed.
+  write_summary(&grimoire, &summary)?;
   if let Some(request) = seal {
     outcome.sealed = Some(super::seal::seal(layout, index, request)?);
   }
+  outcome.pending_removals = super::pending::count(&wal_dir)?;
   Ok(RunOutcome { outcome, forgotten })
 }
 
@@ -343,7 +360,10 @@ pub(super) fn rederive(layout: &Layout, root: &StateDir, grimoire: &StateDir) ->
   if existing.is_none() {
     return Ok(false);
   }
-  match render_notes(existing.as_deref(), &records) {
+  // Memories expired since the last consolidation (forgotten by the next) are not shown.
+  let now = now_ms();
+  let live: Vec<MemoryRecord> = records.iter().filter(|r| !r.is_expired(now)).cloned().collect();
+  match render_notes(existing.as_deref(), &live) {
     Some(updated) if existing.as_deref() != Some(updated.as_str()) => {
       notes_dir.write_atomic(&layout.notes.name, updated.as_bytes(), None)?;
       Ok(true)

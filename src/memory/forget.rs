@@ -30,7 +30,7 @@
 //! `docs/search.md` (copies made elsewhere, quarantined `*.corrupt-*` files, blocks the file
 //! system has freed but not overwritten).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +51,7 @@ use super::{learnings, tombstone};
 
 /// The session of the store that forgets, if any: its log is suspended while its segments are
 /// rewritten.
+#[derive(Clone, Copy)]
 pub(super) struct Own<'a> {
   pub wal: &'a Mutex<Option<Arc<Wal>>>,
   pub options: &'a WalOptions,
@@ -69,6 +70,12 @@ impl Reason {
       Reason::Forget => "forget",
       Reason::Expired => "expired",
     }
+  }
+
+  /// Whether a log another process holds is left for later (expiry) rather than failing the
+  /// call with `E_WAL_LOCKED` before anything changes (a forget the caller asked for).
+  fn defers_locked_logs(self) -> bool {
+    self == Reason::Expired
   }
 }
 
@@ -173,19 +180,31 @@ pub(super) fn run_locked(
   let wal_path = layout.wal_path();
   let own_session = own.as_ref().map(|o| o.options.session_id.clone());
   let mut affected = Vec::new();
+  // Expiry only: the memories each session's log holds, for a session another process holds.
+  let mut held: HashMap<String, Vec<String>> = HashMap::new();
   for session in list_sessions(&wal_path)? {
     let read = read_session(&wal_path, &session)?;
-    if read.records.iter().any(|r| record_hash_of(r).is_some_and(|h| wanted.contains(h))) {
+    let hashes: Vec<String> =
+      read.records.iter().filter_map(record_hash_of).filter(|h| wanted.contains(h)).map(str::to_string).collect();
+    if !hashes.is_empty() {
+      held.insert(session.clone(), hashes);
       affected.push(session);
     }
   }
   let mut locks: Vec<SessionLock> = Vec::new();
+  let mut deferred: Vec<String> = Vec::new();
   let mut suspended = false;
   for session in &affected {
     if own_session.as_deref() == Some(session.as_str()) {
       continue;
     }
-    locks.push(SessionLock::take(&wal_path, session, Duration::ZERO)?);
+    match SessionLock::take(&wal_path, session, Duration::ZERO) {
+      Ok(lock) => locks.push(lock),
+      // An expired memory in a log another process has open: removed from everything else
+      // now, from that log by a later run (see `super::pending`); forgetting by request fails.
+      Err(e) if reason.defers_locked_logs() && e.code() == "E_WAL_LOCKED" => deferred.push(session.clone()),
+      Err(e) => return Err(e),
+    }
   }
   let key = tombstone::key(layout, true)?.expect("created");
   let tomb_of = |id: &str| tombstone::tombstone_id(&key, id);
@@ -227,6 +246,17 @@ pub(super) fn run_locked(
     }
     Ok(())
   };
+  if !deferred.is_empty() {
+    // Recorded before anything changes: a run cut short after this still leaves the removal owed.
+    let owed: Vec<(String, Vec<String>)> =
+      deferred.iter().map(|s| (s.clone(), held.get(s).into_iter().flatten().map(|h| tomb_of(h)).collect())).collect();
+    if let Err(e) =
+      layout.root().and_then(|root| wal_dir_of(layout, &root)).and_then(|dir| super::pending::defer(&dir, &owed))
+    {
+      resume(&mut locks)?;
+      return Err(e);
+    }
+  }
   let mut replace = |record: &Record| -> Option<Record> {
     let hash = record_hash_of(record)?;
     wanted.contains(hash).then(|| tombstone_record(record, &tomb_of(hash)))

@@ -5,8 +5,9 @@
 //! fingerprints of its findings are recorded, as an `audit` record in the WAL) -> the six quality
 //! gates ([`crate::gates`]) on the redacted text -> one WAL record `write memory/<id>.json`, where
 //! `id` is the full sha256 of the normalised content. It returns once the record is durable. Only
-//! redacted text is ever written: content, tags, agent id and every string (keys too) of
-//! `metadata` go through the redactor, and errors never carry content.
+//! redacted text is ever written: content, tags and every string (keys too) of `metadata` go
+//! through the redactor, and errors never carry content. The agent id is an identifier, not
+//! content: checked ([`types::check_agent_id`]) and stored as given, so scoping stays exact.
 //!
 //! [`MemoryStore::consolidate`]: applies the WAL of every session into the grimoire with
 //! [`crate::wal::consolidate`] (so memory records are files `memory/<id>.json`, written
@@ -35,6 +36,7 @@
 //! .loa/wal/consolidation.json         WAL consolidation state head ("version": 2; 1 is migrated)
 //! .loa/wal/consolidation/<xxx>.json   its per-path winners, 4,096 shards ("version": 2)
 //! .loa/wal/memory-consolidate.lock    one memory consolidation (or forget) at a time
+//! .loa/wal/forget-pending.json        expired memories still in logs other processes hold ("version": 1; see pending)
 //! grimoires/loa/memory/<id>.json      memory records ("version": 1; id = sha256 of content)
 //! grimoires/loa/learnings.json        learnings store head ("version": 2; 1 is migrated; see learnings)
 //! grimoires/loa/learnings.json.d/     its entries, 256 shards <xx>.json ("version": 2)
@@ -66,6 +68,7 @@ mod layout;
 pub mod learnings;
 pub mod markdown;
 pub mod notes;
+mod pending;
 pub mod seal;
 mod search;
 mod store;
@@ -85,17 +88,19 @@ pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, consolidate_workspace_with, forget_records, MemoryStore};
 pub use tombstone::Forgotten;
 pub use types::{
-  CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry, ForgetOptions,
-  ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults, RedactionNote,
-  RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR,
-  DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_CONTENT_BYTES,
-  MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR,
-  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  check_agent_id, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry,
+  ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults,
+  RedactionNote, RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions,
+  DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR,
+  MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES,
+  MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_expiry;
 #[cfg(test)]
 mod tests_forget;
 #[cfg(test)]

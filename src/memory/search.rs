@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use crate::context::{self, BuiltContext, ContextOptions, ContextSource, LearningKey, Text};
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::StateDir;
-use crate::search::{self, Document, IndexOptions, MemoryIndex, SearchIndex, SearchResults, MAX_ID_BYTES, MAX_LIMIT};
+use crate::search::{self, Document, IndexOptions, MemoryIndex, SearchIndex, SearchResults, MAX_LIMIT};
 use crate::timestamp::{now_ms, parse_rfc3339_ms};
 
 use super::layout::Layout;
@@ -42,9 +42,12 @@ pub(super) fn index_options(layout: &Layout) -> IndexOptions {
   }
 }
 
-/// Every memory, as documents for the index: record files plus records only in the WAL.
+/// Every memory not expired, as documents for the index: record files plus records only in
+/// the WAL. An expired memory whose record a log another process holds still has (see
+/// `super::pending`) is never indexed again.
 pub(super) fn all_documents(layout: &Layout) -> Result<Vec<Document>> {
-  Ok(all_records(layout)?.iter().map(Document::from_record).collect())
+  let now = now_ms();
+  Ok(all_records(layout)?.iter().filter(|r| !r.is_expired(now)).map(Document::from_record).collect())
 }
 
 /// Every memory record, consolidated or not (unreadable record files skipped).
@@ -78,8 +81,10 @@ pub(super) fn open_index_in(layout: &Layout, dir: StateDir, known: &HashSet<Stri
   Ok(index)
 }
 
-/// Makes the index hold exactly the memories `known` names.
+/// Makes the index hold exactly the memories `known` names (but those expired: one whose
+/// record is still in a log, see `super::pending`, is not indexed again).
 pub(super) fn reconcile(layout: &Layout, index: &SearchIndex, known: &HashSet<String>) -> Result<()> {
+  let now = now_ms();
   let indexed: HashSet<String> = index.ids()?.into_iter().collect();
   let gone: Vec<&str> = indexed.iter().filter(|id| !known.contains(*id)).map(String::as_str).collect();
   if !gone.is_empty() {
@@ -89,7 +94,7 @@ pub(super) fn reconcile(layout: &Layout, index: &SearchIndex, known: &HashSet<St
   if !missing.is_empty() {
     let loader = RecordLoader::new(layout);
     for id in missing {
-      if let Some(record) = loader.get(id)? {
+      if let Some(record) = loader.get(id)?.filter(|r| !r.is_expired(now)) {
         index.add(&Document::from_record(&record))?;
       }
     }
@@ -174,17 +179,17 @@ impl Searcher<'_> {
   }
 }
 
-/// Checks an `agentId` a caller reads as.
+/// Checks an `agentId` a caller reads as (see [`super::types::check_agent_id`]).
 pub(super) fn check_agent_id(agent: &str) -> Result<()> {
-  if agent.is_empty() || agent.len() > MAX_ID_BYTES {
-    return invalid(format!("`agentId` must be 1 to {MAX_ID_BYTES} bytes"));
-  }
-  Ok(())
+  super::types::check_agent_id(agent)
 }
 
 /// The memory `id` if it exists, has not expired at `now`, and (with `agent_id`) is visible to
 /// that agent.
 pub(super) fn get_visible(layout: &Layout, id: &str, agent_id: Option<&str>, now: i64) -> Result<Option<MemoryRecord>> {
+  if let Some(agent) = agent_id {
+    check_agent_id(agent)?;
+  }
   let Some(record) = RecordLoader::new(layout).get(id)? else { return Ok(None) };
   if record.is_expired(now) {
     return Ok(None);

@@ -137,8 +137,16 @@ impl MemoryStore {
     self.wal.lock().unwrap_or_else(|p| p.into_inner()).is_none()
   }
 
-  /// Makes queued records durable and releases the session lock. Idempotent.
+  /// Makes queued records durable and releases the session lock. Idempotent. Before that, the
+  /// records of expired memories another process's consolidation could not remove from this
+  /// session's log (it held the lock) are removed, when no consolidation runs at that moment
+  /// (see `pending`).
   pub fn close(&self) -> Result<()> {
+    // Never waits: with a capture or consolidation of this store running, it is left to the
+    // next consolidation.
+    if let (false, Ok(_gate)) = (self.is_closed(), self.gate.try_write()) {
+      super::pending::complete_own_at_close(&self.layout, forget::Own { wal: &self.wal, options: &self.wal_options });
+    }
     let wal = self.wal.lock().unwrap_or_else(|p| p.into_inner()).take();
     match wal {
       Some(wal) => wal.close(),
@@ -228,7 +236,9 @@ impl MemoryStore {
     let content = redactor.text("content", &entry.content);
     let mut tags = entry.tags.clone();
     redactor.list_mut("tags", &mut tags);
-    let agent_id = entry.agent_id.as_deref().map(|a| redactor.text("agentId", a));
+    // An identifier, checked by `validate`, never content: redacting it would pool every
+    // e-mail-like id under one placeholder owner.
+    let agent_id = entry.agent_id.clone();
     let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
     let blocked = redactor.blocked;
     let findings: Vec<CaptureFinding> = redactor
@@ -412,6 +422,9 @@ impl MemoryStore {
   pub fn import_markdown(&self, dir: &std::path::Path, options: &ImportOptions) -> Result<ImportReport> {
     if !(options.confidence.is_finite() && (0.0..=1.0).contains(&options.confidence)) {
       return crate::error::invalid("`confidence` must be a number between 0 and 1");
+    }
+    if let Some(agent) = &options.agent_id {
+      super::types::check_agent_id(agent)?;
     }
     let mut report = ImportReport::default();
     let sources = super::import::sources(dir, &mut report)?;

@@ -229,8 +229,8 @@ impl Entry {
     if self.tags.len() > MAX_TAGS || self.tags.iter().any(|t| t.is_empty() || t.len() > MAX_TAG_BYTES) {
       return invalid(format!("`tags` must be at most {MAX_TAGS} non-empty strings of at most {MAX_TAG_BYTES} bytes"));
     }
-    if self.agent_id.as_ref().is_some_and(|a| a.len() > MAX_TAG_BYTES) {
-      return invalid(format!("`agentId` must be at most {MAX_TAG_BYTES} bytes"));
+    if let Some(agent) = &self.agent_id {
+      check_agent_id(agent)?;
     }
     if let Some(meta) = &self.metadata {
       if !meta.is_object() {
@@ -247,6 +247,28 @@ impl Entry {
     }
     Ok(())
   }
+}
+
+/// Longest agent id, in bytes.
+pub const MAX_AGENT_ID_BYTES: usize = 128;
+
+/// Checks an agent id, wherever one comes in (capture, search, get, contexts, imports, dead
+/// letters): 1 to [`MAX_AGENT_ID_BYTES`] of `A-Z a-z 0-9 . _ - : @ +`, starting with a letter
+/// or digit, without `..`. Anything else is `E_INVALID_ARGUMENT`, whose message never repeats
+/// the id. An agent id is an identifier, not content: it is stored as given (never through
+/// redaction, which would turn two e-mail-like ids into one placeholder) and compared exactly.
+pub fn check_agent_id(agent: &str) -> Result<()> {
+  let ok = !agent.is_empty()
+    && agent.len() <= MAX_AGENT_ID_BYTES
+    && agent.as_bytes()[0].is_ascii_alphanumeric()
+    && agent.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':' | b'@' | b'+'))
+    && !agent.contains("..");
+  if ok {
+    return Ok(());
+  }
+  invalid(format!(
+    "`agentId` must be 1 to {MAX_AGENT_ID_BYTES} of the characters A-Z a-z 0-9 . _ - : @ +, starting with a letter or digit, with no two dots in a row"
+  ))
 }
 
 /// A redaction finding of one field of the entry (offsets into that field, UTF-16).
@@ -409,6 +431,10 @@ pub struct ConsolidateOutcome {
   pub learnings_total: usize,
   /// Memories past their `expiresAt`, forgotten by this run.
   pub expired: usize,
+  /// Expired memories whose records are still in the log of a session another process holds
+  /// open (counted once per session holding one): hidden from every read already, and removed
+  /// from that log by a later run once its lock is free.
+  pub pending_removals: usize,
   /// The summary of all memories (`memory-summary.json`) had to be rebuilt from every record
   /// (first run, damaged or stale summary) instead of updated with this run's records.
   pub rebuilt: bool,
@@ -499,10 +525,25 @@ pub struct CaptureOptions {
 /// Who may see whose memories (YAML section `memory.sharing`): each key is an agent id (or
 /// `*`, every agent), its list the agents whose memories it sees besides its own (`*`: every
 /// agent's). Memories captured without an agent id belong to the workspace and every agent
-/// sees them. An agent not named sees its own memories and the workspace's only.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// sees them. An agent not named sees its own memories and the workspace's only. Every id is
+/// `*` or an agent id [`check_agent_id`] accepts, compared exactly (a configuration naming
+/// anything else is refused when read).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(transparent)]
 pub struct Sharing(pub BTreeMap<String, Vec<String>>);
+
+impl<'de> Deserialize<'de> for Sharing {
+  fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Sharing, D::Error> {
+    let map = BTreeMap::<String, Vec<String>>::deserialize(deserializer)?;
+    let bad = map.iter().flat_map(|(k, v)| std::iter::once(k).chain(v)).any(|a| a != "*" && check_agent_id(a).is_err());
+    if bad {
+      return Err(serde::de::Error::custom(
+        "every reader and owner must be * or an agent id (1 to 128 of A-Z a-z 0-9 . _ - : @ +, starting with a letter or digit)",
+      ));
+    }
+    Ok(Sharing(map))
+  }
+}
 
 impl Sharing {
   /// The agents whose memories `agent` may see; `None`: every agent's.

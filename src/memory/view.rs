@@ -49,9 +49,11 @@ impl MemoryView {
     MemoryView { layout, context, segments: Default::default() }
   }
 
-  /// Memory records of all sessions: consolidated ones, plus those still only in the WAL.
-  /// Unreadable record files are skipped here (consolidation reports them).
-  fn all_records(&self) -> Result<Vec<MemoryRecord>> {
+  /// Memory records of all sessions: consolidated ones, plus those still only in the WAL,
+  /// split into those not expired at `now` and those expired (never shown, whatever
+  /// consolidation has removed yet). Unreadable record files are skipped here (consolidation
+  /// reports them).
+  fn all_records(&self, now: i64) -> Result<(Vec<MemoryRecord>, Vec<MemoryRecord>)> {
     let mut records = match self.layout.memory_dir()? {
       Some(dir) => read_records(&dir, false)?,
       None => Vec::new(),
@@ -65,7 +67,7 @@ impl MemoryView {
         }
       }
     }
-    Ok(records)
+    Ok(records.into_iter().partition(|r| !r.is_expired(now)))
   }
 
   /// NOTES.md, if it exists and can be read as a regular UTF-8 file of at most
@@ -77,10 +79,16 @@ impl MemoryView {
   }
 
   /// What the last consolidation summarised, when it reflects the WAL's state (no run was cut
-  /// short since), with the memory records the WAL holds beyond it. `None`: read everything.
-  fn summarised(&self) -> Result<Option<Summarised>> {
+  /// short since) and holds no memory expired at `now` (one that expired since that run: its
+  /// session's counts and newest memories are then read from the records), with the memory
+  /// records the WAL holds beyond it (those expired at `now` left out). `None`: read
+  /// everything.
+  fn summarised(&self, now: i64) -> Result<Option<Summarised>> {
     let Some(grimoire) = self.layout.dir(&self.layout.grimoire, false)? else { return Ok(None) };
     let Some(summary) = super::consolidate::load_summary(&grimoire) else { return Ok(None) };
+    if summary.expiring.iter().any(|(at, _)| *at <= now) {
+      return Ok(None);
+    }
     let Some(wal_dir) = self.layout.dir(&self.layout.wal, false)? else { return Ok(None) };
     let marks = wal::state::watermarks(&wal_dir)?;
     if marks != summary.watermarks {
@@ -103,7 +111,7 @@ impl MemoryView {
           Some(dir) => dir.kind_of(format!("{}.json", parsed.id))?.is_some(),
           None => false,
         };
-        if !stored && ids.insert(parsed.id.clone()) {
+        if !stored && ids.insert(parsed.id.clone()) && !parsed.is_expired(now) {
           pending.push(parsed);
         }
       }
@@ -142,11 +150,14 @@ impl MemoryView {
   /// Sessions newest first (by their newest memory), from the memory records (consolidated or
   /// not) and, for sessions only it still lists, from NOTES.md. Reads the consolidation summary
   /// and the records it shows, not every record, when the summary is current.
+  /// Memories expired by now are left out (from the moment they expire, whether or not a
+  /// consolidation has removed them yet).
   pub fn recent_sessions(&self, limit: usize) -> Result<Vec<SessionEntry>> {
-    if let Some(s) = self.summarised()? {
+    let now = crate::timestamp::now_ms();
+    if let Some(s) = self.summarised(now)? {
       return Ok(self.recent_from_summary(s, limit));
     }
-    let records = self.all_records()?;
+    let (records, expired) = self.all_records(now)?;
     let mut sessions: Vec<(i64, SessionEntry)> = aggregate_sessions(&records)
       .into_iter()
       .map(|s| {
@@ -154,7 +165,10 @@ impl MemoryView {
         (last, s.into_entry())
       })
       .collect();
-    let listed: HashSet<String> = sessions.iter().map(|(_, s)| s.session_id.clone()).collect();
+    // A session whose memories have all expired is not listed, not even from NOTES.md (whose
+    // line for it may still show an expired memory until the next consolidation).
+    let listed: HashSet<String> =
+      sessions.iter().map(|(_, s)| s.session_id.clone()).chain(expired.into_iter().map(|r| r.session_id)).collect();
     sessions.extend(self.notes_sessions(&|id| listed.contains(id)));
     sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.session_id.cmp(&b.1.session_id)));
     Ok(sessions.into_iter().take(limit).map(|(_, s)| s).collect())
@@ -233,6 +247,17 @@ impl MemoryView {
   /// `E_STATE_CORRUPT` and is left in place (consolidation moves it aside); one that is not a
   /// regular file fails with `E_NOT_REGULAR_FILE`.
   pub fn active_learnings(&self, limit: usize) -> Result<Vec<Learning>> {
+    let now = crate::timestamp::now_ms();
+    // Learnings not in the store yet: only those beyond the last consolidation when its
+    // summary is current (and then none it holds has expired), else every record; expired
+    // ones are left out, and learnings.json's entries of expired memories skipped.
+    let (records, expired) = match self.summarised(now)? {
+      Some(s) => (s.pending, HashSet::new()),
+      None => {
+        let (records, expired) = self.all_records(now)?;
+        (records, expired.into_iter().map(|r| r.id).collect::<HashSet<String>>())
+      }
+    };
     let name = &self.layout.learnings.name;
     let dir = self.layout.dir(&self.layout.learnings.dir, false)?;
     let mut store = match &dir {
@@ -242,17 +267,14 @@ impl MemoryView {
     let mut out: Vec<(i64, Learning)> = Vec::new();
     let mut ids = HashSet::new();
     if let (Some(store), Some(dir)) = (store.as_mut(), &dir) {
-      for learning in store.active(dir, name, limit)? {
+      for learning in store.active(dir, name, limit.saturating_add(expired.len()))? {
+        if expired.contains(&learning.id) {
+          continue;
+        }
         ids.insert(learning.id.clone());
         out.push((parse_rfc3339_ms(&learning.created_at, "createdAt").unwrap_or(0), learning));
       }
     }
-    // Learnings not in the store yet: only those beyond the last consolidation when its
-    // summary is current, else every record.
-    let records = match self.summarised()? {
-      Some(s) => s.pending,
-      None => self.all_records()?,
-    };
     for record in records {
       if !record.is_learning() || ids.contains(&record.id) {
         continue;
@@ -275,6 +297,9 @@ impl MemoryView {
   /// `context.activeLearnings` top learnings, packed by [`crate::context::build_context`] within
   /// the configured budget (`options` overrides what it sets; its defaults are the workspace's).
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    if let Some(agent) = &options.agent_id {
+      super::search::check_agent_id(agent)?;
+    }
     if let Some(query) = &options.query {
       return self.query_context(&super::search::Searcher::for_view(&self.layout)?, query, options);
     }
