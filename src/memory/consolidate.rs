@@ -291,7 +291,7 @@ pub(crate) fn run(
   let expired: Vec<String> = summary.expiring.iter().filter(|(at, _)| *at <= now).map(|(_, id)| id.clone()).collect();
   let mut forgotten = Vec::new();
   if !expired.is_empty() {
-    forget::run_locked(layout, own, index, &expired, Reason::Expired, None)?;
+    forget::run_locked(layout, own, index, &expired, Reason::Expired, None, None)?;
     outcome.expired = expired.len();
     let after = load_summary(&grimoire).unwrap_or_default();
     outcome.memories = after.memories as usize;
