@@ -922,13 +922,18 @@ export declare class MemoryStore {
    * nothing changes and `matched` lists what would go). Removes them from the WAL itself
    * (segments rewritten atomically; if another process holds a session that holds one,
    * rejects with `E_WAL_LOCKED` having changed nothing), from every derived file and from the
-   * search index, records a keyed tombstone (no content) and appends a `memory.forget` audit
-   * event. After it resolves, no file under the workspace holds the text, any sentence of it,
-   * or a word only it held. See docs/search.md for what it cannot reach.
+   * search index, from the copies the project keeps (recovery's evidence and staging
+   * directories, quarantined files, the dead-letter queue) and from the Markdown files they
+   * were imported from, records a keyed tombstone (no content) and appends a `memory.forget`
+   * audit event. The signed manifest listed them: with `sealWith` the grimoire is sealed again
+   * (as `consolidate(sealWith)` does), without it the manifest is rewritten without them and
+   * unsigned (`manifestUnsigned`). After it resolves, no file under the workspace holds the
+   * text, any sentence of it, a word only it held, or its id. See docs/search.md for what it
+   * cannot reach.
    */
-  forget(selector: MemoryForgetSelector, options?: MemoryForgetOptions): Promise<ForgetResult>
+  forget(selector: MemoryForgetSelector, options?: MemoryForgetOptions, sealWith?: KeyRing): Promise<ForgetResult>
   /** Synchronous twin of `forget`. */
-  forgetSync(selector: MemoryForgetSelector, options?: MemoryForgetOptions): ForgetResult
+  forgetSync(selector: MemoryForgetSelector, options?: MemoryForgetOptions, sealWith?: KeyRing): ForgetResult
   /**
    * Imports the Markdown memory of the directory `dir` (OpenClaw memory-core's files:
    * `MEMORY.md` as learnings, `memory/*.md` as interactions dated by their `YYYY-MM-DD.md`
@@ -1742,6 +1747,23 @@ export declare function estimateTokens(text: string): number
  */
 export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
 
+/** A Markdown file a forgotten memory was imported from (`importMarkdown`). */
+export interface ForgetImportedFile {
+  /**
+   * The file: relative to the workspace when it is inside it, else absolute; only the name
+   * the memory recorded (`MEMORY.md`) when the directory it came from is not known.
+   */
+  file: string
+  /** The first line (1-based) of the memory's block in the file, when it was found there. */
+  line?: number
+  /**
+   * True: the block's lines were removed (the file rewritten atomically, every other byte
+   * kept). False: the memory's text could not be located there (the file changed since the
+   * import), so the file may still hold it.
+   */
+  removed: boolean
+}
+
 /** What `MemoryStore.forget` did. */
 export interface ForgetResult {
   /** False for a query without `confirm`: nothing was changed. */
@@ -1755,8 +1777,35 @@ export interface ForgetResult {
   tombstones: Array<string>
   /** WAL records replaced by tombstone records. */
   walRecords: number
-  /** Derived files changed (record files, learnings.json, NOTES.md, consolidation state). */
+  /**
+   * Derived files changed (record files, learnings.json, NOTES.md, consolidation state, the
+   * manifest).
+   */
   filesChanged: number
+  /**
+   * The grimoire sealed again after the forget, when `sealWith` was given (and the workspace
+   * is not degraded).
+   */
+  sealed?: SealedGrimoire
+  /**
+   * True when the grimoire's signed manifest was rewritten without the forgotten memories and
+   * without its signature (no `sealWith`, or a degraded workspace): recovery finds it unsigned
+   * until the next sealed consolidation (`loa consolidate --seal`).
+   */
+  manifestUnsigned: boolean
+  /**
+   * Copies the project kept that held a forgotten memory and were removed: recovery's
+   * evidence, leftover, staging and git scratch directories, quarantined `*.corrupt-*` files
+   * (workspace-relative paths).
+   */
+  copiesRemoved: Array<string>
+  /** Lines of the dead-letter queue (`.loa/dead-letter.jsonl`) removed. */
+  deadLetters: number
+  /**
+   * Markdown files (memory-core's `MEMORY.md`, `memory/*.md`) a forgotten memory was imported
+   * from: its block removed from each, or reported as possibly still there.
+   */
+  imported: Array<ForgetImportedFile>
 }
 
 /**

@@ -25,6 +25,10 @@
 //!   bounded by [`MAX_FILE_BYTES`] (and an append that would pass it is refused, so the file can
 //!   always be read back), appends are fsynced, and all writers take `dead-letter.lock`.
 //!
+//! - **Forgotten means gone from here too.** Forgetting a memory removes its letters (and any
+//!   line holding its id or text, unreadable ones included) under the same lock (see
+//!   `DeadLetterQueue::forget_memories`).
+//!
 //! Settled letters are those stored now (`stored`), already stored (`duplicate`), refused by the
 //! quality gates as judged now (`rejected`: the store would never take them; the temporal gate
 //! with `maxAgeMs` sees the capture's original timestamp), and blocked by redaction policy
@@ -404,6 +408,47 @@ impl DeadLetterQueue {
     }
     let results: Vec<ReplayResult> = letters.iter().filter_map(|l| results.get(&l.id).cloned()).collect::<Vec<_>>();
     Ok(ReplayReport { remaining: kept.len(), results, unreadable })
+  }
+}
+
+impl DeadLetterQueue {
+  /// Removes the letters of the memories `ids` (a letter's content hashes to one of them, as
+  /// a capture's id is computed) and any other line `holds` says holds one of them (an
+  /// unreadable line too: a forget wins over keeping it byte for byte), rewriting the queue
+  /// atomically under its lock. Returns how many lines were removed. What
+  /// [`MemoryStore::forget`](crate::memory::MemoryStore::forget) calls.
+  pub(crate) fn forget_memories(&self, ids: &HashSet<&str>, holds: &dyn Fn(&[u8]) -> bool) -> Result<usize> {
+    let Some(dir) = self.dir(false)? else { return Ok(0) };
+    if dir.kind_of(FILE_NAME)?.is_none() {
+      return Ok(0);
+    }
+    let _lock = self.lock(&dir)?;
+    let Some(data) = dir.read(FILE_NAME, MAX_FILE_BYTES)? else { return Ok(0) };
+    let mut out = Vec::with_capacity(data.len());
+    let mut removed = 0;
+    for line in parse(&data) {
+      let named = line.letter.as_ref().and_then(|l| l.entry.content.as_deref()).map(crate::gates::content_hash);
+      if named.is_some_and(|id| ids.contains(id.as_str())) || holds(line.raw.as_slice()) {
+        removed += 1;
+        continue;
+      }
+      out.extend_from_slice(&line.raw);
+      if !line.incomplete {
+        out.push(b'\n');
+      }
+    }
+    if removed == 0 {
+      return Ok(0);
+    }
+    if out.is_empty() {
+      dir.remove_file(FILE_NAME)?;
+      dir.sync()?;
+    } else {
+      dir.write_atomic(FILE_NAME, &out, Some(0o600))?;
+    }
+    // An interrupted rewrite's temp file would hold the old lines.
+    dir.clean_stale_temps()?;
+    Ok(removed)
   }
 }
 

@@ -90,6 +90,9 @@ impl OpenMode {
   }
 }
 
+/// What [`StateDir::quarantine`] puts between a corrupt file's name and the time it was moved.
+const QUARANTINE_MARK: &str = ".corrupt-";
+
 /// What [`StateDir::entries`] reports for each name, without following symlinks.
 #[derive(Debug, Clone)]
 pub struct DirEntry {
@@ -565,7 +568,7 @@ impl StateDir {
     for attempt in 0..1000u32 {
       let suffix = if attempt == 0 { String::new() } else { format!("-{attempt}") };
       let mut target = base.clone();
-      target.extend_from_slice(format!(".corrupt-{stamp}{suffix}").as_bytes());
+      target.extend_from_slice(format!("{QUARANTINE_MARK}{stamp}{suffix}").as_bytes());
       let target = OsString::from_vec(target);
       // link + unlink instead of rename: link refuses to replace an existing file.
       match rustix::fs::linkat(&self.fd, name, &self.fd, target.as_os_str(), AtFlags::empty()) {
@@ -733,6 +736,16 @@ pub fn temp_owner(name: &OsStr) -> Option<u32> {
     return None;
   }
   std::str::from_utf8(pid).ok()?.parse().ok()
+}
+
+/// True when `name` is one [`StateDir::quarantine`] gives a corrupt file it moves aside
+/// (`<name>.corrupt-<stamp>[-k]`).
+pub fn is_quarantine_name(name: &OsStr) -> bool {
+  let bytes = name.as_bytes();
+  memchr::memmem::rfind(bytes, QUARANTINE_MARK.as_bytes()).is_some_and(|at| {
+    let stamp = &bytes[at + QUARANTINE_MARK.len()..];
+    at > 0 && !stamp.is_empty() && stamp[0].is_ascii_digit()
+  })
 }
 
 /// True when `name` is a temp file name of [`StateDir::write_atomic`].

@@ -85,13 +85,21 @@ async function forget({ args, values }) {
     else process.stdout.write(shown ? `would forget ${shown.id.slice(0, 12)} (${shown.path}); run again with --confirm\n` : 'no memory with that id\n')
     return shown ? 1 : 0
   }
-  const result = await withStore(values, (store) => store.forget(selector))
+  if (values.keys !== undefined && !values.seal) throw cli.usage('--keys applies to forget --seal only')
+  // The ring is opened only when sealing: without --seal no private key is touched.
+  const sealWith = values.seal ? core.KeyRing.open(cli.keysDir(values, core)) : undefined
+  const result = await withStore(values, (store) => store.forget(selector, {}, sealWith))
   const summary = {
     applied: result.applied,
     matched: result.matched.map((h) => ({ id: h.id, path: h.path, score: h.score })),
     tombstones: result.tombstones,
     walRecords: result.walRecords,
     filesChanged: result.filesChanged,
+    sealed: result.sealed ?? null,
+    manifestUnsigned: result.manifestUnsigned,
+    copiesRemoved: result.copiesRemoved,
+    deadLetters: result.deadLetters,
+    imported: result.imported,
   }
   if (values.json) {
     printJson(summary)
@@ -102,8 +110,21 @@ async function forget({ args, values }) {
   } else {
     process.stdout.write(
       `forgot ${result.tombstones.length} memor${result.tombstones.length === 1 ? 'y' : 'ies'}: ${result.walRecords} WAL record(s) replaced by tombstones, ` +
-        `${result.filesChanged} file(s) changed\n`,
+        `${result.filesChanged} file(s) changed, ${result.copiesRemoved.length} kept cop${result.copiesRemoved.length === 1 ? 'y' : 'ies'} removed, ` +
+        `${result.deadLetters} dead letter(s) removed\n`,
     )
+    for (const c of result.copiesRemoved) process.stdout.write(`  removed ${c}\n`)
+    for (const f of result.imported) {
+      process.stdout.write(
+        f.removed
+          ? `  removed from ${f.file} (the block at line ${f.line})\n`
+          : `  NOT removed from ${f.file}: the text was not found there (the file changed since the import); it may still hold it\n`,
+      )
+    }
+    if (result.sealed) process.stdout.write(`  sealed ${result.sealed.files} file(s) in ${result.sealed.manifest} with key ${result.sealed.keyId}\n`)
+    if (result.manifestUnsigned) {
+      process.stdout.write('  the manifest no longer lists them and is unsigned: seal again (loa consolidate --seal) before recovery checks it\n')
+    }
   }
   // A preview that found something is "not done yet": exit 1, as a failed check.
   return result.applied || result.matched.length === 0 ? 0 : 1
@@ -132,6 +153,8 @@ const options = {
   id: { type: 'string' },
   query: { type: 'string' },
   confirm: { type: 'boolean' },
+  seal: { type: 'boolean' },
+  keys: { type: 'string' },
 }
 
 module.exports = {
@@ -148,12 +171,15 @@ module.exports = {
     run: search,
   },
   forget: {
-    help: `  loa forget --id ID | --query TEXT [--confirm] [--workspace DIR] [--agent ID] [--limit N] [--json]
-                                 forget memories for good, from every file and the WAL itself
-                                 (without --confirm: list what would go, exit 1)`,
+    help: `  loa forget --id ID | --query TEXT [--confirm] [--seal [--keys DIR]] [--workspace DIR] [--agent ID] [--limit N] [--json]
+                                 forget memories for good, from every file and the WAL itself,
+                                 the copies loa keeps (recovery evidence, quarantined files,
+                                 dead letters) and the MEMORY.md they were imported from
+                                 (without --confirm: list what would go, exit 1); --seal signs
+                                 the grimoire again (else its manifest is left unsigned)`,
     optionHelp: `  --confirm     forget: do it (without: a preview)`,
     options,
-    accepts: ['json', 'workspace', 'agent', 'limit', 'id', 'query', 'confirm'],
+    accepts: ['json', 'workspace', 'agent', 'limit', 'id', 'query', 'confirm', 'seal', 'keys'],
     run: forget,
   },
   import: {

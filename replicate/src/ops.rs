@@ -560,7 +560,7 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
           let tombstones: HashSet<u64> = records.iter().filter(|r| r.op == TOMBSTONE_OP).map(|r| r.seq).collect();
           if !tombstones.is_empty() {
             let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
-            let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone() };
+            let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone(), ..Default::default() };
             match forget_records(&store, &session, &tombstones, &forget) {
               Ok(done) => report.memories_forgotten += done.tombstones.len() as u64,
               Err(e) => {

@@ -325,7 +325,7 @@ js_from!(|s: core::Sealed| SealedGrimoire {
 });
 
 /// The optional `sealWith` argument of the consolidations.
-fn seal_request(seal_with: Option<Unknown>) -> Result<Option<core::SealRequest>> {
+pub(super) fn seal_request(seal_with: Option<Unknown>) -> Result<Option<core::SealRequest>> {
   Ok(opt_arg::<Ring>(seal_with, "sealWith")?.map(|ring| core::SealRequest { ring: ring.0 }))
 }
 

@@ -12,7 +12,7 @@ use napi::{Env, Unknown};
 use napi_derive::napi;
 
 use super::convert::{arg, js_from, object, opt_object, path, Binary, Bool, Choice, Given, Int, List, Num, Str, Text};
-use super::memory::{MemoryStore, MemoryType};
+use super::memory::{seal_request, MemoryStore, MemoryType, SealedGrimoire};
 use super::{sync, sync_twin, CoreTask};
 use crate::error::{invalid, Result};
 use crate::memory as core;
@@ -348,8 +348,25 @@ pub struct ForgetResult {
   pub tombstones: Vec<String>,
   /// WAL records replaced by tombstone records.
   pub wal_records: u32,
-  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state).
+  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state, the
+  /// manifest).
   pub files_changed: u32,
+  /// The grimoire sealed again after the forget, when `sealWith` was given (and the workspace
+  /// is not degraded).
+  pub sealed: Option<SealedGrimoire>,
+  /// True when the grimoire's signed manifest was rewritten without the forgotten memories and
+  /// without its signature (no `sealWith`, or a degraded workspace): recovery finds it unsigned
+  /// until the next sealed consolidation (`loa consolidate --seal`).
+  pub manifest_unsigned: bool,
+  /// Copies the project kept that held a forgotten memory and were removed: recovery's
+  /// evidence, leftover, staging and git scratch directories, quarantined `*.corrupt-*` files
+  /// (workspace-relative paths).
+  pub copies_removed: Vec<String>,
+  /// Lines of the dead-letter queue (`.loa/dead-letter.jsonl`) removed.
+  pub dead_letters: u32,
+  /// Markdown files (memory-core's `MEMORY.md`, `memory/*.md`) a forgotten memory was imported
+  /// from: its block removed from each, or reported as possibly still there.
+  pub imported: Vec<ForgetImportedFile>,
 }
 
 js_from!(|o: core::ForgetOutcome| ForgetResult {
@@ -358,7 +375,28 @@ js_from!(|o: core::ForgetOutcome| ForgetResult {
   tombstones,
   wal_records: u32,
   files_changed: u32,
+  sealed => each,
+  manifest_unsigned,
+  copies_removed,
+  dead_letters: u32,
+  imported => each,
 });
+
+/// A Markdown file a forgotten memory was imported from (`importMarkdown`).
+#[napi(object, object_from_js = false)]
+pub struct ForgetImportedFile {
+  /// The file: relative to the workspace when it is inside it, else absolute; only the name
+  /// the memory recorded (`MEMORY.md`) when the directory it came from is not known.
+  pub file: String,
+  /// The first line (1-based) of the memory's block in the file, when it was found there.
+  pub line: Option<u32>,
+  /// True: the block's lines were removed (the file rewritten atomically, every other byte
+  /// kept). False: the memory's text could not be located there (the file changed since the
+  /// import), so the file may still hold it.
+  pub removed: bool,
+}
+
+js_from!(|c: core::ImportedCopy| ForgetImportedFile { file, line: Option<u32>, removed });
 
 /// Options of `MemoryStore.importMarkdown`.
 #[napi(object, object_to_js = false)]
@@ -427,7 +465,7 @@ impl From<MemoryGetOptions> for Option<String> {
 
 impl From<MemoryForgetOptions> for core::ForgetOptions {
   fn from(o: MemoryForgetOptions) -> core::ForgetOptions {
-    core::ForgetOptions { audit_hmac_key: o.audit_hmac_key.flatten().map(|k| k.0) }
+    core::ForgetOptions { audit_hmac_key: o.audit_hmac_key.flatten().map(|k| k.0), seal: None }
   }
 }
 
@@ -435,11 +473,14 @@ fn search_args(query: Unknown, options: Option<Unknown>) -> Result<(String, core
   Ok((arg::<Text>(query, "query")?.0, opt_object::<MemorySearchOptions, _>(options, "options")?))
 }
 
-fn forget_args(selector: Unknown, options: Option<Unknown>) -> Result<(core::ForgetSelector, core::ForgetOptions)> {
-  Ok((
-    object::<MemoryForgetSelector, _>(selector, "selector")?,
-    opt_object::<MemoryForgetOptions, _>(options, "options")?,
-  ))
+fn forget_args(
+  selector: Unknown,
+  options: Option<Unknown>,
+  seal_with: Option<Unknown>,
+) -> Result<(core::ForgetSelector, core::ForgetOptions)> {
+  let mut options: core::ForgetOptions = opt_object::<MemoryForgetOptions, _>(options, "options")?;
+  options.seal = seal_request(seal_with)?;
+  Ok((object::<MemoryForgetSelector, _>(selector, "selector")?, options))
 }
 
 fn import_args(dir: Unknown, options: Option<Unknown>) -> Result<(PathBuf, core::ImportOptions)> {
@@ -513,26 +554,43 @@ impl MemoryStore {
   /// nothing changes and `matched` lists what would go). Removes them from the WAL itself
   /// (segments rewritten atomically; if another process holds a session that holds one,
   /// rejects with `E_WAL_LOCKED` having changed nothing), from every derived file and from the
-  /// search index, records a keyed tombstone (no content) and appends a `memory.forget` audit
-  /// event. After it resolves, no file under the workspace holds the text, any sentence of it,
-  /// or a word only it held. See docs/search.md for what it cannot reach.
+  /// search index, from the copies the project keeps (recovery's evidence and staging
+  /// directories, quarantined files, the dead-letter queue) and from the Markdown files they
+  /// were imported from, records a keyed tombstone (no content) and appends a `memory.forget`
+  /// audit event. The signed manifest listed them: with `sealWith` the grimoire is sealed again
+  /// (as `consolidate(sealWith)` does), without it the manifest is rewritten without them and
+  /// unsigned (`manifestUnsigned`). After it resolves, no file under the workspace holds the
+  /// text, any sentence of it, a word only it held, or its id. See docs/search.md for what it
+  /// cannot reach.
   #[napi(
-    ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions",
+    ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions, sealWith?: KeyRing",
     ts_return_type = "Promise<ForgetResult>"
   )]
-  pub fn forget(&self, env: Env, selector: Unknown, options: Option<Unknown>) -> AsyncTask<CoreTask<ForgetResult>> {
+  pub fn forget(
+    &self,
+    env: Env,
+    selector: Unknown,
+    options: Option<Unknown>,
+    seal_with: Option<Unknown>,
+  ) -> AsyncTask<CoreTask<ForgetResult>> {
     let inner = Arc::clone(&self.inner);
     CoreTask::after(
       &env,
-      || forget_args(selector, options),
+      || forget_args(selector, options, seal_with),
       move |(selector, options)| inner.forget(&selector, &options).map(Into::into),
     )
   }
 
   /// Synchronous twin of `forget`.
-  #[napi(ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions")]
-  pub fn forget_sync(&self, env: Env, selector: Unknown, options: Option<Unknown>) -> napi::Result<ForgetResult> {
-    sync_twin(&env, || forget_args(selector, options), |(s, o)| self.inner.forget(&s, &o)).map(Into::into)
+  #[napi(ts_args_type = "selector: MemoryForgetSelector, options?: MemoryForgetOptions, sealWith?: KeyRing")]
+  pub fn forget_sync(
+    &self,
+    env: Env,
+    selector: Unknown,
+    options: Option<Unknown>,
+    seal_with: Option<Unknown>,
+  ) -> napi::Result<ForgetResult> {
+    sync_twin(&env, || forget_args(selector, options, seal_with), |(s, o)| self.inner.forget(&s, &o)).map(Into::into)
   }
 
   /// Imports the Markdown memory of the directory `dir` (OpenClaw memory-core's files:

@@ -289,7 +289,7 @@ pub(crate) fn run(
   let expired: Vec<String> = summary.expiring.iter().filter(|(at, _)| *at <= now).map(|(_, id)| id.clone()).collect();
   let mut forgotten = Vec::new();
   if !expired.is_empty() {
-    forget::run_locked(layout, own, index, &expired, Reason::Expired, None)?;
+    forget::run_locked(layout, own, index, &expired, Reason::Expired, None, None)?;
     outcome.expired = expired.len();
     // Forgetting wrote the summary of what remains, still with the previous run's watermarks:
     // until this run completes below, the next one rebuilds.

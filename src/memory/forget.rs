@@ -25,10 +25,16 @@
 //!    and its end checked before anything changes, so a log that cannot be continued (another
 //!    key, damage) fails the call with nothing changed.
 //!
+//! 5. **Copies kept beside the live files** (see [`super::traces`]): recovery's evidence and
+//!    staging directories, quarantined files, the dead-letter queue; and the Markdown files the
+//!    memory was imported from (see [`super::import::forget_imported`]).
+//! 6. **The signed manifest**, which listed `memory/<id>.json`: sealed again when the caller
+//!    gave a key ring, else rewritten without the entry and without its signature.
+//!
 //! Every rewrite is atomic (temp file, fsync, rename, directory fsync); the old bytes are no
 //! longer in any file once the call returns. What this does not reach is listed in
-//! `docs/search.md` (copies made elsewhere, quarantined `*.corrupt-*` files, blocks the file
-//! system has freed but not overwritten).
+//! `docs/search.md` (copies made elsewhere, blocks the file system has freed but not
+//! overwritten).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -45,9 +51,10 @@ use crate::wal::reader::{list_sessions, read_session};
 use crate::wal::{self, SessionLock, Wal, WalOptions};
 
 use super::layout::Layout;
+use super::seal::SealRequest;
 use super::types::{record_name_hash, record_path, ForgetOutcome, MEMORY_DIR};
 use super::view::record_hash_of;
-use super::{learnings, tombstone};
+use super::{learnings, tombstone, traces};
 
 /// The session of the store that forgets, if any: its log is suspended while its segments are
 /// rewritten.
@@ -111,13 +118,14 @@ pub(super) fn run(
   ids: &[String],
   reason: Reason,
   audit_key: Option<&zeroize::Zeroizing<Vec<u8>>>,
+  seal: Option<&SealRequest>,
 ) -> Result<ForgetOutcome> {
   let root = layout.root()?;
   let wal_dir =
     layout.dir_in(&root, &layout.wal, true)?.ok_or_else(|| LoaError::Internal("WAL dir vanished".into()))?;
   let consolidation = wal_dir.open_file(LOCK_FILE, OpenMode::CREATE)?;
   lock_file(consolidation.file(), layout.lock_timeout, "memory consolidation")?;
-  run_locked(layout, own, index, ids, reason, audit_key)
+  run_locked(layout, own, index, ids, reason, audit_key, seal)
 }
 
 /// Forgets the memories that the records `seqs` of `session` wrote: those records still in the
@@ -155,7 +163,7 @@ pub(super) fn run_for_records(
   if ids.is_empty() {
     return Ok(ForgetOutcome { applied: true, ..Default::default() });
   }
-  run_locked(layout, None, None, &ids, Reason::Forget, audit_key)
+  run_locked(layout, None, None, &ids, Reason::Forget, audit_key, None)
 }
 
 /// [`run`] for a caller that already holds the memory consolidation lock.
@@ -166,6 +174,7 @@ pub(super) fn run_locked(
   ids: &[String],
   reason: Reason,
   audit_key: Option<&zeroize::Zeroizing<Vec<u8>>>,
+  seal: Option<&SealRequest>,
 ) -> Result<ForgetOutcome> {
   let mut ids: Vec<String> =
     ids.iter().filter(|id| record_name_hash(&format!("{id}.json")).is_some()).cloned().collect();
@@ -176,6 +185,23 @@ pub(super) fn run_locked(
     return Ok(outcome);
   }
   let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+  // A seal that cannot be made fails the call before anything changes; a degraded workspace
+  // is never sealed (its grimoire did not verify), so its manifest is left unsigned instead.
+  let seal = match seal.map(|request| super::seal::preflight(layout, request)) {
+    Some(Ok(())) => seal,
+    Some(Err(LoaError::Degraded(_))) | None => None,
+    Some(Err(e)) => return Err(e),
+  };
+  // What the copies kept outside the live files are recognised by (the stored content), and
+  // the Markdown files the memories were imported from: read before anything changes.
+  let mut seen = Seen::default();
+  if let Some(memory_dir) = layout.memory_dir()? {
+    for id in &ids {
+      if let Ok(Some(bytes)) = memory_dir.read(format!("{id}.json"), super::types::MAX_RECORD_BYTES) {
+        seen.note(&bytes);
+      }
+    }
+  }
   // 1. The WAL: find the sessions holding the memories, take their locks, plan, then apply.
   let wal_path = layout.wal_path();
   let own_session = own.as_ref().map(|o| o.options.session_id.clone());
@@ -184,8 +210,12 @@ pub(super) fn run_locked(
   let mut held: HashMap<String, Vec<String>> = HashMap::new();
   for session in list_sessions(&wal_path)? {
     let read = read_session(&wal_path, &session)?;
-    let hashes: Vec<String> =
-      read.records.iter().filter_map(record_hash_of).filter(|h| wanted.contains(h)).map(str::to_string).collect();
+    let mut hashes: Vec<String> = Vec::new();
+    for record in read.records.iter() {
+      let Some(hash) = record_hash_of(record).filter(|h| wanted.contains(h)) else { continue };
+      hashes.push(hash.to_string());
+      seen.note(record.data.as_deref().unwrap_or_default());
+    }
     if !hashes.is_empty() {
       held.insert(session.clone(), hashes);
       affected.push(session);
@@ -333,7 +363,16 @@ pub(super) fn run_locked(
   }
   outcome.files_changed += forget_bead_copies(&root, &wanted, layout)?;
 
-  // 4. Tombstones and the audit event.
+  // 4. The copies the project keeps besides the live files (see `traces`).
+  let needles = traces::Needles::new(&ids, &seen.contents)?;
+  outcome.copies_removed.extend(traces::sweep_recovery_copies(layout, &root, &needles)?);
+  outcome.copies_removed.extend(traces::sweep_quarantined(layout, &root, &needles)?);
+  let letters =
+    crate::dead_letter::DeadLetterQueue::new(&layout.workspace, Some(layout.lock_timeout.as_millis() as u64));
+  outcome.dead_letters = letters.forget_memories(&wanted, &|line| needles.in_bytes(line))?;
+  outcome.imported = super::import::forget_imported(layout, &wal_dir_of(layout, &root)?, &wanted, &seen.imported_from)?;
+
+  // 5. Tombstones and the audit event.
   outcome.tombstones = ids.iter().map(|id| tomb_of(id)).collect();
   let at = format_ms(now_ms());
   tombstone::record(&grimoire, &outcome.tombstones, &at, reason.as_str())?;
@@ -345,8 +384,21 @@ pub(super) fn run_locked(
       "tombstones": outcome.tombstones,
       "walRecords": outcome.wal_records,
       "filesChanged": outcome.files_changed,
+      "copiesRemoved": outcome.copies_removed,
+      "deadLetters": outcome.dead_letters,
+      "importedFilesEdited": outcome.imported.iter().filter(|c| c.removed).count(),
     })),
   })?;
+  // 6. The manifest listed the memories: sealed again, or rewritten without them, unsigned.
+  match seal {
+    Some(request) => outcome.sealed = Some(super::seal::seal(layout, index, request)?),
+    None => {
+      if traces::strip_manifest(layout, &grimoire, &ids, &needles)? {
+        outcome.manifest_unsigned = true;
+        outcome.files_changed += 1;
+      }
+    }
+  }
   for dir in [Some(&grimoire), Some(&wal_dir_of(layout, &root)?)].into_iter().flatten() {
     dir.clean_stale_temps()?;
   }
@@ -357,6 +409,30 @@ pub(super) fn run_locked(
 /// (`.beads/<id>.yaml`: the decision entries and their test scenarios).
 fn forget_bead_copies(root: &StateDir, wanted: &HashSet<&str>, layout: &Layout) -> Result<usize> {
   crate::ledger::beads::forget_memories(root, wanted, layout.lock_timeout)
+}
+
+/// What the forgotten memories' records said, collected before they are removed.
+#[derive(Default)]
+struct Seen {
+  contents: Vec<String>,
+  imported_from: Vec<String>,
+}
+
+impl Seen {
+  /// Notes a memory record's JSON (a record file, or a WAL record's data); anything else is
+  /// ignored.
+  fn note(&mut self, bytes: &[u8]) {
+    let Ok(record) = serde_json::from_slice::<super::types::MemoryRecord>(bytes) else { return };
+    let from = record.metadata.as_ref().and_then(|m| m.get("importedFrom")).and_then(|f| f.as_str());
+    if let Some(from) = from {
+      if !self.imported_from.iter().any(|f| f == from) {
+        self.imported_from.push(from.to_string());
+      }
+    }
+    if !self.contents.contains(&record.content) {
+      self.contents.push(record.content);
+    }
+  }
 }
 
 fn wal_dir_of(layout: &Layout, root: &StateDir) -> Result<StateDir> {

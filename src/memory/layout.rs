@@ -50,6 +50,9 @@ pub(crate) struct Layout {
   /// The replicate state directory (relative, checked) when replication is configured: its
   /// `shipped.json` limits retention.
   pub replication_state: Option<PathBuf>,
+  /// How captures are redacted: a forget finds a memory's block in an imported Markdown file
+  /// by redacting and hashing each block as the import did.
+  pub redaction: crate::redact::RedactOptions,
 }
 
 /// A relative path as the configuration or the caller gave it, checked (`E_PATH_OUTSIDE_ROOT`
@@ -97,6 +100,7 @@ impl Layout {
       manifest_name: options.manifest_name.clone(),
       recovery_state: checked(&options.recovery_state_dir)?,
       replication_state: options.replication_state_dir.as_deref().map(checked).transpose()?,
+      redaction: options.redaction.clone(),
     })
   }
 

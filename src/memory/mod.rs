@@ -19,7 +19,8 @@
 //! even when two sessions capture it at the same time.
 //!
 //! [`MemoryStore::search`] ranks memories for a query (see `search` and [`crate::search`]);
-//! [`MemoryStore::forget`] removes one from every file, the WAL included (see `forget`);
+//! [`MemoryStore::forget`] removes one from every file, the WAL included (see `forget`), and
+//! from the copies the project keeps beside them (see `traces`);
 //! [`MemoryStore::import_markdown`] brings in a workspace's `MEMORY.md` and `memory/*.md`
 //! ([`import`]). `docs/search.md` describes all three.
 //!
@@ -37,6 +38,7 @@
 //! .loa/wal/consolidation/<xxx>.json   its per-path winners, 4,096 shards ("version": 2)
 //! .loa/wal/memory-consolidate.lock    one memory consolidation (or forget) at a time
 //! .loa/wal/forget-pending.json        expired memories still in logs other processes hold ("version": 1; see pending)
+//! .loa/wal/memory-imports.json        directories Markdown was imported from ("version": 1; see import)
 //! grimoires/loa/memory/<id>.json      memory records ("version": 1; id = sha256 of content)
 //! grimoires/loa/learnings.json        learnings store head ("version": 2; 1 is migrated; see learnings)
 //! grimoires/loa/learnings.json.d/     its entries, 256 shards <xx>.json ("version": 2)
@@ -73,6 +75,7 @@ pub mod seal;
 mod search;
 mod store;
 mod tombstone;
+mod traces;
 pub mod types;
 mod view;
 
@@ -89,11 +92,11 @@ pub use store::{consolidate_workspace, consolidate_workspace_with, forget_record
 pub use tombstone::Forgotten;
 pub use types::{
   check_agent_id, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry,
-  ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryHit, MemoryKind, MemoryRecord, MemorySearchResults,
-  RedactionNote, RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing, StoreOptions,
-  DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR,
-  MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES, MAX_RECORD_BYTES,
-  MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  ForgetOptions, ForgetOutcome, ForgetSelector, ImportedCopy, Learning, MemoryHit, MemoryKind, MemoryRecord,
+  MemorySearchResults, RedactionNote, RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing,
+  StoreOptions, DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR,
+  DEFAULT_WAL_DIR, MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES,
+  MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
@@ -107,3 +110,5 @@ mod tests_forget;
 mod tests_seal;
 #[cfg(test)]
 mod tests_search;
+#[cfg(test)]
+mod tests_traces;

@@ -410,6 +410,7 @@ impl MemoryStore {
       &ids,
       forget::Reason::Forget,
       options.audit_hmac_key.as_ref(),
+      options.seal.as_ref(),
     )?;
     self.after_forget(&ids);
     outcome.matched = matched;
@@ -428,6 +429,18 @@ impl MemoryStore {
     }
     let mut report = ImportReport::default();
     let sources = super::import::sources(dir, &mut report)?;
+    if !sources.is_empty() {
+      // Remembered, so that forgetting one of these memories reaches its block in the file.
+      let wal_dir =
+        self.layout.dir(&self.layout.wal, true)?.ok_or_else(|| LoaError::Internal("WAL dir vanished".into()))?;
+      let _lock = crate::lock::lock_in(
+        &wal_dir,
+        super::consolidate::LOCK_FILE,
+        self.layout.lock_timeout,
+        "memory consolidation",
+      )?;
+      super::import::register(&self.layout.workspace, &wal_dir, dir)?;
+    }
     let grimoire =
       self.layout.dir(&self.layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
     let tombstones = super::tombstone::all(&grimoire)?;

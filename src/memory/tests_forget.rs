@@ -270,7 +270,15 @@ fn markdown_memory_is_imported_redacted_gated_and_idempotently() {
   // Again: nothing new. After forgetting one, it is not brought back.
   let again = store.import_markdown(src.path(), &ImportOptions::default()).unwrap();
   assert_eq!((again.imported, again.duplicates), (0, 5), "{again:?}");
-  store.forget(&ForgetSelector::Id(dated.id.clone()), &ForgetOptions::default()).unwrap();
+  let done = store.forget(&ForgetSelector::Id(dated.id.clone()), &ForgetOptions::default()).unwrap();
+  // Its block went from the file it came from, too; memory-core writes it back.
+  assert!(done.imported.len() == 1 && done.imported[0].removed, "{:?}", done.imported);
+  assert_eq!(fs::read_to_string(src.path().join("memory/2026-01-02.md")).unwrap(), "## Notes\n\n");
+  fs::write(
+    src.path().join("memory/2026-01-02.md"),
+    "## Notes\n\n1. Discussed the zorblax migration plan with the team\n",
+  )
+  .unwrap();
   let third = store.import_markdown(src.path(), &ImportOptions::default()).unwrap();
   assert_eq!((third.imported, third.duplicates, third.forgotten), (0, 4, 1), "{third:?}");
   assert!(store.search("zorblax", &SearchOptions::default()).unwrap().hits.is_empty());

@@ -678,6 +678,10 @@ pub enum ForgetSelector {
 pub struct ForgetOptions {
   /// The HMAC key of the workspace's audit log (`audit.dir`), when it is keyed.
   pub audit_hmac_key: Option<zeroize::Zeroizing<Vec<u8>>>,
+  /// Seal the grimoire again once the memories are gone, as a sealed consolidation does: the
+  /// manifest listed them (`memory/<id>.json`), and without a ring it can only be rewritten
+  /// unsigned.
+  pub seal: Option<super::seal::SealRequest>,
 }
 
 /// What [`MemoryStore::forget`](super::MemoryStore::forget) did.
@@ -692,6 +696,38 @@ pub struct ForgetOutcome {
   pub tombstones: Vec<String>,
   /// WAL records replaced by tombstone records.
   pub wal_records: usize,
-  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state).
+  /// Derived files changed (record files, learnings.json, NOTES.md, consolidation state,
+  /// the manifest).
   pub files_changed: usize,
+  /// The grimoire sealed again after the forget, when a key ring was given (see
+  /// [`ForgetOptions::seal`]).
+  pub sealed: Option<super::seal::Sealed>,
+  /// True when the grimoire's manifest was rewritten without the forgotten memories and
+  /// without its signature (no key ring given, or the workspace is degraded): until the next
+  /// sealed consolidation, recovery finds it unsigned (see `docs/search.md`).
+  pub manifest_unsigned: bool,
+  /// Copies the project kept that held a forgotten memory and were removed: recovery's
+  /// evidence, leftover, staging and git scratch directories, quarantined `*.corrupt-*` files
+  /// (workspace-relative paths).
+  pub copies_removed: Vec<String>,
+  /// Lines of the dead-letter queue (`.loa/dead-letter.jsonl`) removed.
+  pub dead_letters: usize,
+  /// Markdown files (memory-core's `MEMORY.md`, `memory/*.md`) a forgotten memory was
+  /// imported from: its block removed from each, or reported as possibly still there.
+  pub imported: Vec<ImportedCopy>,
+}
+
+/// A Markdown file a forgotten memory was imported from (see
+/// [`MemoryStore::import_markdown`](super::MemoryStore::import_markdown)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedCopy {
+  /// The file: relative to the workspace when it is inside it, else absolute; only the name
+  /// the record gives (`MEMORY.md`) when its directory is not known.
+  pub file: String,
+  /// The first line (1-based) of the memory's block in the file, when it was found there.
+  pub line: Option<usize>,
+  /// True: the block's lines were removed (the file rewritten atomically, every other byte
+  /// kept). False: the memory's text could not be located there (the file changed since the
+  /// import, or was being written), so the file may still hold it.
+  pub removed: bool,
 }

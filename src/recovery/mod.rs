@@ -62,6 +62,14 @@ pub const ENV_MAX_ATTEMPTS: &str = "LOA_RECOVERY_MAX_ATTEMPTS";
 /// Default recovery state directory, relative to the workspace.
 pub const DEFAULT_STATE_DIR: &str = ".loa/recovery";
 const LOCK_FILE: &str = ".lock";
+/// Name prefix of the scratch directories a git restore fetches into, in the state directory.
+pub(crate) const GIT_SCRATCH_PREFIX: &str = "git-scratch-";
+
+/// Takes the lock every recovery run (not check-only) holds in its state directory `dir`: a
+/// forget that removes recovery's copies of a memory takes it, so no run is using them.
+pub(crate) fn lock_state(dir: &StateDir, timeout: Duration) -> Result<crate::lock::LockGuard> {
+  lock_in(dir, LOCK_FILE, timeout, "the recovery state")
+}
 /// Default of [`RecoveryOptions::max_evidence`].
 pub const DEFAULT_MAX_EVIDENCE: usize = 10;
 
@@ -836,7 +844,7 @@ impl<'a> Run<'a> {
           let state = StateDir::open_root(&options.workspace_dir)?
             .descend(Path::new(&options.state_dir), true)?
             .expect("created");
-          let scratch_name = format!("git-scratch-{}", std::process::id());
+          let scratch_name = format!("{GIT_SCRATCH_PREFIX}{}", std::process::id());
           state.remove_tree(&scratch_name)?;
           let staged = source::stage_git(git, &state.child_path(&scratch_name), &staging, limits);
           state.remove_tree(&scratch_name)?;

@@ -81,7 +81,7 @@ pub(super) fn apply(
     return Ok(());
   }
   let store = store_options(&cx.workspace, &MemoryOverrides::default())?;
-  let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone() };
+  let forget = ForgetOptions { audit_hmac_key: options.audit_hmac_key.clone(), ..Default::default() };
   for (session, seqs) in wanted {
     match forget_records(&store, session, &seqs, &forget) {
       Ok(done) => report.forget_requests_applied += done.tombstones.len() as u64,
