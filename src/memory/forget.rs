@@ -43,9 +43,9 @@ use crate::wal::format::Record;
 use crate::wal::reader::{list_sessions, read_session};
 use crate::wal::{self, SessionLock, Wal, WalOptions};
 
+use super::admit::{content_id_of, memory_id_of};
 use super::layout::Layout;
 use super::types::{record_name_hash, record_path, ForgetOutcome, MEMORY_DIR};
-use super::view::record_hash_of;
 use super::{learnings, tombstone};
 
 /// The session of the store that forgets, if any: its log is suspended while its segments are
@@ -136,7 +136,7 @@ pub(super) fn run_for_records(
   if list_sessions(&wal_path)?.iter().any(|s| s == session) {
     for record in read_session(&wal_path, session)?.records {
       if seqs.contains(&record.seq) {
-        ids.extend(record_hash_of(&record).map(str::to_string));
+        ids.extend(memory_id_of(&record));
       }
     }
   }
@@ -174,7 +174,7 @@ pub(super) fn run_locked(
   let mut affected = Vec::new();
   for session in list_sessions(&wal_path)? {
     let read = read_session(&wal_path, &session)?;
-    if read.records.iter().any(|r| record_hash_of(r).is_some_and(|h| wanted.contains(h))) {
+    if read.records.iter().any(|r| content_id_of(r).is_some_and(|h| wanted.contains(h.as_str()))) {
       affected.push(session);
     }
   }
@@ -227,8 +227,8 @@ pub(super) fn run_locked(
     Ok(())
   };
   let mut replace = |record: &Record| -> Option<Record> {
-    let hash = record_hash_of(record)?;
-    wanted.contains(hash).then(|| tombstone_record(record, &tomb_of(hash)))
+    let hash = content_id_of(record)?;
+    wanted.contains(hash.as_str()).then(|| tombstone_record(record, &tomb_of(&hash)))
   };
   let mut plans = Vec::new();
   for lock in &locks {
