@@ -2498,7 +2498,7 @@ export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
 export declare function loadRedactionKeySync(keysDir: string): Buffer
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED' | 'E_REPLICA_UNAVAILABLE' | 'E_REPLICA_CORRUPT'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED' | 'E_REPLICA_UNAVAILABLE' | 'E_REPLICA_CORRUPT' | 'E_RECORD_REFUSED'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
@@ -2562,7 +2562,7 @@ export interface MemoryCaptureOptions {
 
 /** What `consolidate` did. */
 export interface MemoryConsolidation {
-  /** Files the WAL consolidation wrote or deleted in the grimoire. */
+  /** Memory record files the WAL consolidation wrote in the grimoire. */
   applied: number
   /** True when NOTES.md changed. */
   notesUpdated: boolean
@@ -2590,6 +2590,13 @@ export interface MemoryConsolidation {
   rebuilt: boolean
   /** The grimoire's signed manifest, when the run was given a key ring to seal with. */
   sealed?: SealedGrimoire
+  /**
+   * WAL records this run did not apply; each counts as handled and is not tried again.
+   * Consolidation writes only the record file of the memory a record's content derives, so a
+   * record naming any other file (NOTES.md, SOUL.md, another memory's id) is refused here,
+   * whether a local process or another origin of the replica wrote it.
+   */
+  refused: Array<MemoryRefusedRecord>
 }
 
 /** Options of `MemoryStore.buildContext`; each overrides the workspace's `context` setting. */
@@ -2727,6 +2734,21 @@ export interface MemoryRedactionOptions {
   key?: string | Buffer | Uint8Array
   /** Stable pseudonyms (`[EMAIL_3f2a9c]`) instead of `[REDACTED:EMAIL]`; needs `key`. */
   pseudonymize?: boolean
+}
+
+/** A WAL record a memory consolidation did not apply. Carries no record content. */
+export interface MemoryRefusedRecord {
+  /** The session whose log holds it (`<origin>.<session>` for one pulled from another origin). */
+  sessionId: string
+  seq: number
+  /**
+   * `E_RECORD_REFUSED` (it would write something other than its memory's record file, or is
+   * no memory capture could have stored), or `E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`,
+   * `E_IO` (its record file cannot be written there).
+   */
+  code: LoaErrorCode
+  /** Which check failed; it names no value the record carries. */
+  reason: string
 }
 
 /** One memory found. */

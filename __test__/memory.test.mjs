@@ -67,7 +67,7 @@ test('capture -> consolidate -> read back', async (t) => {
   assert.equal(again.accepted, false, 'duplicate of a captured memory')
 
   const result = await store.consolidate()
-  assert.deepEqual(result, { applied: 3, notesUpdated: true, learnings: 2, conflicts: 0, memories: 3, learningsTotal: 2, expired: 0, pendingRemovals: 0, rebuilt: true })
+  assert.deepEqual(result, { applied: 3, notesUpdated: true, learnings: 2, conflicts: 0, memories: 3, learningsTotal: 2, expired: 0, pendingRemovals: 0, rebuilt: true, refused: [] })
 
   const grimoire = join(ws, 'grimoires', 'loa')
   const record = JSON.parse(readFileSync(join(grimoire, 'memory', `${learning.id}.json`), 'utf8'))
@@ -120,7 +120,7 @@ test('a second consolidation changes nothing: byte-identical, derived files not 
   const mtimes = [statSync(notes).mtimeMs, statSync(learnings).mtimeMs]
   await new Promise((r) => setTimeout(r, 20))
   const second = await store.consolidate()
-  assert.deepEqual(second, { applied: 0, notesUpdated: false, learnings: 0, conflicts: 0, memories: 5, learningsTotal: 3, expired: 0, pendingRemovals: 0, rebuilt: false })
+  assert.deepEqual(second, { applied: 0, notesUpdated: false, learnings: 0, conflicts: 0, memories: 5, learningsTotal: 3, expired: 0, pendingRemovals: 0, rebuilt: false, refused: [] })
   assert.deepEqual(snapshot(ws), before)
   assert.deepEqual([statSync(notes).mtimeMs, statSync(learnings).mtimeMs], mtimes)
   assert.deepEqual(consolidateMemorySync({ workspaceDir: ws }), second)
@@ -343,7 +343,7 @@ test('loa capture and loa consolidate, human and --json', async (t) => {
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, /^applied 1 file\(s\); 1 memory; learnings 1 new or changed \(1 in all\); NOTES.md updated; 0 conflict\(s\)$/)
   r = await runCli(['consolidate', '--workspace', ws, '--json'])
-  assert.deepEqual(JSON.parse(r.stdout), { applied: 0, notesUpdated: false, learnings: 0, conflicts: 0, memories: 1, learningsTotal: 1, expired: 0, pendingRemovals: 0, rebuilt: false })
+  assert.deepEqual(JSON.parse(r.stdout), { applied: 0, notesUpdated: false, learnings: 0, conflicts: 0, memories: 1, learningsTotal: 1, expired: 0, pendingRemovals: 0, rebuilt: false, refused: [] })
   assert.ok(!existsSync(join(ws, '.loa/wal/sessions/cli-consolidate')), 'consolidating opens no session')
 })
 

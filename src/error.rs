@@ -42,6 +42,7 @@ macro_rules! error_code_table {
       E_DEGRADED => "Recovery left the workspace in degraded mode (its state did not verify and no trusted source restored it, or a recovery loop was detected): memory writes are refused until `loa recover` ends RUNNING.",
       E_REPLICA_UNAVAILABLE => "The object store did not answer, or refused a request, after the retries (`loa replicate`); the message names the operation and the object key, never credentials. What a pull wrote before it is complete and checked; run the command again.",
       E_REPLICA_CORRUPT => "An object read from the replica is not what its origin's index recorded (sha256 or size mismatch, an unsafe key or name, an index that does not parse, a body that does not open under the encryption key); nothing local was overwritten with it.",
+      E_RECORD_REFUSED => "Memory consolidation did not apply a WAL record (its own or one pulled from another origin): it names a file other than the memory record its own content derives (NOTES.md, an identity or ledger file, another memory's id, a path outside the grimoire), its memory does not parse or check, or its op would delete. It is reported with its session and seq, never its content; nothing is written for it.",
     }
   };
 }
@@ -154,6 +155,12 @@ pub enum LoaError {
   /// itself is unusable; `key` names the object.
   #[error("replica object {key} is unusable: {reason}")]
   ReplicaCorrupt { key: String, reason: String },
+
+  /// Memory consolidation refused a WAL record: it would write something other than the
+  /// memory record its own content derives. The reason says which check failed, never what the
+  /// record holds.
+  #[error("record refused: {0}")]
+  RecordRefused(String),
 }
 
 impl LoaError {
@@ -181,6 +188,7 @@ impl LoaError {
       LoaError::Degraded(_) => "E_DEGRADED",
       LoaError::ReplicaUnavailable(_) => "E_REPLICA_UNAVAILABLE",
       LoaError::ReplicaCorrupt { .. } => "E_REPLICA_CORRUPT",
+      LoaError::RecordRefused(_) => "E_RECORD_REFUSED",
     }
   }
 
@@ -221,6 +229,7 @@ impl LoaError {
       LoaError::Degraded(r) => LoaError::Degraded(r.clone()),
       LoaError::ReplicaUnavailable(r) => LoaError::ReplicaUnavailable(r.clone()),
       LoaError::ReplicaCorrupt { key, reason } => LoaError::ReplicaCorrupt { key: key.clone(), reason: reason.clone() },
+      LoaError::RecordRefused(r) => LoaError::RecordRefused(r.clone()),
     }
   }
 
@@ -413,6 +422,7 @@ mod tests {
       LoaError::Degraded("x".into()),
       LoaError::ReplicaUnavailable("x".into()),
       LoaError::ReplicaCorrupt { key: "k".into(), reason: "r".into() },
+      LoaError::RecordRefused("r".into()),
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

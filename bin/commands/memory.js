@@ -80,11 +80,17 @@ async function consolidate({ args, values }) {
     const sealed = result.sealed
       ? `; sealed ${result.sealed.files} file(s) in ${result.sealed.manifest} with key ${result.sealed.keyId}`
       : ''
+    const refused = result.refused.length ? `; ${result.refused.length} WAL record(s) refused` : ''
     process.stdout.write(
       `applied ${result.applied} file(s); ${result.memories} memor${result.memories === 1 ? 'y' : 'ies'}; ` +
         `learnings ${result.learnings} new or changed (${result.learningsTotal} in all); ` +
-        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)${expired}${sealed}\n`,
+        `NOTES.md ${result.notesUpdated ? 'updated' : 'unchanged'}; ${result.conflicts} conflict(s)${expired}${refused}${sealed}\n`,
     )
+  }
+  // A refused record is a forgery or damage worth a look even when the run succeeded; the
+  // report names it by session and seq, never by what it holds.
+  for (const r of result.refused) {
+    process.stderr.write(`loa: WAL record ${r.sessionId} #${r.seq} not applied: ${r.code}: ${r.reason}\n`)
   }
   return 0
 }
@@ -158,7 +164,8 @@ module.exports = {
   consolidate: {
     help: `  loa consolidate [--workspace DIR] [--seal [--keys DIR]] [--json]
                                  apply every session's WAL to the grimoire: memory records,
-                                 learnings.json, NOTES.md (idempotent); --seal then signs the
+                                 learnings.json, NOTES.md (idempotent; a record naming any
+                                 other file is refused and listed on stderr); --seal then signs the
                                  grimoire's manifest for recovery (LOA_SIGNING_KEY, else the
                                  ring in --keys, default the workspace's signing.keys_dir)`,
     options,

@@ -265,7 +265,7 @@ js_from!(|c: core::CaptureOutcome| CaptureResult {
 /// What `consolidate` did.
 #[napi(object, object_from_js = false)]
 pub struct MemoryConsolidation {
-  /// Files the WAL consolidation wrote or deleted in the grimoire.
+  /// Memory record files the WAL consolidation wrote in the grimoire.
   pub applied: u32,
   /// True when NOTES.md changed.
   pub notes_updated: bool,
@@ -289,7 +289,29 @@ pub struct MemoryConsolidation {
   pub rebuilt: bool,
   /// The grimoire's signed manifest, when the run was given a key ring to seal with.
   pub sealed: Option<SealedGrimoire>,
+  /// WAL records this run did not apply; each counts as handled and is not tried again.
+  /// Consolidation writes only the record file of the memory a record's content derives, so a
+  /// record naming any other file (NOTES.md, SOUL.md, another memory's id) is refused here,
+  /// whether a local process or another origin of the replica wrote it.
+  pub refused: Vec<MemoryRefusedRecord>,
 }
+
+/// A WAL record a memory consolidation did not apply. Carries no record content.
+#[napi(object, object_from_js = false)]
+pub struct MemoryRefusedRecord {
+  /// The session whose log holds it (`<origin>.<session>` for one pulled from another origin).
+  pub session_id: String,
+  pub seq: f64,
+  /// `E_RECORD_REFUSED` (it would write something other than its memory's record file, or is
+  /// no memory capture could have stored), or `E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`,
+  /// `E_IO` (its record file cannot be written there).
+  #[napi(ts_type = "LoaErrorCode")]
+  pub code: String,
+  /// Which check failed; it names no value the record carries.
+  pub reason: String,
+}
+
+js_from!(|r: core::RefusedRecord| MemoryRefusedRecord { session_id, seq: f64, code => into, reason });
 
 js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
   applied: u32,
@@ -302,6 +324,7 @@ js_from!(|c: core::ConsolidateOutcome| MemoryConsolidation {
   pending_removals: u32,
   rebuilt,
   sealed => each,
+  refused => each,
 });
 
 /// The manifest a sealed consolidation signed: every file of the grimoire but the search

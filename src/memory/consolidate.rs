@@ -1,4 +1,5 @@
-//! Consolidation: the WAL of every session applied into the grimoire, then the two derived
+//! Consolidation: the WAL of every session applied into the grimoire (memory records only,
+//! each written from its content, see [`super::admit`]), then the two derived
 //! files (learnings.json, then NOTES.md) brought up to date, then memories past their
 //! `expiresAt` forgotten. One run at a time per WAL directory (`memory-consolidate.lock`,
 //! `flock`ed).
@@ -42,8 +43,8 @@ use super::learnings;
 use super::notes;
 use super::seal::SealRequest;
 use super::types::{
-  record_name_hash, ConsolidateOutcome, MemoryKind, MemoryRecord, MAX_NOTES_BYTES, MAX_RECORD_BYTES, MEMORY_DIR,
-  NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  record_name_hash, ConsolidateOutcome, MemoryKind, MemoryRecord, RefusedRecord, MAX_NOTES_BYTES, MAX_RECORD_BYTES,
+  MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 use super::view::{aggregate_sessions, read_records};
 
@@ -223,14 +224,21 @@ pub(crate) fn run(
   // With replication configured, retention keeps what has not been shipped (read now: the
   // marks only grow, so reading them early only keeps more).
   let shipped = layout.replication_state.as_ref().map(|dir| wal::shipped::shipped_marks(&root, dir));
-  let applied = wal::consolidate(
+  // Every record passes the memory admission rule: what is written is only ever the record
+  // file its memory's content derives (see `super::admit`), never a path a record names.
+  let applied = wal::consolidate_with(
     &layout.wal_path(),
     &layout.grimoire_path(),
     &ConsolidateOptions { prune: true, lock_timeout: layout.lock_timeout, clean_targets: clean_memory, shipped },
+    &super::admit::admit,
   )?;
   let memory_dir = grimoire.subdir(MEMORY_DIR)?;
-  let mut outcome =
-    ConsolidateOutcome { applied: applied.applied, conflicts: applied.conflicts.len(), ..Default::default() };
+  let mut outcome = ConsolidateOutcome {
+    applied: applied.applied,
+    conflicts: applied.conflicts.len(),
+    refused: applied.dead_letters.iter().map(RefusedRecord::from).collect(),
+    ..Default::default()
+  };
 
   // The summary, updated with this run's records, or rebuilt from every record.
   let previous = loaded_summary.filter(|s| s.watermarks == applied.watermarks_before);
@@ -278,7 +286,6 @@ pub(crate) fn run(
   }
   outcome.learnings_total = store.total();
 
-  // Read after the WAL is applied: a record may have written NOTES.md itself.
   let existing_notes = read_notes(&notes_dir, layout)?;
 
   // Expiry, before NOTES.md is rendered, so that an expired memory's text is never written

@@ -50,10 +50,10 @@ use crate::wal::format::Record;
 use crate::wal::reader::{list_sessions, read_session};
 use crate::wal::{self, SessionLock, Wal, WalOptions};
 
+use super::admit::{content_id_of, memory_id_of};
 use super::layout::Layout;
 use super::seal::SealRequest;
 use super::types::{record_name_hash, record_path, ForgetOutcome, MEMORY_DIR};
-use super::view::record_hash_of;
 use super::{learnings, tombstone, traces};
 
 /// The session of the store that forgets, if any: its log is suspended while its segments are
@@ -152,7 +152,7 @@ pub(super) fn run_for_records(
   if list_sessions(&wal_path)?.iter().any(|s| s == session) {
     for record in read_session(&wal_path, session)?.records {
       if seqs.contains(&record.seq) {
-        ids.extend(record_hash_of(&record).map(str::to_string));
+        ids.extend(memory_id_of(&record));
       }
     }
   }
@@ -212,8 +212,8 @@ pub(super) fn run_locked(
     let read = read_session(&wal_path, &session)?;
     let mut hashes: Vec<String> = Vec::new();
     for record in read.records.iter() {
-      let Some(hash) = record_hash_of(record).filter(|h| wanted.contains(h)) else { continue };
-      hashes.push(hash.to_string());
+      let Some(hash) = content_id_of(record).filter(|h| wanted.contains(h.as_str())) else { continue };
+      hashes.push(hash);
       seen.note(record.data.as_deref().unwrap_or_default());
     }
     if !hashes.is_empty() {
@@ -288,8 +288,8 @@ pub(super) fn run_locked(
     }
   }
   let mut replace = |record: &Record| -> Option<Record> {
-    let hash = record_hash_of(record)?;
-    wanted.contains(hash).then(|| tombstone_record(record, &tomb_of(hash)))
+    let hash = content_id_of(record)?;
+    wanted.contains(hash.as_str()).then(|| tombstone_record(record, &tomb_of(&hash)))
   };
   let mut plans = Vec::new();
   for lock in &locks {

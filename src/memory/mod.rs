@@ -10,8 +10,10 @@
 //! content: checked ([`types::check_agent_id`]) and stored as given, so scoping stays exact.
 //!
 //! [`MemoryStore::consolidate`]: applies the WAL of every session into the grimoire with
-//! [`crate::wal::consolidate`] (so memory records are files `memory/<id>.json`, written
-//! atomically, last write wins per path, cross-session overwrites logged), then derives from all
+//! [`crate::wal::consolidate_with`] under the memory admission rule (`admit`: a record writes
+//! only `memory/<id>.json`, `id` recomputed from its content, the file written from the parsed
+//! record; anything else is refused and reported), so memory records are files written
+//! atomically, last write wins per path, cross-session overwrites logged; then derives from all
 //! memory records the learnings store (`learnings.json`, merged by id, see [`learnings`]) and the
 //! two regions of NOTES.md the pipeline owns (see [`notes`]). Derived files are written only when
 //! their bytes change, L1 (JSON) before L2 (markdown), each atomically; a second run changes
@@ -27,7 +29,8 @@
 //! Files: [`types`] (what is captured, stored and reported), `store` ([`MemoryStore`]: capture,
 //! and the session's handle on everything else), `view` ([`MemoryView`]: reads, no lock, nothing
 //! written), `consolidate` (the consolidation run, incremental), `search`, `forget`,
-//! `tombstone`, [`import`], `layout` (where each state file lives and how it is reached),
+//! `tombstone`, `admit` (which WAL records are memories), [`import`], `layout` (where each
+//! state file lives and how it is reached),
 //! [`learnings`] and [`notes`] (the two derived files).
 //!
 //! Layout of a workspace's memory (defaults), each format with its version rule:
@@ -63,6 +66,7 @@
 //! A writer killed in the middle of an atomic write leaves a temp file behind; the next
 //! consolidation removes those of dead processes under its lock.
 
+mod admit;
 mod consolidate;
 mod forget;
 pub mod import;
@@ -93,10 +97,10 @@ pub use tombstone::Forgotten;
 pub use types::{
   check_agent_id, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry,
   ForgetOptions, ForgetOutcome, ForgetSelector, ImportedCopy, Learning, MemoryHit, MemoryKind, MemoryRecord,
-  MemorySearchResults, RedactionNote, RetryConfig, SearchOptions, SearchSettings, SessionEntry, SessionSource, Sharing,
-  StoreOptions, DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR, DEFAULT_KEYS_DIR,
-  DEFAULT_WAL_DIR, MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES, MAX_NOTES_BYTES,
-  MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
+  MemorySearchResults, RedactionNote, RefusedRecord, RetryConfig, SearchOptions, SearchSettings, SessionEntry,
+  SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR,
+  DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES,
+  MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
 pub use view::MemoryView;
 
@@ -104,6 +108,8 @@ pub use view::MemoryView;
 mod tests;
 #[cfg(test)]
 mod tests_expiry;
+#[cfg(test)]
+mod tests_forgery;
 #[cfg(test)]
 mod tests_forget;
 #[cfg(test)]

@@ -38,7 +38,7 @@ use crate::wal::{SessionLock, Wal};
 use super::forget::{tombstone_record, Own};
 use super::layout::Layout;
 use super::tombstone;
-use super::view::record_hash_of;
+use super::admit::content_id_of;
 
 /// The file, in the WAL directory.
 pub const PENDING_FILE: &str = "forget-pending.json";
@@ -135,7 +135,7 @@ fn complete_sessions(layout: &Layout, wal_dir: &StateDir, own: Option<Own>, only
     };
     let tombstones = pending.sessions.get(&session).cloned().unwrap_or_default();
     let mut replace = |record: &Record| -> Option<Record> {
-      let tomb = tombstone::tombstone_id(key, record_hash_of(record)?);
+      let tomb = tombstone::tombstone_id(key, &content_id_of(record)?);
       tombstones.contains(&tomb).then(|| tombstone_record(record, &tomb))
     };
     let own_wal = match &own {

@@ -27,7 +27,7 @@ use super::types::{
   ContextRequest, Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord,
   MemorySearchResults, RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
 };
-use super::view::{record_hash_of, MemoryView};
+use super::view::MemoryView;
 
 /// One session's handle on a workspace's memory. Holds the session's WAL lock until closed.
 pub struct MemoryStore {
@@ -331,8 +331,7 @@ impl MemoryStore {
       redactions: notes,
       expires_at: expires.map(format_ms),
     };
-    let mut data = serde_json::to_vec_pretty(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
-    data.push(b'\n');
+    let data = record.file_bytes()?;
     let request = AppendRequest {
       op: "write".into(),
       path: Some(record_path(&id)),
@@ -555,8 +554,8 @@ pub(super) fn known_hashes(layout: &Layout) -> Result<HashSet<String>> {
   let wal_dir = layout.wal_path();
   for session in list_sessions(&wal_dir)? {
     for record in read_session(&wal_dir, &session)?.records {
-      if let Some(hash) = record_hash_of(&record) {
-        known.insert(hash.to_string());
+      if let Some(hash) = super::admit::memory_id_of(&record) {
+        known.insert(hash);
       }
     }
   }

@@ -178,8 +178,8 @@ impl Forgotten {
     record: &crate::wal::format::Record,
     among: &HashSet<String>,
   ) -> Option<crate::wal::format::Record> {
-    let id = super::view::record_hash_of(record)?;
-    let tombstone = self.forgotten_among(id, among)?;
+    let id = super::admit::content_id_of(record)?;
+    let tombstone = self.forgotten_among(&id, among)?;
     Some(super::forget::tombstone_record(record, &tombstone))
   }
 

@@ -351,6 +351,45 @@ pub struct MemoryRecord {
 }
 
 impl MemoryRecord {
+  /// The bytes of its record file (`memory/<id>.json`) and of the WAL record that carries it:
+  /// one definition, so that what consolidation writes for a record it parsed is byte for byte
+  /// what capture wrote.
+  pub(super) fn file_bytes(&self) -> Result<Vec<u8>> {
+    let mut data = serde_json::to_vec_pretty(self).map_err(|e| LoaError::Internal(e.to_string()))?;
+    data.push(b'\n');
+    Ok(data)
+  }
+
+  /// Whether this is a memory capture could have stored: this version, its id the hash of its
+  /// content (computed as capture computes it), its session id and times readable, its numbers
+  /// in range, its metadata an object. Sizes are bounded by the record's (redaction may have
+  /// lengthened a field past what capture accepts from its caller). The error says which check
+  /// failed, never a value.
+  pub(super) fn check(&self) -> std::result::Result<(), &'static str> {
+    if self.version != RECORD_VERSION {
+      return Err("its memory is not of record version 1");
+    }
+    if self.id != crate::gates::content_hash(&self.content) {
+      return Err("its id is not the hash of its content");
+    }
+    if crate::wal::reader::validate_session_id(&self.session_id).is_err() {
+      return Err("its sessionId is not a session id");
+    }
+    if parse_rfc3339_ms(&self.timestamp, "timestamp").is_err() {
+      return Err("its timestamp is not an RFC 3339 time");
+    }
+    if self.expires_at.as_deref().is_some_and(|t| parse_rfc3339_ms(t, "expiresAt").is_err()) {
+      return Err("its expiresAt is not an RFC 3339 time");
+    }
+    if self.confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) || !(0.0..=1.0).contains(&self.score) {
+      return Err("its confidence or score is not between 0 and 1");
+    }
+    if self.metadata.as_ref().is_some_and(|m| !m.is_object()) {
+      return Err("its metadata is not an object");
+    }
+    Ok(())
+  }
+
   /// When it expires, in ms since the Unix epoch (`None`: never; an unreadable value counts as
   /// already expired, so a damaged record errs towards forgetting).
   pub(super) fn expires_ms(&self) -> Option<i64> {
@@ -415,10 +454,28 @@ pub(super) fn record_path(id: &str) -> String {
   format!("{MEMORY_DIR}/{id}.json")
 }
 
+/// A WAL record consolidation did not apply: refused (`E_RECORD_REFUSED`: it would write
+/// something other than its memory's record file, see `admit`), or its memory's record file
+/// cannot be written (`E_NOT_REGULAR_FILE`, `E_PATH_OUTSIDE_ROOT`, `E_IO`). Never its content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedRecord {
+  /// The session whose log holds it (`<origin>.<session>` for one pulled from another origin).
+  pub session_id: String,
+  pub seq: u64,
+  pub code: &'static str,
+  /// Which check failed (names no value the record carries).
+  pub reason: String,
+}
+
+impl From<&crate::wal::DeadLetter> for RefusedRecord {
+  fn from(d: &crate::wal::DeadLetter) -> RefusedRecord {
+    RefusedRecord { session_id: d.session_id.clone(), seq: d.seq, code: d.code, reason: d.reason.clone() }
+  }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConsolidateOutcome {
-  /// Files the WAL consolidation wrote or deleted in the grimoire (memory records, and anything
-  /// else written through the same WAL).
+  /// Memory record files the WAL consolidation wrote in the grimoire.
   pub applied: usize,
   pub notes_updated: bool,
   /// Learnings added to or changed in the store by this run.
@@ -440,6 +497,8 @@ pub struct ConsolidateOutcome {
   pub rebuilt: bool,
   /// The signed manifest written at the end of the run, when it was asked to seal.
   pub sealed: Option<super::seal::Sealed>,
+  /// WAL records this run did not apply (each counts as handled: it is not tried again).
+  pub refused: Vec<RefusedRecord>,
 }
 
 /// Where a session entry comes from.

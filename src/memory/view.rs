@@ -414,35 +414,19 @@ struct Summarised {
   memory_dir: Option<StateDir>,
 }
 
-/// The memory record a WAL record writes, if it writes one this library reads.
+/// The memory record a WAL record writes, when consolidation would apply it (see
+/// [`super::admit`]): a forged record is no memory before consolidation either.
 fn memory_record_of(record: &wal::format::Record) -> Option<MemoryRecord> {
-  let (hash, data) = (record_hash_of(record)?, record.data.as_deref()?);
-  let parsed = serde_json::from_slice::<MemoryRecord>(data).ok()?;
-  (parsed.id == hash && parsed.version == RECORD_VERSION).then_some(parsed)
-}
-
-/// The record hash a WAL record writes, if it writes a memory record.
-pub(super) fn record_hash_of(record: &wal::format::Record) -> Option<&str> {
-  if record.op != "write" {
-    return None;
-  }
-  record.path.as_deref()?.strip_prefix(MEMORY_DIR)?.strip_prefix('/').and_then(record_name_hash)
+  super::admit::memory_of(record)
 }
 
 /// Memory records still in the WAL (any session, consolidated or not), read without locking or
-/// changing anything; damaged parts of a log are skipped (`loa wal verify` reports them).
+/// changing anything; damaged parts of a log are skipped (`loa wal verify` reports them), and
+/// so are records consolidation would refuse.
 pub(super) fn pending_records(wal_dir: &std::path::Path) -> Result<Vec<MemoryRecord>> {
   let mut out = Vec::new();
   for session in list_sessions(wal_dir)? {
-    for record in read_session(wal_dir, &session)?.records {
-      if let (Some(hash), Some(data)) = (record_hash_of(&record), record.data.as_deref()) {
-        if let Ok(parsed) = serde_json::from_slice::<MemoryRecord>(data) {
-          if parsed.id == hash && parsed.version == RECORD_VERSION {
-            out.push(parsed);
-          }
-        }
-      }
-    }
+    out.extend(read_session(wal_dir, &session)?.records.iter().filter_map(memory_record_of));
   }
   Ok(out)
 }

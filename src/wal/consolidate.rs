@@ -20,6 +20,16 @@
 //! itself (`ENOSPC`, `EIO`, permissions) fail the run instead, with nothing recorded as applied,
 //! so the next run retries.
 //!
+//! **Admission.** [`consolidate`] applies each record's `path` as given: the generic semantics of
+//! the `Wal` API. [`consolidate_with`] first hands every new record to the caller's
+//! [`Admission`] rule, which may let it through as it is, put in its place the record it
+//! derives from it (its own path and data: memory consolidation recomputes a memory's file
+//! from its content, see `crate::memory`), pass over it (a record that writes nothing), or
+//! refuse it. A refused record is reported in [`Consolidation::dead_letters`] with its code and
+//! goes to `dead-letter.jsonl` without its data or meta (only their sha256): what a refused
+//! record carries was vetted by nobody, and nothing refused is kept beyond its segment. It
+//! counts as handled, and never becomes a path's winner.
+//!
 //! Every file is reached through [`StateDir`]: the target directory's subdirectories are created
 //! and opened without following a symlink (so nothing is ever created outside the target),
 //! target files are written atomically and never through a symlink, and `consolidation.json`
@@ -149,8 +159,28 @@ pub struct AppliedPath {
   pub replaced: bool,
 }
 
+/// What [`consolidate_with`] does with one new record.
+#[derive(Debug)]
+pub enum Admission {
+  /// Apply this record: the one read, or one derived from it (same seq, time and session; the
+  /// path and data are what is written). Only `write` and `delete` records change the target.
+  Apply(Record),
+  /// Leave it in the log, apply nothing (a record that writes nothing: an audit record, a
+  /// tombstone).
+  Skip,
+  /// Refuse it: reported as a dead letter with this error's code and message (which must not
+  /// carry the record's data), nothing written.
+  Refuse(Record, LoaError),
+}
+
+/// The generic rule of [`consolidate`]: every record as it is.
+fn as_given(record: Record) -> Admission {
+  Admission::Apply(record)
+}
+
 /// A line of `dead-letter.jsonl`: the whole record, so that nothing is lost when retention
-/// removes its segment.
+/// removes its segment; for a refused record, everything but its data and meta, which are
+/// only hashed.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DeadLetterLine<'a> {
@@ -167,6 +197,9 @@ struct DeadLetterLine<'a> {
   /// The record's data, hex-encoded.
   #[serde(skip_serializing_if = "Option::is_none")]
   data_hex: Option<String>,
+  /// For a refused record: the sha256 (hex) of its data, which is not kept.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  data_sha256: Option<String>,
 }
 
 fn side_of(record: &Record) -> ConflictSide {
@@ -194,8 +227,20 @@ fn ensure_regular_or_absent(dir: &StateDir, name: &str) -> Result<()> {
   }
 }
 
-/// Applies all sessions' new records under `wal_dir` to `target_dir`.
+/// Applies all sessions' new records under `wal_dir` to `target_dir`, each record's path as
+/// given.
 pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptions) -> Result<Consolidation> {
+  consolidate_with(wal_dir, target_dir, options, &as_given)
+}
+
+/// [`consolidate`], every new record first passed through `admit` (see the module docs): what
+/// it applies is what `admit` returns, never the record read.
+pub fn consolidate_with(
+  wal_dir: &Path,
+  target_dir: &Path,
+  options: &ConsolidateOptions,
+  admit: &dyn Fn(Record) -> Admission,
+) -> Result<Consolidation> {
   if target_dir.as_os_str().is_empty() {
     return invalid("the target directory path must not be empty");
   }
@@ -227,11 +272,37 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
     }
   }
   records.sort_by(|a, b| merge_key(a).cmp(&merge_key(b)));
+  let read = records.len();
+  let mut dead_lines = Vec::new();
+  let mut refused = Vec::new();
+  let mut admitted = Vec::with_capacity(records.len());
+  for record in records {
+    match admit(record) {
+      Admission::Apply(record) => admitted.push(record),
+      Admission::Skip => {}
+      Admission::Refuse(record, error) => {
+        let letter = DeadLetter {
+          path: record.path.clone().unwrap_or_default(),
+          session_id: record.session_id.clone(),
+          seq: record.seq,
+          code: error.code(),
+          reason: error.to_string(),
+        };
+        dead_lines.extend(refused_line(&record, &letter)?);
+        refused.push(letter);
+      }
+    }
+  }
+  let records = admitted;
   // Every shard this run needs is read (and checked) before anything is changed.
   state.load_shards(&root, records.iter().filter_map(|r| r.path.as_deref()))?;
 
-  let mut outcome =
-    Consolidation { records: records.len(), watermarks_before: state.sessions.clone(), ..Default::default() };
+  let mut outcome = Consolidation {
+    records: read,
+    watermarks_before: state.sessions.clone(),
+    dead_letters: refused,
+    ..Default::default()
+  };
   let mut changed: BTreeMap<&str, &Record> = BTreeMap::new();
   let mut replaced: HashSet<&str> = HashSet::new();
   for record in &records {
@@ -258,7 +329,6 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
 
   let target = StateDir::create_root(target_dir)?;
   let mut cleaned = HashSet::new();
-  let mut dead_lines = Vec::new();
   for (path, record) in &changed {
     match apply(&target, path, record, &mut cleaned, options.clean_targets) {
       Ok(()) => {
@@ -298,7 +368,7 @@ pub fn consolidate(wal_dir: &Path, target_dir: &Path, options: &ConsolidateOptio
   }
   outcome.watermarks_after = watermarks.clone();
   // A run that read nothing new commits nothing (the head would be the same).
-  if !records.is_empty() || state.has_changes() || root.kind_of(STATE_FILE)?.is_none() {
+  if read > 0 || state.has_changes() || root.kind_of(STATE_FILE)?.is_none() {
     state.commit(&root, watermarks, true)?;
   }
 
@@ -399,6 +469,26 @@ fn dead_letter_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
     reason: &letter.reason,
     meta_json: record.meta.as_deref(),
     data_hex: record.data.as_deref().map(hex::encode),
+    data_sha256: None,
+  };
+  let mut out = serde_json::to_vec(&line).map_err(|e| LoaError::Internal(e.to_string()))?;
+  out.push(b'\n');
+  Ok(out)
+}
+
+/// The dead-letter line of a refused record: its data only hashed, its meta left out.
+fn refused_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
+  let line = DeadLetterLine {
+    path: &letter.path,
+    session_id: &letter.session_id,
+    seq: letter.seq,
+    ts: record.ts_ms,
+    op: &record.op,
+    code: letter.code,
+    reason: &letter.reason,
+    meta_json: None,
+    data_hex: None,
+    data_sha256: record.data.as_deref().map(|d| hex::encode(Sha256::digest(d))),
   };
   let mut out = serde_json::to_vec(&line).map_err(|e| LoaError::Internal(e.to_string()))?;
   out.push(b'\n');

@@ -44,8 +44,8 @@ use crate::fsutil::{OpenMode, StateDir, StateFile};
 use crate::lock::{lock_file, LockGuard};
 
 pub use consolidate::{
-  consolidate, forget_paths, paths_written_by, AppliedPath, Conflict, ConflictSide, ConsolidateOptions, Consolidation,
-  DeadLetter,
+  consolidate, consolidate_with, forget_paths, paths_written_by, Admission, AppliedPath, Conflict, ConflictSide,
+  ConsolidateOptions, Consolidation, DeadLetter,
 };
 pub use reader::{read_dir_merged, replay_session, verify_dir, SegmentProblem, Verification, MAX_SEGMENT_BYTES};
 pub use rewrite::{SegmentRewrite, SessionLock};

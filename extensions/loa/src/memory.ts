@@ -14,6 +14,7 @@ import {
   loadConfig,
   loadRedactionKey,
   replayDeadLetters,
+  type MemoryConsolidation,
   type MemoryEntry,
   type MemoryRedactionOptions,
   type MemoryStoreOptions,
@@ -193,10 +194,15 @@ export class LoaMemory {
    * seals a degraded workspace (`E_DEGRADED`: its grimoire did not verify); then nothing is
    * consolidated until recovery ends running again, and the captures wait in the WAL.
    */
-  private async consolidate(root: string, run: (seal: KeyRing | undefined) => Promise<unknown>): Promise<void> {
+  private async consolidate(root: string, run: (seal: KeyRing | undefined) => Promise<MemoryConsolidation | undefined>): Promise<void> {
     const seal = this.sealWith(root)
     try {
-      await run(seal)
+      const done = await run(seal)
+      // WAL records naming any file but their memory's record (a forgery, by a local process or
+      // another origin of the replica) were not applied: worth a warning, never their content.
+      for (const r of done?.refused ?? []) {
+        this.logger.warn(`[loa] ${root}: WAL record ${r.sessionId} #${r.seq} not applied: ${r.code}: ${r.reason}`)
+      }
     } catch (err) {
       if (!seal || !isLoaError(err) || err.code !== 'E_DEGRADED') throw err
       this.logger.warn(`[loa] ${root} is degraded: neither consolidated nor sealed until recovery ends running`)
@@ -210,7 +216,7 @@ export class LoaMemory {
   async reseal(ctx: StoreContext | SessionContext): Promise<void> {
     if (this.config.recovery.signingKeysDir === undefined) return
     const root = this.session(ctx).root
-    await this.consolidate(root, async (seal) => seal && consolidateMemory({ workspaceDir: root, ...this.layout() }, seal))
+    await this.consolidate(root, async (seal) => (seal ? consolidateMemory({ workspaceDir: root, ...this.layout() }, seal) : undefined))
   }
 
   /**
