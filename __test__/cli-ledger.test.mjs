@@ -4,13 +4,13 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { root, tempDir } from './helpers.mjs'
+import { root, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
 const AT = '2026-01-15T14:30:00.000Z'
 
 function loa(ws, args, input) {
-  const r = spawnSync(process.execPath, [LOA, ...args, '--workspace', ws], { encoding: 'utf8', input, timeout: 60_000 })
+  const r = spawnSync(process.execPath, [LOA, ...args, '--workspace', ws], { encoding: 'utf8', input, timeout: WATCHDOG_MS })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 

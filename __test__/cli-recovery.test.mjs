@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { root, signedWorkspace, tempDir } from './helpers.mjs'
+import { root, signedWorkspace, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
 const NOTES = '# NOTES\n\n## Decision Log\n- kept\n'
@@ -15,7 +15,7 @@ function loa(args, cwd) {
   const env = { ...process.env, LOA_AUDIT_HMAC_KEY: '', LOA_SIGNING_KEY: '' }
   delete env.LOA_RECOVERY_WINDOW_MS
   delete env.LOA_RECOVERY_MAX_ATTEMPTS
-  const r = spawnSync(process.execPath, [LOA, ...args], { cwd, env, encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, [LOA, ...args], { cwd, env, encoding: 'utf8', timeout: WATCHDOG_MS })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 

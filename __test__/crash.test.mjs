@@ -2,10 +2,9 @@
 // SIGKILL. These are the WAL's reason to exist: every acknowledged record survives.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { core, tempDir, startChild, waitForLine, fixture, recordData } from './helpers.mjs'
+import { core, tempDir, startChild, waitForLine, fixture, recordData, rng, WATCHDOG_MS } from './helpers.mjs'
 
 const { Wal, verifyWal, readWal, isLoaError } = core
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 function parseAcks(lines) {
   return lines.filter((l) => l.startsWith('ACK ')).map((l) => {
@@ -26,28 +25,32 @@ test('crash torture: SIGKILLed writers lose no acknowledged record and never reu
     ['solo-b', 32],
   ]
   const acked = new Map() // session -> Map(seq -> expected data)
+  // The kill moments are counted in acknowledgements, not milliseconds: a loaded machine slows
+  // the writers down but cannot change what a round tests. Seeded, so a failure can be replayed.
+  const pick = rng(Number(process.env.LOA_CRASH_SEED ?? 20261128))
   let writer = 0
   let totalAcks = 0
   for (let round = 0; round < rounds; round++) {
     const children = plan.map(([session, inFlight]) => {
       const id = String(writer++)
       const state = startChild(process.execPath, [fixture('wal-writer.mjs'), dir, session, id, '--in-flight', String(inFlight), '--segment-bytes', '8192'])
-      return { session, id, state }
+      return { session, id, state, acks: 3 + pick(48) }
     })
-    // Kill each child at its own random moment, most while they are busy appending. The moment
-    // counts from when the writer has its log open: starting Node and loading the addon can take
-    // most of a second on a loaded machine, and a kill before that tests nothing.
-    await Promise.all(
-      children.map(async ({ state }) => {
-        await waitForLine(state, (lines) => lines.some((l) => l.startsWith('OPEN ')), 60_000).catch(() => {})
-        // A few acknowledged records first, so that every round has something to lose (on a
-        // loaded machine the first fsyncs can take longer than the random delay below).
-        await waitForLine(state, (lines) => lines.filter((l) => l.startsWith('ACK ')).length >= 3, 10_000).catch(() => {})
-        await sleep(150 + Math.floor(Math.random() * 350))
-        state.child.kill('SIGKILL')
-        await state.exited
-      }),
-    )
+    // Kill each child at its own random moment, while it is busy appending: after it has
+    // acknowledged a random number of records (at least 3, so that every round has something to
+    // lose), with more appends in flight. The second writer of "shared" only opens its log once
+    // the first is killed.
+    try {
+      await Promise.all(
+        children.map(async ({ state, acks }) => {
+          await waitForLine(state, (lines) => lines.filter((l) => l.startsWith('ACK ')).length >= acks)
+          state.child.kill('SIGKILL')
+          await state.exited
+        }),
+      )
+    } finally {
+      for (const { state } of children) state.child.kill('SIGKILL')
+    }
     for (const { session, id, state } of children) {
       assert.equal(state.exit.signal, 'SIGKILL', `writer ${id} must have been killed, not crashed: ${state.stderr}`)
       const seqs = acked.get(session) ?? new Map()
@@ -114,23 +117,30 @@ test('lock: a second process waits lockTimeoutMs then gets E_WAL_LOCKED; SIGKILL
   t.after(() => holder.child.kill('SIGKILL'))
   await waitForLine(holder, (lines) => lines.includes('READY'))
 
-  const started = Date.now()
+  // A monotonic clock (the lock's own): load only lengthens the wait, and a wall-clock step
+  // cannot shorten it.
+  const started = performance.now()
   assert.throws(
     () => Wal.open(dir, { sessionId: 'busy', lockTimeoutMs: 300 }),
     (err) => isLoaError(err) && err.code === 'E_WAL_LOCKED',
   )
-  assert.ok(Date.now() - started >= 290, 'waited for the timeout before giving up')
-  // The async twin waits off the JS thread: timers keep firing meanwhile.
-  let ticks = 0
-  const timer = setInterval(() => ticks++, 10)
+  assert.ok(performance.now() - started >= 299, 'waited for the timeout before giving up')
   await assert.rejects(Wal.openAsync(dir, { sessionId: 'busy', lockTimeoutMs: 300 }), (err) => isLoaError(err) && err.code === 'E_WAL_LOCKED')
-  clearInterval(timer)
-  assert.ok(ticks >= 5, `event loop ran while waiting (${ticks} ticks)`)
   Wal.open(dir, { sessionId: 'other-session', lockTimeoutMs: 0 }).close()
 
-  holder.child.kill('SIGKILL')
+  // The async twin waits off the JS thread: while it waits, the event loop runs the callback
+  // that kills the holder, and only that lets the open succeed (a wait that blocked the event
+  // loop would instead end in E_WAL_LOCKED when the guard timeout runs out).
+  const opening = Wal.openAsync(dir, { sessionId: 'busy', lockTimeoutMs: WATCHDOG_MS })
+  let killedWhileWaiting = false
+  setImmediate(() => {
+    killedWhileWaiting = true
+    holder.child.kill('SIGKILL')
+  })
+  const wal = await opening
+  assert.ok(killedWhileWaiting, 'event loop ran while waiting')
   await holder.exited
-  const wal = await Wal.openAsync(dir, { sessionId: 'busy', lockTimeoutMs: 2000 })
+  assert.equal(holder.exit.signal, 'SIGKILL', 'SIGKILL released the lock')
   assert.equal(await wal.append({ op: 'note' }), 1)
   wal.close()
 })
@@ -138,7 +148,9 @@ test('lock: a second process waits lockTimeoutMs then gets E_WAL_LOCKED; SIGKILL
 test('readWal and verifyWal racing with consolidation and retention in another process never fail', async (t) => {
   const dir = tempDir(t)
   const target = tempDir(t)
-  const consolidator = startChild(process.execPath, [fixture('wal-consolidator.mjs'), dir, target, '40'])
+  // The consolidator goes on until told that enough reads were made (its stdin ends), so every
+  // read counted below raced with it, however slowly either process runs.
+  const consolidator = startChild(process.execPath, [fixture('wal-consolidator.mjs'), dir, target, '40', '--until-stdin-ends'], { stdio: ['pipe', 'pipe', 'pipe'] })
   t.after(() => consolidator.child.kill('SIGKILL'))
   await waitForLine(consolidator, (lines) => lines.length > 0)
   const failures = []
@@ -152,6 +164,7 @@ test('readWal and verifyWal racing with consolidation and retention in another p
       failures.push(`${err.code}: ${err.message}`)
     }
     reads++
+    if (reads === 11) consolidator.child.stdin.end()
     // Let the child's output in between reads; the reads themselves are synchronous.
     await new Promise((r) => setImmediate(r))
   }

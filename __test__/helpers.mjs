@@ -39,28 +39,57 @@ export function recordData(writer, n) {
  */
 export function startChild(command, args, options = {}) {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
-  const state = { child, lines: [], stderr: '', exit: null }
+  // `changed` is called after every new line and at exit: waiters react to events, never poll.
+  const state = { child, lines: [], stderr: '', exit: null, changed: new Set() }
+  const notify = () => state.changed.forEach((f) => f())
   let partial = ''
   child.stdout.setEncoding('utf8')
   child.stdout.on('data', (chunk) => {
     const parts = (partial + chunk).split('\n')
     partial = parts.pop()
     state.lines.push(...parts)
+    if (parts.length) notify()
   })
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (chunk) => (state.stderr += chunk))
-  state.exited = new Promise((resolve) => child.on('close', (code, signal) => resolve((state.exit = { code, signal }))))
+  state.exited = new Promise((resolve) =>
+    child.on('close', (code, signal) => {
+      resolve((state.exit = { code, signal }))
+      notify()
+    }),
+  )
   return state
 }
 
-/** Resolves when `predicate(lines)` holds, or rejects after `timeoutMs`. */
-export async function waitForLine(state, predicate, timeoutMs = 10_000) {
-  const started = Date.now()
-  while (!predicate(state.lines)) {
-    if (state.exit) throw new Error(`child exited (${JSON.stringify(state.exit)}) before expected output; stderr: ${state.stderr}`)
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for child output; stderr: ${state.stderr}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
+/**
+ * A last-resort guard against a hang, never a pass condition: on a loaded machine (both cores
+ * busy, `nice -n 19`) starting Node and loading the addon alone can take many seconds.
+ */
+export const WATCHDOG_MS = 600_000
+
+/**
+ * Resolves as soon as `predicate(lines)` holds (checked on each line the child prints); rejects
+ * when the child exits first, or after `timeoutMs` (a watchdog against a hang).
+ */
+export function waitForLine(state, predicate, timeoutMs = WATCHDOG_MS) {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      let fail = null
+      if (predicate(state.lines)) fail = false
+      else if (state.exit) fail = new Error(`child exited (${JSON.stringify(state.exit)}) before expected output; stderr: ${state.stderr}`)
+      if (fail === null) return
+      state.changed.delete(check)
+      clearTimeout(timer)
+      if (fail) reject(fail)
+      else resolve()
+    }
+    const timer = setTimeout(() => {
+      state.changed.delete(check)
+      reject(new Error(`no expected child output within ${timeoutMs} ms; stderr: ${state.stderr}`))
+    }, timeoutMs)
+    state.changed.add(check)
+    check()
+  })
 }
 
 export function runCli(args, options = {}) {
@@ -125,4 +154,14 @@ export function signedWorkspace(t, prefix, files) {
   git(dir, 'init', '-q', '--bare', bare)
   git(src, 'push', '-q', bare, 'HEAD:refs/heads/main')
   return { dir, ring, key, ws, grimoire, mount, bare }
+}
+
+/**
+ * Resolves once `Date.now()` has moved past its value at the call: what a test needs before
+ * writing something that must carry a later wall-clock millisecond than what it wrote before
+ * (a wait for that condition itself, not for a guessed number of milliseconds).
+ */
+export async function nextMillisecond() {
+  const at = Date.now()
+  while (Date.now() <= at) await new Promise((r) => setImmediate(r))
 }

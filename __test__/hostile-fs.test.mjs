@@ -22,14 +22,14 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
-import { core, tempDir, startChild, fixture } from './helpers.mjs'
+import { core, tempDir, startChild, fixture, nextMillisecond, WATCHDOG_MS } from './helpers.mjs'
 
 const { Wal } = core
 const SEGMENT_1 = '00000000000000000001.wal'
 const MAX_SEGMENT_BYTES = 256 * 1024 * 1024
 
 /** Runs the probe on `plan` ([op, ...args] each) and returns one outcome per op. */
-async function probe(plan, { timeoutMs = 30_000, asUser, cwd } = {}) {
+async function probe(plan, { timeoutMs = WATCHDOG_MS, asUser, cwd } = {}) {
   const options = { cwd }
   if (asUser) Object.assign(options, { uid: asUser, gid: asUser })
   const state = startChild(process.execPath, [fixture('hostile-probe.mjs'), JSON.stringify(plan)], options)
@@ -311,7 +311,7 @@ test('read-only files and directories: coded E_IO EACCES, nothing lost, and it w
   const a = Wal.open(dir, { sessionId: 'a' })
   const b = Wal.open(dir, { sessionId: 'b' })
   a.appendSync({ op: 'write', path: 'shared.md', data: 'from a' })
-  await new Promise((r) => setTimeout(r, 3))
+  await nextMillisecond()
   b.appendSync({ op: 'write', path: 'shared.md', data: 'from b' })
   a.close()
   b.close()
@@ -384,7 +384,7 @@ test('a segment that grows while it is read: every read returns or is E_TOO_LARG
   const [verifies, reads] = await probe([
     ['repeat', 12, 'verifyWal', dir],
     ['repeat', 12, 'readWal', dir],
-  ], { timeoutMs: 120_000 })
+  ])
   await grower.exited
   assert.deepEqual(grower.lines, ['DONE'], grower.stderr)
   for (const outcome of verifies.value) {

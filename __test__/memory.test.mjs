@@ -3,7 +3,7 @@
 // concurrent sessions, the CLI, and (once the real redactor lands) nothing unredacted on disk.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, writeFileSync, readdirSync, statSync, lstatSync, mkdirSync, existsSync, symlinkSync } from 'node:fs'
+import { readFileSync, writeFileSync, readdirSync, statSync, lstatSync, mkdirSync, existsSync, symlinkSync, utimesSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { core, tempDir, startChild, waitForLine, fixture, runCli, needsRealRedactor } from './helpers.mjs'
 
@@ -117,12 +117,17 @@ test('a second consolidation changes nothing: byte-identical, derived files not 
   const before = snapshot(ws)
   const notes = join(ws, 'grimoires/loa/NOTES.md')
   const learnings = join(ws, 'grimoires/loa/learnings.json')
-  const mtimes = [statSync(notes).mtimeMs, statSync(learnings).mtimeMs]
-  await new Promise((r) => setTimeout(r, 20))
+  // Dated in the past rather than waiting for the clock to move on: a rewrite would date them
+  // now (and give them new inodes), however fast it came.
+  const past = new Date('2001-01-01T00:00:00Z')
+  for (const f of [notes, learnings]) utimesSync(f, past, past)
+  const stamps = () => [notes, learnings].map((f) => [statSync(f).mtimeMs, statSync(f).ino])
+  const mtimes = stamps()
+  assert.deepEqual(mtimes.map(([ms]) => ms), [past.getTime(), past.getTime()])
   const second = await store.consolidate()
   assert.deepEqual(second, { applied: 0, notesUpdated: false, learnings: 0, conflicts: 0, memories: 5, learningsTotal: 3, expired: 0, pendingRemovals: 0, rebuilt: false, refused: [] })
   assert.deepEqual(snapshot(ws), before)
-  assert.deepEqual([statSync(notes).mtimeMs, statSync(learnings).mtimeMs], mtimes)
+  assert.deepEqual(stamps(), mtimes)
   assert.deepEqual(consolidateMemorySync({ workspaceDir: ws }), second)
 })
 
@@ -256,13 +261,20 @@ test('two processes, different sessions, capture at once: nothing lost', async (
 
 test('two processes, same session: the second waits for the lock, then both are stored', async (t) => {
   const ws = tempDir(t)
-  const first = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'one', '10', '--hold-ms', '1000'])
-  await waitForLine(first, (lines) => lines.some((l) => l.startsWith('OPEN ')))
+  // The first holds the session until told to let go (its stdin ends), and is told only once
+  // the second has started asking for it: a handshake, however slowly either process runs.
+  const first = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'one', '10', '--hold-until-stdin-ends'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  t.after(() => first.child.kill('SIGKILL'))
+  await waitForLine(first, (lines) => lines.includes('HOLDING'))
   const second = startChild(process.execPath, [fixture('memory-capturer.mjs'), ws, 'shared', 'two', '10'])
+  t.after(() => second.child.kill('SIGKILL'))
+  await waitForLine(second, (lines) => lines.some((l) => l.startsWith('START ')))
+  first.child.stdin.end()
   await Promise.all([first.exited, second.exited])
   assert.equal(first.exit.code, 0, first.stderr)
   assert.equal(second.exit.code, 0, second.stderr)
-  const at = (w, tag) => Number(w.lines.find((l) => l.startsWith(tag + ' ')).split(' ')[1])
+  // Nanoseconds of the system's monotonic clock, comparable between the two processes.
+  const at = (w, tag) => BigInt(w.lines.find((l) => l.startsWith(tag + ' ')).split(' ')[1])
   assert.ok(at(second, 'START') < at(first, 'CLOSING'), 'the second asked for the session while the first held it')
   assert.ok(at(second, 'OPEN') >= at(first, 'CLOSING'), 'the second session handle opened only after the first let go')
   const seqs = [first, second].flatMap((w) => w.lines.filter((l) => l.startsWith('ACK ')).map((l) => Number(l.split(' ')[2])))
@@ -490,9 +502,9 @@ test('SIGKILL in the middle of rewriting NOTES.md: the old file stays whole, the
   let temp = null
   for (let round = 0; round < 20 && !temp; round++) {
     const child = startChild(process.execPath, [fixture('notes-consolidator.mjs'), ws, `kill-${round}`])
-    await waitForLine(child, (lines) => lines.includes('CONSOLIDATING'), 30_000)
-    const deadline = Date.now() + 30_000
-    while (!temp && child.exit === null && Date.now() < deadline) {
+    await waitForLine(child, (lines) => lines.includes('CONSOLIDATING'))
+    // Until the temp file shows or the child is done (it always ends: no deadline needed).
+    while (!temp && child.exit === null) {
       temp = readdirSync(grimoire).find((n) => n.startsWith('.NOTES.md.loa-tmp-')) ?? null
       if (!temp) await new Promise((r) => setImmediate(r))
     }

@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { tempDir } from './helpers.mjs'
+import { tempDir, WATCHDOG_MS } from './helpers.mjs'
 import { checkGlibcBaseline, glibcVersionsNeeded, hostPlatform, packages, pluginDir, readJson, root } from '../scripts/packages.mjs'
 import { packForHost } from '../scripts/pack.mjs'
 
@@ -143,7 +143,7 @@ test('packed and installed outside the repository, @loa/core works as a user get
     assert.ok(existsSync(join(installed, link)), `README link ${link} resolves in the installed package`)
   }
 
-  const node = (file, args = []) => spawnSync(process.execPath, [file, ...args], { cwd: project, env, encoding: 'utf8', timeout: 60_000 })
+  const node = (file, args = []) => spawnSync(process.execPath, [file, ...args], { cwd: project, env, encoding: 'utf8', timeout: WATCHDOG_MS })
   const email = `erin.${randomBytes(3).toString('hex')}@example.com`
   const payload = `note ${randomBytes(4).toString('hex')}`
 
@@ -184,7 +184,7 @@ console.log(JSON.stringify({ same: core.redact === redact && core.Wal === Wal, r
   assert.deepEqual(JSON.parse(esm.stdout), { same: true, redacted: 'mail [REDACTED:EMAIL]', records: 1 })
 
   // The `loa` command, as npm linked it into the project.
-  const npx = (args) => spawnSync('npx', ['--offline', 'loa', ...args], { cwd: project, env, encoding: 'utf8', timeout: 60_000 })
+  const npx = (args) => spawnSync('npx', ['--offline', 'loa', ...args], { cwd: project, env, encoding: 'utf8', timeout: WATCHDOG_MS })
   const help = npx(['--help'])
   assert.equal(help.status, 0, help.stderr)
   assert.match(help.stdout, /^loa - inspect and verify @loa\/core agent memory/)

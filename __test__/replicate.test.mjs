@@ -320,6 +320,7 @@ test('faults: a 500 on every third request and a slow link; every push completes
 test('faults: the server SIGKILLed in the middle of an upload, then restarted; the push completes and nothing half-written is read', async (t) => {
   const server = await startS3(t)
   let killed = false
+  let restarted = null
   const proxy = await startProxy(t, server.port, {
     bytesPerTick: 64 * 1024,
     async onBody(req, seen) {
@@ -327,7 +328,8 @@ test('faults: the server SIGKILLed in the middle of an upload, then restarted; t
       if (!killed && req.method === 'PUT' && req.url.includes('/wal/') && seen > 256 * 1024) {
         killed = true
         await server.kill()
-        setTimeout(() => server.restart(), 300)
+        // Down for a moment at least; a second push below waits until it listens again.
+        restarted = new Promise((resolve) => setTimeout(resolve, 300)).then(() => server.restart())
       }
     },
   })
@@ -348,6 +350,9 @@ test('faults: the server SIGKILLed in the middle of an upload, then restarted; t
   const pushed = await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json'])
   assert.ok(killed, 'the server was never killed mid-upload')
   // Retried by the client until the server was back (or, at worst, by running push again).
+  // (On a loaded machine the client can give up before the server is back: a push started
+  // before it listens again would fail for that alone.)
+  await restarted
   const done = pushed.status === 0 ? pushed : await loaAsync(server, ['replicate', 'push', '--workspace', a, '--json'])
   assert.equal(done.status, 0, done.stderr)
   assert.ok(proxy.stats.upstreamErrors >= 1, JSON.stringify(proxy.stats))

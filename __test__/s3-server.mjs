@@ -11,7 +11,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { fixture, tempDir } from './helpers.mjs'
+import { fixture, tempDir, WATCHDOG_MS } from './helpers.mjs'
 import { s3sFs } from '../scripts/install-s3s-fs.mjs'
 
 export const BUCKET = 'loa-test'
@@ -23,7 +23,7 @@ function launch(dataDir, port, credentials) {
   const watchdog = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, RUST_LOG: 'info', NO_COLOR: '1' } })
   let output = ''
   return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`s3s-fs did not start: ${output}`)), 60_000)
+    const guard = setTimeout(() => reject(new Error(`s3s-fs did not start: ${output}`)), WATCHDOG_MS)
     watchdog.stdout.setEncoding('utf8')
     watchdog.stdout.on('data', (chunk) => {
       output += chunk

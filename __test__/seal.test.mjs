@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, appendFileSync, mkdirSync, symlinkSync, writeFileSync, lstatSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { core, root, tempDir } from './helpers.mjs'
+import { core, root, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const { MemoryStore } = core
 const LOA = join(root, 'bin', 'loa')
@@ -161,7 +161,7 @@ test('a degraded workspace is never sealed: its unverified grimoire would be sig
 
 function loa(args, cwd) {
   const env = { ...process.env, LOA_SIGNING_KEY: '' }
-  const r = spawnSync(process.execPath, [LOA, ...args], { cwd, env, encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, [LOA, ...args], { cwd, env, encoding: 'utf8', timeout: WATCHDOG_MS })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 

@@ -203,12 +203,15 @@ test('capture with expiresAt or ttlMs: gone from search and get once past, forgo
   const ws = workspace(t)
   const store = open(ws)
   t.after(() => store.close())
-  const expired = store.captureSync(learning('The temporary staging password rotates hourly'), { expiresAt: new Date(Date.now() + 400).toISOString() }).id
-  const ttl = (await store.capture(learning('The feature flag for dark mode is on this week'), { ttlMs: 400 })).id
-  const lasting = store.captureSync(learning('The feature flag service is LaunchDarkly'), { ttlMs: 3_600_000 }).id
-  assert.equal(store.get(lasting).expiresAt !== undefined, true)
-  assert.ok((await store.search('feature flag')).hits.some((h) => h.id === ttl))
-  await new Promise((r) => setTimeout(r, 600))
+  // What expires does so in the past, dated explicitly: waiting for a short expiry to pass
+  // raced with a loaded machine (the memory could expire before it was first looked for).
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString()
+  const expired = store.captureSync(learning('The temporary staging password rotates hourly'), { expiresAt: hourAgo }).id
+  // A ttl counts from the memory's timestamp.
+  const ttl = (await store.capture(learning('The feature flag for dark mode is on this week', { timestamp: hourAgo }), { ttlMs: 400 })).id
+  const lasting = store.captureSync(learning('The feature flag service is LaunchDarkly', { timestamp: hourAgo }), { ttlMs: 7_200_000 }).id
+  assert.equal(Date.parse(store.get(lasting).expiresAt), Date.parse(hourAgo) + 7_200_000)
+  assert.ok((await store.search('feature flag')).hits.some((h) => h.id === lasting), 'a memory with a ttl is found until it expires')
   assert.equal(store.get(expired), null)
   assert.equal(store.get(ttl), null)
   assert.deepEqual((await store.search('feature flag')).hits.map((h) => h.id), [lasting])

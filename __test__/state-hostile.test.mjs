@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { core, root, tempDir } from './helpers.mjs'
+import { core, root, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const HAZARDS = ['symlink-file', 'symlink-dir', 'dangling', 'loop', 'fifo', 'dir', 'zero']
 
@@ -85,7 +85,7 @@ const cases = JSON.parse(process.argv[1])
 `
 
 /** Runs each `{ name, body }` (an async function body with `core` in scope) in one child process. */
-function run(cases, timeoutMs = 60_000) {
+function run(cases, timeoutMs = WATCHDOG_MS) {
   const r = spawnSync(process.execPath, ['-e', RUNNER, JSON.stringify(cases)], { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 << 20 })
   const results = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
   const done = new Set(results.map((x) => x.name))

@@ -4,13 +4,14 @@ import test from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync, writeFileSync, readdirSync, existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { core, tempDir, runCli } from './helpers.mjs'
+import { core, tempDir, runCli, nextMillisecond, WATCHDOG_MS } from './helpers.mjs'
 
 const { Wal, readWal, verifyWal, consolidateWal, isLoaError } = core
 const code = (expected) => (err) => isLoaError(err) && err.code === expected
 
 test('append/appendSync/replay round-trip exact bytes, string data and meta', async (t) => {
   const dir = tempDir(t)
+  const before = Date.now()
   const wal = Wal.open(dir, { sessionId: 'agent-1' })
   const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i))
   assert.equal(await wal.append({ op: 'write', path: 'notes/a.md', data: bytes, meta: { tags: ['x'], n: 1 } }), 1)
@@ -23,7 +24,9 @@ test('append/appendSync/replay round-trip exact bytes, string data and meta', as
   assert.equal(records[1].data.toString('utf8'), 'héllo ✓')
   assert.equal(records[2].path, undefined)
   assert.equal(records[0].sessionId, 'agent-1')
-  assert.ok(records.every((r) => Math.abs(r.ts - Date.now()) < 60_000))
+  // Stamped with the wall clock while they were appended, however long that took.
+  const after = Date.now()
+  assert.ok(records.every((r) => r.ts >= before && r.ts <= after), JSON.stringify([before, records.map((r) => r.ts), after]))
   assert.deepEqual(wal.replay({ sinceSeq: 1, limit: 1 }).map((r) => r.seq), [2])
   const stats = wal.stats()
   assert.equal(stats.lastSeq, 3)
@@ -153,7 +156,7 @@ test('rotation by size, consolidation last-write-wins with conflicts, retention 
   const a = Wal.open(dir, { sessionId: 'a', segmentMaxBytes: 4096 })
   const b = Wal.open(dir, { sessionId: 'b' })
   await a.append({ op: 'write', path: 'NOTES.md', data: 'from a' })
-  await new Promise((r) => setTimeout(r, 5))
+  await nextMillisecond()
   await b.append({ op: 'write', path: 'NOTES.md', data: 'from b, later' })
   await b.append({ op: 'write', path: 'doomed.md', data: 'x' })
   await b.append({ op: 'delete', path: 'doomed.md' })
@@ -253,7 +256,7 @@ test('an empty path is E_INVALID_ARGUMENT for every WAL entry point and writes n
     ['consolidateWal', '', other],
     ['consolidateWal', other, ''],
   ])], { cwd })
-  const timer = setTimeout(() => state.child.kill('SIGKILL'), 30_000)
+  const timer = setTimeout(() => state.child.kill('SIGKILL'), WATCHDOG_MS)
   await state.exited
   clearTimeout(timer)
   const results = JSON.parse(state.lines.find((l) => l.startsWith('RESULT ')).slice(7))
@@ -294,7 +297,9 @@ test('a pending append keeps Node alive until it resolves; an idle Wal does not'
     const wal = Wal.open(${JSON.stringify(dir)}, { sessionId: 'busy' })
     for (let i = 0; i < 50; i++) wal.append({ op: 'note', data: 'x' + i }).then((seq) => seq === 50 && console.log('resolved', seq))`
   const child = startChild(process.execPath, ['-e', script])
-  const timer = setTimeout(() => child.child.kill('SIGKILL'), 10_000)
+  // A guard against a Wal keeping Node alive for ever; a loaded machine may take long to get
+  // through the 50 appends, so a short one could fail a correct run.
+  const timer = setTimeout(() => child.child.kill('SIGKILL'), WATCHDOG_MS)
   await child.exited
   clearTimeout(timer)
   assert.equal(child.exit.code, 0, `exited by itself: ${JSON.stringify(child.exit)} ${child.stderr}`)

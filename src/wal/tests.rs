@@ -27,6 +27,14 @@ fn newest_segment(dir: &Path, session: &str) -> PathBuf {
   segment_paths(dir, session).pop().unwrap()
 }
 
+/// Returns once the wall clock, which stamps records, has moved past `at` (ms): a wait for that
+/// condition itself, never for a guessed number of milliseconds.
+fn wait_for_clock_past(at: i64) {
+  while now_ms() <= at {
+    std::thread::sleep(Duration::from_millis(1));
+  }
+}
+
 #[test]
 fn append_replay_round_trip_and_reopen_continues_seq() {
   let dir = tempfile::tempdir().unwrap();
@@ -172,8 +180,9 @@ fn rotation_by_size_and_age_keeps_seq_order() {
 
   let opts = WalOptions { segment_max_age: Duration::from_millis(30), ..options("s2") };
   let wal = Wal::open(dir.path(), opts).unwrap();
+  let created_by = now_ms(); // the new segment's creation time is at most this
   wal.append(write("a", b"x")).unwrap();
-  std::thread::sleep(Duration::from_millis(40));
+  wait_for_clock_past(created_by + 30);
   wal.append(write("a", b"y")).unwrap();
   assert_eq!(wal.stats().unwrap().segments, 2);
 }
@@ -228,7 +237,7 @@ fn consolidation_last_write_wins_logs_conflicts_and_prunes_applied_segments() {
   let b = Wal::open(dir.path(), options("b")).unwrap();
   a.append(write("notes/shared.md", b"from a (old)")).unwrap();
   a.append(write("only-a.md", b"a1")).unwrap();
-  std::thread::sleep(Duration::from_millis(3));
+  wait_for_clock_past(now_ms());
   b.append(write("notes/shared.md", b"from b (new)")).unwrap();
   a.append(write("only-a.md", b"a2")).unwrap();
   b.append(AppendRequest { op: "note".into(), path: Some("ignored.md".into()), ..Default::default() }).unwrap();
@@ -401,6 +410,10 @@ fn torn_segment_bytes(first_seq: u64) -> Vec<u8> {
   bytes
 }
 
+/// How long [`within`] waits before calling a call hung: minutes, because a loaded machine is slow,
+/// not hung (and a guard, never what a test passes on).
+const WATCHDOG: Duration = Duration::from_secs(300);
+
 /// Runs `f` on another thread and fails the test if it has not returned within `limit` (a FIFO
 /// opened for reading blocks until a writer comes: `unblock` plays that writer afterwards so a
 /// hung thread does not outlive the test).
@@ -470,15 +483,15 @@ fn anything_but_a_regular_file_named_like_a_segment_is_refused_without_opening_i
     let planted = session_dir(dir.path(), "s1").join(reader::segment_file_name(7));
     make(&planted);
     let root = dir.path().to_path_buf();
-    let v = within(Duration::from_secs(10), &planted, move || verify_dir(&root).map(|v| (v.ok(), v.corrupt)));
+    let v = within(WATCHDOG, &planted, move || verify_dir(&root).map(|v| (v.ok(), v.corrupt)));
     let (ok, corrupt) = v.unwrap();
     assert!(!ok, "{what}");
     assert_eq!(corrupt[0].code, "E_NOT_REGULAR_FILE", "{what}");
     let root = dir.path().to_path_buf();
-    let opened = within(Duration::from_secs(10), &planted, move || Wal::open(&root, options("s1")).err());
+    let opened = within(WATCHDOG, &planted, move || Wal::open(&root, options("s1")).err());
     assert_eq!(opened.unwrap().code(), "E_NOT_REGULAR_FILE", "{what}");
     let root = dir.path().to_path_buf();
-    let read = within(Duration::from_secs(10), &planted, move || read_dir_merged(&root).map(|r| r.len()));
+    let read = within(WATCHDOG, &planted, move || read_dir_merged(&root).map(|r| r.len()));
     assert_eq!(read.unwrap_err().code(), "E_NOT_REGULAR_FILE", "{what}");
     // Another session of the same directory is unaffected.
     Wal::open(dir.path(), options("s2")).unwrap().append(write("b", b"x")).unwrap();
@@ -529,7 +542,7 @@ fn a_lock_file_that_is_not_a_regular_file_is_refused() {
       _ => fs::create_dir(&lock).unwrap(),
     }
     let root = dir.path().to_path_buf();
-    let err = within(Duration::from_secs(10), &lock, move || Wal::open(&root, options("s1")).err()).unwrap();
+    let err = within(WATCHDOG, &lock, move || Wal::open(&root, options("s1")).err()).unwrap();
     assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{what}: {err}");
     assert_eq!(segment_paths(dir.path(), "s1").len(), 0, "{what}: nothing written without the lock");
   }
@@ -577,13 +590,15 @@ fn segments_are_read_at_most_max_segment_bytes() {
 fn readers_racing_with_consolidation_and_pruning_never_fail() {
   let dir = tempfile::tempdir().unwrap();
   let target = tempfile::tempdir().unwrap();
-  let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+  use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+  let stop = Arc::new(AtomicBool::new(false));
+  let done: Arc<[AtomicU32; 2]> = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
   let readers: Vec<_> = (0..2)
     .map(|i| {
-      let (dir, stop) = (dir.path().to_path_buf(), Arc::clone(&stop));
+      let (dir, stop, done) = (dir.path().to_path_buf(), Arc::clone(&stop), Arc::clone(&done));
       std::thread::spawn(move || {
         let mut reads = 0u32;
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
           if i == 0 {
             read_dir_merged(&dir).unwrap_or_else(|e| panic!("readWal after {reads} reads: {e}"));
           } else {
@@ -591,6 +606,7 @@ fn readers_racing_with_consolidation_and_pruning_never_fail() {
             assert!(v.ok(), "{:?}", v.corrupt);
           }
           reads += 1;
+          done[i].store(reads, Ordering::Relaxed);
         }
         reads
       })
@@ -599,13 +615,18 @@ fn readers_racing_with_consolidation_and_pruning_never_fail() {
   let wal =
     Wal::open(dir.path(), WalOptions { segment_max_bytes: 4096, sync: SyncMode::None, ..options("s") }).unwrap();
   let mut pruned = 0;
-  for round in 0..25 {
+  // 25 rounds at least, and on until each reader has finished a read that raced with them (a
+  // reader thread that a busy machine scheduled late would otherwise see no round at all).
+  let before: Vec<u32> = done.iter().map(|d| d.load(Ordering::Relaxed)).collect();
+  let mut round = 0;
+  while round < 25 || done.iter().zip(&before).any(|(d, &b)| d.load(Ordering::Relaxed) <= b) {
+    round += 1;
     for i in 0..600 {
       wal.append(write(&format!("f{}", i % 7), format!("round {round} record {i}").as_bytes())).unwrap();
     }
     pruned += consolidate(dir.path(), target.path(), &ConsolidateOptions::default()).unwrap().pruned_segments;
   }
-  stop.store(true, std::sync::atomic::Ordering::Relaxed);
+  stop.store(true, Ordering::Relaxed);
   let reads: Vec<u32> = readers.into_iter().map(|r| r.join().unwrap()).collect();
   assert!(pruned >= 100, "{pruned} segments pruned");
   assert!(reads.iter().all(|&n| n > 0), "{reads:?}");
@@ -651,10 +672,9 @@ fn records_that_cannot_be_applied_become_dead_letters_and_consolidation_goes_on(
 
   let root = dir.path().to_path_buf();
   let into = target.path().to_path_buf();
-  let result = within(Duration::from_secs(10), &target.path().join("a-fifo"), move || {
-    consolidate(&root, &into, &ConsolidateOptions::default())
-  })
-  .unwrap();
+  let result =
+    within(WATCHDOG, &target.path().join("a-fifo"), move || consolidate(&root, &into, &ConsolidateOptions::default()))
+      .unwrap();
   assert_eq!(result.applied, 2);
   assert_eq!(fs::read(target.path().join("first.md")).unwrap(), b"1");
   assert_eq!(fs::read(target.path().join("second.md")).unwrap(), b"2");
@@ -709,10 +729,8 @@ fn consolidation_state_files_that_are_not_regular_files_stop_it_before_any_chang
         _ => fs::create_dir(&planted).unwrap(),
       }
       let (root, into) = (dir.path().to_path_buf(), target.path().to_path_buf());
-      let err = within(Duration::from_secs(10), &planted, move || {
-        consolidate(&root, &into, &ConsolidateOptions::default()).err()
-      })
-      .unwrap();
+      let err =
+        within(WATCHDOG, &planted, move || consolidate(&root, &into, &ConsolidateOptions::default()).err()).unwrap();
       assert_eq!(err.code(), "E_NOT_REGULAR_FILE", "{name} as {what}: {err}");
       assert_eq!(fs::read_dir(target.path()).unwrap().count(), 0, "{name} as {what}: nothing applied");
     }
@@ -928,7 +946,7 @@ fn faults_during_consolidation_leave_no_partial_file_and_lose_nothing() {
     let a = Wal::open(dir, WalOptions { segment_max_bytes: 4096, ..options("a") }).unwrap();
     let b = Wal::open(dir, options("b")).unwrap();
     a.append(write("shared.md", b"from a")).unwrap();
-    std::thread::sleep(Duration::from_millis(2));
+    wait_for_clock_past(now_ms());
     b.append(write("shared.md", b"from b")).unwrap();
     for i in 0..12u8 {
       a.append(write(&format!("dir/sub/{i}.bin"), &[i; 900])).unwrap();

@@ -231,7 +231,7 @@ test('a failing capture is retried, then dead-lettered redacted, and the agent c
   const ctx = agentCtx(workspaceDir, 'broken')
   const messages = [{ role: 'assistant', content: `I will always send the invoice to ${email} on the first of the month.` }]
   await runner.runAgentEnd({ messages, success: true }, ctx) // returns after the first attempt
-  while (!logs.some((l) => /dead-lettered/.test(l.msg))) await new Promise((r) => setTimeout(r, 5))
+  await until(() => logs.some((l) => /dead-lettered/.test(l.msg)), 'the dead letter')
 
   const lines = readFileSync(join(workspaceDir, '.loa', 'dead-letter.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.length, 1)
@@ -258,17 +258,17 @@ test('a missing conversation permission is reported as such', () => {
   assert.match(ours[0].msg, /before_prompt_build, agent_end/)
 })
 
-test('stopping the plugin runs pending retries at once and stores what they hold', { timeout: 120_000 }, async () => {
-  // A retry that would otherwise wait ten minutes: only the plugin's stop can run it in time
-  // (the test's timeout is what fails if it does not).
-  const { registry, runner, workspaceDir, logs } = load({ pluginConfig: { retry: { attempts: 3, baseDelayMs: 600_000 } } })
+test('stopping the plugin runs pending retries at once and stores what they hold', { timeout: 600_000 }, async () => {
+  // A retry that would otherwise wait an hour: only the plugin's stop can run it in time (the
+  // test's timeout, ten minutes to leave a loaded machine room, is what fails if it does not).
+  const { registry, runner, workspaceDir, logs } = load({ pluginConfig: { retry: { attempts: 3, baseDelayMs: 3_600_000 } } })
   mkdirSync(join(workspaceDir, '.loa'), { recursive: true })
   writeFileSync(join(workspaceDir, '.loa', 'wal'), 'not a directory')
   const ctx = agentCtx(workspaceDir, 'stopping')
   const messages = [{ role: 'assistant', content: `We always rotate the staging certificates on Mondays; questions go to ${email}.` }]
   await runner.runAgentEnd({ messages, success: true }, ctx) // returns after the first attempt
   assert.ok(logs.some((l) => /failed \(attempt 1\/3\)/.test(l.msg)), JSON.stringify(logs))
-  rmSync(join(workspaceDir, '.loa', 'wal')) // the disk recovers; the retry is still ten minutes away
+  rmSync(join(workspaceDir, '.loa', 'wal')) // the disk recovers; the retry is still an hour away
 
   // How OpenClaw stops a plugin instance (reload, uninstall, shutdown): its lifecycle's dispose,
   // which runs what the plugin registered with `api.lifecycle.onDispose`. The loader keeps
@@ -300,10 +300,11 @@ function memoryWrites(workspaceDir) {
   return counts
 }
 
-const until = async (predicate, what, ms = 60_000) => {
-  const started = Date.now()
+// The deadline is a guard against a hang (minutes: a loaded machine is slow, not hung).
+const until = async (predicate, what, ms = 600_000) => {
+  const started = performance.now()
   while (!predicate()) {
-    if (Date.now() - started > ms) assert.fail(`timed out waiting for ${what}`)
+    if (performance.now() - started > ms) assert.fail(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 5))
   }
 }

@@ -100,10 +100,11 @@ function load(workspaceDir, pluginConfig) {
   return { registry, logs, config, runner: getGlobalHookRunner() }
 }
 
-const until = async (predicate, what, ms = 60_000) => {
-  const started = Date.now()
+// The deadline is a guard against a hang (minutes: a loaded machine is slow, not hung).
+const until = async (predicate, what, ms = 600_000) => {
+  const started = performance.now()
   while (!predicate()) {
-    if (Date.now() - started > ms) assert.fail(`timed out waiting for ${what}`)
+    if (performance.now() - started > ms) assert.fail(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 5))
   }
 }
