@@ -243,6 +243,8 @@ impl ReplayReport {
 #[derive(Debug, Clone)]
 pub struct DeadLetterQueue {
   workspace: PathBuf,
+  /// Where the queue's files are kept instead of `<workspace>/.loa` (see [`DeadLetterQueue::in_dir`]).
+  dir: Option<PathBuf>,
   lock_timeout: Duration,
 }
 
@@ -263,21 +265,49 @@ impl DeadLetterQueue {
   pub fn new(workspace: impl Into<PathBuf>, lock_timeout_ms: Option<u64>) -> DeadLetterQueue {
     DeadLetterQueue {
       workspace: workspace.into(),
+      dir: None,
       lock_timeout: Duration::from_millis(lock_timeout_ms.unwrap_or(DEFAULT_LOCK_TIMEOUT_MS)),
     }
   }
 
+  /// Keeps the queue (its file and lock) in `dir` instead of `<workspace>/.loa`: a capture the
+  /// workspace's disk refused can then wait on another filesystem. A relative `dir` is below the
+  /// workspace, reached without following any symlink (`..` is refused); an absolute one is the
+  /// caller's choice (symlinks in it are followed, like a workspace path). Created when missing.
+  pub fn in_dir(mut self, dir: Option<PathBuf>) -> DeadLetterQueue {
+    self.dir = dir;
+    self
+  }
+
   /// Where the queue is kept, for messages.
   pub fn path(&self) -> PathBuf {
-    self.workspace.join(DIR).join(FILE_NAME)
+    match &self.dir {
+      None => self.workspace.join(DIR).join(FILE_NAME),
+      Some(dir) => self.workspace.join(dir).join(FILE_NAME),
+    }
   }
 
   fn dir(&self, create: bool) -> Result<Option<StateDir>> {
-    let root = StateDir::open_root(&self.workspace)?;
-    if create {
-      root.create_subdir_mode(DIR, 0o700).map(Some)
-    } else {
-      root.subdir(DIR)
+    match &self.dir {
+      Some(dir) if dir.is_absolute() => {
+        if create {
+          return StateDir::create_root(dir).map(Some);
+        }
+        match StateDir::open_root(dir) {
+          Ok(d) => Ok(Some(d)),
+          Err(LoaError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+          Err(e) => Err(e),
+        }
+      }
+      Some(dir) => StateDir::open_root(&self.workspace)?.descend(dir, create),
+      None => {
+        let root = StateDir::open_root(&self.workspace)?;
+        if create {
+          root.create_subdir_mode(DIR, 0o700).map(Some)
+        } else {
+          root.subdir(DIR)
+        }
+      }
     }
   }
 
@@ -314,8 +344,17 @@ impl DeadLetterQueue {
     }
     let written = file.write_all(&line).and_then(|()| file.sync_data());
     if let Err(e) = written {
-      // Best effort: no half line stays behind (we hold the lock, so the tail is ours).
-      let _ = file.set_len(len).and_then(|()| file.sync_data());
+      // Best effort (we hold the lock, so the tail is ours): no half line stays behind, and a
+      // file this append created goes again, so that a refusing disk is not left with an empty
+      // queue that looks like a written one.
+      if created {
+        drop(file);
+        if matches!(dir.remove_file(FILE_NAME), Ok(true)) {
+          let _ = dir.sync();
+        }
+      } else {
+        let _ = file.set_len(len).and_then(|()| file.sync_data());
+      }
       return Err(e);
     }
     if created {
