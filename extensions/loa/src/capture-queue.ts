@@ -150,30 +150,31 @@ export class CaptureQueue {
     this.options.warn(`capture ${entry.job.label} dead-lettered after ${attempts} attempts`)
   }
 
-  /** Keeps a capture whose dead letter the disk refused, redacted, if there is room. */
+  /**
+   * Keeps a capture whose dead letter the disk refused, redacted, if there is room. Redacted
+   * first: the room is checked and taken in one synchronous step afterwards, so that captures
+   * refused at the same time never hold more than `maxHeld` between them.
+   */
   private async hold(job: CaptureJob, attempts: number, err: unknown): Promise<void> {
     const { code, message } = describeError(err)
-    if (this.held.length >= this.options.maxHeld) {
+    const drop = (why: string) => {
       this.dropped++
-      this.options.warn(
-        `capture ${job.label} could not be dead-lettered (${code}: ${message}) and is dropped: ${this.held.length} captures already held in memory (${this.dropped} dropped)`,
-      )
-      return
+      this.options.warn(`capture ${job.label} could not be dead-lettered (${code}: ${message}) and is dropped: ${why} (${this.dropped} dropped)`)
     }
+    if (this.held.length >= this.options.maxHeld) return drop(`${this.held.length} captures already held in memory`)
     let redacted: CaptureJob | undefined
     try {
       redacted = await job.hold()
     } catch (why) {
       // Nothing unredacted is ever kept: without its redaction the capture cannot wait.
-      this.dropped++
       const e = describeError(why)
-      this.options.warn(`capture ${job.label} could not be dead-lettered (${code}: ${message}) nor redacted to wait in memory (${e.code}: ${e.message}): dropped (${this.dropped} dropped)`)
-      return
+      return drop(`it could not be redacted to wait in memory (${e.code}: ${e.message})`)
     }
     if (!redacted) {
       this.options.warn(`capture ${job.label} could not be dead-lettered (${code}: ${message}); redaction policy blocks it, nothing to keep`)
       return
     }
+    if (this.held.length >= this.options.maxHeld) return drop(`${this.held.length} captures already held in memory`)
     this.held.push({ job: redacted, attempts })
     this.options.warn(
       `capture ${job.label} could not be dead-lettered (${code}: ${message}): held in memory until the disk accepts a write (${this.held.length} held, ${this.dropped} dropped)`,

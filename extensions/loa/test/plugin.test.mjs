@@ -743,8 +743,11 @@ test('the hold is bounded by retry.maxHeld: the oldest are kept, the newest drop
   const workspaceDir = workspace()
   const { runner, logs } = load({ workspaceDir, pluginConfig: { retry: { attempts: 1, baseDelayMs: 600_000, maxHeld: 1 } } })
   writeFileSync(join(workspaceDir, '.loa'), 'not a directory')
-  for (const messages of outageTurns(3, 'bounded')) await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'bounded'))
-  await runner.runSessionEnd({ sessionId: 'bounded', sessionKey: 'agent:main:bounded', messageCount: 0 }, sessionCtx('bounded'))
+  // A session end after each turn drains the queue: the turns are refused in order.
+  for (const messages of outageTurns(3, 'bounded')) {
+    await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'bounded'))
+    await runner.runSessionEnd({ sessionId: 'bounded', sessionKey: 'agent:main:bounded', messageCount: 0 }, sessionCtx('bounded'))
+  }
   assert.equal(logs.filter((l) => /held in memory until the disk accepts a write \(1 held, 0 dropped\)/.test(l.msg)).length, 1, JSON.stringify(logs))
   const drops = logs.filter((l) => /and is dropped: 1 captures already held in memory \(\d dropped\)/.test(l.msg))
   assert.deepEqual(drops.map((l) => l.msg.match(/\((\d) dropped\)/)[1]), ['1', '2'])
