@@ -208,3 +208,18 @@ test('loop-mounted ext4, disk full: a deadLetterDir on another filesystem takes 
   const stored = readdirSync(join(ws, 'grimoires/loa/memory')).filter((n) => n.endsWith('.json'))
   assert.equal(stored.length, 3, 'each capture stored exactly once')
 })
+
+test('loop-mounted ext4 turned read-only by an ext4 error: appendDeadLetter rejects with E_IO and osError EROFS, leaves no queue file, and listing still works', async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); the fault-injection variant runs in cargo test (dead_letter::tests::a_first_append_the_disk_refuses_leaves_no_queue_file_behind)`)
+  const ws = workspace(fs, { maxAttempts: 1, backoffBaseMs: 1 })
+  mkdirSync(join(ws, '.loa'))
+  fs.failReadOnly()
+  const email = `dana.${process.pid}@example.com`
+  const refused = await settled(appendDeadLetter({ workspaceDir: ws }, refusedCapture(0, email)))
+  assert.equal(refused.error?.code, 'E_IO', String(refused.error))
+  assert.equal(refused.error.osError, 'EROFS')
+  assert.doesNotMatch(refused.error.message, /release train|example\.com/, 'no capture content in the error')
+  assert.equal(existsSync(join(ws, '.loa', 'dead-letter.jsonl')), false)
+  assert.deepEqual(listDeadLetters({ workspaceDir: ws }).letters, [])
+})

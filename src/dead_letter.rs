@@ -5,8 +5,11 @@
 //! retries) hands the entry to [`DeadLetterQueue::append`], which redacts it exactly as
 //! [`MemoryStore::capture`](crate::memory::MemoryStore::capture) would (content, tags, agent id,
 //! every string of the metadata, keys included: nothing unredacted reaches the disk) and appends
-//! one line to `<workspace>/.loa/dead-letter.jsonl`. [`DeadLetterQueue::replay`] later captures
-//! each entry again, in the session it came from, and removes the ones that are settled.
+//! one line to `<workspace>/.loa/dead-letter.jsonl` (or to the directory given to
+//! [`DeadLetterQueue::in_dir`], e.g. on another filesystem than the one that refused the capture).
+//! [`DeadLetterQueue::replay`] later captures each entry again, in the session it came from, and
+//! removes the ones that are settled. An append the disk refuses leaves nothing behind: no half
+//! line, and no queue file it created (never an empty `dead-letter.jsonl`).
 //!
 //! Guarantees:
 //! - **Idempotent replay.** Each letter has a stable id (sha256 of the canonical JSON of its
