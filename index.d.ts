@@ -1007,8 +1007,9 @@ export declare class Wal {
  * identifier, checked as `capture` checks it and kept as given). Resolves
  * once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
  * `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
- * when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the
- * disk refuses this too.
+ * when `.loa` (or a directory of a relative `deadLetterDir`) is a symlink, `E_TOO_LARGE` when
+ * the queue would pass 64 MiB, `E_IO` (with `osError`) when the disk refuses this too; a queue
+ * file this call created is then removed again, never left empty.
  */
 export declare function appendDeadLetter(options: DeadLetterOptions, letter: DeadLetterInput): Promise<DeadLetter>
 
@@ -1658,9 +1659,20 @@ export interface DeadLetterList {
   unreadable: Array<DeadLetterUnreadable>
 }
 
-/** Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`). */
+/**
+ * Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`, or
+ * `<deadLetterDir>/dead-letter.jsonl`).
+ */
 export interface DeadLetterOptions {
   workspaceDir: string
+  /**
+   * Keep the queue in this directory instead of `<workspaceDir>/.loa`, e.g. on another
+   * filesystem, so that a capture the workspace's disk refused (full, failing, read-only) can
+   * still be kept. Relative: below the workspace, reached without following symlinks (`..` is
+   * refused). Absolute: used as given. Created when missing. Pass the same to
+   * `replayDeadLetters`.
+   */
+  deadLetterDir?: string
   /** How long to wait for another writer of the queue. Default 5000. */
   lockTimeoutMs?: number
   /** How `appendDeadLetter` redacts the entry: pass the options the `MemoryStore` captures with. */
@@ -1689,6 +1701,8 @@ export interface DeadLetterReplayOptions {
   workspaceDir: string
   grimoiresDir?: string
   walDir?: string
+  /** Where the queue is kept, as given to `appendDeadLetter` (default `<workspaceDir>/.loa`). */
+  deadLetterDir?: string
   /**
    * How long to wait for the queue's lock and for each session's WAL lock. A session another
    * store holds open fails this replay (its letters stay) once this has passed. Default

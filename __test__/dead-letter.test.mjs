@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, 
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { core, tempDir, startChild, root } from './helpers.mjs'
+import { core, tempDir, startChild, root, runCli } from './helpers.mjs'
 
 const { appendDeadLetter, appendDeadLetterSync, listDeadLetters, replayDeadLetters, replayDeadLettersSync, readWal, MemoryStore } = core
 
@@ -191,3 +191,31 @@ function readMemories(ws) {
   const dir = join(ws, 'grimoires', 'loa', 'memory')
   return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')).content)
 }
+
+test('deadLetterDir keeps the queue elsewhere (absolute, or below the workspace without symlinks), and `loa dead-letter --dir` reads and replays it', async (t) => {
+  const ws = tempDir(t)
+  const elsewhere = tempDir(t, 'loa-letters-')
+  const address = email()
+  const far = join(elsewhere, 'letters')
+  const letter = (i) => ({ sessionId: 'agent-1', entry: decision(`Decision ${i}: we deploy the ${i}th service from ${address} on Tuesdays`), attempts: 3 })
+  await appendDeadLetter({ workspaceDir: ws, deadLetterDir: far }, letter(1))
+  appendDeadLetterSync({ workspaceDir: ws, deadLetterDir: 'state/letters' }, letter(2))
+  assert.equal(existsSync(queueFile(ws)), false)
+  assert.equal(listDeadLetters({ workspaceDir: ws, deadLetterDir: far }).path, join(far, 'dead-letter.jsonl'))
+  assert.ok(!readFileSync(join(far, 'dead-letter.jsonl'), 'utf8').includes(address), 'redacted')
+  assert.equal(listDeadLetters({ workspaceDir: ws, deadLetterDir: 'state/letters' }).letters.length, 1)
+  // A relative deadLetterDir never goes through a symlink, nor out of the workspace.
+  symlinkSync(elsewhere, join(ws, 'link'))
+  for (const deadLetterDir of ['link/letters', '../letters']) {
+    assert.throws(() => appendDeadLetterSync({ workspaceDir: ws, deadLetterDir }, letter(3)), { code: 'E_PATH_OUTSIDE_ROOT' })
+  }
+  const listed = await runCli(['dead-letter', 'list', '--workspace', ws, '--dir', far, '--json'])
+  assert.equal(listed.code, 0, listed.stderr)
+  assert.equal(JSON.parse(listed.stdout).letters.length, 1)
+  const replayed = await runCli(['dead-letter', 'replay', '--workspace', ws, '--dir', far, '--json'])
+  assert.equal(replayed.code, 0, replayed.stderr)
+  assert.equal(JSON.parse(replayed.stdout).stored, 1)
+  assert.equal((await replayDeadLetters({ workspaceDir: ws, deadLetterDir: 'state/letters' })).stored, 1)
+  assert.equal(replayDeadLettersSync({ workspaceDir: ws, deadLetterDir: far }).results.length, 0)
+  assert.deepEqual([...memoryWrites(ws).values()], [1, 1], 'each stored exactly once')
+})

@@ -7,13 +7,14 @@
 // `memory::tests::a_refused_fsync_is_e_io_and_the_same_store_captures_again_once_the_disk_recovers`).
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { core } from './helpers.mjs'
 import { loopfs } from './loopfs.mjs'
 
-const { MemoryStore } = core
+const { MemoryStore, appendDeadLetter, listDeadLetters, replayDeadLetters } = core
 
 /** A workspace on the loop filesystem, its `memory.retry` policy set. */
 function workspace(fs, { maxAttempts, backoffBaseMs }) {
@@ -136,4 +137,89 @@ test('loop-mounted ext4 turned read-only by an ext4 error: captures reject with 
   assert.equal(store.get(second.id)?.content, 'Acknowledged and still only in the log')
   assert.equal((await store.search('turned read-only')).hits[0]?.id, first.id)
   assert.equal(store.recentSessions(1)[0].memories, 2)
+})
+
+/**
+ * A capture as the plugin dead-letters it after its tries, with a planted address to redact, big
+ * enough (about 20 KiB) that storing it needs new blocks of a full disk.
+ */
+const refusedCapture = (i, email) => ({
+  sessionId: 'agent-1',
+  entry: {
+    type: 'decision',
+    confidence: 0.9,
+    content: `Decision ${i}: the release train leaves on Tuesdays; ask ${email}. ` + Array.from({ length: 2000 }, (_, k) => `item${i}x${k}`).join(' '),
+    timestamp: '2026-01-02T10:00:00Z',
+  },
+  attempts: 3,
+  error: { code: 'E_IO', message: 'No space left on device' },
+})
+
+test('loop-mounted ext4, disk full: appendDeadLetter rejects with E_IO and osError ENOSPC and leaves no queue file behind', async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); the fault-injection variant runs in cargo test (dead_letter::tests::a_first_append_the_disk_refuses_leaves_no_queue_file_behind)`)
+  const ws = workspace(fs, { maxAttempts: 1, backoffBaseMs: 1 })
+  mkdirSync(join(ws, '.loa'))
+  fs.fill()
+  const email = `dana.${process.pid}@example.com`
+  for (const i of [0, 1]) {
+    const refused = await settled(appendDeadLetter({ workspaceDir: ws }, refusedCapture(i, email)))
+    assert.equal(refused.error?.code, 'E_IO', String(refused.error))
+    assert.equal(refused.error.osError, 'ENOSPC')
+    assert.doesNotMatch(refused.error.message, /release train|example\.com/, 'no capture content in the error')
+    assert.equal(existsSync(join(ws, '.loa', 'dead-letter.jsonl')), false, 'no empty queue file left behind')
+  }
+  assert.deepEqual(listDeadLetters({ workspaceDir: ws }).letters, [])
+  fs.free()
+  await appendDeadLetter({ workspaceDir: ws }, refusedCapture(0, email))
+  assert.equal(listDeadLetters({ workspaceDir: ws }).letters.length, 1)
+})
+
+test('loop-mounted ext4, disk full: a deadLetterDir on another filesystem takes the letters, and they are stored once after space returns', async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); cargo test covers a queue in another directory (dead_letter::tests::a_queue_in_another_directory_is_appended_listed_and_replayed_there)`)
+  const ws = workspace(fs, { maxAttempts: 1, backoffBaseMs: 1 })
+  const elsewhere = mkdtempSync(join(tmpdir(), 'loa-dead-letters-'))
+  t.after(() => rmSync(elsewhere, { recursive: true, force: true }))
+  const deadLetterDir = join(elsewhere, 'letters')
+  const store = fs.hold(MemoryStore.open({ workspaceDir: ws, sessionId: 'agent-1' }))
+  fs.fill()
+  const email = `dana.${process.pid}@example.com`
+  for (const i of [0, 1, 2]) {
+    const refused = await settled(store.capture(refusedCapture(i, email).entry))
+    assert.equal(refused.error?.osError, 'ENOSPC', String(refused.error))
+    await appendDeadLetter({ workspaceDir: ws, deadLetterDir }, refusedCapture(i, email))
+  }
+  const listed = listDeadLetters({ workspaceDir: ws, deadLetterDir })
+  assert.equal(listed.path, join(deadLetterDir, 'dead-letter.jsonl'))
+  assert.equal(listed.letters.length, 3)
+  assert.ok(!readFileSync(listed.path, 'utf8').includes(email), 'the letters are redacted')
+  assert.equal(existsSync(join(ws, '.loa', 'dead-letter.jsonl')), false)
+  // Still full: a replay keeps every letter.
+  store.close()
+  const early = await replayDeadLetters({ workspaceDir: ws, deadLetterDir })
+  assert.equal(early.remaining, 3)
+  fs.free()
+  const replay = await replayDeadLetters({ workspaceDir: ws, deadLetterDir })
+  assert.deepEqual([replay.stored, replay.remaining], [3, 0])
+  assert.equal((await replayDeadLetters({ workspaceDir: ws, deadLetterDir })).results.length, 0)
+  const reader = fs.hold(MemoryStore.open({ workspaceDir: ws, sessionId: 'reader' }))
+  await reader.consolidate()
+  const stored = readdirSync(join(ws, 'grimoires/loa/memory')).filter((n) => n.endsWith('.json'))
+  assert.equal(stored.length, 3, 'each capture stored exactly once')
+})
+
+test('loop-mounted ext4 turned read-only by an ext4 error: appendDeadLetter rejects with E_IO and osError EROFS, leaves no queue file, and listing still works', async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); the fault-injection variant runs in cargo test (dead_letter::tests::a_first_append_the_disk_refuses_leaves_no_queue_file_behind)`)
+  const ws = workspace(fs, { maxAttempts: 1, backoffBaseMs: 1 })
+  mkdirSync(join(ws, '.loa'))
+  fs.failReadOnly()
+  const email = `dana.${process.pid}@example.com`
+  const refused = await settled(appendDeadLetter({ workspaceDir: ws }, refusedCapture(0, email)))
+  assert.equal(refused.error?.code, 'E_IO', String(refused.error))
+  assert.equal(refused.error.osError, 'EROFS')
+  assert.doesNotMatch(refused.error.message, /release train|example\.com/, 'no capture content in the error')
+  assert.equal(existsSync(join(ws, '.loa', 'dead-letter.jsonl')), false)
+  assert.deepEqual(listDeadLetters({ workspaceDir: ws }).letters, [])
 })

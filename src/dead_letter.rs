@@ -4,10 +4,13 @@
 //! be lost, and must not stay parked for ever either. The caller (the OpenClaw plugin, after its
 //! retries) hands the entry to [`DeadLetterQueue::append`], which redacts it exactly as
 //! [`MemoryStore::capture`](crate::memory::MemoryStore::capture) would (content, tags, every
-//! string of the metadata, keys included: nothing unredacted reaches the disk; the agent id is
-//! an identifier, checked and kept as given) and appends
-//! one line to `<workspace>/.loa/dead-letter.jsonl`. [`DeadLetterQueue::replay`] later captures
-//! each entry again, in the session it came from, and removes the ones that are settled.
+//! string and number of the metadata, keys included: nothing unredacted reaches the disk; the
+//! agent id is an identifier, checked and kept as given) and appends
+//! one line to `<workspace>/.loa/dead-letter.jsonl` (or to the directory given to
+//! [`DeadLetterQueue::in_dir`], e.g. on another filesystem than the one that refused the capture).
+//! [`DeadLetterQueue::replay`] later captures each entry again, in the session it came from, and
+//! removes the ones that are settled. An append the disk refuses leaves nothing behind: no half
+//! line, and no queue file it created (never an empty `dead-letter.jsonl`).
 //!
 //! Guarantees:
 //! - **Idempotent replay.** Each letter has a stable id (sha256 of the canonical JSON of its
@@ -248,6 +251,8 @@ impl ReplayReport {
 #[derive(Debug, Clone)]
 pub struct DeadLetterQueue {
   workspace: PathBuf,
+  /// Where the queue's files are kept instead of `<workspace>/.loa` (see [`DeadLetterQueue::in_dir`]).
+  dir: Option<PathBuf>,
   lock_timeout: Duration,
 }
 
@@ -268,21 +273,49 @@ impl DeadLetterQueue {
   pub fn new(workspace: impl Into<PathBuf>, lock_timeout_ms: Option<u64>) -> DeadLetterQueue {
     DeadLetterQueue {
       workspace: workspace.into(),
+      dir: None,
       lock_timeout: Duration::from_millis(lock_timeout_ms.unwrap_or(DEFAULT_LOCK_TIMEOUT_MS)),
     }
   }
 
+  /// Keeps the queue (its file and lock) in `dir` instead of `<workspace>/.loa`: a capture the
+  /// workspace's disk refused can then wait on another filesystem. A relative `dir` is below the
+  /// workspace, reached without following any symlink (`..` is refused); an absolute one is the
+  /// caller's choice (symlinks in it are followed, like a workspace path). Created when missing.
+  pub fn in_dir(mut self, dir: Option<PathBuf>) -> DeadLetterQueue {
+    self.dir = dir;
+    self
+  }
+
   /// Where the queue is kept, for messages.
   pub fn path(&self) -> PathBuf {
-    self.workspace.join(DIR).join(FILE_NAME)
+    match &self.dir {
+      None => self.workspace.join(DIR).join(FILE_NAME),
+      Some(dir) => self.workspace.join(dir).join(FILE_NAME),
+    }
   }
 
   fn dir(&self, create: bool) -> Result<Option<StateDir>> {
-    let root = StateDir::open_root(&self.workspace)?;
-    if create {
-      root.create_subdir_mode(DIR, 0o700).map(Some)
-    } else {
-      root.subdir(DIR)
+    match &self.dir {
+      Some(dir) if dir.is_absolute() => {
+        if create {
+          return StateDir::create_root(dir).map(Some);
+        }
+        match StateDir::open_root(dir) {
+          Ok(d) => Ok(Some(d)),
+          Err(LoaError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+          Err(e) => Err(e),
+        }
+      }
+      Some(dir) => StateDir::open_root(&self.workspace)?.descend(dir, create),
+      None => {
+        let root = StateDir::open_root(&self.workspace)?;
+        if create {
+          root.create_subdir_mode(DIR, 0o700).map(Some)
+        } else {
+          root.subdir(DIR)
+        }
+      }
     }
   }
 
@@ -319,8 +352,17 @@ impl DeadLetterQueue {
     }
     let written = file.write_all(&line).and_then(|()| file.sync_data());
     if let Err(e) = written {
-      // Best effort: no half line stays behind (we hold the lock, so the tail is ours).
-      let _ = file.set_len(len).and_then(|()| file.sync_data());
+      // Best effort (we hold the lock, so the tail is ours): no half line stays behind, and a
+      // file this append created goes again, so that a refusing disk is not left with an empty
+      // queue that looks like a written one.
+      if created {
+        drop(file);
+        if matches!(dir.remove_file(FILE_NAME), Ok(true)) {
+          let _ = dir.sync();
+        }
+      } else {
+        let _ = file.set_len(len).and_then(|()| file.sync_data());
+      }
       return Err(e);
     }
     if created {

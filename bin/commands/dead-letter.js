@@ -12,8 +12,14 @@ function workspace(values) {
   return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
 }
 
+/** The queue's options: `--dir` is the `deadLetterDir` the writer was given (relative: below the workspace). */
+function queue(ws, values) {
+  if (values.dir === '') throw cli.usage('--dir needs a directory')
+  return { workspaceDir: ws, ...(values.dir !== undefined ? { deadLetterDir: values.dir } : {}) }
+}
+
 function list(ws, values) {
-  const listing = core.listDeadLetters({ workspaceDir: ws })
+  const listing = core.listDeadLetters(queue(ws, values))
   if (values.json) {
     // Content stays out of the JSON too: it is redacted, but it is still what the agent said.
     cli.printJson({
@@ -33,7 +39,7 @@ function list(ws, values) {
 }
 
 async function replay(ws, values) {
-  const r = await core.replayDeadLetters({ workspaceDir: ws })
+  const r = await core.replayDeadLetters(queue(ws, values))
   if (values.json) {
     cli.printJson(r)
   } else {
@@ -50,10 +56,12 @@ async function replay(ws, values) {
 }
 
 module.exports = {
-  help: `  loa dead-letter list|replay [--workspace DIR] [--json]
+  help: `  loa dead-letter list|replay [--workspace DIR] [--dir DIR] [--json]
                                  captures the disk refused: list them, or store them now (each at
-                                 most once); replay exits 1 when some still fail`,
-  accepts: ['json', 'workspace'],
+                                 most once); replay exits 1 when some still fail; --dir: the
+                                 queue's directory when not .loa (the deadLetterDir it was written with)`,
+  options: { dir: { type: 'string' } },
+  accepts: ['json', 'workspace', 'dir'],
   run({ action, args, values }) {
     const run = { __proto__: null, list, replay }[action]
     if (!run) throw cli.badAction('dead-letter', action, ['list', 'replay'])

@@ -13,11 +13,19 @@ use crate::dead_letter as core;
 use crate::error::Result;
 use crate::redact::RedactOptions;
 
-/// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`).
+/// Where a workspace's dead-letter queue is (`<workspaceDir>/.loa/dead-letter.jsonl`, or
+/// `<deadLetterDir>/dead-letter.jsonl`).
 #[napi(object, object_to_js = false)]
 pub struct DeadLetterOptions {
   #[napi(ts_type = "string")]
   pub workspace_dir: Str,
+  /// Keep the queue in this directory instead of `<workspaceDir>/.loa`, e.g. on another
+  /// filesystem, so that a capture the workspace's disk refused (full, failing, read-only) can
+  /// still be kept. Relative: below the workspace, reached without following symlinks (`..` is
+  /// refused). Absolute: used as given. Created when missing. Pass the same to
+  /// `replayDeadLetters`.
+  #[napi(ts_type = "string")]
+  pub dead_letter_dir: Option<Option<Str>>,
   /// How long to wait for another writer of the queue. Default 5000.
   #[napi(ts_type = "number")]
   pub lock_timeout_ms: Option<Option<Int>>,
@@ -35,7 +43,8 @@ struct Queue {
 impl From<DeadLetterOptions> for Queue {
   fn from(o: DeadLetterOptions) -> Queue {
     Queue {
-      queue: core::DeadLetterQueue::new(o.workspace_dir.0, o.lock_timeout_ms.given()),
+      queue: core::DeadLetterQueue::new(o.workspace_dir.0, o.lock_timeout_ms.given())
+        .in_dir(o.dead_letter_dir.flatten().map(|d| d.0.into())),
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
   }
@@ -51,6 +60,9 @@ pub struct DeadLetterReplayOptions {
   pub grimoires_dir: Option<Option<Str>>,
   #[napi(ts_type = "string")]
   pub wal_dir: Option<Option<Str>>,
+  /// Where the queue is kept, as given to `appendDeadLetter` (default `<workspaceDir>/.loa`).
+  #[napi(ts_type = "string")]
+  pub dead_letter_dir: Option<Option<Str>>,
   /// How long to wait for the queue's lock and for each session's WAL lock. A session another
   /// store holds open fails this replay (its letters stay) once this has passed. Default
   /// `wal.lockTimeoutMs` (5000) for sessions, 5000 for the queue.
@@ -74,7 +86,8 @@ impl From<DeadLetterReplayOptions> for Replay {
   fn from(o: DeadLetterReplayOptions) -> Replay {
     let workspace = Workspace::new(o.workspace_dir, o.grimoires_dir, o.wal_dir, o.lock_timeout_ms, o.gates);
     Replay {
-      queue: core::DeadLetterQueue::new(workspace.dir.clone(), workspace.overrides.lock_timeout_ms),
+      queue: core::DeadLetterQueue::new(workspace.dir.clone(), workspace.overrides.lock_timeout_ms)
+        .in_dir(o.dead_letter_dir.flatten().map(|d| d.0.into())),
       workspace,
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
     }
@@ -321,8 +334,9 @@ fn replay(options: Unknown) -> Result<Replay> {
 /// identifier, checked as `capture` checks it and kept as given). Resolves
 /// once the line is durable. `replayDeadLetters` stores it later, once. Rejects with
 /// `E_NOT_REGULAR_FILE` when something else sits where the queue belongs, `E_PATH_OUTSIDE_ROOT`
-/// when `.loa` is a symlink, `E_TOO_LARGE` when the queue would pass 64 MiB, `E_IO` when the
-/// disk refuses this too.
+/// when `.loa` (or a directory of a relative `deadLetterDir`) is a symlink, `E_TOO_LARGE` when
+/// the queue would pass 64 MiB, `E_IO` (with `osError`) when the disk refuses this too; a queue
+/// file this call created is then removed again, never left empty.
 #[napi(ts_args_type = "options: DeadLetterOptions, letter: DeadLetterInput", ts_return_type = "Promise<DeadLetter>")]
 pub fn append_dead_letter(env: Env, options: Unknown, letter: Unknown) -> AsyncTask<CoreTask<DeadLetter>> {
   CoreTask::after(&env, || append_args(options, letter), append)

@@ -362,3 +362,47 @@ fn ids_are_stable_and_tampered_ids_are_not_trusted() {
   assert!(listing.letters.is_empty());
   assert_eq!(listing.unreadable.len(), 1);
 }
+
+#[test]
+fn a_first_append_the_disk_refuses_leaves_no_queue_file_behind() {
+  let ws = workspace();
+  let q = queue(ws.path());
+  let path = ws.path().join(".loa/dead-letter.jsonl");
+  for (op, errno) in [(faults::Op::Write, libc::ENOSPC), (faults::Op::Sync, libc::EIO)] {
+    let _guard = faults::inject(&ws.path().join(".loa"), op, errno, 0, 1);
+    let err =
+      q.append(letter("s1", "We decided to rotate the keys every Monday"), &RedactOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "E_IO", "{op:?}");
+    assert!(!path.exists(), "{op:?}: no empty queue file left behind");
+    assert_eq!(q.list().unwrap(), Listing::default());
+  }
+  q.append(letter("s1", "We decided to rotate the keys every Monday"), &RedactOptions::default()).unwrap();
+  assert_eq!(q.list().unwrap().letters.len(), 1);
+}
+
+#[test]
+fn a_queue_in_another_directory_is_appended_listed_and_replayed_there() {
+  let ws = workspace();
+  let elsewhere = tempfile::tempdir().unwrap();
+  let far = elsewhere.path().join("letters");
+  let q = queue(ws.path()).in_dir(Some(far.clone()));
+  assert_eq!(q.list().unwrap(), Listing::default());
+  q.append(letter("s1", "We decided to deploy on Fridays after the standup"), &RedactOptions::default()).unwrap();
+  assert!(far.join(FILE_NAME).is_file());
+  assert_eq!(q.path(), far.join(FILE_NAME));
+  assert!(!ws.path().join(".loa/dead-letter.jsonl").exists());
+  let report = q.replay(&stores(ws.path())).unwrap();
+  assert_eq!(report.count(Outcome::Stored), 1);
+  assert!(!far.join(FILE_NAME).exists());
+
+  // Relative: below the workspace, never through a symlink.
+  let rel = queue(ws.path()).in_dir(Some("state/letters".into()));
+  rel.append(letter("s1", "We decided to keep the runbook in the repository"), &RedactOptions::default()).unwrap();
+  assert!(ws.path().join("state/letters").join(FILE_NAME).is_file());
+  symlink(elsewhere.path(), ws.path().join("link")).unwrap();
+  let linked = queue(ws.path()).in_dir(Some("link/letters".into()));
+  let err = linked.append(letter("s1", "x".repeat(40).as_str()), &RedactOptions::default()).unwrap_err();
+  assert_eq!(err.code(), "E_PATH_OUTSIDE_ROOT");
+  let up = queue(ws.path()).in_dir(Some("../letters".into()));
+  assert_eq!(up.list().unwrap_err().code(), "E_PATH_OUTSIDE_ROOT");
+}

@@ -7,9 +7,17 @@ export interface LoaPluginConfig {
   /** Relative: the grimoire inside the workspace. Absolute: the root of all plugin state. */
   grimoiresDir?: string
   walDir?: string
+  /**
+   * Where captures the disk refused wait (the dead-letter queue), instead of `.loa` in the state
+   * root. Relative: below the state root. Absolute: e.g. on another filesystem, so that a full
+   * or read-only workspace disk does not refuse the dead letters too (one directory per root
+   * is made in it).
+   */
+  deadLetterDir?: string
   redaction: { allowlist: string[]; pseudonymize: boolean }
   gates: { minConfidence?: number; speculationMinConfidence?: number; minContentLength?: number; maxAgeMs?: number }
-  retry: { attempts: number; baseDelayMs: number }
+  /** `maxHeld`: captures kept in memory while the disk refuses them and their dead letters. */
+  retry: { attempts: number; baseDelayMs: number; maxHeld: number }
   /** Longest wait for the ledger checkpoint in `before_compaction` / `before_reset` / `session_end`. */
   checkpointTimeoutMs: number
   /** Boot-time recovery and the identity check at bootstrap (src/recovery.ts). */
@@ -42,6 +50,8 @@ export interface RecoveryPluginConfig {
 }
 
 export const DEFAULT_CONTEXT_TOKEN_BUDGET = 2000
+/** Captures held in memory while no disk write succeeds (each at most the core's 64 KiB of content). */
+export const DEFAULT_MAX_HELD = 1000
 /** Under OpenClaw's 30 s limit for `before_compaction`. */
 export const DEFAULT_CHECKPOINT_TIMEOUT_MS = 20_000
 
@@ -56,9 +66,14 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): LoaPlug
     contextTokenBudget: given.contextTokenBudget ?? DEFAULT_CONTEXT_TOKEN_BUDGET,
     ...(given.grimoiresDir !== undefined ? { grimoiresDir: given.grimoiresDir } : {}),
     ...(given.walDir !== undefined ? { walDir: given.walDir } : {}),
+    ...(given.deadLetterDir !== undefined ? { deadLetterDir: given.deadLetterDir } : {}),
     redaction: { allowlist: given.redaction?.allowlist ?? [], pseudonymize: given.redaction?.pseudonymize ?? false },
     gates: { ...(given.gates ?? {}) },
-    retry: { attempts: given.retry?.attempts ?? 3, baseDelayMs: given.retry?.baseDelayMs ?? 250 },
+    retry: {
+      attempts: given.retry?.attempts ?? 3,
+      baseDelayMs: given.retry?.baseDelayMs ?? 250,
+      maxHeld: given.retry?.maxHeld ?? DEFAULT_MAX_HELD,
+    },
     checkpointTimeoutMs: given.checkpointTimeoutMs ?? DEFAULT_CHECKPOINT_TIMEOUT_MS,
     recovery: {
       trustedKeys: r.trustedKeys ?? [],

@@ -3,7 +3,7 @@
 // on a state root and when a session starts), consolidation when a session ends or its context
 // is compacted.
 import { createHash } from 'node:crypto'
-import { isAbsolute, resolve } from 'node:path'
+import { isAbsolute, join, resolve } from 'node:path'
 
 import {
   KeyRing,
@@ -13,6 +13,7 @@ import {
   isLoaError,
   loadConfig,
   loadRedactionKey,
+  redact,
   replayDeadLetters,
   type MemoryConsolidation,
   type MemoryEntry,
@@ -21,7 +22,7 @@ import {
 } from '@loa/core'
 
 import type { AgentContext, AgentEndEvent, PluginLogger, PromptBuildResult, SessionContext } from './adapter.ts'
-import { CaptureQueue, describeError } from './capture-queue.ts'
+import { CaptureQueue, describeError, type CaptureJob } from './capture-queue.ts'
 import type { LoaPluginConfig } from './config.ts'
 import { lastText } from './messages.ts'
 import { inside } from './recovery.ts'
@@ -73,7 +74,9 @@ export class LoaMemory {
     this.queue = new CaptureQueue({
       attempts: config.retry.attempts,
       baseDelayMs: config.retry.baseDelayMs,
+      maxHeld: config.retry.maxHeld,
       warn: (message) => this.logger.warn(`[loa] ${message}`),
+      info: (message) => this.logger.info(`[loa] ${message}`),
     })
   }
 
@@ -244,6 +247,7 @@ export class LoaMemory {
   /** Plugin stop: nothing captured is left behind, every store is closed. */
   async stop(): Promise<void> {
     await this.queue.drain()
+    this.queue.close()
     for (const [key, pending] of this.stores) {
       this.stores.delete(key)
       try {
@@ -286,6 +290,23 @@ export class LoaMemory {
 
   get pendingCaptures(): number {
     return this.queue.size
+  }
+
+  /** Captures held in memory because the disk refused them and their dead letters. */
+  get heldCaptures(): { held: number; dropped: number } {
+    return this.queue.heldCounts
+  }
+
+  /**
+   * Where `root`'s dead letters are kept (`deadLetterDir`), as @loa/core takes it: relative is
+   * below the root; absolute is shared by every root, so each root gets a directory of its own
+   * there (letters carry a session id, not a root: one queue per root keeps replays apart).
+   */
+  private deadLetterDir(root: string): { deadLetterDir?: string } {
+    const dir = this.config.deadLetterDir
+    if (dir === undefined) return {}
+    if (!isAbsolute(dir)) return { deadLetterDir: dir }
+    return { deadLetterDir: join(dir, createHash('sha256').update(resolve(root)).digest('hex').slice(0, 16)) }
   }
 
   /** The state root for an agent workspace: the configured absolute root, else the workspace. */
@@ -401,6 +422,7 @@ export class LoaMemory {
       const r = await replayDeadLetters({
         workspaceDir: root,
         ...this.layout(),
+        ...this.deadLetterDir(root),
         gates: this.config.gates,
         redaction: await this.redaction(root),
         ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
@@ -434,7 +456,7 @@ export class LoaMemory {
     return key
   }
 
-  private captureJob(session: Session, entry: MemoryEntry, label: string) {
+  private captureJob(session: Session, entry: MemoryEntry, label: string): CaptureJob {
     return {
       label,
       run: async () => {
@@ -444,9 +466,27 @@ export class LoaMemory {
       // The queue redacts the entry (as the store would) before anything reaches the disk.
       deadLetter: async ({ attempts, error }: { attempts: number; error: { code: string; message: string } }) => {
         await appendDeadLetter(
-          { workspaceDir: session.root, redaction: await this.redaction(session.root) },
+          { workspaceDir: session.root, ...this.deadLetterDir(session.root), redaction: await this.redaction(session.root) },
           { sessionId: session.id, entry, attempts, error },
         )
+      },
+      // Redacted as the store would (content and tags; the agent id is an identifier the store
+      // keeps as given, and the plugin's entries carry no metadata), so that nothing unredacted
+      // sits in memory; the store and the dead-letter queue redact it again, which changes nothing.
+      hold: async () => {
+        const options = await this.redaction(session.root)
+        let blocked = false
+        const clean = (text: string) => {
+          const r = redact(text, options)
+          blocked ||= r.blocked
+          return r.text
+        }
+        const redacted: MemoryEntry = {
+          ...entry,
+          ...(entry.content !== undefined ? { content: clean(entry.content) } : {}),
+          ...(entry.tags ? { tags: entry.tags.map(clean) } : {}),
+        }
+        return blocked ? undefined : this.captureJob(session, redacted, label)
       },
     }
   }

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createHash, randomBytes } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
+import { loopfs } from '../../../__test__/loopfs.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const sourceDir = resolve(here, '..')
@@ -639,4 +640,124 @@ test('session_end writes a redacted ledger event; session_start synthesises curr
   assert.equal(logs.filter((l) => /continuity synthesized/.test(l.msg)).length, 2, 'owed once, paid once')
   assert.ok(!logs.some((l) => l.level === 'error'), JSON.stringify(logs.filter((l) => l.level === 'error')))
   await runner.runSessionEnd({ sessionId: 'synth-3', sessionKey: 'agent:main:synth-3', messageCount: 0 }, sessionCtx('synth-3'))
+})
+
+/**
+ * Distinct turns, each worth one memory, each with a planted address the plugin must redact, and
+ * big enough (about 20 KiB) that storing one needs new blocks of a full disk.
+ */
+const outageTurns = (n, tag) =>
+  Array.from({ length: n }, (_, i) => [
+    {
+      role: 'user',
+      content: `Remember: ${tag} build ${i} of the mobile app ships on day ${i + 10}; the owner is ${email}. Checklist: ` + Array.from({ length: 2000 }, (_, k) => `step${i}x${k}`).join(' '),
+    },
+  ])
+
+/**
+ * The outage: `turns` captured while the disk refuses both captures and dead letters, then a
+ * session end (it drains the queue: what is held stays held). Returns the held count logged.
+ */
+async function captureDuringOutage({ runner, logs, workspaceDir }, session, turns) {
+  for (const messages of turns) await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, session))
+  await runner.runSessionEnd({ sessionId: session, sessionKey: `agent:main:${session}`, messageCount: 0 }, sessionCtx(session))
+  const held = logs.filter((l) => /could not be dead-lettered .*: held in memory until the disk accepts a write/.test(l.msg))
+  assert.equal(held.length, turns.length, JSON.stringify(logs))
+  assert.match(held.at(-1).msg, new RegExp(`\\(${turns.length} held, 0 dropped\\)`))
+  assert.ok(logs.some((l) => /held captures retried, the disk still refuses .*: 0 stored, 0 dead-lettered, \d+ still held in memory/.test(l.msg)), JSON.stringify(logs))
+}
+
+/** After the disk recovers: one more turn (a capture retries what is held), then a session end. */
+async function captureAfterRecovery({ runner, logs, workspaceDir }, session, tag) {
+  const [messages] = outageTurns(1, `${tag} after`)
+  await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, session))
+  await runner.runSessionEnd({ sessionId: session, sessionKey: `agent:main:${session}`, messageCount: 0 }, sessionCtx(session))
+  assert.ok(logs.some((l) => /held captures retried: \d+ stored, 0 dead-lettered, 0 still held in memory, 0 dropped/.test(l.msg)), JSON.stringify(logs))
+  for (const l of logs) assert.ok(!l.msg.includes('mobile app') && !l.msg.includes(email), `content in a log line: ${l.msg}`)
+}
+
+/** Every memory of `turns` (and the one after) is in the WAL exactly once, and none unredacted on disk. */
+function storedExactlyOnce(workspaceDir, count) {
+  const writes = memoryWrites(workspaceDir)
+  assert.equal(writes.size, count, JSON.stringify([...writes]))
+  assert.deepEqual([...new Set(writes.values())], [1], 'each capture stored exactly once')
+  assert.deepEqual(filesHolding(workspaceDir, email), [], 'nothing unredacted on disk')
+}
+
+test('captures the disk refuses along with their dead letters are held in memory, redacted and counted, and stored exactly once when it accepts writes again (no root: a file where .loa belongs)', async () => {
+  const workspaceDir = workspace()
+  // One try each, and a retry timer far away: only the hooks' events retry here.
+  const loaded = load({ workspaceDir, pluginConfig: { retry: { attempts: 1, baseDelayMs: 600_000 } } })
+  // The state directory is a regular file: every capture and every dead letter is refused
+  // (ENOTDIR), with no root needed. Root ignores permission bits, so a read-only mode would not do.
+  writeFileSync(join(workspaceDir, '.loa'), 'not a directory')
+  await captureDuringOutage(loaded, 'outage', outageTurns(3, 'plain'))
+  rmSync(join(workspaceDir, '.loa'))
+  await captureAfterRecovery(loaded, 'outage', 'plain')
+  storedExactlyOnce(workspaceDir, 4)
+  assert.deepEqual(core.listDeadLetters({ workspaceDir }).letters, [])
+})
+
+test('loop-mounted ext4, disk full: captures and their dead letters are refused, held in memory, and stored exactly once after space is freed; no empty dead-letter file is left', { timeout: 300_000 }, async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); the variant with a file where .loa belongs runs without root`)
+  const workspaceDir = join(fs.dir, 'ws')
+  mkdirSync(workspaceDir)
+  writeFileSync(join(workspaceDir, '.loa.config.yaml'), 'memory:\n  retry:\n    max_attempts: 1\n    backoff_base_ms: 1\n')
+  const loaded = load({ workspaceDir, pluginConfig: { retry: { attempts: 1, baseDelayMs: 600_000 } } })
+  // The plugin meets the workspace while there is room (its stores, .loa), then the disk fills.
+  await loaded.runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(workspaceDir, 'full'))
+  fs.fill()
+  await captureDuringOutage(loaded, 'full', outageTurns(3, 'full'))
+  assert.equal(existsSync(join(workspaceDir, '.loa', 'dead-letter.jsonl')), false, 'no empty dead-letter file')
+  fs.free()
+  await captureAfterRecovery(loaded, 'full', 'full')
+  storedExactlyOnce(workspaceDir, 4)
+})
+
+test('loop-mounted ext4, disk full, deadLetterDir on another filesystem: refused captures become dead letters there and are stored exactly once at the next session start', { timeout: 300_000 }, async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip}); cargo test and __test__/disk-faults.test.mjs cover a queue in another directory`)
+  const workspaceDir = join(fs.dir, 'ws')
+  mkdirSync(workspaceDir)
+  writeFileSync(join(workspaceDir, '.loa.config.yaml'), 'memory:\n  retry:\n    max_attempts: 1\n    backoff_base_ms: 1\n')
+  const deadLetterDir = join(scratch, `letters-${randomBytes(4).toString('hex')}`)
+  const { runner, logs } = load({ workspaceDir, pluginConfig: { deadLetterDir, retry: { attempts: 1, baseDelayMs: 600_000 } } })
+  await runner.runBeforePromptBuild({ prompt: 'hi', messages: [] }, agentCtx(workspaceDir, 'far'))
+  fs.fill()
+  for (const messages of outageTurns(3, 'far')) await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'far'))
+  await runner.runSessionEnd({ sessionId: 'far', sessionKey: 'agent:main:far', messageCount: 0 }, sessionCtx('far'))
+  assert.equal(logs.filter((l) => /dead-lettered after 1 attempts/.test(l.msg)).length, 3, JSON.stringify(logs))
+  assert.ok(!logs.some((l) => /held in memory until/.test(l.msg)), JSON.stringify(logs))
+  const [perRoot] = readdirSync(deadLetterDir)
+  const queued = core.listDeadLetters({ workspaceDir, deadLetterDir: join(deadLetterDir, perRoot) })
+  assert.equal(queued.letters.length, 3)
+  assert.ok(!readFileSync(queued.path, 'utf8').includes(email), 'the dead letters are redacted')
+  fs.free()
+  await runner.runSessionStart({ sessionId: 'next', sessionKey: 'agent:main:next' }, sessionCtx('next'))
+  assert.ok(logs.some((l) => /replayed at session start: 3 stored/.test(l.msg)), JSON.stringify(logs))
+  assert.deepEqual(core.listDeadLetters({ workspaceDir, deadLetterDir: join(deadLetterDir, perRoot) }).letters, [])
+  storedExactlyOnce(workspaceDir, 3)
+})
+
+test('the hold is bounded by retry.maxHeld: the oldest are kept, the newest dropped and counted, never logged with content', async () => {
+  const workspaceDir = workspace()
+  const { runner, logs } = load({ workspaceDir, pluginConfig: { retry: { attempts: 1, baseDelayMs: 600_000, maxHeld: 1 } } })
+  writeFileSync(join(workspaceDir, '.loa'), 'not a directory')
+  // A session end after each turn drains the queue: the turns are refused in order.
+  for (const messages of outageTurns(3, 'bounded')) {
+    await runner.runAgentEnd({ messages, success: true }, agentCtx(workspaceDir, 'bounded'))
+    await runner.runSessionEnd({ sessionId: 'bounded', sessionKey: 'agent:main:bounded', messageCount: 0 }, sessionCtx('bounded'))
+  }
+  assert.equal(logs.filter((l) => /held in memory until the disk accepts a write \(1 held, 0 dropped\)/.test(l.msg)).length, 1, JSON.stringify(logs))
+  const drops = logs.filter((l) => /and is dropped: 1 captures already held in memory \(\d dropped\)/.test(l.msg))
+  assert.deepEqual(drops.map((l) => l.msg.match(/\((\d) dropped\)/)[1]), ['1', '2'])
+  rmSync(join(workspaceDir, '.loa'))
+  await runner.runSessionEnd({ sessionId: 'bounded', sessionKey: 'agent:main:bounded', messageCount: 0 }, sessionCtx('bounded'))
+  assert.ok(logs.some((l) => /held captures retried: 1 stored, 0 dead-lettered, 0 still held in memory, 2 dropped/.test(l.msg)), JSON.stringify(logs))
+  for (const l of logs) assert.ok(!l.msg.includes('mobile app') && !l.msg.includes(email), `content in a log line: ${l.msg}`)
+  const writes = memoryWrites(workspaceDir)
+  assert.equal(writes.size, 1)
+  assert.ok(filesHolding(workspaceDir, 'bounded build 0 of the mobile app').length > 0, 'the oldest was kept')
+  assert.deepEqual([1, 2].flatMap((i) => filesHolding(workspaceDir, `bounded build ${i} of the mobile app`)), [], 'the newest were dropped')
 })
