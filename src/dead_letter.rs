@@ -56,8 +56,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{invalid, LoaError, Result};
 use crate::fsutil::{OpenMode, StateDir, StateFile};
 use crate::gates::Gate;
-use crate::memory::{Entry, MemoryKind, MemoryStore, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
-use crate::redact::{redact, FieldRedactor, RedactOptions};
+use crate::memory::{Entry, MemoryKind, MemoryStore, RedactedEntry, MAX_CONTENT_BYTES, MAX_METADATA_BYTES};
+use crate::redact::{redact, RedactOptions};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 
 /// Directory of the queue, relative to the workspace.
@@ -692,14 +692,9 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
     None => now_ms(),
   };
 
-  let mut redactor = FieldRedactor::new(options);
-  let content = redactor.text("content", &entry.content);
-  let mut tags = entry.tags.clone();
-  redactor.list_mut("tags", &mut tags);
+  let RedactedEntry { content, tags, metadata, findings, blocked } = entry.redacted(options);
   // An identifier (checked above), kept as the capture will store it: never redacted.
   let agent_id = entry.agent_id.clone();
-  let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
-  let blocked = redactor.blocked;
   let stored = if blocked {
     // Refused by policy: only what kind of value it held (and its fingerprint) is kept.
     LetterEntry {
@@ -733,8 +728,7 @@ fn build_letter(letter: NewDeadLetter, options: &RedactOptions) -> Result<DeadLe
     session_id: letter.session_id,
     entry: stored,
     blocked,
-    findings: redactor
-      .findings
+    findings: findings
       .into_iter()
       .map(|f| LetterFinding { field: f.field, kind: f.finding.kind, fingerprint: f.finding.fingerprint })
       .collect(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::error::{LoaError, Result};
 use crate::fsutil::StateDir;
 use crate::gates::{self, Candidate, GateConfig};
-use crate::redact::{redact, FieldRedactor, RedactOptions};
+use crate::redact::{redact, RedactOptions};
 use crate::search::{Document, SearchIndex};
 use crate::timestamp::{format_ms, now_ms, parse_rfc3339_ms};
 use crate::wal::reader::{list_sessions, read_session};
@@ -25,7 +25,7 @@ use super::search::{self as msearch, Searcher};
 use super::types::{
   record_name_hash, record_path, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome,
   ContextRequest, Entry, ForgetOptions, ForgetOutcome, ForgetSelector, Learning, MemoryKind, MemoryRecord,
-  MemorySearchResults, RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
+  MemorySearchResults, RedactedEntry, RedactionNote, SearchOptions, SessionEntry, StoreOptions, RECORD_VERSION,
 };
 use super::view::MemoryView;
 
@@ -232,17 +232,11 @@ impl MemoryStore {
       return Err(crate::recovery::degraded_error());
     }
 
-    let mut redactor = FieldRedactor::new(&self.redaction);
-    let content = redactor.text("content", &entry.content);
-    let mut tags = entry.tags.clone();
-    redactor.list_mut("tags", &mut tags);
+    let RedactedEntry { content, tags, metadata, findings, blocked } = entry.redacted(&self.redaction);
     // An identifier, checked by `validate`, never content: redacting it would pool every
     // e-mail-like id under one placeholder owner.
     let agent_id = entry.agent_id.clone();
-    let metadata = entry.metadata.as_ref().map(|m| redactor.value("metadata", m));
-    let blocked = redactor.blocked;
-    let findings: Vec<CaptureFinding> = redactor
-      .findings
+    let findings: Vec<CaptureFinding> = findings
       .into_iter()
       .map(|f| CaptureFinding {
         field: f.field,

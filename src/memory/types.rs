@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::context::ContextConfig;
 use crate::error::{invalid, LoaError, Result};
 use crate::gates::{GateConfig, GateResult};
-use crate::redact::RedactOptions;
+use crate::redact::{FieldFinding, FieldRedactor, RedactOptions};
 use crate::settings::uint;
 use crate::timestamp::parse_rfc3339_ms;
 use crate::wal::WalOptions;
@@ -198,7 +198,30 @@ pub struct Entry {
   pub metadata: Option<Value>,
 }
 
+/// An entry's caller text as it is stored: content, tags and metadata redacted, with what was
+/// found. The agent id is not among them: it is an identifier, checked and kept as given.
+#[derive(Debug)]
+pub(crate) struct RedactedEntry {
+  pub content: String,
+  pub tags: Vec<String>,
+  pub metadata: Option<Value>,
+  pub findings: Vec<FieldFinding>,
+  /// Redaction policy refuses to store something the entry holds (a private key).
+  pub blocked: bool,
+}
+
 impl Entry {
+  /// Redacts what the entry holds of the caller's text, as capture and the dead-letter queue
+  /// both store it (one walk for both, so a dead letter never keeps more than a capture would).
+  pub(crate) fn redacted(&self, options: &RedactOptions) -> RedactedEntry {
+    let mut redactor = FieldRedactor::new(options);
+    let content = redactor.text("content", &self.content);
+    let mut tags = self.tags.clone();
+    redactor.list_mut("tags", &mut tags);
+    let metadata = self.metadata.as_ref().map(|m| redactor.value("metadata", m));
+    RedactedEntry { content, tags, metadata, findings: redactor.findings, blocked: redactor.blocked }
+  }
+
   pub fn new(kind: MemoryKind, content: impl Into<String>) -> Entry {
     Entry {
       kind,
