@@ -174,6 +174,7 @@ const options = {
 }
 
 module.exports = {
+  trustedKeys,
   recover: {
     help: `  loa recover --trust KEY|FILE... [--mount DIR] [--git-remote URL --git-branch B [--git-path P]]
               [--check-only] [--workspace DIR] [--json]
