@@ -1289,6 +1289,21 @@ test('a sealed grimoire planted in the bucket under this origin is restored by n
   ok(loa(server, ['manifest', 'verify', join(honest, GRIMOIRE), '--keys', ring]), 'verify')
   assert.deepEqual(memories(honest), expected)
 
+  // The index is not signed: one naming the honest manifest as an identity file would write
+  // the manifest there. The manifest must be where this workspace's configuration has it.
+  const indexFile = join(server.dataDir, BUCKET, 'team/origins/alpha/index.json')
+  const index = readFileSync(indexFile)
+  const renamed = JSON.parse(index)
+  renamed.grimoire.manifest = 'BEAUVOIR.md'
+  writeFileSync(indexFile, JSON.stringify(renamed))
+  const misnamed = workspace(t, server, 'alpha')
+  const moved = loa(server, ['replicate', 'pull', '--workspace', misnamed, '--trust', victimKey, '--json'])
+  assert.equal(moved.status, 1, moved.stderr)
+  assert.equal(moved.json().grimoire, 'untrusted')
+  assert.match(moved.json().problems.join('\n'), /^E_SIGNATURE_INVALID: .*another manifest file than this workspace's signing\.manifest_path/m)
+  assert.deepEqual(filesBelow(join(misnamed, GRIMOIRE)), [])
+  writeFileSync(indexFile, index)
+
   // The attacker can write alpha's prefix: it seals a grimoire of its own (identity files, an
   // injected NOTES.md, a forged memory) with its own key and pushes it as alpha.
   const evil = workspace(t, server, 'alpha')

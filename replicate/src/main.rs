@@ -221,3 +221,25 @@ fn main() {
   };
   std::process::exit(status);
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn parse(args: &[&str]) -> Result<Args> {
+    parse_args(args.iter().map(|a| a.to_string()))
+  }
+
+  #[test]
+  fn trust_is_pull_only_and_a_public_key() {
+    let key = "ab".repeat(32);
+    let args = parse(&["pull", "--trust", &key, "--trust", &"cd".repeat(32)]).unwrap();
+    assert_eq!(args.trust.len(), 2);
+    assert_eq!(args.trust[0].public_key, [0xab; 32]);
+    for bad in [vec!["pull", "--trust", "abc"], vec!["pull", "--trust"], vec!["push", "--trust", key.as_str()]] {
+      let e = parse(&bad).unwrap_err();
+      assert_eq!(e.code(), "E_INVALID_ARGUMENT", "{bad:?}");
+      assert!(e.to_string().contains("--trust"), "{bad:?}: {e}");
+    }
+  }
+}
