@@ -96,9 +96,7 @@ module.exports = {
                                  they forgot: a keyed audit log needs --hmac-key-file or
                                  LOA_AUDIT_HMAC_KEY); exit 1: problems listed`,
   optionHelp: `  --origin NAME this machine's namespace in the bucket (default: replication.origin, else derived)
-  --until-seq N pull: restore this origin's records only up to seq N
-  --trust KEY|FILE (replicate pull too: the keys this origin's sealed grimoire must be signed
-                with to be restored; without one, or when it does not verify, none is)`,
+  --until-seq N pull: restore this origin's records only up to seq N`,
   options: { origin: { type: 'string' }, 'until-seq': { type: 'string' } },
   accepts: ['json', 'workspace', 'origin', 'until-seq', 'progress', 'hmac-key-file', 'trust'],
   findBinary,
