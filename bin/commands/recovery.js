@@ -174,15 +174,17 @@ const options = {
 }
 
 module.exports = {
+  trustedKeys,
   recover: {
     help: `  loa recover --trust KEY|FILE... [--mount DIR] [--git-remote URL --git-branch B [--git-path P]]
               [--check-only] [--workspace DIR] [--json]
                                  check the grimoire against its signed manifest and the pinned
                                  keys; restore it (mount, replica, git, template) when it does not verify.
                                  Exit 0 running, 1 degraded, 2 error`,
-    optionHelp: `  --trust KEY|FILE recover, identity: a pinned public key (64 hex digits), or a file of
-                them (loa keys list --json output, or one hex key a line); repeatable.
-                Never read from the workspace's configuration
+    optionHelp: `  --trust KEY|FILE recover, identity, replicate pull: a pinned public key (64 hex digits), or
+                a file of them (loa keys list --json output, or one hex key a line); repeatable.
+                Never read from the workspace's configuration (nor the bucket). replicate pull
+                restores this origin's sealed grimoire only when it verifies against one
   --check-only  recover, heal: report, write nothing
   --mount DIR   recover: the mounted backup (default: recovery.mount_dir of the configuration)
   --git-remote URL, --git-branch B, --git-path P

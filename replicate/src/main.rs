@@ -3,11 +3,14 @@
 //! runs it; it is a separate binary so that its HTTP/TLS stack never reaches the Node addon.
 //!
 //! Usage: `loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME]
-//! [--until-seq N] [--progress]`; `loa-replicate stage --workspace DIR --out DIR [--max-files N]
+//! [--until-seq N] [--trust KEY]... [--progress]`; `loa-replicate stage --workspace DIR --out DIR [--max-files N]
 //! [--max-file-bytes N]` is recovery's object store source (`src/recovery`). Exit status: 0 done, 1 done with problems (listed), 2 failure
 //! (one line on stderr, `loa: E_CODE: message`). Pull reads the audit log's HMAC key, when the
 //! workspace's audit log is keyed, from the environment (`LOA_AUDIT_HMAC_KEY`, hex), never from
-//! the command line, which other users of the machine can read.
+//! the command line, which other users of the machine can read. Pull's `--trust` (repeatable)
+//! is a public key (64 hex digits) the sealed grimoire must be signed with to be restored: not
+//! secret, and never read from the bucket or the workspace, which whoever forged a grimoire
+//! could write too.
 
 mod crypt;
 mod index;
@@ -20,11 +23,11 @@ mod settings;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use loa_core::sign::manifest::TrustedKey;
 use loa_core::{LoaError, Result};
 use serde::Serialize;
 
-const USAGE: &str =
-  "usage: loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME] [--until-seq N] [--progress]";
+const USAGE: &str = "usage: loa-replicate push|pull|status [--workspace DIR] [--json] [--origin NAME] [--until-seq N] [--trust KEY]... [--progress]";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -34,6 +37,8 @@ struct Args {
   json: bool,
   origin: Option<String>,
   until_seq: Option<u64>,
+  /// Pull: the public keys this origin's sealed grimoire must be signed with to be restored.
+  trust: Vec<TrustedKey>,
   progress: bool,
   /// `stage` (recovery's object store source): the directory to fill, and its limits.
   out: Option<PathBuf>,
@@ -56,6 +61,9 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args> {
         let text = value("--until-seq")?;
         args.until_seq = Some(text.parse().map_err(|_| usage("--until-seq must be a whole number"))?);
       }
+      "--trust" => args.trust.push(
+        TrustedKey::from_hex(&value("--trust")?).map_err(|_| usage("--trust must be a public key (64 hex digits)"))?,
+      ),
       "--out" => args.out = Some(PathBuf::from(value("--out")?)),
       "--max-files" => {
         args.max_files = Some(value("--max-files")?.parse().map_err(|_| usage("--max-files must be a whole number"))?)
@@ -75,6 +83,9 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args> {
   }
   if args.until_seq.is_some() && args.command != "pull" {
     return Err(usage("--until-seq applies to pull only"));
+  }
+  if !args.trust.is_empty() && args.command != "pull" {
+    return Err(usage("--trust applies to pull only"));
   }
   if (args.command == "stage") != args.out.is_some() {
     return Err(usage("stage needs --out, and --out applies to stage only"));
@@ -115,7 +126,7 @@ fn problems_text(problems: &[String]) -> String {
   problems.iter().map(|p| format!("\nproblem: {p}")).collect()
 }
 
-fn run(args: Args) -> Result<i32> {
+fn run(mut args: Args) -> Result<i32> {
   let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
   let settings = settings::Settings::load(&workspace, args.origin.as_deref())?;
   let root = loa_core::fsutil::StateDir::open_root(&workspace)?;
@@ -138,7 +149,11 @@ fn run(args: Args) -> Result<i32> {
       r.problems.len()
     }
     "pull" => {
-      let options = ops::PullOptions { until_seq: args.until_seq, audit_hmac_key: audit_key_from_env()? };
+      let options = ops::PullOptions {
+        until_seq: args.until_seq,
+        audit_hmac_key: audit_key_from_env()?,
+        trusted_keys: std::mem::take(&mut args.trust),
+      };
       let r = runtime.block_on(ops::pull(&cx, &options))?;
       print(args.json, &r, |r| {
         format!(
@@ -205,4 +220,26 @@ fn main() {
     }
   };
   std::process::exit(status);
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn parse(args: &[&str]) -> Result<Args> {
+    parse_args(args.iter().map(|a| a.to_string()))
+  }
+
+  #[test]
+  fn trust_is_pull_only_and_a_public_key() {
+    let key = "ab".repeat(32);
+    let args = parse(&["pull", "--trust", &key, "--trust", &"cd".repeat(32)]).unwrap();
+    assert_eq!(args.trust.len(), 2);
+    assert_eq!(args.trust[0].public_key, [0xab; 32]);
+    for bad in [vec!["pull", "--trust", "abc"], vec!["pull", "--trust"], vec!["push", "--trust", key.as_str()]] {
+      let e = parse(&bad).unwrap_err();
+      assert_eq!(e.code(), "E_INVALID_ARGUMENT", "{bad:?}");
+      assert!(e.to_string().contains("--trust"), "{bad:?}: {e}");
+    }
+  }
 }

@@ -10,7 +10,7 @@ use loa_core::config::{store_options, MemoryOverrides};
 use loa_core::fsutil::StateDir;
 use loa_core::lock::{lock_in, LockGuard};
 use loa_core::memory::{forget_records, ForgetOptions, TOMBSTONE_OP};
-use loa_core::sign::manifest::parse_manifest;
+use loa_core::sign::manifest::{parse_manifest, verify_signature, TrustedKey};
 use loa_core::synth::event::MAX_EVENT_BYTES;
 use loa_core::{LoaError, Result};
 use serde::{Deserialize, Serialize};
@@ -408,6 +408,10 @@ pub struct PullOptions {
   /// The HMAC key of the workspace's audit log, when it is keyed: the `memory.forget` event of
   /// what another origin forgot is appended to it.
   pub audit_hmac_key: Option<zeroize::Zeroizing<Vec<u8>>>,
+  /// The public keys this origin's sealed grimoire must be signed with to be restored (`--trust`):
+  /// given by the caller, never taken from the bucket or the workspace. None: no grimoire is
+  /// restored (`untrusted`).
+  pub trusted_keys: Vec<TrustedKey>,
 }
 
 impl std::fmt::Debug for PullOptions {
@@ -415,6 +419,7 @@ impl std::fmt::Debug for PullOptions {
     f.debug_struct("PullOptions")
       .field("until_seq", &self.until_seq)
       .field("audit_hmac_key", &self.audit_hmac_key.as_ref().map(|_| "<set>"))
+      .field("trusted_keys", &self.trusted_keys.len())
       .finish()
   }
 }
@@ -458,11 +463,14 @@ pub struct PullReport {
   /// Records of a mirrored segment this workspace had forgotten (tombstone records here) that
   /// the newer copy fetched still held: kept as tombstones, not taken back.
   pub tombstones_kept: u64,
-  /// `restored`, `kept` (a local grimoire exists), or `none` (nothing shipped).
+  /// `restored`, `kept` (a local grimoire exists), `untrusted` (not restored: no `--trust` key
+  /// given, or its signed manifest does not verify against them; listed as a problem, nothing
+  /// of it written), or `none` (nothing shipped).
   pub grimoire: &'static str,
   /// This origin's WAL checkpoint: `restored` (with the grimoire, into a workspace that had no
   /// WAL), `kept` (this workspace has a WAL, a consolidation state or a grimoire of its own),
-  /// `skipped` (taken after `--until-seq`, or not the shipped grimoire's), `none` (none shipped).
+  /// `skipped` (taken after `--until-seq`, not the shipped grimoire's, or that grimoire was
+  /// `untrusted`), `none` (none shipped).
   pub checkpoint: &'static str,
   pub events_written: u64,
   pub events_skipped: u64,
@@ -604,17 +612,34 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
   }
 
   if let Some(g) = indexes.iter().find(|i| i.origin == own).and_then(|i| i.grimoire.as_ref()) {
-    if local::grimoire_is_empty(&cx.root, &cx.grimoire_dir())? {
-      let snapshot = fetch_snapshot(cx, own, g).await?;
-      local::restore_snapshot(&cx.root, &cx.grimoire_dir(), &snapshot)?;
-      report.grimoire = "restored";
+    report.grimoire = if !local::grimoire_is_empty(&cx.root, &cx.grimoire_dir())? {
+      "kept"
+    } else if options.trusted_keys.is_empty() {
+      report.problems.push(UNTRUSTED_GRIMOIRE.into());
+      "untrusted"
     } else {
-      report.grimoire = "kept";
-    }
+      match fetch_snapshot(cx, own, g, Some(&options.trusted_keys)).await {
+        Ok(snapshot) => {
+          local::restore_snapshot(&cx.root, &cx.grimoire_dir(), &snapshot)?;
+          "restored"
+        }
+        Err(e @ LoaError::SignatureInvalid(_)) => {
+          report.problems.push(format!("{}: {e}", e.code()));
+          "untrusted"
+        }
+        Err(e) => return Err(e),
+      }
+    };
   }
   let own_index = indexes.iter().find(|i| i.origin == own);
   let fresh = local_sessions.is_empty() && report.grimoire == "restored";
-  report.checkpoint = checkpoint::restore(cx, own_index, fresh, options.until_seq, &mut report.problems).await?;
+  report.checkpoint = if report.grimoire == "untrusted" && own_index.is_some_and(|i| i.checkpoint.is_some()) {
+    // It counts records as applied to the grimoire that was not restored: consolidation would
+    // then never apply them.
+    "skipped"
+  } else {
+    checkpoint::restore(cx, own_index, fresh, options.until_seq, &mut report.problems).await?
+  };
 
   // What other origins forgot of this one's records, after any restore above wrote them.
   let sessions: BTreeSet<String> =
@@ -663,9 +688,23 @@ pub async fn pull(cx: &Context, options: &PullOptions) -> Result<PullReport> {
   Ok(report)
 }
 
+/// Why pull restores no grimoire without `--trust`: whoever can write this origin's prefix in the
+/// bucket (every origin, when it is encrypted; anyone who can write it, when not) can put a
+/// sealed grimoire there, and only a key the caller pins tells the origin's own from theirs.
+const UNTRUSTED_GRIMOIRE: &str = "grimoire not restored: nothing given to verify it against (anyone who can write this origin's prefix in the bucket can put a sealed grimoire there); pull again with the public key it was sealed with, pinned outside the bucket and the workspace: loa replicate pull --trust KEY|FILE";
+
 /// Downloads `origin`'s sealed grimoire as `g` records it, every object checked (the manifest
-/// must list exactly the files the index does).
-async fn fetch_snapshot(cx: &Context, origin: &str, g: &GrimoireEntry) -> Result<Snapshot> {
+/// must list exactly the files the index does). With `trusted`, the manifest must also be where
+/// this workspace's configuration has it (`signing.manifest_path`) and its signature must verify
+/// against one of those keys (`E_SIGNATURE_INVALID`), before any other object is fetched; the
+/// digests then tie every file to what was signed. Without, the caller verifies what it gets
+/// (recovery's `stage`).
+async fn fetch_snapshot(
+  cx: &Context,
+  origin: &str,
+  g: &GrimoireEntry,
+  trusted: Option<&[TrustedKey]>,
+) -> Result<Snapshot> {
   let manifest = cx.fetch_checked(&blob_key(origin, &g.manifest_sha256), g.manifest_size, &g.manifest_sha256).await?;
   let manifest_key = cx.remote.full_key(&blob_key(origin, &g.manifest_sha256));
   let corrupt = |reason: &str| LoaError::ReplicaCorrupt { key: manifest_key.clone(), reason: reason.into() };
@@ -673,6 +712,20 @@ async fn fetch_snapshot(cx: &Context, origin: &str, g: &GrimoireEntry) -> Result
   let parsed = parse_manifest(&value).map_err(|e| corrupt(&format!("the manifest does not parse ({})", e.code())))?;
   if parsed.files != g.files {
     return Err(corrupt("the manifest lists other files than the index"));
+  }
+  if let Some(keys) = trusted {
+    let refused =
+      |why: &str| LoaError::SignatureInvalid(format!("grimoire not restored: {why}; nothing of it was written"));
+    if g.manifest != cx.settings.config.manifest_name()? {
+      // A manifest under another name would land on a file of the grimoire, and none of this
+      // workspace's checks would read it.
+      return Err(refused("the index names another manifest file than this workspace's signing.manifest_path"));
+    }
+    // The core's signature check; what it says is not repeated, since the key id it names is
+    // the bucket's data.
+    if !verify_signature(&value, keys).ok {
+      return Err(refused("its signed manifest does not verify against the keys given with --trust"));
+    }
   }
   let mut files = Vec::with_capacity(g.files.len());
   for f in &g.files {
@@ -712,7 +765,7 @@ pub async fn stage(cx: &Context, out: &Path, limits: StageLimits) -> Result<u64>
       limit: limits.max_file_bytes,
     });
   }
-  let snapshot = fetch_snapshot(cx, origin, g).await?;
+  let snapshot = fetch_snapshot(cx, origin, g, None).await?;
   let dir = StateDir::open_root(out)?;
   if !dir.entries()?.is_empty() {
     return Err(LoaError::InvalidArgument("the staging directory is not empty".into()));
