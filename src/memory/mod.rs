@@ -95,8 +95,8 @@ pub use search::{quote_untrusted, INDEX_DIR, QUERY_HEADER};
 pub use store::{consolidate_workspace, consolidate_workspace_with, forget_records, MemoryStore};
 pub use tombstone::Forgotten;
 pub use types::{
-  check_agent_id, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest, Entry,
-  ForgetOptions, ForgetOutcome, ForgetSelector, ImportedCopy, Learning, MemoryHit, MemoryKind, MemoryRecord,
+  check_agent_id, CaptureFinding, CaptureOptions, CaptureOutcome, CaptureTry, ConsolidateOutcome, ContextRequest,
+  Entry, ForgetOptions, ForgetOutcome, ForgetSelector, ImportedCopy, Learning, MemoryHit, MemoryKind, MemoryRecord,
   MemorySearchResults, RedactionNote, RefusedRecord, RetryConfig, SearchOptions, SearchSettings, SessionEntry,
   SessionSource, Sharing, StoreOptions, DEFAULT_AUDIT_DIR, DEFAULT_AUDIT_SEGMENT_MAX_BYTES, DEFAULT_GRIMOIRE_DIR,
   DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES,

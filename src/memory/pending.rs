@@ -35,10 +35,10 @@ use crate::wal::format::Record;
 use crate::wal::reader::list_sessions;
 use crate::wal::{SessionLock, Wal};
 
+use super::admit::content_id_of;
 use super::forget::{tombstone_record, Own};
 use super::layout::Layout;
 use super::tombstone;
-use super::admit::content_id_of;
 
 /// The file, in the WAL directory.
 pub const PENDING_FILE: &str = "forget-pending.json";
