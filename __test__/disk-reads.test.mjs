@@ -1,6 +1,6 @@
 // Reading on a full or read-only disk (issue 32 item 4): `search`, `get`, `buildContext` and the
-// CLI's read commands (`loa search`, `loa context`, `loa forget --query` without `--confirm`)
-// keep working and write nothing. The loop-mounted ext4 tests (`loopfs.mjs`) need root and skip
+// CLI's read commands (`loa search`, `loa context`, `loa forget --query` without `--confirm`,
+// `loa wal verify|stats`) keep working and write nothing. The loop-mounted ext4 tests (`loopfs.mjs`) need root and skip
 // with the reason otherwise; the first test, a read-only store that creates nothing, runs
 // everywhere (root ignores file modes, so an unwritable directory proves nothing here: what it
 // checks is that nothing is created at all).
@@ -49,7 +49,7 @@ async function readsFind(store, id) {
   assert.match(built.text, /deploy key rotates every Tuesday/)
 }
 
-/** `loa search`, `loa context` and a `loa forget --query` dry run work and change no file. */
+/** `loa search`, `loa context`, a `loa forget --query` dry run, `loa wal verify` and `loa wal stats` work and change no file. */
 async function cliReadsWork(ws, id) {
   const before = tree(ws)
   const search = await runCli(['search', 'deploy', 'key', 'rotates', '--workspace', ws, '--json'])
@@ -67,6 +67,10 @@ async function cliReadsWork(ws, id) {
     JSON.parse(dryRun.stdout).matched.map((h) => h.id),
     [id],
   )
+  for (const sub of ['verify', 'stats']) {
+    const wal = await runCli(['wal', sub, join(ws, '.loa', 'wal'), '--json'])
+    assert.equal(wal.code, 0, `loa wal ${sub}: ${wal.stderr}`)
+  }
   assert.deepEqual(tree(ws), before, 'the read commands created or changed nothing (no `cli` session)')
 }
 
@@ -139,5 +143,23 @@ test('loop-mounted ext4, read-only: a readOnly store and the CLI reads work; a w
     async () => MemoryStore.open({ workspaceDir: ws, sessionId: 'agent-1' }),
     (e) => e.code === 'E_IO' && e.osError === 'EROFS' && /readOnly: true/.test(e.message),
   )
+  await cliReadsWork(ws, stored.id)
+})
+
+test('loop-mounted ext4 failing (turned read-only by an ext4 error): the open store reads on, and readOnly stores and the CLI reads work', { timeout: 300_000 }, async (t) => {
+  const fs = loopfs(t)
+  if (fs.skip) return t.skip(`no loop-mounted ext4 (${fs.skip})`)
+  const ws = workspaceIn(fs.dir)
+  const store = fs.hold(MemoryStore.open({ workspaceDir: ws, sessionId: 'agent-1' }))
+  const stored = await store.capture(deployKey)
+  fs.failReadOnly()
+  assert.equal(fs.readOnly(), true)
+  await assert.rejects(
+    store.capture({ ...deployKey, content: 'Refused: the filesystem turned read-only' }),
+    (e) => e.code === 'E_IO' && e.osError === 'EROFS',
+  )
+  await readsFind(store, stored.id)
+  const reader = fs.hold(MemoryStore.open({ workspaceDir: ws, sessionId: 'agent-2', readOnly: true }))
+  await readsFind(reader, stored.id)
   await cliReadsWork(ws, stored.id)
 })
