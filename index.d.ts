@@ -2512,7 +2512,7 @@ export declare function loadRedactionKey(keysDir: string): Promise<Buffer>
 export declare function loadRedactionKeySync(keysDir: string): Buffer
 
 /** Every `code` an error from `@loa/core` can carry. Stable: codes are added, never renamed. */
-export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED' | 'E_REPLICA_UNAVAILABLE' | 'E_REPLICA_CORRUPT' | 'E_RECORD_REFUSED'
+export type LoaErrorCode = 'E_WAL_LOCKED' | 'E_WAL_CORRUPT' | 'E_WAL_CLOSED' | 'E_IO' | 'E_INVALID_ARGUMENT' | 'E_TOO_LARGE' | 'E_PATH_OUTSIDE_ROOT' | 'E_CONFIG_INVALID' | 'E_STATE_CORRUPT' | 'E_INTERNAL' | 'E_SIGNATURE_INVALID' | 'E_KEY_NOT_FOUND' | 'E_KEY_EXISTS' | 'E_KEY_INVALID' | 'E_AUDIT_CORRUPT' | 'E_NOT_REGULAR_FILE' | 'E_AUDIT_TRUNCATED' | 'E_ILLEGAL_TRANSITION' | 'E_DEGRADED' | 'E_REPLICA_UNAVAILABLE' | 'E_REPLICA_CORRUPT' | 'E_RECORD_REFUSED' | 'E_READ_ONLY'
 
 /** The list of every error code, at run time (the `LoaErrorCode` type is its compile-time twin). */
 export declare function loaErrorCodes(): LoaErrorCode[]
@@ -2840,6 +2840,14 @@ export interface MemoryStoreOptions {
   /** Overrides of the configured gate thresholds. */
   gates?: GateOptions
   redaction?: MemoryRedactionOptions
+  /**
+   * Open for reading only (`search`, `get`, `buildContext`, `recentSessions`, ...), on a disk
+   * that may be full or read-only: no session is opened (`sessionId` is not used and no lock is
+   * taken, so it opens beside any other store), nothing is created or written, and searches use
+   * an index built in memory from the memories. Every write (`capture`, `consolidate`,
+   * `forget`, `importMarkdown`) throws `E_READ_ONLY`. Default `false`.
+   */
+  readOnly?: boolean
 }
 
 /** The five kinds of memory. */

@@ -43,6 +43,7 @@ macro_rules! error_code_table {
       E_REPLICA_UNAVAILABLE => "The object store did not answer, or refused a request, after the retries (`loa replicate`); the message names the operation and the object key, never credentials. What a pull wrote before it is complete and checked; run the command again.",
       E_REPLICA_CORRUPT => "An object read from the replica is not what its origin's index recorded (sha256 or size mismatch, an unsafe key or name, an index that does not parse, a body that does not open under the encryption key); nothing local was overwritten with it.",
       E_RECORD_REFUSED => "Memory consolidation did not apply a WAL record (its own or one pulled from another origin): it names a file other than the memory record its own content derives (NOTES.md, an identity or ledger file, another memory's id, a path outside the grimoire), its memory does not parse or check, or its op would delete. It is reported with its session and seq, never its content; nothing is written for it.",
+      E_READ_ONLY => "A write (capture, consolidate, forget, import) on a `MemoryStore` opened with `readOnly: true`, which reads and never writes; open one without it to write.",
     }
   };
 }
@@ -161,6 +162,10 @@ pub enum LoaError {
   /// record holds.
   #[error("record refused: {0}")]
   RecordRefused(String),
+
+  /// A write on a store opened read-only.
+  #[error("read-only store: {0}")]
+  ReadOnly(String),
 }
 
 impl LoaError {
@@ -189,6 +194,7 @@ impl LoaError {
       LoaError::ReplicaUnavailable(_) => "E_REPLICA_UNAVAILABLE",
       LoaError::ReplicaCorrupt { .. } => "E_REPLICA_CORRUPT",
       LoaError::RecordRefused(_) => "E_RECORD_REFUSED",
+      LoaError::ReadOnly(_) => "E_READ_ONLY",
     }
   }
 
@@ -230,6 +236,7 @@ impl LoaError {
       LoaError::ReplicaUnavailable(r) => LoaError::ReplicaUnavailable(r.clone()),
       LoaError::ReplicaCorrupt { key, reason } => LoaError::ReplicaCorrupt { key: key.clone(), reason: reason.clone() },
       LoaError::RecordRefused(r) => LoaError::RecordRefused(r.clone()),
+      LoaError::ReadOnly(r) => LoaError::ReadOnly(r.clone()),
     }
   }
 
@@ -423,6 +430,7 @@ mod tests {
       LoaError::ReplicaUnavailable("x".into()),
       LoaError::ReplicaCorrupt { key: "k".into(), reason: "r".into() },
       LoaError::RecordRefused("r".into()),
+      LoaError::ReadOnly("x".into()),
     ];
     for e in &samples {
       assert!(ERROR_CODES.contains(&e.code()), "{} missing from ERROR_CODES", e.code());

@@ -25,8 +25,12 @@ function positiveInteger(text, flag) {
   return n
 }
 
-async function withStore(values, fn) {
-  const store = await core.MemoryStore.openAsync({ workspaceDir: workspace(values), sessionId: SESSION })
+/**
+ * Runs `fn` with a store of the workspace; `readOnly` for the commands that only read, so that
+ * they work on a full or read-only disk and create nothing (no `cli` session).
+ */
+async function withStore(values, fn, { readOnly = false } = {}) {
+  const store = await core.MemoryStore.openAsync({ workspaceDir: workspace(values), sessionId: SESSION, readOnly })
   try {
     return await fn(store)
   } finally {
@@ -45,7 +49,7 @@ async function search({ args, values }) {
   const query = args.join(' ')
   const limit = positiveInteger(values.limit, '--limit')
   const options = { ...(limit ? { limit } : {}), ...(values.agent !== undefined ? { agentId: values.agent } : {}) }
-  const found = await withStore(values, (store) => store.search(query, options))
+  const found = await withStore(values, (store) => store.search(query, options), { readOnly: true })
   if (values.json) {
     printJson(found)
     return 0
@@ -80,7 +84,7 @@ async function forget({ args, values }) {
     : { query: values.query, confirm: values.confirm === true, ...(limit ? { limit } : {}), ...(values.agent !== undefined ? { agentId: values.agent } : {}) }
   if (byId && values.confirm !== true) {
     // Forgetting is for good: an id is confirmed too.
-    const shown = await withStore(values, (store) => store.get(values.id))
+    const shown = await withStore(values, (store) => store.get(values.id), { readOnly: true })
     if (values.json) printJson({ applied: false, matched: shown ? [{ id: shown.id, path: shown.path }] : [] })
     else process.stdout.write(shown ? `would forget ${shown.id.slice(0, 12)} (${shown.path}); run again with --confirm\n` : 'no memory with that id\n')
     return shown ? 1 : 0
@@ -88,7 +92,8 @@ async function forget({ args, values }) {
   if (values.keys !== undefined && !values.seal) throw cli.usage('--keys applies to forget --seal only')
   // The ring is opened only when sealing: without --seal no private key is touched.
   const sealWith = values.seal ? core.KeyRing.open(cli.keysDir(values, core)) : undefined
-  const result = await withStore(values, (store) => store.forget(selector, {}, sealWith))
+  // A dry run (--query without --confirm) only reads.
+  const result = await withStore(values, (store) => store.forget(selector, {}, sealWith), { readOnly: byQuery && values.confirm !== true })
   const summary = {
     applied: result.applied,
     matched: result.matched.map((h) => ({ id: h.id, path: h.path, score: h.score })),

@@ -87,6 +87,13 @@ pub struct MemoryStoreOptions {
   pub gates: Option<Option<Obj<GateOptions>>>,
   #[napi(ts_type = "MemoryRedactionOptions")]
   pub redaction: Option<Option<Obj<MemoryRedactionOptions>>>,
+  /// Open for reading only (`search`, `get`, `buildContext`, `recentSessions`, ...), on a disk
+  /// that may be full or read-only: no session is opened (`sessionId` is not used and no lock is
+  /// taken, so it opens beside any other store), nothing is created or written, and searches use
+  /// an index built in memory from the memories. Every write (`capture`, `consolidate`,
+  /// `forget`, `importMarkdown`) throws `E_READ_ONLY`. Default `false`.
+  #[napi(ts_type = "boolean")]
+  pub read_only: Option<Option<Bool>>,
 }
 
 /// Where a workspace's memory lives, for `consolidateMemory`.
@@ -139,6 +146,11 @@ impl Workspace {
   pub fn open_store(&self, session_id: String, redaction: RedactOptions) -> Result<core::MemoryStore> {
     core::MemoryStore::open(StoreOptions { session_id, redaction, ..self.options()? })
   }
+
+  /// A read-only store of the workspace (see `MemoryStoreOptions.readOnly`).
+  pub fn open_read_only(&self, session_id: String, redaction: RedactOptions) -> Result<core::MemoryStore> {
+    core::MemoryStore::open_read_only(StoreOptions { session_id, redaction, ..self.options()? })
+  }
 }
 
 impl From<MemoryWorkspaceOptions> for Workspace {
@@ -152,6 +164,7 @@ struct Session {
   workspace: Workspace,
   session_id: String,
   redaction: RedactOptions,
+  read_only: bool,
 }
 
 impl From<MemoryStoreOptions> for Session {
@@ -160,13 +173,18 @@ impl From<MemoryStoreOptions> for Session {
       workspace: Workspace::new(o.workspace_dir, o.grimoires_dir, o.wal_dir, o.lock_timeout_ms, o.gates),
       session_id: o.session_id.0,
       redaction: o.redaction.flatten().map(|r| r.0.into()).unwrap_or_default(),
+      read_only: o.read_only.flatten().is_some_and(|b| b.0),
     }
   }
 }
 
 impl Session {
   fn open(self) -> Result<MemoryStore> {
-    let store = self.workspace.open_store(self.session_id, self.redaction)?;
+    let store = if self.read_only {
+      self.workspace.open_read_only(self.session_id, self.redaction)?
+    } else {
+      self.workspace.open_store(self.session_id, self.redaction)?
+    };
     Ok(MemoryStore { inner: Arc::new(store) })
   }
 }

@@ -157,11 +157,13 @@ impl Searcher<'_> {
   fn search(&self, layout: &Layout, query: &str, options: &search::SearchOptions) -> Result<SearchResults> {
     match self {
       Searcher::Disk(index) => match index.search(query, options) {
-        // Damaged under us: the index is derived, rebuild it and ask again.
-        Err(LoaError::StateCorrupt { .. }) => {
-          index.rebuild(all_documents(layout)?)?;
-          index.search(query, options)
-        }
+        // Damaged under us: the index is derived, rebuild it and ask again; when the disk
+        // refuses the rebuild (full, read-only), answer from one built in memory.
+        Err(LoaError::StateCorrupt { .. }) => match index.rebuild(all_documents(layout)?) {
+          Ok(_) => index.search(query, options),
+          Err(e) if e.code() == "E_IO" => Searcher::for_view(layout)?.search(layout, query, options),
+          Err(e) => Err(e),
+        },
         other => other,
       },
       Searcher::Memory(index) => index.search(query, options),

@@ -30,6 +30,7 @@ use super::types::{
 use super::view::MemoryView;
 
 /// One session's handle on a workspace's memory. Holds the session's WAL lock until closed.
+/// A read-only store ([`MemoryStore::open_read_only`]) holds no session and writes nothing.
 pub struct MemoryStore {
   layout: Layout,
   session_id: String,
@@ -41,8 +42,13 @@ pub struct MemoryStore {
   /// Content hashes of every stored or captured memory (the duplicate gate's set).
   known: Mutex<HashSet<String>>,
   view: MemoryView,
-  /// The workspace's search index (shared with every other store of the workspace).
-  pub(super) index: SearchIndex,
+  /// The workspace's search index (shared with every other store of the workspace); `None` in
+  /// a read-only store, which searches an index built in memory instead.
+  pub(super) index: Option<SearchIndex>,
+  /// Opened with [`MemoryStore::open_read_only`]: no session, no index files, writes refused.
+  read_only: bool,
+  /// Whether a read-only store was closed (a writable one says it with `wal`).
+  closed: AtomicBool,
   /// Set when an index update failed after a capture: the next search reconciles first.
   index_stale: AtomicBool,
   /// Captures hold it shared; forgetting holds it exclusively while it rewrites this
@@ -94,11 +100,14 @@ impl MemoryStore {
     wal::reader::validate_session_id(&options.session_id)?;
     let layout = Layout::resolve(&options)?;
     options.gates.validate()?;
-    layout.create()?;
-    let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
-    let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
-    let known = known_hashes(&layout)?;
-    let index = msearch::open_index(&layout, &known)?;
+    let opened = layout.create().and_then(|()| {
+      let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
+      let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
+      let known = known_hashes(&layout)?;
+      let index = msearch::open_index(&layout, &known)?;
+      Ok((wal_options, wal, known, index))
+    });
+    let (wal_options, wal, known, index) = opened.map_err(suggest_read_only)?;
     Ok(MemoryStore {
       session_id: options.session_id,
       gates: options.gates,
@@ -108,13 +117,58 @@ impl MemoryStore {
       wal: Mutex::new(Some(Arc::new(wal))),
       known: Mutex::new(known),
       view: MemoryView::from_layout(layout.clone(), options.context),
-      index,
+      index: Some(index),
+      read_only: false,
+      closed: AtomicBool::new(false),
       index_stale: AtomicBool::new(false),
       gate: RwLock::new(()),
       wal_options,
       degraded: Default::default(),
       layout,
     })
+  }
+
+  /// Opens the memory of `options.workspace_dir` for reading only, on a disk that may be full
+  /// or read-only: no directory or file is created, no session or lock is taken (so it works
+  /// beside any open store, and `options.session_id` names nothing), and searches use an index
+  /// built in memory from the memories (record files and every session's WAL), never the
+  /// index files, which are neither read nor repaired. Every write (capture, consolidate,
+  /// forget, import) is `E_READ_ONLY`.
+  pub fn open_read_only(options: StoreOptions) -> Result<MemoryStore> {
+    let layout = Layout::resolve(&options)?;
+    let known = known_hashes(&layout)?;
+    let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
+    Ok(MemoryStore {
+      session_id: options.session_id,
+      gates: options.gates,
+      redaction: options.redaction,
+      max_attempts: 1,
+      backoff_base_ms: 0,
+      wal: Mutex::new(None),
+      known: Mutex::new(known),
+      view: MemoryView::from_layout(layout.clone(), options.context),
+      index: None,
+      read_only: true,
+      closed: AtomicBool::new(false),
+      index_stale: AtomicBool::new(false),
+      gate: RwLock::new(()),
+      wal_options,
+      degraded: Default::default(),
+      layout,
+    })
+  }
+
+  /// Whether this store was opened with [`open_read_only`](Self::open_read_only).
+  pub fn is_read_only(&self) -> bool {
+    self.read_only
+  }
+
+  /// `E_READ_ONLY` for a read-only store: checked before a write touches anything.
+  fn writable(&self, what: &str) -> Result<()> {
+    if self.read_only {
+      return Err(LoaError::ReadOnly(format!("{what} needs a store opened without `readOnly`")));
+    }
+    Ok(())
   }
 
   pub fn session_id(&self) -> &str {
@@ -134,6 +188,9 @@ impl MemoryStore {
   }
 
   pub fn is_closed(&self) -> bool {
+    if self.read_only {
+      return self.closed.load(Ordering::SeqCst);
+    }
     self.wal.lock().unwrap_or_else(|p| p.into_inner()).is_none()
   }
 
@@ -142,6 +199,10 @@ impl MemoryStore {
   /// session's log (it held the lock) are removed, when no consolidation runs at that moment
   /// (see `pending`).
   pub fn close(&self) -> Result<()> {
+    if self.read_only {
+      self.closed.store(true, Ordering::SeqCst);
+      return Ok(());
+    }
     // Never waits: with a capture or consolidation of this store running, it is left to the
     // next consolidation.
     if let (false, Ok(_gate)) = (self.is_closed(), self.gate.try_write()) {
@@ -224,6 +285,7 @@ impl MemoryStore {
     if options.ttl_ms == Some(0) {
       return crate::error::invalid("`ttlMs` must be positive");
     }
+    self.writable("capture")?;
     let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
     let wal = self.wal()?;
     // Degraded mode (recovery could not verify the grimoire): nothing is written, not even the
@@ -336,7 +398,7 @@ impl MemoryStore {
       Ok(seq) => {
         // The memory is durable; the index is derived from it. A failed index update is
         // repaired before the next search, never a failed capture.
-        if self.index.add(&Document::from_record(&record)).is_err() {
+        if self.index.as_ref().is_some_and(|index| index.add(&Document::from_record(&record)).is_err()) {
           self.index_stale.store(true, Ordering::SeqCst);
         }
         Ok(CaptureOutcome {
@@ -367,9 +429,10 @@ impl MemoryStore {
   /// [`consolidate`](Self::consolidate); with `seal`, the run ends by signing the grimoire
   /// (see [`super::seal`]).
   pub fn consolidate_with(&self, seal: Option<&SealRequest>) -> Result<ConsolidateOutcome> {
+    self.writable("consolidate")?;
     let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
     let own = forget::Own { wal: &self.wal, options: &self.wal_options };
-    let outcome = consolidate::run(&self.layout, Some(own), Some(&self.index), seal)?;
+    let outcome = consolidate::run(&self.layout, Some(own), self.index.as_ref(), seal)?;
     self.after_forget(&outcome.forgotten);
     Ok(outcome.outcome)
   }
@@ -392,6 +455,7 @@ impl MemoryStore {
         (hits.iter().map(|h| h.id.clone()).collect(), hits)
       }
     };
+    self.writable("forget")?;
     let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
     let own = forget::Own { wal: &self.wal, options: &self.wal_options };
     let known = known_hashes(&self.layout)?;
@@ -399,7 +463,7 @@ impl MemoryStore {
     let mut outcome = forget::run(
       &self.layout,
       Some(own),
-      Some(&self.index),
+      self.index.as_ref(),
       &ids,
       forget::Reason::Forget,
       options.audit_hmac_key.as_ref(),
@@ -420,6 +484,7 @@ impl MemoryStore {
     if let Some(agent) = &options.agent_id {
       super::types::check_agent_id(agent)?;
     }
+    self.writable("import")?;
     let mut report = ImportReport::default();
     let sources = super::import::sources(dir, &mut report)?;
     if !sources.is_empty() {
@@ -491,10 +556,7 @@ impl MemoryStore {
   /// See [`MemoryView::build_context`]; with a query, searched through this store's index.
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
     match &options.query {
-      Some(query) => {
-        self.fresh_index()?;
-        self.view.query_context(&Searcher::Disk(&self.index), query, options)
-      }
+      Some(query) => self.view.query_context(&self.searcher()?, query, options),
       None => self.view.build_context(options),
     }
   }
@@ -505,8 +567,7 @@ impl MemoryStore {
   /// punctuation finds nothing. Memories past their `expiresAt` are never returned. With
   /// `agent_id`, only memories that agent may see are searched and counted.
   pub fn search(&self, query: &str, options: &SearchOptions) -> Result<MemorySearchResults> {
-    self.fresh_index()?;
-    msearch::search(&self.layout, &Searcher::Disk(&self.index), query, options)
+    msearch::search(&self.layout, &self.searcher()?, query, options)
   }
 
   /// The memory `id`, if it exists, is not expired, and (with `agent_id`) is visible to that
@@ -520,11 +581,24 @@ impl MemoryStore {
     self.view.read_markdown(path, options)
   }
 
+  /// What a search reads: the index files, repaired first when an update of them failed
+  /// earlier; or an index built in memory from the memories when the store is read-only or the
+  /// disk refuses that repair (a full or read-only disk: a failed repair write is not a failed
+  /// search, and the repair is tried again at the next one).
+  fn searcher(&self) -> Result<Searcher<'_>> {
+    let Some(index) = &self.index else { return Searcher::for_view(&self.layout) };
+    match self.fresh_index(index) {
+      Ok(()) => Ok(Searcher::Disk(index)),
+      Err(e) if e.code() == "E_IO" => Searcher::for_view(&self.layout),
+      Err(e) => Err(e),
+    }
+  }
+
   /// Repairs the index first when an update of it failed earlier.
-  fn fresh_index(&self) -> Result<()> {
+  fn fresh_index(&self, index: &SearchIndex) -> Result<()> {
     if self.index_stale.swap(false, Ordering::SeqCst) {
       let known = known_hashes(&self.layout)?;
-      if let Err(e) = msearch::reconcile(&self.layout, &self.index, &known) {
+      if let Err(e) = msearch::reconcile(&self.layout, index, &known) {
         self.index_stale.store(true, Ordering::SeqCst);
         return Err(e);
       }
@@ -536,6 +610,20 @@ impl MemoryStore {
 impl Drop for MemoryStore {
   fn drop(&mut self) {
     let _ = self.close();
+  }
+}
+
+/// An `EROFS` on opening a writable store says how to read the memories anyway.
+fn suggest_read_only(e: LoaError) -> LoaError {
+  let erofs = e.os_error_name() == Some("EROFS");
+  match e {
+    LoaError::Io { context, source } if erofs => LoaError::Io {
+      context: format!(
+        "{context} (the filesystem is read-only: open the store with `readOnly: true` to read its memories)"
+      ),
+      source,
+    },
+    e => e,
   }
 }
 

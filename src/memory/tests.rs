@@ -855,3 +855,77 @@ fn a_refused_fsync_is_e_io_and_the_same_store_captures_again_once_the_disk_recov
     assert_eq!(ids, expected, "{name}");
   }
 }
+
+/// The disk refuses the search index's writes (full, read-only) after a capture was stored: the
+/// search that would repair the index first does not fail for it, it answers from an index built
+/// in memory, and repairs the files once the disk takes writes again.
+#[test]
+fn a_refused_index_repair_is_not_a_failed_search() {
+  use crate::fsutil::faults::{inject, Op};
+  for (errno, name) in [(libc::ENOSPC, "ENOSPC"), (libc::EROFS, "EROFS")] {
+    let ws = tempfile::tempdir().unwrap();
+    let store = open(ws.path(), "s");
+    let kept = store.capture(entry("learning", "The deploy key rotates every Tuesday at noon")).unwrap();
+    let index_dir = ws.path().join("grimoires/loa/search");
+    let late = {
+      let _fault = inject(&index_dir, Op::Write, errno, 0, u32::MAX);
+      let late = store.capture(entry("learning", "The deploy pipeline pauses on Fridays")).unwrap();
+      assert!(late.accepted, "{name}: the memory is durable, its index update is what failed");
+      for _ in 0..2 {
+        let found = store.search("deploy", &SearchOptions::default()).unwrap();
+        let mut ids: Vec<String> = found.hits.into_iter().map(|h| h.id).collect();
+        ids.sort();
+        let mut expected = vec![kept.id.clone().unwrap(), late.id.clone().unwrap()];
+        expected.sort();
+        assert_eq!(ids, expected, "{name}: both memories found while the repair is refused");
+      }
+      let built =
+        store.build_context(&ContextRequest { query: Some("pipeline pauses".into()), ..Default::default() }).unwrap();
+      assert!(built.text.unwrap_or_default().contains("pauses on Fridays"), "{name}");
+      late
+    };
+    store.search("deploy", &SearchOptions::default()).unwrap();
+    assert!(
+      store.index.as_ref().unwrap().contains(&late.id.unwrap()).unwrap(),
+      "{name}: repaired on disk once it can be"
+    );
+  }
+}
+
+/// A read-only store creates nothing (no session, no lock, no index files), reads memories that
+/// are only in another session's WAL while that session is open, and refuses every write with
+/// `E_READ_ONLY` before touching anything.
+#[test]
+fn a_read_only_store_writes_nothing_and_refuses_writes() {
+  let ws = tempfile::tempdir().unwrap();
+  let writer = open(ws.path(), "agent-1");
+  let stored = writer.capture(entry("learning", "The deploy key rotates every Tuesday at noon")).unwrap();
+  let before = snapshot(ws.path());
+  let reader = MemoryStore::open_read_only(StoreOptions {
+    workspace_dir: ws.path().to_path_buf(),
+    session_id: "agent-1".into(),
+    ..Default::default()
+  })
+  .unwrap();
+  assert!(reader.is_read_only());
+  let found = reader.search("deploy key", &SearchOptions::default()).unwrap();
+  assert_eq!(found.hits.iter().map(|h| h.id.clone()).collect::<Vec<_>>(), vec![stored.id.clone().unwrap()]);
+  assert!(reader.get(stored.id.as_deref().unwrap(), None).unwrap().is_some());
+  let refused = [
+    reader.capture(entry("learning", "Another fact about the staging cluster")).unwrap_err(),
+    reader.consolidate().unwrap_err(),
+    reader.forget(&ForgetSelector::Id(stored.id.clone().unwrap()), &ForgetOptions::default()).unwrap_err(),
+  ];
+  for e in refused {
+    assert_eq!(e.code(), "E_READ_ONLY", "{e}");
+  }
+  reader.close().unwrap();
+  assert!(reader.is_closed());
+  assert_eq!(snapshot(ws.path()), before, "nothing written");
+  let empty = tempfile::tempdir().unwrap();
+  let none =
+    MemoryStore::open_read_only(StoreOptions { workspace_dir: empty.path().to_path_buf(), ..Default::default() })
+      .unwrap();
+  assert!(none.search("anything", &SearchOptions::default()).unwrap().hits.is_empty());
+  assert_eq!(fs::read_dir(empty.path()).unwrap().count(), 0, "nothing created");
+}
