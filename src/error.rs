@@ -348,9 +348,37 @@ pub fn scrub_quoted(message: &str) -> String {
     out.push_str(if is_plain_name(inner) { inner } else { "…" });
     out.push(quote as char);
     rest = &body[end + 1..];
+    if quote == b'`' && !serde_connective(&rest[..rest.find(['"', '`']).unwrap_or(rest.len())]) {
+      // A value holding a backtick closes its quote early (`ss`eiy...`): what follows the
+      // first backtick is then the value's rest, not serde's words, unless it is exactly one
+      // of the words serde puts after a name.
+      out.push('…');
+      return out;
+    }
   }
   out.push_str(rest);
   out
+}
+
+/// Whether `text`, found between a backtick-quoted name and the next quote, is one of the
+/// connectives serde writes there (`unknown variant `x`, expected one of `a`, `b` at line 1
+/// column 2`), so that it holds nothing of the input.
+fn serde_connective(text: &str) -> bool {
+  const WORDS: [&str; 7] =
+    ["", ", ", " or ", ", expected one of ", ", expected ", ", there are no variants", ", there are no fields"];
+  let head = match text.find(" at line ") {
+    Some(at) => {
+      let position = &text[at + " at line ".len()..];
+      let mut parts = position.splitn(2, " column ");
+      let numeric = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+      if !(numeric(parts.next()) && numeric(parts.next())) {
+        return false;
+      }
+      &text[..at]
+    }
+    None => text,
+  };
+  WORDS.contains(&head)
 }
 
 #[cfg(test)]
@@ -394,8 +422,24 @@ mod tests {
     }
     assert_eq!(
       scrub_quoted(r#"invalid type: string "a\"b c", expected `createdAt`, got `x y` and "#),
-      r#"invalid type: string "…", expected `createdAt`, got `…"#
+      r#"invalid type: string "…", expected `createdAt`…"#
     );
+    // A value whose backtick closes the quote early, after a plain name (found by the
+    // synth_event fuzz target): what follows is not serde's, and none of it stays.
+    for value in [
+      "ss`eiyyyyyyyyyyyyyyyyyyyyyyyyyyzyyyyyyon_handoff",
+      "ss` eiyyyyyyyyyyyyyyyyyyyyyy",
+      "ss`, eiyyyyyyyyyyyyyyyyyyyyyy",
+    ] {
+      let scrubbed =
+        scrub_quoted(&format!("unknown variant `{value}`, expected one of `session_handoff`, `x` at line 1 column 9"));
+      assert!(!scrubbed.contains("eiyyy"), "{scrubbed}");
+    }
+    assert_eq!(
+      scrub_quoted("unknown variant `sx`, expected one of `session_handoff`, `x` at line 1 column 9"),
+      "unknown variant `sx`, expected one of `session_handoff`, `x` at line 1 column 9"
+    );
+    assert_eq!(scrub_quoted("unknown field `x`, there are no fields"), "unknown field `x`, there are no fields");
     // A value holding backticks (found by the synth_event fuzz target): no part of it stays.
     let value = "`ess_a_long_value_of_the_caller`";
     let scrubbed = scrub_quoted(&format!("unknown variant `{value}`, expected one of `session_handoff`, `x`"));
