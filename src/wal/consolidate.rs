@@ -288,7 +288,7 @@ pub fn consolidate_with(
           code: error.code(),
           reason: error.to_string(),
         };
-        dead_lines.extend(refused_line(&record, &letter)?);
+        dead_lines.extend(dead_letter_line(&record, &letter, false)?);
         refused.push(letter);
       }
     }
@@ -349,7 +349,7 @@ pub fn consolidate_with(
           code: e.code(),
           reason: e.to_string(),
         };
-        dead_lines.extend(dead_letter_line(record, &letter)?);
+        dead_lines.extend(dead_letter_line(record, &letter, true)?);
         outcome.dead_letters.push(letter);
       }
       Err(e) => return Err(e),
@@ -458,7 +458,10 @@ fn cannot_apply(error: &LoaError) -> bool {
   }
 }
 
-fn dead_letter_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
+/// The dead-letter line of a record that could not be applied: the whole record (`whole`), or,
+/// for a refused one, its data only hashed and its meta left out.
+fn dead_letter_line(record: &Record, letter: &DeadLetter, whole: bool) -> Result<Vec<u8>> {
+  let data = record.data.as_deref();
   let line = DeadLetterLine {
     path: &letter.path,
     session_id: &letter.session_id,
@@ -467,28 +470,9 @@ fn dead_letter_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
     op: &record.op,
     code: letter.code,
     reason: &letter.reason,
-    meta_json: record.meta.as_deref(),
-    data_hex: record.data.as_deref().map(hex::encode),
-    data_sha256: None,
-  };
-  let mut out = serde_json::to_vec(&line).map_err(|e| LoaError::Internal(e.to_string()))?;
-  out.push(b'\n');
-  Ok(out)
-}
-
-/// The dead-letter line of a refused record: its data only hashed, its meta left out.
-fn refused_line(record: &Record, letter: &DeadLetter) -> Result<Vec<u8>> {
-  let line = DeadLetterLine {
-    path: &letter.path,
-    session_id: &letter.session_id,
-    seq: letter.seq,
-    ts: record.ts_ms,
-    op: &record.op,
-    code: letter.code,
-    reason: &letter.reason,
-    meta_json: None,
-    data_hex: None,
-    data_sha256: record.data.as_deref().map(|d| hex::encode(Sha256::digest(d))),
+    meta_json: record.meta.as_deref().filter(|_| whole),
+    data_hex: data.filter(|_| whole).map(hex::encode),
+    data_sha256: data.filter(|_| !whole).map(|d| hex::encode(Sha256::digest(d))),
   };
   let mut out = serde_json::to_vec(&line).map_err(|e| LoaError::Internal(e.to_string()))?;
   out.push(b'\n');
