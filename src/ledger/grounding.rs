@@ -6,7 +6,14 @@
 //! grounded when it says `grounding: citation` and its evidence has a non-empty quote and an
 //! identifier that parses ([`super::identifier`]); with a project root to check against, the
 //! identifier must also resolve and its lines must contain the quote (whitespace runs compared
-//! as one space). `assumption` claims count in the total and are never grounded.
+//! as one space). `assumption` claims count in the total and are never grounded. A `cite` record
+//! without `evidence` may carry its citation inside the claim in the seed's format (seed 000
+//! §4.5: `` `quote` [${PROJECT_ROOT}/path:45] ``), checked the same way.
+//!
+//! A `grounding_check` line (the outcome of an earlier check, as the seed's framework also
+//! writes it, with its own `grounding_ratio` and `total_claims`) is read but never counted nor
+//! trusted: the ratio is always recomputed from the `cite` records, so a recorded `pass` cannot
+//! stand in for claims that are not grounded, and a log holding only such lines has zero claims.
 //!
 //! | case | status | exit |
 //! |---|---|---|
@@ -193,10 +200,12 @@ pub fn evaluate_with(
   let (mut total, mut grounded, mut assumptions) = (0u64, 0u64, 0u64);
   let mut ungrounded = Vec::new();
   for (line, record) in &read.records {
-    if let Event::Cite { grounding, evidence, .. } = &record.event {
+    if let Event::Cite { claim, grounding, evidence } = &record.event {
       total += 1;
       assumptions += u64::from(*grounding == Grounding::Assumption);
-      match check_citation(*grounding, evidence.as_ref(), root, redaction) {
+      // The seed writes the citation inside the claim; an `evidence` member wins when present.
+      let inline = if evidence.is_none() { super::trajectory::Evidence::from_claim(claim) } else { None };
+      match check_citation(*grounding, evidence.as_ref().or(inline.as_ref()), root, redaction) {
         None => grounded += 1,
         Some(reason) => ungrounded.push(Ungrounded { line: *line, reason }),
       }
@@ -414,7 +423,7 @@ mod tests {
   use crate::ledger::trajectory::{parse, Evidence, Record};
 
   fn line(event: Event) -> String {
-    serde_json::to_string(&Record { v: 1, ts: "2026-01-01T00:00:00Z".into(), agent: "a".into(), event }).unwrap()
+    serde_json::to_string(&Record { v: 1, ts: "2026-01-01T00:00:00Z".into(), agent: "a".into(), event, extra: Default::default() }).unwrap()
   }
 
   fn cite(grounding: Grounding, identifier: &str, quote: &str) -> String {
@@ -444,6 +453,42 @@ mod tests {
     assert_eq!(r.ungrounded.last().unwrap().line, 21);
     assert_eq!(check(&text, GroundingEnforcement::Warn, None).status, GroundingStatus::Warn);
     assert_eq!(check(&text, GroundingEnforcement::Disabled, None).exit_code(), 0);
+  }
+
+  #[test]
+  fn seed_style_cites_without_v_count_and_recorded_checks_are_not_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("src")).unwrap();
+    std::fs::write(tmp.path().join("src/jwt.ts"), "// jwt\nexport function validateToken() {\n  return true\n}\n").unwrap();
+    let lines = [
+      // Evidence as a member, no `v`.
+      r#"{"ts":"2024-01-15T14:25:00Z","agent":"implementing-tasks","phase":"cite","claim":"validation is exported","grounding":"citation","evidence":{"identifier":"${PROJECT_ROOT}/src/jwt.ts:2","quote":"export function validateToken()"},"root_span_id":"span-abc"}"#,
+      // The citation written in the claim, as seed 000 §4.5 formats it.
+      r#"{"ts":"2024-01-15T14:26:00Z","agent":"implementing-tasks","phase":"cite","claim":"It returns true: `return true` [${PROJECT_ROOT}/src/jwt.ts:3]","grounding":"citation"}"#,
+      r#"{"ts":"2024-01-15T14:27:00Z","agent":"implementing-tasks","phase":"cite","claim":"`export function validateToken()` [${PROJECT_ROOT}/src/jwt.ts:2-3]","grounding":"citation"}"#,
+      // The seed's own grounding_check record, claiming a pass.
+      r#"{"ts":"2024-01-15T14:29:00Z","agent":"implementing-tasks","phase":"grounding_check","total_claims":20,"grounded_claims":19,"assumptions":1,"grounding_ratio":0.95,"threshold":0.95,"status":"pass"}"#,
+    ];
+    let text = lines.join("\n") + "\n";
+    let r = check(&text, GroundingEnforcement::Strict, Some(tmp.path()));
+    assert_eq!(r.errors, Vec::<String>::new());
+    assert_eq!((r.total_claims, r.grounded_claims, r.status), (3, 3, GroundingStatus::Pass), "{:?}", r.ungrounded);
+    // A quote that is not there, cited inline: ungrounded, and the recorded `pass` does not help.
+    let wrong = r#"{"ts":"2024-01-15T14:28:00Z","agent":"implementing-tasks","phase":"cite","claim":"`fn forged()` [${PROJECT_ROOT}/src/jwt.ts:2]","grounding":"citation"}"#;
+    let text = format!("{wrong}\n{}\n", lines[3]);
+    let r = check(&text, GroundingEnforcement::Strict, Some(tmp.path()));
+    assert_eq!((r.total_claims, r.grounded_claims, r.status), (1, 0, GroundingStatus::Fail));
+  }
+
+  #[test]
+  fn inline_citations_are_found_in_linear_time() {
+    let e = Evidence::from_claim("a `q` [${PROJECT_ROOT}/a.rs:1] then `r` [${PROJECT_ROOT}/b.rs:2]").unwrap();
+    assert_eq!((e.quote.as_str(), e.identifier.as_str()), ("r", "${PROJECT_ROOT}/b.rs:2"));
+    for none in ["", "no citation", "[${PROJECT_ROOT}/a.rs:1]", "`` [${PROJECT_ROOT}/a.rs:1]", "`q` [src/a.rs:1]", "]]]["] {
+      assert_eq!(Evidence::from_claim(none), None, "{none}");
+    }
+    let hostile = "[]`".repeat(200_000);
+    assert_eq!(Evidence::from_claim(&hostile), None);
   }
 
   #[test]

@@ -11,6 +11,13 @@
 //! and decides the other fields ([`Event`]). `ts` is RFC 3339 with any offset on input and is
 //! parsed, never compared as a string; the library writes the canonical UTC form.
 //!
+//! **The seed's lines.** The original framework writes the same lines without `v` (seed 000
+//! §5.3), so a line without `v` is read as version 1; a `v` with any other value is refused.
+//! Members a phase does not define (the seed's `root_span_id`, a newer writer's additions) are
+//! kept in [`Record::extra`] and serialised back as top-level members, so a record read and
+//! written again loses nothing. Counters and flags of `session_handoff` and `delta_sync` that a
+//! line leaves out read as `0`/`false`/empty: they describe, they never decide.
+//!
 //! Appends take an exclusive `flock` on `trajectory.lock` in the directory, write one line with
 //! `O_APPEND` and `fdatasync` before returning. A line cut by a crash is never glued to the next
 //! record: when the file does not end in a newline, the append starts with one, so the torn
@@ -58,6 +65,33 @@ pub struct Evidence {
   pub quote: String,
 }
 
+impl Evidence {
+  /// The evidence written inline in a claim in the seed's citation format (seed 000 §4.5):
+  /// a word-for-word quote in backticks followed by its identifier in brackets,
+  /// `` `export function validateToken()` [${PROJECT_ROOT}/src/auth/jwt.ts:45] ``. The last such
+  /// citation of the claim is taken; `None` when it has none. One backward scan: linear.
+  pub fn from_claim(claim: &str) -> Option<Evidence> {
+    let mut end = claim.len();
+    while let Some(close) = claim[..end].rfind(']') {
+      let open = claim[..close].rfind('[')?;
+      let identifier = claim[open + 1..close].trim();
+      let before = claim[..open].trim_end();
+      if identifier.starts_with("${PROJECT_ROOT}/") {
+        if let Some(body) = before.strip_suffix('`') {
+          if let Some(start) = body.rfind('`') {
+            let quote = &body[start + 1..];
+            if !quote.trim().is_empty() {
+              return Some(Evidence { identifier: identifier.to_string(), quote: quote.to_string() });
+            }
+          }
+        }
+      }
+      end = open;
+    }
+    None
+  }
+}
+
 /// What a line records, by phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
@@ -74,16 +108,30 @@ pub enum Event {
     session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bead_id: Option<String>,
+    #[serde(default)]
     notes_refs: Vec<String>,
+    #[serde(default)]
     edd_verified: bool,
     /// `None` when grounding was disabled or there were no claims.
+    #[serde(default)]
     grounding_ratio: Option<f64>,
+    #[serde(default)]
     test_scenarios: u64,
+    #[serde(default)]
     next_session_ready: bool,
   },
   /// A partial persist at the yellow attention threshold.
-  DeltaSync { tokens: u64, decisions_persisted: u64, bead_updated: bool, notes_updated: bool },
-  /// The outcome of a grounding check.
+  DeltaSync {
+    tokens: u64,
+    #[serde(default)]
+    decisions_persisted: u64,
+    #[serde(default)]
+    bead_updated: bool,
+    #[serde(default)]
+    notes_updated: bool,
+  },
+  /// The outcome of a grounding check, as recorded. The grounding check never reads these back:
+  /// it recomputes from the `cite` records (a recorded ratio is a claim, not evidence).
   GroundingCheck {
     total_claims: u64,
     grounded_claims: u64,
@@ -119,6 +167,21 @@ impl Event {
     }
   }
 
+  /// The members `phase` defines (besides `v`, `ts`, `agent`, `phase`), or `None` for a phase
+  /// this library does not know. Everything else on a line goes to [`Record::extra`].
+  pub fn members(phase: &str) -> Option<&'static [&'static str]> {
+    Some(match phase {
+      "cite" => &["claim", "grounding", "evidence"],
+      "session_handoff" => {
+        &["session_id", "bead_id", "notes_refs", "edd_verified", "grounding_ratio", "test_scenarios", "next_session_ready"]
+      }
+      "delta_sync" => &["tokens", "decisions_persisted", "bead_updated", "notes_updated"],
+      "grounding_check" => &["total_claims", "grounded_claims", "assumptions", "grounding_ratio", "threshold", "status"],
+      "self_heal" => &["file", "source", "outcome"],
+      _ => return None,
+    })
+  }
+
   /// The phase name as written.
   pub fn phase(&self) -> &'static str {
     match self {
@@ -134,12 +197,22 @@ impl Event {
 /// One line of a trajectory file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+  /// 1 (also for a line written without `v`, as the seed writes them).
+  #[serde(default = "version_one")]
   pub v: u32,
   /// RFC 3339.
   pub ts: String,
   pub agent: String,
   #[serde(flatten)]
   pub event: Event,
+  /// Members of the line its phase does not define (e.g. the seed's `root_span_id`), kept as
+  /// read and serialised back as top-level members. Empty for lines this library writes.
+  #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+  pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+fn version_one() -> u32 {
+  TRAJECTORY_VERSION
 }
 
 /// A line that could not be read as a record.
@@ -195,13 +268,27 @@ fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
   }
   let text = std::str::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_string())?;
   let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON (column {})", e.column()))?;
-  match value.get("v").and_then(serde_json::Value::as_u64) {
-    Some(v) if v == u64::from(TRAJECTORY_VERSION) => {}
-    Some(v) => return Err(format!("version {v} is not one this library reads ({TRAJECTORY_VERSION})")),
-    None => return Err("no version `v`".into()),
+  let serde_json::Value::Object(object) = value else { return Err("not a JSON object".into()) };
+  match object.get("v") {
+    // The seed's format: no version member, read as version 1.
+    None => {}
+    Some(v) if v.as_u64() == Some(u64::from(TRAJECTORY_VERSION)) => {}
+    Some(v) => {
+      let v = v.as_u64().map_or_else(|| "`v` that is not a number".to_string(), |n| format!("version {n}"));
+      return Err(format!("{v} is not one this library reads ({TRAJECTORY_VERSION})"));
+    }
   }
-  let record: Record = serde_json::from_value(value)
+  let members = match object.get("phase") {
+    None => return Err("no `phase`".into()),
+    Some(serde_json::Value::String(p)) => Event::members(p).ok_or("unknown `phase`")?,
+    Some(_) => return Err("`phase` is not a string".into()),
+  };
+  let (known, extra): (serde_json::Map<_, _>, serde_json::Map<_, _>) = object
+    .into_iter()
+    .partition(|(k, _)| matches!(k.as_str(), "v" | "ts" | "agent" | "phase") || members.contains(&k.as_str()));
+  let mut record: Record = serde_json::from_value(serde_json::Value::Object(known))
     .map_err(|e| format!("not a trajectory record: {}", crate::error::scrub_quoted(&e.to_string())))?;
+  record.extra = extra;
   if parse_ms(&record.ts).is_none() {
     return Err("`ts` is not an RFC 3339 timestamp".into());
   }
@@ -224,7 +311,8 @@ impl Trajectory {
   pub fn append(&self, agent: &str, ts_ms: i64, mut event: Event) -> Result<Record> {
     let name = file_name(agent, ts_ms)?;
     event.redact(&self.redaction);
-    let record = Record { v: TRAJECTORY_VERSION, ts: format_ms(ts_ms), agent: agent.to_string(), event };
+    let record =
+      Record { v: TRAJECTORY_VERSION, ts: format_ms(ts_ms), agent: agent.to_string(), event, extra: Default::default() };
     let mut line = serde_json::to_vec(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
     if line.len() > MAX_LINE_BYTES {
       return Err(LoaError::TooLarge {
@@ -330,6 +418,7 @@ mod tests {
       ts: "2026-01-01T00:00:00+01:00".into(),
       agent: "a".into(),
       event: cite("x"),
+      extra: Default::default(),
     })
     .unwrap();
     let lines: Vec<Vec<u8>> = vec![
@@ -350,6 +439,39 @@ mod tests {
     assert_eq!(read.damaged.iter().map(|d| d.line).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6, 7, 8]);
     assert!(read.damaged.iter().all(|d| !d.reason.contains("yesterday")), "{:?}", read.damaged);
     assert_eq!(parse(b"").records.len(), 0);
+  }
+
+  #[test]
+  fn the_seeds_lines_without_v_are_version_1_and_keep_unknown_members() {
+    let bytes = include_bytes!("../../testdata/seeds/examples/trajectory-implementing-tasks-2024-01-15.jsonl");
+    let read = parse(bytes);
+    assert_eq!(read.damaged, vec![]);
+    let phases: Vec<&str> = read.records.iter().map(|(_, r)| r.event.phase()).collect();
+    assert_eq!(phases, ["session_handoff", "delta_sync", "grounding_check"]);
+    assert!(read.records.iter().all(|(_, r)| r.v == 1));
+    let handoff = &read.records[0].1;
+    assert_eq!(handoff.extra.get("root_span_id"), Some(&serde_json::json!("span-def")));
+    assert!(matches!(&handoff.event, Event::SessionHandoff { notes_refs, bead_id: Some(b), .. }
+      if notes_refs == &["loa-grimoire/NOTES.md:68-92"] && b == "bd-x7y8"));
+    // A round trip keeps every member of every line (and adds `v`).
+    for ((_, record), line) in read.records.iter().zip(bytes.split(|&b| b == b'\n')) {
+      let mut original: serde_json::Value = serde_json::from_slice(line).unwrap();
+      original["v"] = serde_json::json!(1);
+      assert_eq!(serde_json::to_value(record).unwrap(), original);
+      assert_eq!(parse(&serde_json::to_vec(record).unwrap()).records[0].1, *record);
+    }
+  }
+
+  #[test]
+  fn a_version_other_than_1_is_still_refused() {
+    let line = |v: &str| format!(r#"{{{v}"ts":"2026-01-01T00:00:00Z","agent":"a","phase":"delta_sync","tokens":1}}"#);
+    assert_eq!(parse(line("").as_bytes()).records.len(), 1);
+    assert_eq!(parse(line(r#""v":1,"#).as_bytes()).records.len(), 1);
+    for bad in [r#""v":2,"#, r#""v":"1","#, r#""v":null,"#, r#""v":1.5,"#, r#""v":0,"#] {
+      let read = parse(line(bad).as_bytes());
+      assert_eq!(read.records.len(), 0, "{bad}");
+      assert!(read.damaged[0].reason.contains("is not one this library reads"), "{:?}", read.damaged);
+    }
   }
 
   #[test]
