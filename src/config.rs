@@ -3,8 +3,8 @@
 //! [`load_config`] reads the file (an absent file means "all defaults", silently) and returns a
 //! fully resolved [`Config`]: every key has a value, paths are normalised workspace-relative
 //! strings, and the attention budget is expressed both in tokens and as fractions of the context
-//! window. Problems that do not change behaviour (unknown keys, a key spelled two ways, deprecated
-//! spellings) come back as human-readable `warnings`, unknown keys with their dotted path; a value
+//! window. Problems that do not change behaviour (unknown keys, a key spelled two ways with two
+//! different values) come back as human-readable `warnings`, unknown keys with their dotted path; a value
 //! of the wrong type or out of range is an `E_CONFIG_INVALID` error whose `key` is the dotted path
 //! of the offending key (for example `memory.quality_gates.min_confidence`, or
 //! `context_editing.clear_targets[2]` inside a list) and whose message gives its line. Values of
@@ -24,10 +24,11 @@
 //!
 //! # Keys spelled more than one way
 //!
-//! The design documents ("seeds") spell some settings in several places. All spellings are read;
-//! the first one present in the list below wins, a warning names every other spelling that is
-//! also set (which is then not checked), and a warning says when a non-canonical spelling was
-//! the one used:
+//! The design documents ("seeds") spell some settings in several places. Every spelling below
+//! is a supported one, read without a warning: a `.loa.config.yaml` the original framework wrote
+//! loads clean. When several are set, the first one present in the list wins and the others are
+//! not checked; a warning names a losing spelling only when its value differs (a share written
+//! as `0.8` and as `80` percent is the same value):
 //!
 //! | canonical | also accepted (lower precedence, in order) |
 //! |---|---|
@@ -514,7 +515,7 @@ pub struct LoadedConfig {
   /// The resolved configuration.
   pub config: Config,
   /// Human-readable notes about the file: unknown keys (with their dotted path), keys set under
-  /// two spellings, deprecated spellings. Empty when the file is absent or clean.
+  /// two spellings of one key set to different values. Empty when the file is absent or clean.
   pub warnings: Vec<String>,
   /// The file that was read, or `None` when there was none (all defaults).
   pub source: Option<PathBuf>,
@@ -637,13 +638,33 @@ const SPELLINGS: &[(&str, &[&str])] = &[
   ("grounding.enforcement", &["grounding_enforcement"]),
 ];
 
+/// A `*_percent` spelling's number as the canonical key writes a share: `"80%"`.
+fn as_percent(value: &Value) -> std::result::Result<Value, serde_norway::Error> {
+  let p: f64 = settings::percent(value)?;
+  Ok(Value::String(format!("{p}%")))
+}
+
+/// Whether two spellings' values say the same: equal, or the same share of the window written
+/// as a fraction (`0.8`) and as a percentage (`"80%"`).
+fn same_setting(a: &Value, b: &Value) -> bool {
+  fn share(v: &Value) -> Option<f64> {
+    match v {
+      Value::Number(n) => n.as_f64().filter(|f| (0.0..=1.0).contains(f)),
+      Value::String(s) => s.trim().strip_suffix('%')?.trim().parse::<f64>().ok().map(|p| p / 100.0),
+      _ => None,
+    }
+  }
+  a == b || matches!((share(a), share(b)), (Some(x), Some(y)) if (x - y).abs() < 1e-9)
+}
+
 /// Which canonical keys were read from another spelling, so that errors and warnings name the
 /// key the file actually holds.
 struct Spellings(Vec<(&'static str, String)>);
 
 impl Spellings {
   /// Moves each winning second spelling to its canonical place in the document and removes the
-  /// losing ones (unchecked), warning about both.
+  /// losing ones (unchecked). Every spelling is a supported one: the only warning is for a
+  /// losing spelling that is also set with another value.
   fn apply(doc: &mut Document, warnings: &mut Vec<String>) -> Result<Spellings> {
     let mut used = Vec::new();
     for (canonical, others) in SPELLINGS {
@@ -658,22 +679,24 @@ impl Spellings {
       }
       let mut present = present.into_iter();
       let Some((winner, value)) = present.next() else { continue };
-      for (other, _) in present {
-        warnings.push(format!("`{other}` is also set; `{winner}` wins"));
+      let value = if winner.ends_with("_percent") {
+        as_percent(&value).map_err(|e| {
+          let e = settings::value_error(winner, Some(&value), &e.to_string());
+          doc.error(&e.key, e.reason)
+        })?
+      } else {
+        value
+      };
+      for (other, other_value) in present {
+        let same = if other.ends_with("_percent") { as_percent(&other_value).ok() } else { Some(other_value) }
+          .is_some_and(|v| same_setting(&v, &value));
+        if !same {
+          warnings.push(format!("`{other}` is also set, to another value; `{winner}` wins"));
+        }
       }
       if winner == *canonical {
         continue;
       }
-      warnings.push(format!("`{winner}` is deprecated; use `{canonical}`"));
-      let value = if winner.ends_with("_percent") {
-        let p: f64 = settings::percent(&value).map_err(|e| {
-          let e = settings::value_error(winner, Some(&value), &e.to_string());
-          doc.error(&e.key, e.reason)
-        })?;
-        Value::String(format!("{p}%"))
-      } else {
-        value
-      };
       put(&mut doc.root, canonical, value);
       used.push((*canonical, winner.to_string()));
     }
@@ -1158,7 +1181,34 @@ replication:
     let mut expected = Config::default();
     expected.session_continuity.level1_tokens = 100;
     assert_eq!(loaded.config, expected);
-    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is deprecated; use `grounding.enforcement`"]);
+    // Every spelling a seed uses is a supported one: no warning.
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+  }
+
+  /// The seeds' `.loa.config.yaml` examples, as written (testdata/seeds/README.md): no warning,
+  /// and every value as the file says.
+  #[test]
+  fn the_seeds_config_examples_load_without_a_warning() {
+    for yaml in [
+      include_str!("../testdata/seeds/examples/loa.config.yaml"),
+      include_str!("../testdata/seeds/examples/loa.config.complete.yaml"),
+    ] {
+      let loaded = parse(yaml);
+      assert_eq!(loaded.warnings, Vec::<String>::new());
+      let c = &loaded.config;
+      assert_eq!(c.grounding.enforcement, GroundingEnforcement::Strict);
+      let a = &c.attention_budget;
+      assert_eq!((a.yellow.tokens, a.orange.tokens, a.red.tokens), (5000, 10_000, 15_000));
+      assert_eq!((c.session_continuity.level1_tokens, c.session_continuity.level2_tokens), (100, 500));
+      assert_eq!((c.trajectory.retention_days, c.trajectory.archive_days), (30, 365));
+      assert_eq!((c.edd.min_test_scenarios, c.edd.require_citations), (3, true));
+    }
+    let loaded = parse(include_str!("../testdata/seeds/examples/loa.config.context-editing.yaml"));
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+    let e = &loaded.config.context_editing;
+    assert_eq!(e.clear_targets.len(), 5);
+    assert_eq!(e.preserve_artifacts, ALWAYS_PRESERVED.map(String::from));
+    assert_eq!(loaded.config.attention_budget.compact.fraction, 0.8);
   }
 
   #[test]
@@ -1169,16 +1219,19 @@ replication:
       compaction_complete: COMPACTION_COMPLETE\n  signal_threshold_percent: 80\n";
     let loaded = parse(yaml);
     assert_eq!(loaded.config, Config::default());
-    let w = loaded.warnings.join("\n");
-    assert!(w.contains("`attention_budget.accumulated` is deprecated; use `attention_budget.yellow`"), "{w}");
-    assert!(w.contains("`attention_budget.session_total` is deprecated"), "{w}");
-    assert!(
-      w.contains(
-        "`runtime_signals.signal_threshold_percent` is also set; \
+    // The seed's spellings, and two of them saying the same (80 and 80): no warning.
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+    let w = parse("context_editing:\n  compact_threshold_percent: 80\nruntime_signals:\n  signal_threshold_percent: 70\n")
+      .warnings;
+    assert_eq!(
+      w,
+      vec![
+        "`runtime_signals.signal_threshold_percent` is also set, to another value; \
          `context_editing.compact_threshold_percent` wins"
-      ),
-      "{w}"
+      ]
     );
+    let same = parse("attention_budget:\n  compact: 0.8\ncontext_editing:\n  compact_threshold_percent: 80\n");
+    assert_eq!(same.warnings, Vec::<String>::new());
 
     let flat = parse("compact_threshold_percent: 50\n").config.attention_budget.compact;
     assert_eq!(flat, BudgetLevel { tokens: 100_000, fraction: 0.5 });
@@ -1190,14 +1243,13 @@ replication:
       parse("attention_budget:\n  yellow_threshold: 4000\n  orange_threshold: 0.05\n  red_threshold: '6%'\n");
     let a = &loaded.config.attention_budget;
     assert_eq!((a.yellow.tokens, a.orange.tokens, a.red.tokens), (4000, 10_000, 12_000));
-    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
-    assert!(
-      loaded.warnings[0].contains("`attention_budget.yellow_threshold` is deprecated; use `attention_budget.yellow`")
-    );
+    assert_eq!(loaded.warnings, Vec::<String>::new());
     // The plain spelling wins over the suffixed one, which wins over seed 003's.
     let loaded = parse("attention_budget:\n  yellow: 3000\n  yellow_threshold: 4000\n  accumulated: 4500\n");
     assert_eq!(loaded.config.attention_budget.yellow.tokens, 3000);
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+    let loaded = parse("attention_budget:\n  yellow: 3000\n  yellow_threshold: 3000\n  accumulated: 3000\n");
+    assert_eq!(loaded.warnings, Vec::<String>::new());
     let loaded = parse("attention_budget:\n  yellow_threshold: 4000\n  accumulated: 4500\n");
     assert_eq!(loaded.config.attention_budget.yellow.tokens, 4000);
   }
@@ -1206,19 +1258,20 @@ replication:
   fn nested_spelling_wins_and_the_flat_one_is_named() {
     let loaded = parse("grounding_enforcement: disabled\ngrounding:\n  enforcement: warn\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Warn);
-    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is also set; `grounding.enforcement` wins"]);
+    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is also set, to another value; `grounding.enforcement` wins"]);
 
     let loaded = parse("grounding_enforcement: disabled\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Disabled);
-    assert_eq!(loaded.warnings.len(), 1);
-    assert!(loaded.warnings[0].contains("deprecated"));
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+    let loaded = parse("grounding_enforcement: warn\ngrounding:\n  enforcement: warn\n");
+    assert_eq!(loaded.warnings, Vec::<String>::new());
 
     let loaded = parse("context_token_budget: 900\ncontext:\n  token_budget: 1200\nwal_dir: x\n");
     assert_eq!(loaded.config.context.token_budget, 1200);
     assert_eq!(loaded.config.wal.dir, "x");
     assert_eq!(
       loaded.warnings,
-      vec!["`wal_dir` is deprecated; use `wal.dir`", "`context_token_budget` is also set; `context.token_budget` wins",]
+      vec!["`context_token_budget` is also set, to another value; `context.token_budget` wins"]
     );
 
     // The ignored spelling is not validated; the one used is.
@@ -1296,7 +1349,7 @@ signing:
     // Taking out a second spelling keeps the order of the rest.
     let loaded = parse("zeta: 1\nwal_dir: x\nalpha: 2\nomega: 3\n");
     assert_eq!(
-      loaded.warnings[1..],
+      loaded.warnings,
       ["unknown key `zeta` ignored", "unknown key `alpha` ignored", "unknown key `omega` ignored"]
     );
     // Inside lists and under keys that are not strings too.
@@ -1381,7 +1434,7 @@ signing:
     assert_eq!(p.len(), 6);
     assert_eq!(p[..5], ALWAYS_PRESERVED.map(String::from));
     assert!(loaded.warnings.iter().any(|w| w.contains("`trajectory_events`")), "{:?}", loaded.warnings);
-    assert!(loaded.warnings.iter().any(|w| w.contains("`preserve_artifacts` is deprecated")));
+    assert!(!loaded.warnings.iter().any(|w| w.contains("deprecated")), "{:?}", loaded.warnings);
   }
 
   #[test]

@@ -537,8 +537,9 @@ export interface LoadedConfig {
   /** The resolved configuration. */
   config: LoaConfig;
   /**
-   * Keys set under two spellings, deprecated spellings, then unknown keys, each named by its
-   * dotted path (`wal.compresion`). Empty when the file is absent or clean.
+   * Keys set under two spellings with different values, then unknown keys, each named by its
+   * dotted path (`wal.compresion`). Every spelling the design documents use is supported
+   * without a warning. Empty when the file is absent or clean.
    */
   warnings: string[];
   /** Path of the file that was read (`<workspace>/.loa.config.yaml`), or `null` when there was none (all defaults). */
