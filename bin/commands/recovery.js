@@ -188,7 +188,9 @@ module.exports = {
   --check-only  recover, heal: report, write nothing
   --mount DIR   recover: the mounted backup (default: recovery.mount_dir of the configuration)
   --git-remote URL, --git-branch B, --git-path P
-                recover: the git source (never from the workspace's configuration)`,
+                recover: the git source (never from the workspace's configuration); without
+                --git-path, the grimoire's place in the workspace's own repository, else
+                grimoires/loa, else the root, whichever holds the manifest`,
     options,
     accepts: ['json', 'workspace', 'trust', 'mount', 'git-remote', 'git-branch', 'git-path', 'max-attempts', 'check-only'],
     run: recover,

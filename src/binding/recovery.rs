@@ -81,7 +81,10 @@ pub struct RecoveryGitSource {
   /// Branch holding the signed grimoire.
   #[napi(ts_type = "string")]
   pub branch: Str,
-  /// Path of the grimoire inside the repository. Default `.` (its root).
+  /// Path of the grimoire inside the repository (`.` for its root). Default: the first place of
+  /// the fetched commit holding the manifest among the grimoire's place relative to the git
+  /// work tree the workspace lies in (so a workspace that is itself the repository needs no
+  /// path), the grimoire path (`grimoires/loa`), and the root.
   #[napi(ts_type = "string")]
   pub path: Option<Option<Str>>,
 }
@@ -165,7 +168,7 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
     options.git = o.git.flatten().map(|Obj(g)| core::GitSource {
       remote: g.remote.0,
       branch: g.branch.0,
-      path: g.path.given().unwrap_or_else(|| ".".into()),
+      path: g.path.given(),
     });
     o.window_ms.set(&mut options.window_ms);
     o.max_attempts.set(&mut options.max_attempts);

@@ -152,8 +152,11 @@ pub struct GitSource {
   pub remote: String,
   /// Branch holding the signed grimoire.
   pub branch: String,
-  /// Path of the grimoire inside the repository (`.` for its root).
-  pub path: String,
+  /// Path of the grimoire inside the repository (`.` for its root). `None`: the first place of
+  /// the fetched commit holding the manifest among where the grimoire sits relative to the git
+  /// work tree the workspace lies in, the workspace's grimoire path, and the root (see
+  /// docs/recovery.md).
+  pub path: Option<String>,
 }
 
 /// One file of the template.
@@ -846,7 +849,10 @@ impl<'a> Run<'a> {
             .expect("created");
           let scratch_name = format!("{GIT_SCRATCH_PREFIX}{}", std::process::id());
           state.remove_tree(&scratch_name)?;
-          let staged = source::stage_git(git, &state.child_path(&scratch_name), &staging, limits);
+          let candidates = source::grimoire_candidates(&options.workspace_dir, &options.grimoire_dir);
+          let scratch = state.child_path(&scratch_name);
+          let staged =
+            source::stage_git(git, &candidates, &options.manifest_name, &scratch, &staging, limits);
           state.remove_tree(&scratch_name)?;
           staged?;
         }
@@ -876,8 +882,25 @@ impl<'a> Run<'a> {
         Err(LoaError::Internal("the staged template differs from the template".into()))
       };
     }
+    let manifest = &self.options.manifest_name;
+    // Errors name the file in the source, never the staging directory (an internal name the
+    // caller cannot act on).
+    if staging.kind_of(manifest)?.is_none() {
+      return Err(LoaError::SignatureInvalid(format!(
+        "the {} source holds no `{manifest}` at the grimoire's root: nothing to verify",
+        src.as_str()
+      )));
+    }
     let root = staging.path().to_path_buf();
-    let value = read_manifest(&root.join(&self.options.manifest_name))?;
+    let value = read_manifest(&root.join(manifest)).map_err(|e| match e {
+      LoaError::StateCorrupt { reason, .. } => {
+        LoaError::StateCorrupt { path: format!("{} ({} source)", manifest, src.as_str()), reason }
+      }
+      LoaError::Io { source, .. } => {
+        LoaError::Io { context: format!("read `{manifest}` of the {} source", src.as_str()), source }
+      }
+      e => e,
+    })?;
     let v = verify_manifest(&root, &value, &self.options.trusted_keys, Some(1))?;
     if !v.ok {
       let first = v.problems.first().map(|p| format!("{}: {}", p.path, problem_kind(p.kind))).unwrap_or_default();

@@ -216,16 +216,122 @@ pub(crate) fn check_git_source(source: &GitSource) -> Result<()> {
   if bad {
     return crate::error::invalid("`git.branch` must be a plain branch name");
   }
-  if source.path != "." {
-    relative_components(Path::new(&source.path))?;
+  if let Some(path) = source.path.as_deref().filter(|p| *p != ".") {
+    relative_components(Path::new(path))?;
   }
   Ok(())
 }
 
+/// The places a grimoire is looked for in a fetched commit when the caller gave no path, in
+/// order: where it sits relative to the git work tree the workspace lies in (the common case: the
+/// workspace, or a directory above it, is the repository the remote names), the workspace's own
+/// grimoire path from the repository root, and the root itself. The work tree is found by
+/// looking for `.git` in the workspace and its parents, without running git there: the
+/// workspace's repository configuration is not trusted to run anything.
+pub(crate) fn grimoire_candidates(workspace: &Path, grimoire_dir: &str) -> Vec<String> {
+  let mut out = Vec::new();
+  if let Ok(ws) = std::fs::canonicalize(workspace) {
+    let top = ws.ancestors().find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+    if let Some(rel) = top.and_then(|top| ws.strip_prefix(top).ok()).and_then(Path::to_str) {
+      let joined = if rel.is_empty() { grimoire_dir.to_string() } else { format!("{rel}/{grimoire_dir}") };
+      if relative_components(Path::new(&joined)).is_ok() {
+        out.push(joined);
+      }
+    }
+  }
+  for c in [grimoire_dir, "."] {
+    if !out.iter().any(|o| o == c) {
+      out.push(c.to_string());
+    }
+  }
+  out
+}
+
+/// `path/name` inside a tree (`name` alone for the root `.`).
+fn in_tree(path: &str, name: &str) -> String {
+  match path.trim_end_matches('/') {
+    "." | "" => name.to_string(),
+    p => format!("{p}/{name}"),
+  }
+}
+
+/// Whether the fetched commit holds a regular blob at `path`.
+fn has_blob(scratch: &Path, path: &str) -> Result<bool> {
+  let mut ls = git(scratch);
+  ls.args(["ls-tree", "-z", "--full-tree", "refs/loa/restore", "--"]).arg(path);
+  let out = run(ls, "ls-tree", 1 << 16)?;
+  Ok(out.split(|&b| b == 0).any(|r| r.starts_with(b"100644 blob ") || r.starts_with(b"100755 blob ")))
+}
+
+/// Directories of the fetched commit that hold a file named `manifest` (`.` for the root), at
+/// most three, each a plain path: what `--git-path` could be. One pass over the listing.
+fn manifest_dirs(scratch: &Path, manifest: &str) -> Result<Vec<String>> {
+  let mut ls = git(scratch);
+  ls.args(["ls-tree", "-r", "-z", "--name-only", "--full-tree", "refs/loa/restore"]);
+  let listing = run(ls, "ls-tree", 64 << 20)?;
+  let plain = |p: &str| {
+    p.len() <= 256 && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
+  };
+  let mut dirs = Vec::new();
+  for name in listing.split(|&b| b == 0).filter_map(|r| std::str::from_utf8(r).ok()) {
+    let dir = match name.rsplit_once('/') {
+      Some((dir, file)) if file == manifest => dir,
+      None if name == manifest => ".",
+      _ => continue,
+    };
+    if plain(dir) && !dirs.iter().any(|d| d == dir) {
+      dirs.push(dir.to_string());
+      if dirs.len() == 3 {
+        break;
+      }
+    }
+  }
+  Ok(dirs)
+}
+
+/// The grimoire's path in the fetched commit: the caller's `path` when it holds `manifest`,
+/// else (no path given) the first of `candidates` that does. When none does, an
+/// `E_INVALID_ARGUMENT` that names the paths of the commit that would work, and never a local
+/// directory.
+fn locate(scratch: &Path, source: &GitSource, candidates: &[String], manifest: &str) -> Result<String> {
+  let tried: Vec<String> = match &source.path {
+    Some(path) => vec![path.clone()],
+    None => candidates.to_vec(),
+  };
+  for path in &tried {
+    if has_blob(scratch, &in_tree(path, manifest))? {
+      return Ok(path.clone());
+    }
+  }
+  let which = match &source.path {
+    Some(_) => "at the given git path".to_string(),
+    None => format!(
+      "at any default git path ({})",
+      tried.iter().filter(|t| t.len() <= 256).map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+    ),
+  };
+  let dirs = manifest_dirs(scratch, manifest)?;
+  let hint = if dirs.is_empty() {
+    format!("no `{manifest}` anywhere in that commit: it holds no signed grimoire")
+  } else {
+    let paths: Vec<String> = dirs.iter().map(|d| format!("`--git-path {d}`")).collect();
+    format!("{} would work", paths.join(" or "))
+  };
+  Err(LoaError::InvalidArgument(format!("the git branch holds no `{manifest}` {which}; {hint}")))
+}
+
 /// Fetches `branch` of `remote` into a scratch bare repository `scratch` (which must not
-/// exist), then writes every blob below `path` of that commit into `staging`. Only regular
-/// blobs are accepted; a symlink or submodule entry fails the source.
-pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, limits: Limits) -> Result<usize> {
+/// exist), finds the grimoire in that commit ([`locate`]: the given `path`, else the first of
+/// `candidates` holding `manifest`), then writes every blob below it into `staging`. Only
+/// regular blobs are accepted; a symlink or submodule entry fails the source.
+pub(crate) fn stage_git(
+  source: &GitSource,
+  candidates: &[String],
+  manifest: &str,
+  scratch: &Path,
+  staging: &StateDir,
+  limits: Limits,
+) -> Result<usize> {
   check_git_source(source)?;
   let mut init = Command::new("git");
   init
@@ -238,13 +344,14 @@ pub(crate) fn stage_git(source: &GitSource, scratch: &Path, staging: &StateDir, 
   let mut fetch = git(scratch);
   fetch.args(["fetch", "-q", "--no-tags", "--depth", "1", "--"]).arg(&source.remote).arg(&refspec);
   run(fetch, "fetch", 1 << 16)?;
+  let path = locate(scratch, source, candidates, manifest)?;
   let mut ls = git(scratch);
   ls.args(["ls-tree", "-r", "-z", "--full-tree", "refs/loa/restore"]);
-  if source.path != "." {
-    ls.arg("--").arg(&source.path);
+  if path != "." {
+    ls.arg("--").arg(&path);
   }
   let listing = run(ls, "ls-tree", 64 << 20)?;
-  let prefix = if source.path == "." { String::new() } else { format!("{}/", source.path.trim_end_matches('/')) };
+  let prefix = if path == "." { String::new() } else { format!("{}/", path.trim_end_matches('/')) };
   let mut files = 0usize;
   for record in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
     let text = std::str::from_utf8(record)

@@ -65,7 +65,7 @@ impl Fixture {
       git: Some(GitSource {
         remote: self.bare.display().to_string(),
         branch: "main".into(),
-        path: "grimoires/loa".into(),
+        path: Some("grimoires/loa".into()),
       }),
       ..Default::default()
     }
@@ -278,6 +278,87 @@ fn the_replica_restores_between_mount_and_git_and_a_failing_one_passes_to_git() 
   assert_eq!(snapshot(&f.grimoire()), signed);
 }
 
+/// Commits the workspace's signed grimoire into a git repository at `repo` (the workspace or
+/// a directory above it) on branch `main`.
+fn commit_workspace(repo: &Path) {
+  git(repo, &["init", "-q"]);
+  git(repo, &["add", "-A"]);
+  git(repo, &["commit", "-q", "-m", "state"]);
+}
+
+#[test]
+fn a_workspace_that_is_its_own_git_repository_restores_without_a_git_path() {
+  let f = fixture();
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  let signed = snapshot(&f.grimoire());
+  commit_workspace(&f.ws);
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let mut options = f.options();
+  options.sources = vec![RecoverySource::Git];
+  options.git = Some(GitSource { remote: f.ws.display().to_string(), branch: "main".into(), path: None });
+  let o = recover(&options).unwrap();
+  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Git)), "{:?}", o.source_failures);
+  assert_eq!(snapshot(&f.grimoire()), signed);
+
+  // A path that holds no grimoire: a coded failure that says which path works, and names no
+  // directory of this machine.
+  write(&f.grimoire().join("NOTES.md"), "tampered again");
+  options.git = Some(GitSource { remote: f.ws.display().to_string(), branch: "main".into(), path: Some(".".into()) });
+  let o = recover(&options).unwrap();
+  assert_eq!(o.state, RecoveryState::Degraded);
+  let failure = &o.source_failures[0];
+  assert!(failure.starts_with("git:") && failure.contains("E_INVALID_ARGUMENT"), "{failure}");
+  assert!(failure.contains("`--git-path grimoires/loa` would work"), "{failure}");
+  assert!(!failure.contains("staging") && !failure.contains(&*f.ws.to_string_lossy()), "{failure}");
+  // Only the first restore's evidence is beside the grimoire: no staging directory is left.
+  assert!(beside(&f).iter().all(|n| n.contains("loa-evidence-")), "{:?}", beside(&f));
+}
+
+#[test]
+fn a_workspace_inside_a_git_repository_restores_from_its_place_in_the_tree() {
+  let f = fixture();
+  std::fs::remove_dir_all(&f.mount).unwrap();
+  // The repository is the directory above: the grimoire sits at `<ws name>/grimoires/loa`.
+  let repo = f.ws.parent().unwrap().join("repo");
+  let ws = repo.join("agents/one");
+  std::fs::create_dir_all(ws.parent().unwrap()).unwrap();
+  std::fs::rename(&f.ws, &ws).unwrap();
+  let signed = snapshot(&ws.join("grimoires/loa"));
+  commit_workspace(&repo);
+  write(&ws.join("grimoires/loa/NOTES.md"), "tampered");
+  let mut options = f.options();
+  options.workspace_dir = ws.clone();
+  options.sources = vec![RecoverySource::Git];
+  options.git = Some(GitSource { remote: repo.display().to_string(), branch: "main".into(), path: None });
+  let o = recover(&options).unwrap();
+  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Git)), "{:?}", o.source_failures);
+  assert_eq!(snapshot(&ws.join("grimoires/loa")), signed);
+
+  // A branch with no signed grimoire anywhere says so.
+  let empty = f.ws.parent().unwrap().join("empty");
+  write(&empty.join("README"), "nothing here\n");
+  commit_workspace(&empty);
+  write(&ws.join("grimoires/loa/NOTES.md"), "tampered");
+  options.git = Some(GitSource { remote: empty.display().to_string(), branch: "main".into(), path: None });
+  let o = recover(&options).unwrap();
+  assert_eq!(o.state, RecoveryState::Degraded);
+  assert!(o.source_failures[0].contains("no `manifest.json` anywhere in that commit"), "{:?}", o.source_failures);
+}
+
+#[test]
+fn a_source_without_a_manifest_is_named_by_source_never_by_its_staging_directory() {
+  let f = fixture();
+  std::fs::remove_file(f.mount.join("manifest.json")).unwrap();
+  write(&f.grimoire().join("NOTES.md"), "tampered");
+  let mut options = f.options();
+  options.sources = vec![RecoverySource::Mount];
+  let o = recover(&options).unwrap();
+  assert_eq!(o.state, RecoveryState::Degraded);
+  let failure = &o.source_failures[0];
+  assert!(failure.contains("the mount source holds no `manifest.json`"), "{failure}");
+  assert!(!failure.contains("staging") && !failure.contains('/'), "{failure}");
+}
+
 #[test]
 fn a_git_tree_with_a_symlink_fails_the_source_and_nothing_is_written() {
   let f = fixture();
@@ -444,7 +525,7 @@ fn child_entry() {
     workspace_dir: var("LOA_TEST_WS").into(),
     trusted_keys: vec![TrustedKey::from_hex(&var("LOA_TEST_KEY")).unwrap()],
     mount_dir: Some(var("LOA_TEST_MOUNT").into()),
-    git: Some(GitSource { remote: var("LOA_TEST_BARE"), branch: "main".into(), path: "grimoires/loa".into() }),
+    git: Some(GitSource { remote: var("LOA_TEST_BARE"), branch: "main".into(), path: Some("grimoires/loa".into()) }),
     sources: vec![RecoverySource::Mount, RecoverySource::Git],
     ..Default::default()
   };
@@ -554,7 +635,7 @@ fn options_are_checked_and_the_environment_overrides_the_file() {
     [("--upload-pack=x", "main"), ("ext::sh -c x", "main"), ("r", "-x"), ("r", "a..b"), ("r", "a b")]
   {
     let mut o = f.options();
-    o.git = Some(GitSource { remote: remote.into(), branch: branch.into(), path: ".".into() });
+    o.git = Some(GitSource { remote: remote.into(), branch: branch.into(), path: Some(".".into()) });
     assert_eq!(recover(&o).unwrap_err().code(), "E_INVALID_ARGUMENT", "{remote} {branch}");
   }
   let mut o = RecoveryOptions::default();
