@@ -2981,7 +2981,12 @@ export interface RecoveryGitSource {
   remote: string
   /** Branch holding the signed grimoire. */
   branch: string
-  /** Path of the grimoire inside the repository. Default `.` (its root). */
+  /**
+   * Path of the grimoire inside the repository (`.` for its root). Default: the first place of
+   * the fetched commit holding the manifest among the grimoire's place relative to the git
+   * work tree the workspace lies in (so a workspace that is itself the repository needs no
+   * path), the grimoire path (`grimoires/loa`), and the root.
+   */
   path?: string
 }
 

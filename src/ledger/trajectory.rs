@@ -262,7 +262,9 @@ pub struct Trajectory {
   redaction: RedactOptions,
 }
 
-fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
+/// Reads one record (a line without its newline, or a whole JSON object): the version rule and
+/// the members kept of the module docs. The error is the reason, never the content.
+pub fn parse_record(bytes: &[u8]) -> std::result::Result<Record, String> {
   if bytes.len() > MAX_LINE_BYTES {
     return Err(format!("line is {} bytes, over the limit of {MAX_LINE_BYTES}", bytes.len()));
   }
@@ -279,9 +281,9 @@ fn parse_line(bytes: &[u8]) -> std::result::Result<Record, String> {
     }
   }
   let members = match object.get("phase") {
-    None => return Err("no `phase`".into()),
-    Some(serde_json::Value::String(p)) => Event::members(p).ok_or("unknown `phase`")?,
-    Some(_) => return Err("`phase` is not a string".into()),
+    None => return Err("not a trajectory record: no `phase`".into()),
+    Some(serde_json::Value::String(p)) => Event::members(p).ok_or("not a trajectory record: unknown `phase`")?,
+    Some(_) => return Err("not a trajectory record: `phase` is not a string".into()),
   };
   let (known, extra): (serde_json::Map<_, _>, serde_json::Map<_, _>) = object
     .into_iter()
@@ -364,7 +366,7 @@ pub fn parse(bytes: &[u8]) -> TrajectoryRead {
       out.damaged.push(Damaged { line, reason: "empty line".into() });
       continue;
     }
-    match parse_line(raw) {
+    match parse_record(raw) {
       Ok(record) => out.records.push((line, record)),
       Err(reason) => out.damaged.push(Damaged { line, reason }),
     }

@@ -390,15 +390,9 @@ fn from_markdown(text: &str) -> std::result::Result<Event, String> {
 /// The Lossless Ledger's handoff (`phase: session_handoff`, docs/ledger.md) as an event of type
 /// `session_handoff`: what it names goes to `this_session`, its readiness to `reason`.
 fn from_handoff(text: &str) -> std::result::Result<Event, String> {
-  let value: serde_json::Value =
-    serde_json::from_str(text.trim()).map_err(|e| format!("not JSON (line {})", e.line()))?;
-  match value.get("v").and_then(serde_json::Value::as_u64) {
-    Some(1) => {}
-    Some(v) => return Err(format!("handoff version {v} is not one this library reads (1)")),
-    None => return Err("no version `v`".into()),
-  }
-  let record: Record = serde_json::from_value(value)
-    .map_err(|e| format!("not a trajectory record: {}", crate::error::scrub_quoted(&e.to_string())))?;
+  // The trajectory's own line reader: a record without `v` (the seed's) is version 1, another
+  // version is refused, in one place for every reader of trajectory records.
+  let record: Record = trajectory::parse_record(text.trim().as_bytes())?;
   let TrajectoryEvent::SessionHandoff { session_id, bead_id, notes_refs, next_session_ready, .. } = record.event else {
     return Err("a trajectory record other than `session_handoff`".into());
   };

@@ -162,6 +162,26 @@ fn handoff_records_are_events() {
   assert!(report.text.contains("- session sess-002 handed off (bead bd-x7y8)"), "{}", report.text);
 }
 
+/// The seed's own `session_handoff` line (no `v`, a `root_span_id`) is an event; a handoff of
+/// another version is still skipped.
+#[test]
+fn the_seeds_handoff_line_without_v_is_an_event() {
+  let dir = tempfile::tempdir().unwrap();
+  let events = dir.path().join(EVENTS_DIR);
+  std::fs::create_dir_all(&events).unwrap();
+  let seed = include_str!("../../testdata/seeds/examples/trajectory-implementing-tasks-2024-01-15.jsonl");
+  std::fs::write(events.join("handoff-seed.json"), seed.lines().next().unwrap()).unwrap();
+  let report = synthesize(dir.path(), &SynthOptions::default()).unwrap();
+  assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+  assert!(report.text.contains("- session sess-002 handed off (bead bd-x7y8)"), "{}", report.text);
+  assert!(report.text.contains("- notes: loa-grimoire/NOTES.md:68-92"), "{}", report.text);
+  let v2 = seed.lines().next().unwrap().replacen('{', "{\"v\":2,", 1);
+  std::fs::write(events.join("handoff-v2.json"), v2).unwrap();
+  let report = synthesize(dir.path(), &SynthOptions::default()).unwrap();
+  assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+  assert!(report.skipped[0].reason.contains("version 2"), "{:?}", report.skipped);
+}
+
 fn ring(dir: &Path) -> KeyRing {
   let ring = KeyRing::open(dir, KeyPolicy::default(), false).unwrap();
   ring.generate().unwrap();
