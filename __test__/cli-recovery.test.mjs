@@ -62,6 +62,35 @@ test('loa recover: 0 running, restores tampered state from git, --check-only wri
   assert.match(r.stderr, /^loa: E_IO: /)
 })
 
+/** git on `cwd` with no user or system configuration (the test must not depend on them). */
+function plainGit(cwd, ...args) {
+  const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid' }
+  const r = spawnSync('git', ['-c', 'init.defaultBranch=main', ...args], { cwd, env, encoding: 'utf8', timeout: WATCHDOG_MS })
+  assert.equal(r.status, 0, r.stderr)
+}
+
+test('loa recover --git-remote <the workspace itself>: no --git-path needed; a wrong one names the path that works', (t) => {
+  const f = fixture(t)
+  plainGit(f.ws, 'init', '-q')
+  plainGit(f.ws, 'add', '-A')
+  plainGit(f.ws, 'commit', '-q', '-m', 'state')
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
+  writeFileSync(join(f.ws, '.loa.config.yaml'), 'recovery:\n  sources: [git]\n')
+  const base = ['recover', '--workspace', f.ws, '--trust', f.key.publicKey, '--git-remote', f.ws, '--git-branch', 'main', '--json']
+  let r = loa(base)
+  assert.equal(r.status, 0, r.stderr + r.stdout)
+  assert.equal(JSON.parse(r.stdout).restoredFrom, 'git')
+  assert.equal(readFileSync(join(f.grimoire, 'NOTES.md'), 'utf8'), NOTES)
+
+  writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered again\n')
+  r = loa([...base, '--git-path', '.'])
+  assert.equal(r.status, 1, r.stderr + r.stdout)
+  const failure = JSON.parse(r.stdout).sourceFailures.join('\n')
+  assert.match(failure, /E_INVALID_ARGUMENT/)
+  assert.match(failure, /`--git-path grimoires\/loa` would work/)
+  assert.doesNotMatch(failure, /staging|\/tmp|loa-cli-recovery/)
+})
+
 test('loa identity: writes SOUL.md; --check exits 1 when stale; a BEAUVOIR.md the manifest does not cover is an error', (t) => {
   const f = fixture(t)
   let r = loa(['identity', '--check', '--workspace', f.ws, '--trust', f.key.publicKey])

@@ -1221,8 +1221,9 @@ replication:
     assert_eq!(loaded.config, Config::default());
     // The seed's spellings, and two of them saying the same (80 and 80): no warning.
     assert_eq!(loaded.warnings, Vec::<String>::new());
-    let w = parse("context_editing:\n  compact_threshold_percent: 80\nruntime_signals:\n  signal_threshold_percent: 70\n")
-      .warnings;
+    let w =
+      parse("context_editing:\n  compact_threshold_percent: 80\nruntime_signals:\n  signal_threshold_percent: 70\n")
+        .warnings;
     assert_eq!(
       w,
       vec![
@@ -1258,7 +1259,10 @@ replication:
   fn nested_spelling_wins_and_the_flat_one_is_named() {
     let loaded = parse("grounding_enforcement: disabled\ngrounding:\n  enforcement: warn\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Warn);
-    assert_eq!(loaded.warnings, vec!["`grounding_enforcement` is also set, to another value; `grounding.enforcement` wins"]);
+    assert_eq!(
+      loaded.warnings,
+      vec!["`grounding_enforcement` is also set, to another value; `grounding.enforcement` wins"]
+    );
 
     let loaded = parse("grounding_enforcement: disabled\n");
     assert_eq!(loaded.config.grounding.enforcement, GroundingEnforcement::Disabled);

@@ -165,11 +165,8 @@ impl TryFrom<RecoverOptions> for core::RecoveryOptions {
     if let Some(program) = Given::<String>::given(o.replica_program) {
       options.replica = Some(core::ReplicaSource { program: PathBuf::from(program) });
     }
-    options.git = o.git.flatten().map(|Obj(g)| core::GitSource {
-      remote: g.remote.0,
-      branch: g.branch.0,
-      path: g.path.given(),
-    });
+    options.git =
+      o.git.flatten().map(|Obj(g)| core::GitSource { remote: g.remote.0, branch: g.branch.0, path: g.path.given() });
     o.window_ms.set(&mut options.window_ms);
     o.max_attempts.set(&mut options.max_attempts);
     o.degraded_alert_cycles.set(&mut options.degraded_alert_cycles);

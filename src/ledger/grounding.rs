@@ -423,7 +423,14 @@ mod tests {
   use crate::ledger::trajectory::{parse, Evidence, Record};
 
   fn line(event: Event) -> String {
-    serde_json::to_string(&Record { v: 1, ts: "2026-01-01T00:00:00Z".into(), agent: "a".into(), event, extra: Default::default() }).unwrap()
+    serde_json::to_string(&Record {
+      v: 1,
+      ts: "2026-01-01T00:00:00Z".into(),
+      agent: "a".into(),
+      event,
+      extra: Default::default(),
+    })
+    .unwrap()
   }
 
   fn cite(grounding: Grounding, identifier: &str, quote: &str) -> String {
@@ -459,7 +466,8 @@ mod tests {
   fn seed_style_cites_without_v_count_and_recorded_checks_are_not_trusted() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("src")).unwrap();
-    std::fs::write(tmp.path().join("src/jwt.ts"), "// jwt\nexport function validateToken() {\n  return true\n}\n").unwrap();
+    std::fs::write(tmp.path().join("src/jwt.ts"), "// jwt\nexport function validateToken() {\n  return true\n}\n")
+      .unwrap();
     let lines = [
       // Evidence as a member, no `v`.
       r#"{"ts":"2024-01-15T14:25:00Z","agent":"implementing-tasks","phase":"cite","claim":"validation is exported","grounding":"citation","evidence":{"identifier":"${PROJECT_ROOT}/src/jwt.ts:2","quote":"export function validateToken()"},"root_span_id":"span-abc"}"#,
@@ -484,7 +492,9 @@ mod tests {
   fn inline_citations_are_found_in_linear_time() {
     let e = Evidence::from_claim("a `q` [${PROJECT_ROOT}/a.rs:1] then `r` [${PROJECT_ROOT}/b.rs:2]").unwrap();
     assert_eq!((e.quote.as_str(), e.identifier.as_str()), ("r", "${PROJECT_ROOT}/b.rs:2"));
-    for none in ["", "no citation", "[${PROJECT_ROOT}/a.rs:1]", "`` [${PROJECT_ROOT}/a.rs:1]", "`q` [src/a.rs:1]", "]]]["] {
+    for none in
+      ["", "no citation", "[${PROJECT_ROOT}/a.rs:1]", "`` [${PROJECT_ROOT}/a.rs:1]", "`q` [src/a.rs:1]", "]]]["]
+    {
       assert_eq!(Evidence::from_claim(none), None, "{none}");
     }
     let hostile = "[]`".repeat(200_000);

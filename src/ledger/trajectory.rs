@@ -172,11 +172,19 @@ impl Event {
   pub fn members(phase: &str) -> Option<&'static [&'static str]> {
     Some(match phase {
       "cite" => &["claim", "grounding", "evidence"],
-      "session_handoff" => {
-        &["session_id", "bead_id", "notes_refs", "edd_verified", "grounding_ratio", "test_scenarios", "next_session_ready"]
-      }
+      "session_handoff" => &[
+        "session_id",
+        "bead_id",
+        "notes_refs",
+        "edd_verified",
+        "grounding_ratio",
+        "test_scenarios",
+        "next_session_ready",
+      ],
       "delta_sync" => &["tokens", "decisions_persisted", "bead_updated", "notes_updated"],
-      "grounding_check" => &["total_claims", "grounded_claims", "assumptions", "grounding_ratio", "threshold", "status"],
+      "grounding_check" => {
+        &["total_claims", "grounded_claims", "assumptions", "grounding_ratio", "threshold", "status"]
+      }
       "self_heal" => &["file", "source", "outcome"],
       _ => return None,
     })
@@ -313,8 +321,13 @@ impl Trajectory {
   pub fn append(&self, agent: &str, ts_ms: i64, mut event: Event) -> Result<Record> {
     let name = file_name(agent, ts_ms)?;
     event.redact(&self.redaction);
-    let record =
-      Record { v: TRAJECTORY_VERSION, ts: format_ms(ts_ms), agent: agent.to_string(), event, extra: Default::default() };
+    let record = Record {
+      v: TRAJECTORY_VERSION,
+      ts: format_ms(ts_ms),
+      agent: agent.to_string(),
+      event,
+      extra: Default::default(),
+    };
     let mut line = serde_json::to_vec(&record).map_err(|e| LoaError::Internal(e.to_string()))?;
     if line.len() > MAX_LINE_BYTES {
       return Err(LoaError::TooLarge {

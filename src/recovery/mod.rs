@@ -851,8 +851,7 @@ impl<'a> Run<'a> {
           state.remove_tree(&scratch_name)?;
           let candidates = source::grimoire_candidates(&options.workspace_dir, &options.grimoire_dir);
           let scratch = state.child_path(&scratch_name);
-          let staged =
-            source::stage_git(git, &candidates, &options.manifest_name, &scratch, &staging, limits);
+          let staged = source::stage_git(git, &candidates, &options.manifest_name, &scratch, &staging, limits);
           state.remove_tree(&scratch_name)?;
           staged?;
         }

@@ -269,9 +269,8 @@ fn manifest_dirs(scratch: &Path, manifest: &str) -> Result<Vec<String>> {
   let mut ls = git(scratch);
   ls.args(["ls-tree", "-r", "-z", "--name-only", "--full-tree", "refs/loa/restore"]);
   let listing = run(ls, "ls-tree", 64 << 20)?;
-  let plain = |p: &str| {
-    p.len() <= 256 && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
-  };
+  let plain =
+    |p: &str| p.len() <= 256 && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'));
   let mut dirs = Vec::new();
   for name in listing.split(|&b| b == 0).filter_map(|r| std::str::from_utf8(r).ok()) {
     let dir = match name.rsplit_once('/') {

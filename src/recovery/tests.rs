@@ -297,7 +297,12 @@ fn a_workspace_that_is_its_own_git_repository_restores_without_a_git_path() {
   options.sources = vec![RecoverySource::Git];
   options.git = Some(GitSource { remote: f.ws.display().to_string(), branch: "main".into(), path: None });
   let o = recover(&options).unwrap();
-  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Git)), "{:?}", o.source_failures);
+  assert_eq!(
+    (o.state, o.restored_from),
+    (RecoveryState::Running, Some(RecoverySource::Git)),
+    "{:?}",
+    o.source_failures
+  );
   assert_eq!(snapshot(&f.grimoire()), signed);
 
   // A path that holds no grimoire: a coded failure that says which path works, and names no
@@ -331,7 +336,12 @@ fn a_workspace_inside_a_git_repository_restores_from_its_place_in_the_tree() {
   options.sources = vec![RecoverySource::Git];
   options.git = Some(GitSource { remote: repo.display().to_string(), branch: "main".into(), path: None });
   let o = recover(&options).unwrap();
-  assert_eq!((o.state, o.restored_from), (RecoveryState::Running, Some(RecoverySource::Git)), "{:?}", o.source_failures);
+  assert_eq!(
+    (o.state, o.restored_from),
+    (RecoveryState::Running, Some(RecoverySource::Git)),
+    "{:?}",
+    o.source_failures
+  );
   assert_eq!(snapshot(&ws.join("grimoires/loa")), signed);
 
   // A branch with no signed grimoire anywhere says so.
