@@ -368,6 +368,8 @@ impl Trajectory {
 /// Parses a whole trajectory file.
 pub fn parse(bytes: &[u8]) -> TrajectoryRead {
   let mut out = TrajectoryRead { exists: true, ..Default::default() };
+  // A byte order mark some editors put first is not part of the first line.
+  let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
   let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
   if body.is_empty() {
     return out;
@@ -464,6 +466,11 @@ mod tests {
     let phases: Vec<&str> = read.records.iter().map(|(_, r)| r.event.phase()).collect();
     assert_eq!(phases, ["session_handoff", "delta_sync", "grounding_check"]);
     assert!(read.records.iter().all(|(_, r)| r.v == 1));
+    // The same file saved by an editor that adds a byte order mark and CRLF line ends.
+    let crlf =
+      [b"\xEF\xBB\xBF".as_slice(), &bytes.split(|&b| b == b'\n').collect::<Vec<_>>().join(&b"\r\n"[..])].concat();
+    let again = parse(&crlf);
+    assert_eq!((again.records.len(), again.damaged.len()), (3, 0), "{:?}", again.damaged);
     let handoff = &read.records[0].1;
     assert_eq!(handoff.extra.get("root_span_id"), Some(&serde_json::json!("span-def")));
     assert!(matches!(&handoff.event, Event::SessionHandoff { notes_refs, bead_id: Some(b), .. }

@@ -161,6 +161,8 @@ pub(crate) fn git_base() -> Command {
     .env("GIT_CONFIG_GLOBAL", "/dev/null")
     .env("GIT_TERMINAL_PROMPT", "0")
     .env("GIT_ASKPASS", "true")
+    // Paths given to git are paths, never patterns (`*` in a directory name matches itself).
+    .env("GIT_LITERAL_PATHSPECS", "1")
     .args(["-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null"])
     .stdin(Stdio::null());
   cmd
@@ -264,7 +266,8 @@ fn has_blob(scratch: &Path, path: &str) -> Result<bool> {
 }
 
 /// Directories of the fetched commit that hold a file named `manifest` (`.` for the root), at
-/// most three, each a plain path: what `--git-path` could be. One pass over the listing.
+/// most three, each a plain path that redaction leaves alone: what `--git-path` could be. One
+/// pass over the listing.
 fn manifest_dirs(scratch: &Path, manifest: &str) -> Result<Vec<String>> {
   let mut ls = git(scratch);
   ls.args(["ls-tree", "-r", "-z", "--name-only", "--full-tree", "refs/loa/restore"]);
@@ -278,7 +281,10 @@ fn manifest_dirs(scratch: &Path, manifest: &str) -> Result<Vec<String>> {
       None if name == manifest => ".",
       _ => continue,
     };
-    if plain(dir) && !dirs.iter().any(|d| d == dir) {
+    // A name that redaction would change (one that looks like a key or an address) is not
+    // repeated in an error.
+    let secret = || crate::redact::redact(dir, &crate::redact::RedactOptions::default()).text != dir;
+    if plain(dir) && !dirs.iter().any(|d| d == dir) && !secret() {
       dirs.push(dir.to_string());
       if dirs.len() == 3 {
         break;
