@@ -3349,7 +3349,9 @@ export interface TrajectoryDamage {
 
 /**
  * One line of a trajectory file, as written (docs/ledger.md: `v`, `ts`, `agent`, `phase` and
- * the phase's members, snake_case as on disk).
+ * the phase's members, snake_case as on disk). A line written without `v` (the original
+ * framework's) has `v: 1`; members its phase does not define (`root_span_id`, ...) are here
+ * as the line held them.
  */
 export interface TrajectoryLine {
   /** 1-based. */

@@ -991,7 +991,9 @@ impl TryFrom<beads::Bead> for Bead {
 }
 
 /// One line of a trajectory file, as written (docs/ledger.md: `v`, `ts`, `agent`, `phase` and
-/// the phase's members, snake_case as on disk).
+/// the phase's members, snake_case as on disk). A line written without `v` (the original
+/// framework's) has `v: 1`; members its phase does not define (`root_span_id`, ...) are here
+/// as the line held them.
 #[napi(object, object_from_js = false)]
 pub struct TrajectoryLine {
   /// 1-based.

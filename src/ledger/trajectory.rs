@@ -485,6 +485,41 @@ mod tests {
   }
 
   #[test]
+  fn members_lists_exactly_what_each_phase_writes() {
+    let full = [
+      cite("c"),
+      Event::SessionHandoff {
+        session_id: "s".into(),
+        bead_id: Some("b".into()),
+        notes_refs: vec![],
+        edd_verified: true,
+        grounding_ratio: Some(1.0),
+        test_scenarios: 3,
+        next_session_ready: true,
+      },
+      Event::DeltaSync { tokens: 1, decisions_persisted: 0, bead_updated: false, notes_updated: false },
+      Event::GroundingCheck {
+        total_claims: 1,
+        grounded_claims: 1,
+        assumptions: 0,
+        grounding_ratio: Some(1.0),
+        threshold: 0.95,
+        status: "pass".into(),
+      },
+      Event::SelfHeal { file: "f".into(), source: "git".into(), outcome: "restored".into() },
+    ];
+    for event in full {
+      let value = serde_json::to_value(&event).unwrap();
+      let mut written: Vec<&str> =
+        value.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "phase").collect();
+      let mut listed = Event::members(event.phase()).unwrap().to_vec();
+      written.sort_unstable();
+      listed.sort_unstable();
+      assert_eq!(written, listed, "{}", event.phase());
+    }
+  }
+
+  #[test]
   fn a_version_other_than_1_is_still_refused() {
     let line = |v: &str| format!(r#"{{{v}"ts":"2026-01-01T00:00:00Z","agent":"a","phase":"delta_sync","tokens":1}}"#);
     assert_eq!(parse(line("").as_bytes()).records.len(), 1);
