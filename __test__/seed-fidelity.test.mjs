@@ -4,8 +4,9 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { core, root, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
@@ -237,10 +238,10 @@ test('the seed session_handoff line (no `v`) is a synthesis event too', (t) => {
 // openclaw.json (seed 002 §9.2)
 // ---------------------------------------------------------------------------------------------
 
-// The plugin's config is resolved in TypeScript (extensions/loa/src/config.ts, covered by
-// `npm run test:plugin`); what OpenClaw checks it against is the manifest's JSON schema, read
-// here: the seed's `plugins.loa` object must be valid under it.
-test('openclaw.json: the seed plugin config is valid under the plugin manifest configSchema', () => {
+// OpenClaw checks the plugin's config against the manifest's JSON schema, then the plugin resolves
+// it (extensions/loa/src/config.ts, TypeScript). The schema check runs here; the resolution runs
+// in the Node >= 24 that `npm run test:plugin` uses (it strips the types), skipped without one.
+test('openclaw.json: the seed plugin config is valid under the plugin manifest configSchema and resolves as written', (t) => {
   const seed = JSON.parse(example('openclaw.json'))
   const given = seed.plugins.loa
   const schema = JSON.parse(readFileSync(join(root, 'extensions', 'loa', 'openclaw.plugin.json'), 'utf8')).configSchema
@@ -252,6 +253,14 @@ test('openclaw.json: the seed plugin config is valid under the plugin manifest c
     else assert.equal(typeof value, property.type, key)
   }
   assert.equal(given.contextTokenBudget, 2000)
+
+  const node24 = join(root, 'extensions', 'node_modules', `node-${process.platform}-${process.arch}`, 'bin', 'node')
+  if (!existsSync(node24)) return t.skip('no Node >= 24 in extensions/node_modules to run the plugin config resolution')
+  const config = pathToFileURL(join(root, 'extensions', 'loa', 'src', 'config.ts')).href
+  const script = `const { resolveConfig } = await import(${JSON.stringify(config)}); process.stdout.write(JSON.stringify(resolveConfig(JSON.parse(process.argv[1]))))`
+  const r = spawnSync(node24, ['--input-type=module', '-e', script, JSON.stringify(given)], { encoding: 'utf8', timeout: WATCHDOG_MS })
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(JSON.parse(r.stdout).contextTokenBudget, 2000)
 })
 
 // ---------------------------------------------------------------------------------------------
