@@ -494,8 +494,10 @@ pub fn parse_beauvoir(text: &str) -> IdentityDocument {
         } else {
           doc.always_do.extend(items)
         }
-        let title = heading_source(text, h);
-        join(&mut boundary_parts, format!("### {title}\n\n{carried}").trim_end());
+        if !carried.is_empty() {
+          let title = heading_source(text, h);
+          join(&mut boundary_parts, &format!("### {title}\n\n{carried}"));
+        }
       }
       None => doc
         .other_sections

@@ -466,3 +466,33 @@ fn deeply_nested_headings_cost_linear_time() {
   assert_eq!(doc.sections, vec!["Identity", "Boundaries"]);
   assert_eq!(doc.wont_do.len(), 100_000);
 }
+
+#[test]
+fn rendering_is_bounded_and_names_each_known_section_once() {
+  // The invariants of the `identity_md` fuzz target, on the fixtures and hostile shapes.
+  let inputs = [
+    BEAUVOIR.to_string(),
+    ORIGINAL_LAYOUT.to_string(),
+    CORE_BEHAVIORS.to_string(),
+    "a\n-\n".repeat(10_000),
+    format!("# Identity\n\n{}", "b\n-\nc\n=\n".repeat(5_000)),
+    "## Never\n\n## Always\n\n## Boundaries\n\n## Identity\n\n## Identity\n\nx\n".into(),
+    "## Identity\n\n```\n## Boundaries\n- open fence\n".into(),
+    "> ## Identity\n\n- ## Boundaries\n".into(),
+    String::new(),
+  ];
+  for text in &inputs {
+    let soul = render_soul(&parse_beauvoir(text), "0000000000000000");
+    assert!(soul.text.len() <= 2 * text.len() + 1024, "{} from {}", soul.text.len(), text.len());
+    for (i, s) in soul.sections.iter().enumerate() {
+      assert!(SECTIONS.contains(&s.as_str()) && !soul.sections[..i].contains(s), "{s:?}");
+    }
+  }
+  // An empty list section adds nothing; a section written twice is joined.
+  let doc = parse_beauvoir("## Never\n\n## Identity\n\none\n\n## Identity\n\ntwo\n");
+  let soul = render_soul(&doc, "00");
+  assert_eq!(soul.sections, vec!["Identity"]);
+  assert_eq!(doc.text("Identity"), "one\n\ntwo");
+  // Headings in block quotes and list items are text, not sections.
+  assert!(parse_beauvoir("> ## Identity\n\n- ## Boundaries\n").sections.is_empty());
+}
