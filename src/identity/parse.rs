@@ -191,14 +191,16 @@ fn kind_of_key(key: &str) -> Option<Kind> {
   })
 }
 
-/// What a heading means: its whole key, else the part before a separator
-/// (`Core Principles — why`, `Boundaries: hard rules`).
+/// What a heading means: its whole key, else the part before a separator or a conjunction
+/// (`Core Principles — why`, `Boundaries: hard rules`, `Tone & Voice`, `Identity and Purpose`).
 fn classify(text: &str) -> Option<Kind> {
   if let Some(k) = kind_of_key(&heading_key(text)) {
     return Some(k);
   }
-  let cut = [":", " — ", " – ", " - ", " | "].iter().filter_map(|s| text.find(s)).min()?;
-  kind_of_key(&heading_key(&text[..cut]))
+  let lower = text.to_lowercase();
+  let cut =
+    [":", " — ", " – ", " - ", " | ", " and ", "&", "/", ",", "+"].iter().filter_map(|s| lower.find(s)).min()?;
+  kind_of_key(&heading_key(&lower[..cut]))
 }
 
 /// Headings outside containers (a `## ` inside a fence, a block quote or a list item is not a
@@ -442,6 +444,8 @@ fn section_level(hs: &[Heading]) -> Option<usize> {
 /// Parses BEAUVOIR.md. Never fails: what is not there stays empty. Nothing under a heading is
 /// dropped: known sections are joined by meaning, others kept in `other_sections`.
 pub fn parse_beauvoir(text: &str) -> IdentityDocument {
+  // Editors on Windows start a file with a byte order mark, which would hide its first heading.
+  let text = text.strip_prefix('\u{feff}').unwrap_or(text);
   let hs = headings(text);
   let ends = section_ends(&hs);
   let mut doc = IdentityDocument::default();

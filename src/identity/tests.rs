@@ -395,6 +395,8 @@ fn layout_variants_are_read_alike() {
     "# Identity  \r\n\r\nme\r\n\r\n# Core Principles:\r\n\r\n* **Care:** check\r\n\r\n# Boundaries\r\n\r\n## What I Will Not Do\r\n\r\n1) lie\r\n\r\n## What I Always Do\r\n\r\n- cite\r\n",
     // Setext headings, lists as sections of their own, a numbered section heading, an em dash.
     "Who I Am\n========\n\nme\n\nPrinciples — why\n================\n\n1. **Care**: check\n\nNever\n=====\n\n+ lie\n\nAlways\n======\n\n- cite\n",
+    // A byte order mark, conjunctions, a bold heading, an emoji, `Don't` spelt with a curly quote.
+    "\u{feff}## Identity and Purpose\n\nme\n\n## 🧭 Values & Principles\n\n- **Care** — check\n\n## **Boundaries / Limits**\n\n### Don’t\n\n- lie\n\n### Always, always\n\n- cite\n",
     // Deeper levels under a title, separators, parenthetical suffixes.
     "# Me\n\n### Identity (short)\n\nme\n\n---\n\n### CORE VALUES\n\n- __Care__ — check\n\n### Boundaries\n\n#### Don't\n\n- lie\n\n#### Always:\n\n- cite\n",
   ] {
