@@ -498,3 +498,65 @@ fn rendering_is_bounded_and_names_each_known_section_once() {
   // Headings in block quotes and list items are text, not sections.
   assert!(parse_beauvoir("> ## Identity\n\n- ## Boundaries\n").sections.is_empty());
 }
+
+mod soup {
+  use super::*;
+  use proptest::prelude::*;
+
+  const TOKENS: &[&str] = &[
+    "# ",
+    "## ",
+    "### ",
+    "#### ",
+    "\n",
+    "\r\n",
+    "\n\n",
+    "---",
+    "===",
+    "- ",
+    "* ",
+    "1. ",
+    "2) ",
+    "> ",
+    "```",
+    "~~~",
+    "**",
+    "__",
+    "Identity",
+    "Core Principles (Why)",
+    "What I Won’t Do",
+    "Always",
+    "Never:",
+    "Boundaries",
+    "Tone & Voice",
+    "x",
+    "é",
+    "🧭",
+    "\u{feff}",
+    "|a|b|",
+    "(",
+    ")",
+    " — ",
+    ":",
+    "    ",
+    "\t",
+    "<!--",
+    "-->",
+    "[x]: /y",
+  ];
+
+  proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    /// Any soup of Markdown pieces: no panic, deterministic, bounded, each known section once.
+    #[test]
+    fn any_token_soup_renders(picks in proptest::collection::vec(0..TOKENS.len(), 0..80)) {
+      let text: String = picks.iter().map(|i| TOKENS[*i]).collect();
+      let soul = render_soul(&parse_beauvoir(&text), "00");
+      prop_assert_eq!(&soul, &render_soul(&parse_beauvoir(&text), "00"));
+      prop_assert!(soul.text.len() <= 2 * text.len() + 1024);
+      for (i, s) in soul.sections.iter().enumerate() {
+        prop_assert!(SECTIONS.contains(&s.as_str()) && !soul.sections[..i].contains(s));
+      }
+    }
+  }
+}
