@@ -120,3 +120,22 @@ test('a section is reported present only when SOUL.md carries it; unknown sectio
   assert.deepEqual(report.unrecognizedSections, ['Favourite Tools'])
   assert.deepEqual(soulSections(soul), [...report.sections, ...report.unrecognizedSections])
 })
+
+test('a SOUL.md the previous version generated (and recorded) is regenerated, not reported as hand-edited', async (t) => {
+  // The bytes and the record loa-core wrote from this fixture before issue 28 (commit 6b229cf):
+  // no Core Principles, no Boundaries, though its report listed Boundaries.
+  const previous = join(root, 'testdata', 'identity', 'previous-version')
+  const ws = workspace(t, ORIGINAL)
+  const oldSoul = readFileSync(join(previous, 'SOUL.md'), 'utf8')
+  writeFileSync(join(ws, 'SOUL.md'), oldSoul)
+  mkdirSync(join(ws, '.loa', 'identity'), { recursive: true })
+  writeFileSync(join(ws, '.loa', 'identity', 'soul.json'), readFileSync(join(previous, 'soul.json')))
+  assert.equal(core.generateSoulSync({ workspaceDir: ws, checkOnly: true }).status, 'stale')
+  assert.equal(readFileSync(join(ws, 'SOUL.md'), 'utf8'), oldSoul, 'check only writes nothing')
+  const report = await core.generateSoul({ workspaceDir: ws })
+  assert.equal(report.status, 'generated')
+  checkOriginalLayout(readFileSync(join(ws, 'SOUL.md'), 'utf8'), report)
+  // A hand edit of the new SOUL.md is still seen as one.
+  writeFileSync(join(ws, 'SOUL.md'), oldSoul)
+  assert.equal(core.generateSoulSync({ workspaceDir: ws }).status, 'hand_edited')
+})

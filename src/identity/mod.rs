@@ -8,7 +8,7 @@
 //!   Principles, Operational Stance, Interaction Style, Boundaries (with its Won't Do and Always
 //!   Do lists), Self-Evolution and Recovery Protocol, recognised by meaning
 //!   (`## Core Principles (Why I Behave This Way)`, `### What I Won't Do`, `## Core Behaviors`;
-//!   [`parse::SYNONYMS`]), at whatever heading level the document uses.
+//!   [`SYNONYMS`]), at whatever heading level the document uses (issue 28).
 //! - **Nothing dropped.** Each section reaches SOUL.md as the Markdown it was written in,
 //!   sub-headings, tables and fences included; a section not recognised is carried too, under its
 //!   own heading, and named in the report (`unrecognized_sections`). The report's `sections` is
