@@ -119,6 +119,12 @@ test('a section is reported present only when SOUL.md carries it; unknown sectio
   assert.ok(report.missingSections.includes('Core Principles'))
   assert.deepEqual(report.unrecognizedSections, ['Favourite Tools'])
   assert.deepEqual(soulSections(soul), [...report.sections, ...report.unrecognizedSections])
+  // The command line says both, so a misspelt heading is seen.
+  const r = spawnSync(process.execPath, [join(root, 'bin', 'loa'), 'identity', '--workspace', ws], { encoding: 'utf8', timeout: WATCHDOG_MS })
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stdout, /^SOUL\.md is up to date\n/)
+  assert.match(r.stdout, /lacks: Core Principles, Operational Stance/)
+  assert.match(r.stdout, /carried as written \(not a known section\): Favourite Tools\n/)
 })
 
 test('a SOUL.md the previous version generated (and recorded) is regenerated, not reported as hand-edited', async (t) => {
