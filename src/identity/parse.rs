@@ -164,8 +164,10 @@ struct Heading {
 }
 
 /// Removes parenthesised/bracketed asides, then keeps lower-case letters and digits as words
-/// (apostrophes vanish: `Won’t` is `wont`); drops leading numbering and filler words.
+/// (apostrophes vanish: `Won’t` is `wont`); drops leading numbering (`2.`, `IV)`) and filler
+/// words.
 pub fn heading_key(text: &str) -> String {
+  let text = without_numbering(text);
   let mut depth = 0usize;
   let mut flat = String::with_capacity(text.len());
   for c in text.chars() {
@@ -383,19 +385,29 @@ fn strip_marker(item: &str) -> &str {
   }
 }
 
-/// A heading's title without its numbering: `1. Understand Before Acting`, `2) X`, `3 - Y`.
+/// A heading's title without its numbering: `1. Understand Before Acting`, `2) X`, `3 - Y`,
+/// `IV. Z`, `(5) W`. A number not followed by punctuation or a dash is part of the title
+/// (`2026 Goals`).
 fn without_numbering(title: &str) -> &str {
-  let digits = title.bytes().take_while(u8::is_ascii_digit).count();
-  if digits == 0 {
+  let t = title.trim_start();
+  let t = t.strip_prefix('(').unwrap_or(t);
+  let arabic = t.bytes().take_while(u8::is_ascii_digit).count();
+  let roman = t.bytes().take_while(|b| b"IVXLCivxlc".contains(b)).count();
+  let number = if arabic > 0 { arabic } else { roman };
+  if number == 0 {
     return title;
   }
-  let after = &title[digits..];
+  let after = &t[number..];
   let punct = after.trim_start_matches(['.', ')', ':']);
-  let dashed = after.trim_start().strip_prefix(['-', '–', '—']);
-  let rest = match dashed {
-    Some(r) if punct.len() == after.len() => r,
-    _ if punct.len() < after.len() => punct.trim_start().trim_start_matches(['-', '–', '—']),
-    _ => return title,
+  let rest = if punct.len() < after.len() {
+    punct.trim_start().trim_start_matches(['-', '–', '—'])
+  } else if arabic > 0 {
+    match after.trim_start().strip_prefix(['-', '–', '—']) {
+      Some(r) if after.starts_with(char::is_whitespace) => r,
+      _ => return title,
+    }
+  } else {
+    return title;
   };
   match rest.trim() {
     "" => title,

@@ -560,3 +560,24 @@ mod soup {
     }
   }
 }
+
+#[test]
+fn numbering_is_not_part_of_a_name() {
+  for (title, name) in [
+    ("1. Understand Before Acting", "Understand Before Acting"),
+    ("2) Understand", "Understand"),
+    ("3 - Understand", "Understand"),
+    ("(4) Understand", "Understand"),
+    ("IV. Understand", "Understand"),
+    ("ii) Understand", "Understand"),
+    ("10: Understand", "Understand"),
+    ("2026 Goals", "2026 Goals"),
+    ("Ivy League", "Ivy League"),
+    ("1.", "1."),
+  ] {
+    let doc = parse_beauvoir(&format!("## Principles\n\n### {title}\n\ntext\n"));
+    assert_eq!(doc.principles[0].name.as_deref(), Some(name), "{title}");
+  }
+  let doc = parse_beauvoir("# II. Identity\n\nme\n\n# III) Core Values\n\n- care\n");
+  assert_eq!(doc.sections, vec!["Identity", "Core Principles"]);
+}
