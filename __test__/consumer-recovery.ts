@@ -35,6 +35,9 @@ export async function boot(workspaceDir: string, pinnedHex: string, ring: KeyRin
   void removed
   if (r.state === 'degraded' && r.critical) return 1
   const soul: SoulReport = await generateSoul({ workspaceDir, trustedKeys: [pinnedHex] })
+  // Sections carried as written without being recognised: shown to the user, never dropped.
+  const carried: string[] = [...soul.sections, ...soul.unrecognizedSections]
+  void carried
   const healed: HealReport = await heal({ workspaceDir, checkOnly: true })
   // @ts-expect-error a source is one of the three names
   recoverSync({ workspaceDir, trustedKeys: [pinnedHex], sources: ['floppy'] })

@@ -135,6 +135,9 @@ async function identity({ args, values }) {
   }
   process.stdout.write(said[report.status] + '\n')
   if (report.missingSections.length) process.stdout.write(`  ${config.identity.beauvoirPath} lacks: ${report.missingSections.join(', ')}\n`)
+  if (report.unrecognizedSections.length) {
+    process.stdout.write(`  carried as written (not a known section): ${report.unrecognizedSections.join(', ')}\n`)
+  }
   return status
 }
 

@@ -346,13 +346,27 @@ pub struct SoulReport {
   pub beauvoir_sha256: String,
   /// SHA-256 of the SOUL.md generated from the current BEAUVOIR.md.
   pub soul_sha256: String,
-  /// Sections of BEAUVOIR.md found, in document order.
+  /// Known sections SOUL.md carries with their content, by canonical name (`Identity`,
+  /// `Core Principles`, `Operational Stance`, `Interaction Style`, `Boundaries`,
+  /// `Self-Evolution`, `Recovery Protocol`), in SOUL.md's order. Read off what was written:
+  /// a heading with nothing under it is not listed.
   pub sections: Vec<String>,
-  /// Known sections BEAUVOIR.md lacks.
+  /// Known sections SOUL.md does not carry (absent or empty in BEAUVOIR.md).
   pub missing_sections: Vec<String>,
+  /// Headings of BEAUVOIR.md's sections that are none of the known ones (by meaning: see
+  /// docs/recovery.md). They are carried into SOUL.md as written, after the known ones; listed
+  /// here so that a misspelt section heading is seen.
+  pub unrecognized_sections: Vec<String>,
 }
 
-js_from!(|r: soul::SoulReport| SoulReport { status => into, beauvoir_sha256, soul_sha256, sections, missing_sections });
+js_from!(|r: soul::SoulReport| SoulReport {
+  status => into,
+  beauvoir_sha256,
+  soul_sha256,
+  sections,
+  missing_sections,
+  unrecognized_sections
+});
 
 fn soul_args(options: Unknown) -> Result<soul::SoulOptions> {
   object::<GenerateSoulOptions, _>(options, "options")

@@ -5,9 +5,15 @@
 //!
 //! - **Structure, not text.** Headings are found by a CommonMark parser (`pulldown-cmark`), so a
 //!   `## ` line inside a code fence is not a heading. The sections read are Identity, Core
-//!   Principles, Operational Stance, Interaction Style, Boundaries (`### Won't Do` /
-//!   `### Will Not Do`, `### Always Do`), Self-Evolution and Recovery Protocol; every one of them
-//!   reaches SOUL.md, Core Principles included (the original dropped them).
+//!   Principles, Operational Stance, Interaction Style, Boundaries (with its Won't Do and Always
+//!   Do lists), Self-Evolution and Recovery Protocol, recognised by meaning
+//!   (`## Core Principles (Why I Behave This Way)`, `### What I Won't Do`, `## Core Behaviors`;
+//!   [`SYNONYMS`]), at whatever heading level the document uses (issue 28).
+//! - **Nothing dropped.** Each section reaches SOUL.md as the Markdown it was written in,
+//!   sub-headings, tables and fences included; a section not recognised is carried too, under its
+//!   own heading, and named in the report (`unrecognized_sections`). The report's `sections` is
+//!   what SOUL.md carries, never what was merely expected (the original reported sections it had
+//!   dropped).
 //! - **Never stale.** SOUL.md is regenerated whenever BEAUVOIR.md's SHA-256 differs from the one
 //!   recorded at the last generation (not only when SOUL.md is missing), written atomically.
 //! - **Integrity first.** Before anything is generated, BEAUVOIR.md is checked against the signed
@@ -29,10 +35,14 @@ use crate::error::{scrub_quoted, LoaError, Result};
 use crate::fsutil::{relative_components, StateDir};
 use crate::sign::manifest::{read_manifest, verify_signature, TrustedKey};
 
-pub use parse::{parse_beauvoir, IdentityDocument, Principle};
+pub use parse::{heading_key, parse_beauvoir, IdentityDocument, OtherSection, Principle, SECTIONS, SYNONYMS};
 
 /// Largest BEAUVOIR.md / SOUL.md read.
 pub const MAX_IDENTITY_BYTES: u64 = 1024 * 1024;
+/// Largest SOUL.md read back: what is generated from a BEAUVOIR.md of at most
+/// [`MAX_IDENTITY_BYTES`] (every byte carried once, a heading at most a few bytes longer, so well
+/// under twice the source).
+pub const MAX_SOUL_BYTES: u64 = 4 * MAX_IDENTITY_BYTES;
 /// Version of the generation record this code writes and reads.
 pub const SOUL_STATE_VERSION: u32 = 1;
 /// The generation record's file name in the state directory.
@@ -99,10 +109,13 @@ pub struct SoulReport {
   pub beauvoir_sha256: String,
   /// SHA-256 of the SOUL.md content generated from the current BEAUVOIR.md.
   pub soul_sha256: String,
-  /// Sections of BEAUVOIR.md found, in document order.
+  /// Known sections SOUL.md carries with their content, by canonical name, in SOUL.md's order.
   pub sections: Vec<String>,
-  /// Known sections BEAUVOIR.md lacks.
+  /// Known sections SOUL.md does not carry (absent or empty in BEAUVOIR.md).
   pub missing_sections: Vec<String>,
+  /// Headings of BEAUVOIR.md's sections that are none of the known ones: carried into SOUL.md
+  /// as written, after the known ones.
+  pub unrecognized_sections: Vec<String>,
 }
 
 /// The generation record (`soul.json`), canonical JSON.
@@ -164,29 +177,31 @@ pub fn generate_soul(options: &SoulOptions) -> Result<SoulReport> {
   let text =
     std::str::from_utf8(&beauvoir).map_err(|_| LoaError::InvalidArgument("BEAUVOIR.md is not UTF-8".into()))?;
   let doc = parse_beauvoir(text);
-  if doc.sections.is_empty() {
+  let beauvoir_sha256 = sha256_hex(&beauvoir);
+  let rendered = render_soul(&doc, &beauvoir_sha256);
+  if rendered.sections.is_empty() {
     return crate::error::invalid(
-      "BEAUVOIR.md has none of the identity sections (## Identity, ## Core Principles, ...)",
+      "BEAUVOIR.md has none of the identity sections with content (## Identity, ## Core Principles, ...)",
     );
   }
-  let beauvoir_sha256 = sha256_hex(&beauvoir);
-  let soul = render_soul(&doc, &beauvoir_sha256);
+  let soul = rendered.text;
   let soul_sha256 = sha256_hex(soul.as_bytes());
   let mut report = SoulReport {
     status: SoulStatus::UpToDate,
     beauvoir_sha256: beauvoir_sha256.clone(),
     soul_sha256: soul_sha256.clone(),
-    sections: doc.sections.clone(),
-    missing_sections: parse::SECTIONS
+    missing_sections: SECTIONS
       .iter()
-      .filter(|s| !doc.sections.iter().any(|f| f == *s))
+      .filter(|s| !rendered.sections.iter().any(|f| f == *s))
       .map(|s| s.to_string())
       .collect(),
+    sections: rendered.sections,
+    unrecognized_sections: rendered.unrecognized_sections,
   };
 
   let (sdir, sname) = parent_of(&workspace, &options.soul_path, !options.check_only)?;
   let current = match &sdir {
-    Some(d) => d.read(&sname, MAX_IDENTITY_BYTES)?,
+    Some(d) => d.read(&sname, MAX_SOUL_BYTES)?,
     None => None,
   };
   let state_dir = workspace.descend(Path::new(&options.state_dir), !options.check_only)?;
@@ -246,54 +261,43 @@ fn write_state(dir: &StateDir, beauvoir_sha256: &str, soul_sha256: &str) -> Resu
   dir.write_atomic(SOUL_STATE_FILE, &bytes, None)
 }
 
-/// SOUL.md for `doc`: deterministic (no time in it), every section BEAUVOIR.md has, in a fixed
-/// order, and the source's hash in the footer.
-pub fn render_soul(doc: &IdentityDocument, beauvoir_sha256: &str) -> String {
-  let mut out = String::from("# Soul\n\nYou embody the following identity and principles.\n");
-  let para = |out: &mut String, title: &str, body: &str| {
-    if !body.is_empty() {
-      out.push_str(&format!("\n## {title}\n\n{body}\n"));
-    }
-  };
-  let list = |out: &mut String, heading: &str, items: &[String]| {
-    if !items.is_empty() {
-      out.push_str(&format!("\n{heading}\n\n"));
-      for item in items {
-        out.push_str(&format!("- {item}\n"));
-      }
-    }
-  };
-  para(&mut out, "Identity", &doc.identity);
-  if !doc.principles.is_empty() {
-    out.push_str("\n## Core Principles\n\n");
-    for (i, p) in doc.principles.iter().enumerate() {
-      match (&p.name, p.description.is_empty()) {
-        (Some(name), false) => out.push_str(&format!("{}. **{name}** - {}\n", i + 1, p.description)),
-        (Some(name), true) => out.push_str(&format!("{}. **{name}**\n", i + 1)),
-        (None, _) => out.push_str(&format!("{}. {}\n", i + 1, p.description)),
-      }
+/// SOUL.md and what it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedSoul {
+  pub text: String,
+  /// Known sections written, with content, in order.
+  pub sections: Vec<String>,
+  /// Titles of the unrecognised sections written.
+  pub unrecognized_sections: Vec<String>,
+}
+
+/// SOUL.md for `doc`: deterministic (no time in it), the text before the first section, every
+/// known section with content in a fixed order, then every other section as written, and the
+/// source's hash in the footer. What it lists as carried is read off what it writes.
+pub fn render_soul(doc: &IdentityDocument, beauvoir_sha256: &str) -> RenderedSoul {
+  let mut text = String::from("# Soul\n\nYou embody the following identity and principles.\n");
+  let mut sections = Vec::new();
+  let mut unrecognized_sections = Vec::new();
+  if !doc.preamble.is_empty() {
+    text.push_str(&format!("\n{}\n", doc.preamble));
+  }
+  for (name, body) in SECTIONS.iter().zip(&doc.texts) {
+    if !body.trim().is_empty() {
+      text.push_str(&format!("\n## {name}\n\n{body}\n"));
+      sections.push(name.to_string());
     }
   }
-  para(&mut out, "Operational Stance", &doc.operational_stance);
-  list(&mut out, "## Interaction Style", &doc.interaction_style);
-  if !doc.interaction_style_text.is_empty() {
-    if doc.interaction_style.is_empty() {
-      out.push_str("\n## Interaction Style\n");
+  for other in &doc.other_sections {
+    if !other.body.trim().is_empty() {
+      text.push_str(&format!("\n## {}\n\n{}\n", other.title, other.body));
+      unrecognized_sections.push(other.title.clone());
     }
-    out.push_str(&format!("\n{}\n", doc.interaction_style_text));
   }
-  if !doc.wont_do.is_empty() || !doc.always_do.is_empty() {
-    out.push_str("\n## Boundaries\n");
-    list(&mut out, "### Will Not Do", &doc.wont_do);
-    list(&mut out, "### Always Do", &doc.always_do);
-  }
-  para(&mut out, "Self-Evolution", &doc.self_evolution);
-  para(&mut out, "Recovery Protocol", &doc.recovery_protocol);
-  out.push_str(&format!(
+  text.push_str(&format!(
     "\n---\n*Generated by LOA from BEAUVOIR.md - DO NOT EDIT*\n*Checksum: {}*\n",
     &beauvoir_sha256[..16.min(beauvoir_sha256.len())]
   ));
-  out
+  RenderedSoul { text, sections, unrecognized_sections }
 }
 
 #[cfg(test)]
