@@ -169,7 +169,22 @@ fn newline_of(text: &str) -> &'static str {
 }
 
 fn same_heading(a: &str, b: &str) -> bool {
-  a.trim().eq_ignore_ascii_case(b)
+  heading_means(a, b)
+}
+
+/// Whether heading text `heading` names the section `title`, by meaning rather than by exact
+/// text: compared word by word without case and punctuation, after any leading numbering
+/// (`2.`, `2)`, `IV.` is not numbering) and emoji, and with anything after the title's words
+/// allowed (`Core Principles (Why I Behave This Way)` names `Core Principles`,
+/// `ACTIVE CONTEXT:` names `Active Context`, `3. Pending Questions` names `Pending Questions`).
+/// Linear in the heading's length, and stops at the first word that differs.
+pub fn heading_means(heading: &str, title: &str) -> bool {
+  fn words(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+  }
+  let same = |a: &str, b: &str| a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase));
+  let mut found = words(heading).skip_while(|w| w.bytes().all(|b| b.is_ascii_digit()));
+  words(title).all(|wanted| found.next().is_some_and(|w| same(w, wanted)))
 }
 
 /// The blank-line separation needed before inserting at `at`.
@@ -303,6 +318,12 @@ pub fn section_range(text: &str, title: &str) -> Option<Range<usize>> {
   Some(o.headings[i].start..end)
 }
 
+/// The byte ranges of every marked region of the document, whatever its name (begin marker
+/// line to end marker line, newline included), found in one pass.
+pub fn marked_regions(text: &str) -> Vec<Range<usize>> {
+  outline(text).regions.into_iter().map(|r| r.range).collect()
+}
+
 /// The byte range of region `name` (begin marker line to end marker line, newline included), if
 /// the document has one.
 pub fn region_range(text: &str, name: &str) -> Option<Range<usize>> {
@@ -382,6 +403,23 @@ pub fn parse_session_lines(body: &str) -> Vec<SessionLine> {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn headings_are_matched_by_meaning() {
+    for h in
+      ["Active Context", "### ACTIVE CONTEXT:", "1. Active Context", "🧠 Active context (current)", "active-context"]
+    {
+      assert!(heading_means(h, "Active Context"), "{h}");
+    }
+    for h in ["Active", "Context Active", "Inactive Context", "Active Contexts", ""] {
+      assert!(!heading_means(h, "Active Context"), "{h}");
+    }
+    assert!(heading_means("Blockers & Dependencies", "Blockers Dependencies"));
+    // Sections found by meaning: the Decision Log under another spelling still has its entry.
+    let text =
+      "## session continuity\n### 2) DECISION LOG — permanent\n#### 2024-01-15T14:30:00Z - T\n**Decision**: d\n";
+    assert_eq!(section_range(text, DECISION_LOG), Some("## session continuity\n".len()..text.len()));
+  }
 
   fn strip_regions(text: &str) -> String {
     let mut out = text.to_string();
