@@ -18,6 +18,13 @@
 //! - [ ] Should grace period be configurable per-client?
 //! ```
 //!
+//! A file the original framework or a person wrote has no markers: its lists sit under their
+//! headings (seed 000 §5.1). Those are read as they are, and an edit replaces an entry on its own
+//! line or adds one after the section's last entry, in that entry's style (`layout.rs`);
+//! the region above is only created for a section that has no list of its own. A key in both
+//! is read once, with the region's value (the ledger wrote it last), and the next edit leaves
+//! one line for it.
+//!
 //! Regions are found and placed by the same parser as consolidation's (pulldown-cmark: a `## `
 //! line in a code fence is text, not a heading), so every byte outside the ledger's regions is
 //! kept as it was; the only bytes ever added outside them are a missing heading and the blank
@@ -347,7 +354,7 @@ impl NotesDoc {
   }
 
   /// The Active Context items: the section's own `- **Key**: value` lines (in any of the
-  /// layouts [`layout`] reads) and the ledger's region, one per key (the region's value wins
+  /// layouts `layout.rs` reads) and the ledger's region, one per key (the region's value wins
   /// for a key that is in both).
   pub fn active_context(&self) -> Vec<ContextItem> {
     let found = self.context_layout().found.into_iter().map(|(item, _)| item).collect();
