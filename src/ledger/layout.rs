@@ -293,6 +293,50 @@ pub(crate) fn question(line: &str) -> Option<QuestionLine> {
   (end > start).then_some(QuestionLine { text: start..end, mark, done, body })
 }
 
+/// A Lightweight Identifiers bullet, for a section that keeps them as a list rather than a
+/// table: `- ${PROJECT_ROOT}/src/a.ts:1-5 - purpose` (the identifier in a code span or not;
+/// `:`, `—`, `–` or `-` before the purpose, or nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdentifierItem {
+  /// The identifier, without backticks.
+  pub identifier: Range<usize>,
+  /// Whether it is in a code span.
+  pub ticked: bool,
+  /// The purpose (empty, at the end of the line, when there is none).
+  pub purpose: Range<usize>,
+  /// Where the item's text starts.
+  pub body: usize,
+}
+
+/// The identifier item of a line, when the line is one (its first word is a
+/// `${PROJECT_ROOT}/...` identifier).
+pub(crate) fn identifier_item(line: &str) -> Option<IdentifierItem> {
+  let body = bullet_end(line)?;
+  let text = &line[body..];
+  let end = body + text.trim_end().len();
+  let (identifier, ticked, after) = match text.strip_prefix('`') {
+    Some(rest) => {
+      let close = rest.find('`')?;
+      (body + 1..body + 1 + close, true, body + close + 2)
+    }
+    None => {
+      let word = text.find(char::is_whitespace).unwrap_or(text.len());
+      let id = text[..word].trim_end_matches([':', ',', ';']);
+      (body..body + id.len(), false, body + id.len())
+    }
+  };
+  if !line[identifier.clone()].trim_start().starts_with(super::identifier::PREFIX) {
+    return None;
+  }
+  let rest = &line[after..end.max(after)];
+  let mut at = after + (rest.len() - rest.trim_start().len());
+  if let Some(sep) = ['—', '–', '-', ':'].into_iter().find(|c| line[at..].starts_with(*c)) {
+    at += sep.len_utf8();
+  }
+  let at = (at + (line[at..].len() - line[at..].trim_start().len())).min(end.max(after));
+  Some(IdentifierItem { identifier, ticked, purpose: at..end.max(at), body })
+}
+
 /// Which column of an identifiers table holds what, found by header name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Columns {
@@ -384,6 +428,20 @@ mod tests {
     assert_eq!(q("- A plain bullet"), Some(("A plain bullet".into(), false, false)));
     assert_eq!(q("- [ ]"), None);
     assert_eq!(q("- [link](x) text"), Some(("[link](x) text".into(), false, false)));
+  }
+
+  #[test]
+  fn identifier_items_in_a_list() {
+    let i = |line: &str| {
+      identifier_item(line).map(|it| (line[it.identifier].to_string(), line[it.purpose].to_string(), it.ticked))
+    };
+    let id = "${PROJECT_ROOT}/src/a.ts:1-5";
+    assert_eq!(i(&format!("- `{id}` - Token logic")), Some((id.into(), "Token logic".into(), true)));
+    assert_eq!(i(&format!("* {id}: Token logic  ")), Some((id.into(), "Token logic".into(), false)));
+    assert_eq!(i(&format!("1. {id} — a - b")), Some((id.into(), "a - b".into(), false)));
+    assert_eq!(i(&format!("- {id}")), Some((id.into(), String::new(), false)));
+    assert_eq!(i("- src/a.ts - not an identifier"), None);
+    assert_eq!(i("- `unclosed ${PROJECT_ROOT}/a"), None);
   }
 
   #[test]

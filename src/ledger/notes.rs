@@ -44,7 +44,7 @@ use crate::memory::notes::{self as mnotes, one_line, section_range, set_region};
 use crate::memory::MAX_NOTES_BYTES;
 
 use super::decision::{list_item, parse_entries, DecisionEntry};
-use super::layout::{self, Columns, KeyValue, Line, QuestionLine};
+use super::layout::{self, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
 
 /// Most items kept in each list the ledger writes (older ones past it are dropped from the
 /// region; the caller keeps the full record in the trajectory and the beads).
@@ -156,6 +156,18 @@ fn mnotes_newline(text: &str) -> &'static str {
   } else {
     "\n"
   }
+}
+
+/// The ledger's identifiers region: a table of the rows.
+fn identifiers_body(rows: &[IdentifierRow]) -> String {
+  let mut body = String::new();
+  if !rows.is_empty() {
+    body.push_str("| Identifier | Purpose | Last Verified |\n|------------|---------|---------------|\n");
+    for r in rows.iter().take(MAX_SECTION_ITEMS) {
+      body.push_str(&format!("| {} | {} | {} |\n", cell(&r.identifier), cell(&r.purpose), cell(&r.last_verified)));
+    }
+  }
+  body
 }
 
 /// Where new entries of a list go and how they are written (in the style of its last entry).
@@ -377,7 +389,11 @@ impl NotesDoc {
 
   fn identifier_layout(&self) -> Layout<'_, IdentifierRow> {
     let text = &self.text;
-    let table = self.scan(mnotes::IDENTIFIERS).tables.into_iter().find_map(|t| Some((Columns::of(&t.header)?, t)));
+    let scan = self.scan(mnotes::IDENTIFIERS);
+    let table = scan.tables.into_iter().find_map(|t| Some((Columns::of(&t.header)?, t)));
+    if table.is_none() {
+      return self.identifier_list_layout(scan.items);
+    }
     let found: Vec<(IdentifierRow, Line)> = table
       .iter()
       .flat_map(|(cols, t)| {
@@ -437,21 +453,65 @@ impl NotesDoc {
         fill(&mut cells, cols, new);
         Some(layout::render_row(s, &cells))
       }),
-      body: |rows| {
-        let mut body = String::new();
-        if !rows.is_empty() {
-          body.push_str("| Identifier | Purpose | Last Verified |\n|------------|---------|---------------|\n");
-          for r in rows.iter().take(MAX_SECTION_ITEMS) {
-            body.push_str(&format!(
-              "| {} | {} | {} |\n",
-              cell(&r.identifier),
-              cell(&r.purpose),
-              cell(&r.last_verified)
-            ));
-          }
+      body: identifiers_body,
+    }
+  }
+
+  /// Identifiers kept as a list (`- ${PROJECT_ROOT}/path:1-2 - purpose`), for a section with
+  /// no identifiers table. A list has no `Last Verified`: it is read empty and not written.
+  fn identifier_list_layout(&self, items: Vec<Line>) -> Layout<'_, IdentifierRow> {
+    let text = &self.text;
+    let found: Vec<(IdentifierRow, Line, IdentifierItem)> = items
+      .into_iter()
+      .filter_map(|line| {
+        let s = &text[line.content.clone()];
+        let it = layout::identifier_item(s)?;
+        let row = IdentifierRow {
+          identifier: s[it.identifier.clone()].trim().to_string(),
+          purpose: s[it.purpose.clone()].to_string(),
+          last_verified: String::new(),
+        };
+        Some((row, line, it))
+      })
+      .collect();
+    let append = found.last().map(|(_, last, it)| {
+      let (last, it) = (last.clone(), it.clone());
+      Box::new(move |new: &[&IdentifierRow]| {
+        let s = &text[last.content.clone()];
+        let tick = if it.ticked { "`" } else { "" };
+        let after = it.identifier.end + tick.len();
+        let sep = if it.purpose.start > after { &s[after..it.purpose.start] } else { " - " };
+        let rendered: Vec<String> = new
+          .iter()
+          .enumerate()
+          .map(|(n, row)| {
+            let bullet = layout::next_bullet(s, it.body, n + 1);
+            let purpose = one_line(&row.purpose);
+            let sep = if purpose.is_empty() { "" } else { sep };
+            format!("{bullet}{tick}{}{tick}{sep}{purpose}", one_line(&row.identifier))
+          })
+          .collect();
+        lines_after(text, &last, &rendered)
+      }) as Append<'_, IdentifierRow>
+    });
+    Layout {
+      found: found.into_iter().map(|(row, line, _)| (row, line)).collect(),
+      append,
+      key: |r| r.identifier.trim().to_string(),
+      rewrite: Box::new(move |old, line, new| {
+        if old.purpose == new.purpose {
+          return None;
         }
-        body
-      },
+        let s = &text[line.content.clone()];
+        let it = layout::identifier_item(s)?;
+        let purpose = one_line(&new.purpose);
+        Some(if it.purpose.is_empty() {
+          format!("{} - {purpose}{}", &s[..it.purpose.start].trim_end(), &s[it.purpose.end..])
+        } else {
+          format!("{}{purpose}{}", &s[..it.purpose.start], &s[it.purpose.end..])
+        })
+      }),
+      body: identifiers_body,
     }
   }
 
@@ -1120,5 +1180,34 @@ Setext heading below
     assert_eq!(doc.identifiers().len(), 100_000);
     merge_context(&mut doc, "Big", "small");
     assert_eq!(doc.active_context()[0].value, "small");
+  }
+
+  #[test]
+  fn identifiers_kept_as_a_list_are_read_and_edited_as_a_list() {
+    // New ones go after the last identifier, in its style (here: no code span, ` - `).
+    let text = "### Lightweight Identifiers\n- `${PROJECT_ROOT}/src/a.ts:1-5` — Token logic\n- ${PROJECT_ROOT}/src/b.ts:2\n- prose, not an identifier\n\n### Pending Questions\n";
+    let mut doc = NotesDoc::new(text);
+    let rows = doc.identifiers();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+      (rows[0].identifier.as_str(), rows[0].purpose.as_str()),
+      ("${PROJECT_ROOT}/src/a.ts:1-5", "Token logic")
+    );
+    assert_eq!((rows[1].identifier.as_str(), rows[1].purpose.as_str()), ("${PROJECT_ROOT}/src/b.ts:2", ""));
+    let mut all = rows.clone();
+    all[0].purpose = "Token checks".into();
+    all[0].last_verified = "now".into();
+    all[1].purpose = "Second".into();
+    all.push(IdentifierRow {
+      identifier: "${PROJECT_ROOT}/src/c.ts:3".into(),
+      purpose: "Third".into(),
+      last_verified: "now".into(),
+    });
+    doc.set_identifiers(&all);
+    assert_eq!(
+      doc.text(),
+      "### Lightweight Identifiers\n- `${PROJECT_ROOT}/src/a.ts:1-5` — Token checks\n- ${PROJECT_ROOT}/src/b.ts:2 - Second\n- ${PROJECT_ROOT}/src/c.ts:3 - Third\n- prose, not an identifier\n\n### Pending Questions\n"
+    );
+    assert_eq!(doc.identifiers().len(), 3);
   }
 }
