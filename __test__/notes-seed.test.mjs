@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { root, tempDir, WATCHDOG_MS } from './helpers.mjs'
+import { core, root, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
 const SEED = readFileSync(join(root, 'testdata', 'seeds', 'examples', 'NOTES.md'), 'utf8')
@@ -153,4 +153,30 @@ test('a seed entry and a marked-region entry for one key: the region wins, one i
   assert.ok(after.includes('- **Current Bead**: bd-c3d4\n- **Last Checkpoint**'), after)
   notes = JSON.parse(loa(ws, ['notes', 'show', '--json']).stdout)
   assert.deepEqual(notes.activeContext[0], { key: 'Current Bead', value: 'bd-c3d4' })
+})
+
+test('the JS API reads and edits the seed NOTES.md the same way (readNotes, editNotes)', (t) => {
+  const ws = workspace(t)
+  const ledger = core.Ledger.open({ workspaceDir: ws })
+  const read = ledger.readNotes()
+  assert.equal(read.activeContext.length, 3)
+  assert.equal(read.identifiers.length, 2)
+  assert.equal(read.pendingQuestions.length, 1)
+  assert.equal(read.decisions[0].testScenarios.length, 3)
+  const done = ledger.editNotes({ activeContext: [{ key: 'reasoning state', value: 'Refresh rotation' }], pendingQuestions: [{ text: 'Should grace period be configurable per-client?' }] })
+  assert.deepEqual(done, { changed: true, refused: [] })
+  assert.deepEqual(changedLines(SEED, notesOf(ws)), [['- **Reasoning State**: Validating token expiry edge cases', '- **Reasoning State**: Refresh rotation']])
+})
+
+test('loa checkpoint on the seed NOTES.md sets Current Bead and Last Checkpoint in place', (t) => {
+  const ws = workspace(t)
+  const input = JSON.stringify({ activeContext: [{ key: 'Reasoning State', value: 'Rotation done' }] })
+  const r = spawnSync(process.execPath, [LOA, 'checkpoint', '--input', '-', '--session', 'seed-s1', '--bead', 'bd-a1b2', '--at', '2026-01-15T14:30:00.000Z', '--workspace', ws], { encoding: 'utf8', input, timeout: WATCHDOG_MS })
+  assert.equal(r.status, 0, r.stderr + r.stdout)
+  const after = notesOf(ws)
+  assert.deepEqual(changedLines(SEED, after), [
+    ['- **Current Bead**: bd-x7y8 (Implementing JWT refresh)', '- **Current Bead**: bd-a1b2'],
+    ['- **Last Checkpoint**: 2024-01-15T14:30:00Z', '- **Last Checkpoint**: 2026-01-15T14:30:00.000Z'],
+    ['- **Reasoning State**: Validating token expiry edge cases', '- **Reasoning State**: Rotation done'],
+  ])
 })

@@ -213,12 +213,13 @@ pub(crate) fn key_value(line: &str) -> Option<KeyValue> {
     let Some(rest) = text.strip_prefix(marker) else { continue };
     let close = rest.find(marker)?;
     let inner = &rest[..close];
-    let key_start = body + marker.len();
-    let after = key_start + close + marker.len();
-    let inner_trimmed = inner.trim_end();
+    let after = body + marker.len() + close + marker.len();
+    // Blanks inside the bold are not part of the key.
+    let key_start = body + marker.len() + (inner.len() - inner.trim_start().len());
+    let inner_trimmed = inner.trim();
     if let Some(key) = inner_trimmed.strip_suffix(':') {
       let key = key.trim_end();
-      if key.trim().is_empty() {
+      if key.is_empty() {
         return None;
       }
       let value = skip_blanks(after).min(trimmed_end.max(after));
@@ -228,7 +229,7 @@ pub(crate) fn key_value(line: &str) -> Option<KeyValue> {
         bold: true,
       });
     }
-    if inner.trim().is_empty() {
+    if inner_trimmed.is_empty() {
       return None;
     }
     let at = skip_blanks(after);
@@ -405,6 +406,7 @@ mod tests {
     assert_eq!(kv("- Reasoning State — a: b"), want("Reasoning State", "a: b", false));
     assert_eq!(kv("- Current Bead - bd-1"), want("Current Bead", "bd-1", false));
     assert_eq!(kv("- **Empty**:"), want("Empty", "", true));
+    assert_eq!(kv("- ** Spaced ** : v"), want("Spaced", "v", true));
     assert_eq!(kv("- see http://example.com"), None);
     assert_eq!(kv("- `a: b` quoted"), None);
     assert_eq!(kv("- just prose"), None);
