@@ -79,21 +79,8 @@ pub(crate) fn scan(text: &str, title: &str) -> Option<Scan> {
   let range = mnotes::section_range(text, title)?;
   let base = range.start;
   let section = &text[range];
-  // The regions as disjoint sorted ranges, so each lookup is a binary search however many
-  // markers a hostile file holds.
-  let mut regions = mnotes::marked_regions(section);
-  regions.sort_by_key(|r| r.start);
-  let mut merged: Vec<Range<usize>> = Vec::with_capacity(regions.len());
-  for r in regions {
-    match merged.last_mut() {
-      Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-      _ => merged.push(r),
-    }
-  }
-  let outside = |at: usize| {
-    let i = merged.partition_point(|r| r.start <= at);
-    i == 0 || !merged[i - 1].contains(&at)
-  };
+  let regions = mnotes::marked_regions(section);
+  let outside = |at: usize| !mnotes::in_spans(&regions, at);
   let mut out = Scan::default();
   let mut depth = 0usize;
   let mut table: Option<Table> = None;

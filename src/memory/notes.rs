@@ -123,7 +123,8 @@ fn outline(text: &str) -> Outline {
   let mut out = Outline::default();
   let mut current: Option<Heading> = None;
   // Open begin markers waiting for their end: (name, start of begin line).
-  let mut open: Vec<(String, usize)> = Vec::new();
+  // Keyed by name, so that a file of many distinct unmatched markers costs linear time.
+  let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
   for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
     match event {
       Event::Start(Tag::Heading { level, .. }) => {
@@ -140,12 +141,10 @@ fn outline(text: &str) -> Outline {
         Some(Marker::Begin(name)) => {
           // A second begin of the same name before an end orphans the first one: it stays
           // foreign text, so an unmatched marker can never make a region swallow other text.
-          open.retain(|(n, _)| *n != name);
-          open.push((name, line_start(text, range.start)));
+          open.insert(name, line_start(text, range.start));
         }
         Some(Marker::End(name)) => {
-          if let Some(i) = open.iter().position(|(n, _)| *n == name) {
-            let (name, start) = open.remove(i);
+          if let Some(start) = open.remove(&name) {
             out.regions.push(Region { name, range: start..line_end(text, range.start) });
           }
         }
@@ -155,9 +154,29 @@ fn outline(text: &str) -> Outline {
     }
   }
   // Headings inside owned regions (decision entries) are not structure.
-  let regions = out.regions.clone();
-  out.headings.retain(|h| !regions.iter().any(|r| r.range.contains(&h.start)));
+  // One binary search per heading, however many regions a hostile file holds.
+  let spans = disjoint(out.regions.iter().map(|r| r.range.clone()).collect());
+  out.headings.retain(|h| !in_spans(&spans, h.start));
   out
+}
+
+/// `ranges` as disjoint ranges sorted by start (overlapping and nested ones merged).
+fn disjoint(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+  ranges.sort_by_key(|r| r.start);
+  let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+  for r in ranges {
+    match merged.last_mut() {
+      Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+      _ => merged.push(r),
+    }
+  }
+  merged
+}
+
+/// Whether `at` is inside one of `spans` (disjoint, sorted: see [`marked_regions`]).
+pub fn in_spans(spans: &[Range<usize>], at: usize) -> bool {
+  let i = spans.partition_point(|r| r.start <= at);
+  i > 0 && spans[i - 1].contains(&at)
 }
 
 fn newline_of(text: &str) -> &'static str {
@@ -318,10 +337,11 @@ pub fn section_range(text: &str, title: &str) -> Option<Range<usize>> {
   Some(o.headings[i].start..end)
 }
 
-/// The byte ranges of every marked region of the document, whatever its name (begin marker
-/// line to end marker line, newline included), found in one pass.
+/// Where the document's marked regions are, whatever their names (begin marker line to end
+/// marker line, newline included), found in one pass: as disjoint ranges sorted by start, for
+/// [`in_spans`].
 pub fn marked_regions(text: &str) -> Vec<Range<usize>> {
-  outline(text).regions.into_iter().map(|r| r.range).collect()
+  disjoint(outline(text).regions.into_iter().map(|r| r.range).collect())
 }
 
 /// The byte range of region `name` (begin marker line to end marker line, newline included), if
