@@ -170,8 +170,48 @@ fn identifiers_body(rows: &[IdentifierRow]) -> String {
   body
 }
 
+/// An Active Context line's entry (`\*` in a bold key read as `*`).
+fn context_of(s: &str) -> Option<(ContextItem, KeyValue)> {
+  let kv = layout::key_value(s)?;
+  let key = if kv.bold { s[kv.key.clone()].replace("\\*", "*") } else { s[kv.key.clone()].to_string() };
+  Some((ContextItem { key, value: s[kv.value.clone()].to_string() }, kv))
+}
+
+/// A Pending Questions line's question.
+fn question_of(s: &str) -> Option<(Question, QuestionLine)> {
+  let q = layout::question(s)?;
+  Some((Question { text: s[q.text.clone()].to_string(), done: q.done }, q))
+}
+
+/// An identifier kept as a list item.
+fn identifier_item_of(s: &str) -> Option<(IdentifierRow, IdentifierItem)> {
+  let it = layout::identifier_item(s)?;
+  let row = IdentifierRow {
+    identifier: s[it.identifier.clone()].trim().to_string(),
+    purpose: s[it.purpose.clone()].to_string(),
+    last_verified: String::new(),
+  };
+  Some((row, it))
+}
+
+/// An identifiers table row (none without an identifier).
+fn row_of(s: &str, cols: &Columns) -> Option<IdentifierRow> {
+  let cells = layout::split_cells(s);
+  let get = |i: Option<usize>| i.and_then(|i| cells.get(i)).cloned().unwrap_or_default();
+  let identifier = layout::bare_identifier(&get(Some(cols.identifier))).to_string();
+  (!identifier.is_empty()).then(|| IdentifierRow {
+    identifier,
+    purpose: get(cols.purpose),
+    last_verified: get(cols.last_verified),
+  })
+}
+
 /// Where new entries of a list go and how they are written (in the style of its last entry).
-type Append<'a, T> = Box<dyn Fn(&[&T]) -> (usize, String) + 'a>;
+/// Returns the line they go after and one rendered line per entry.
+type Append<'a, T> = Box<dyn Fn(&[&T]) -> (Line, Vec<String>) + 'a>;
+
+/// The entry a line reads as.
+type Parse<'a, T> = Box<dyn Fn(&str) -> Option<T> + 'a>;
 
 /// The new content of the line holding an entry (`old`, `line`) for `new`, or `None`.
 type Rewrite<'a, T> = Box<dyn Fn(&T, &Line, &T) -> Option<String> + 'a>;
@@ -182,6 +222,10 @@ struct Layout<'a, T> {
   found: Vec<(T, Line)>,
   /// `None` when the section holds no list of its own (then the marked region is used).
   append: Option<Append<'a, T>>,
+  /// The entry a rendered line reads back as: a new entry whose line would not read back as
+  /// itself (a key the section's style cannot hold) goes into the marked region instead, so
+  /// that the next edit finds it again.
+  parse: Parse<'a, T>,
   key: fn(&T) -> String,
   /// The new content of the line holding `old` for `new`, or `None` when it stays as it is.
   rewrite: Rewrite<'a, T>,
@@ -270,21 +314,35 @@ impl NotesDoc {
       }
     }
     let has_region = mnotes::region_range(&self.text, region).is_some();
-    if !has_region {
+    let mut to_region: Vec<T> = Vec::new();
+    if has_region {
+      to_region = new.into_iter().cloned().collect();
+    } else {
       let room = MAX_SECTION_ITEMS.saturating_sub(layout.found.len());
       let new: Vec<&T> = new.iter().copied().take(room).collect();
       if !new.is_empty() {
-        let (at, lines) = append(&new);
-        splices.push((at..at, lines));
+        let (after, rendered) = append(&new);
+        let mut lines = Vec::new();
+        for (item, line) in new.into_iter().zip(rendered) {
+          if (layout.parse)(&line).is_some_and(|back| key(&back) == key(item)) {
+            lines.push(line);
+          } else {
+            to_region.push(item.clone());
+          }
+        }
+        if !lines.is_empty() {
+          let (at, inserted) = lines_after(&self.text, &after, &lines);
+          splices.push((at..at, inserted));
+        }
       }
     }
     self.text = apply(&self.text, splices);
-    if has_region {
-      let kept: Vec<T> = new.into_iter().cloned().collect();
-      self.set(region, (layout.body)(&kept));
+    if has_region || !to_region.is_empty() {
+      self.set(region, (layout.body)(&to_region));
     }
     true
   }
+
   // ---- Active Context -------------------------------------------------------------------
 
   fn context_layout(&self) -> Layout<'_, ContextItem> {
@@ -294,10 +352,8 @@ impl NotesDoc {
       .items
       .into_iter()
       .filter_map(|line| {
-        let s = &text[line.content.clone()];
-        let kv = layout::key_value(s)?;
-        let key = if kv.bold { s[kv.key.clone()].replace("\\*", "*") } else { s[kv.key.clone()].to_string() };
-        Some((ContextItem { key, value: s[kv.value.clone()].to_string() }, line, kv))
+        let (item, kv) = context_of(&text[line.content.clone()])?;
+        Some((item, line, kv))
       })
       .collect();
     let append = found.last().map(|(_, last, kv)| {
@@ -327,12 +383,13 @@ impl NotesDoc {
             }
           })
           .collect();
-        lines_after(text, &last, &rendered)
+        (last.clone(), rendered)
       }) as Append<'_, ContextItem>
     });
     Layout {
       found: found.into_iter().map(|(item, line, _)| (item, line)).collect(),
       append,
+      parse: Box::new(|s| context_of(s).map(|(item, _)| item)),
       key: |c| norm(&c.key),
       rewrite: Box::new(move |old, line, new| {
         if old.value == new.value {
@@ -397,15 +454,7 @@ impl NotesDoc {
     let found: Vec<(IdentifierRow, Line)> = table
       .iter()
       .flat_map(|(cols, t)| {
-        t.rows.iter().filter_map(move |line| {
-          let cells = layout::split_cells(&text[line.content.clone()]);
-          let get = |i: Option<usize>| i.and_then(|i| cells.get(i)).cloned().unwrap_or_default();
-          let identifier = layout::bare_identifier(&get(Some(cols.identifier))).to_string();
-          (!identifier.is_empty()).then(|| {
-            let row = IdentifierRow { identifier, purpose: get(cols.purpose), last_verified: get(cols.last_verified) };
-            (row, line.clone())
-          })
-        })
+        t.rows.iter().filter_map(move |line| Some((row_of(&text[line.content.clone()], cols)?, line.clone())))
       })
       .collect();
     let width = |t: &layout::Table, cols: &Columns| {
@@ -423,6 +472,7 @@ impl NotesDoc {
         cells[v] = cell(&row.last_verified);
       }
     };
+    let cols = table.as_ref().map(|(c, _)| *c);
     let append = table.clone().map(|(cols, t)| {
       Box::new(move |new: &[&IdentifierRow]| {
         let like = &text[t.last.content.clone()];
@@ -435,12 +485,13 @@ impl NotesDoc {
             layout::render_row(like, &cells)
           })
           .collect();
-        lines_after(text, &t.last, &rendered)
+        (t.last.clone(), rendered)
       }) as Append<'_, IdentifierRow>
     });
     Layout {
       found,
       append,
+      parse: Box::new(move |s| row_of(s, &cols?)),
       key: |r| r.identifier.trim().to_string(),
       rewrite: Box::new(move |old, line, new| {
         let (cols, t) = table.as_ref()?;
@@ -464,13 +515,7 @@ impl NotesDoc {
     let found: Vec<(IdentifierRow, Line, IdentifierItem)> = items
       .into_iter()
       .filter_map(|line| {
-        let s = &text[line.content.clone()];
-        let it = layout::identifier_item(s)?;
-        let row = IdentifierRow {
-          identifier: s[it.identifier.clone()].trim().to_string(),
-          purpose: s[it.purpose.clone()].to_string(),
-          last_verified: String::new(),
-        };
+        let (row, it) = identifier_item_of(&text[line.content.clone()])?;
         Some((row, line, it))
       })
       .collect();
@@ -491,12 +536,13 @@ impl NotesDoc {
             format!("{bullet}{tick}{}{tick}{sep}{purpose}", one_line(&row.identifier))
           })
           .collect();
-        lines_after(text, &last, &rendered)
+        (last.clone(), rendered)
       }) as Append<'_, IdentifierRow>
     });
     Layout {
       found: found.into_iter().map(|(row, line, _)| (row, line)).collect(),
       append,
+      parse: Box::new(|s| identifier_item_of(s).map(|(row, _)| row)),
       key: |r| r.identifier.trim().to_string(),
       rewrite: Box::new(move |old, line, new| {
         if old.purpose == new.purpose {
@@ -557,9 +603,8 @@ impl NotesDoc {
       .items
       .into_iter()
       .filter_map(|line| {
-        let s = &text[line.content.clone()];
-        let q = layout::question(s)?;
-        Some((Question { text: s[q.text.clone()].to_string(), done: q.done }, line, q))
+        let (item, q) = question_of(&text[line.content.clone()])?;
+        Some((item, line, q))
       })
       .collect();
     let append = found.last().map(|(_, last, q)| {
@@ -579,12 +624,13 @@ impl NotesDoc {
             format!("{bullet}{mark}{}", one_line(&item.text))
           })
           .collect();
-        lines_after(text, &last, &rendered)
+        (last.clone(), rendered)
       }) as Append<'_, Question>
     });
     Layout {
       found: found.into_iter().map(|(item, line, _)| (item, line)).collect(),
       append,
+      parse: Box::new(|s| question_of(s).map(|(q, _)| q)),
       key: |q| norm(&q.text),
       rewrite: Box::new(move |old, line, new| {
         if old.done == new.done {
@@ -1209,5 +1255,48 @@ Setext heading below
       "### Lightweight Identifiers\n- `${PROJECT_ROOT}/src/a.ts:1-5` — Token checks\n- ${PROJECT_ROOT}/src/b.ts:2 - Second\n- ${PROJECT_ROOT}/src/c.ts:3 - Third\n- prose, not an identifier\n\n### Pending Questions\n"
     );
     assert_eq!(doc.identifiers().len(), 3);
+  }
+
+  #[test]
+  fn an_entry_the_style_cannot_hold_goes_to_the_region_and_edits_settle() {
+    let text = "### Active Context\n- Phase: build\n\n### Pending Questions\n- Plain one?\n";
+    let mut doc = NotesDoc::new(text);
+    let odd = [
+      ContextItem { key: "a:".into(), value: "v".into() },
+      ContextItem { key: "Line\nbreak".into(), value: "<!-- loa:end active-context -->".into() },
+      ContextItem { key: "Next".into(), value: "ship".into() },
+    ];
+    let questions =
+      [Question { text: "[x] looks answered".into(), done: false }, Question { text: "New?".into(), done: false }];
+    for round in 0..3 {
+      let mut all = doc.active_context();
+      all.retain(|c| !odd.iter().any(|o| norm(&o.key) == norm(&c.key)));
+      all.extend(odd.iter().cloned());
+      doc.set_active_context(&all);
+      let mut qs = doc.pending_questions();
+      qs.retain(|q| !questions.iter().any(|o| norm(&o.text) == norm(&q.text)));
+      qs.extend(questions.iter().cloned());
+      doc.set_pending_questions(&qs);
+      let keys: Vec<String> = doc.active_context().iter().map(|c| norm(&c.key)).collect();
+      assert_eq!(keys, ["phase", "a:", "line break", "next"], "round {round}:\n{}", doc.text());
+      assert_eq!(doc.pending_questions().len(), 3, "round {round}:\n{}", doc.text());
+      let once = doc.clone();
+      doc.set_active_context(&once.active_context());
+      doc.set_pending_questions(&once.pending_questions());
+      assert_eq!(doc, once, "round {round}: setting what is there changes nothing");
+    }
+    // What the plain style holds went after the last entry; the rest into the region.
+    assert!(
+      doc.text().starts_with(
+        "### Active Context\n- Phase: build\n- a:: v\n- Line break: &lt;!-- loa:end active-context -->\n- Next: ship\n\n"
+      ),
+      "{}",
+      doc.text()
+    );
+    assert!(
+      doc.text().contains("- Plain one?\n- New?\n\n<!-- loa:begin pending-questions -->\n- [ ] [x] looks answered\n"),
+      "{}",
+      doc.text()
+    );
   }
 }
