@@ -176,6 +176,16 @@ pub(crate) fn bullet_end(line: &str) -> Option<usize> {
   Some(indent + bullet + (tail.len() - tail.trim_start_matches([' ', '\t']).len()))
 }
 
+/// Whether `text` can follow a bullet as it is: it starts with a letter or digit and not with
+/// a number and `.`/`)`, so it cannot open a heading, a quote, a code block, a thematic break
+/// or a nested list inside the item (which would end the section or hide the entry).
+pub(crate) fn plain_safe(text: &str) -> bool {
+  let t = text.trim_start();
+  let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+  t.chars().next().is_some_and(char::is_alphanumeric)
+    && !matches!(t.as_bytes().get(digits), Some(b'.' | b')') if digits > 0)
+}
+
 /// `- **Key**: value` and its variants, as offsets into the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct KeyValue {
@@ -403,6 +413,16 @@ mod tests {
     // A long line stays linear: the key is looked for in its first hundred bytes only.
     let long = format!("- {}: x", "a".repeat(1 << 20));
     assert_eq!(kv(&long), None);
+  }
+
+  #[test]
+  fn plain_text_that_cannot_open_a_block() {
+    for ok in ["Should we?", "q0", "2FA enabled?", "Ünïcode"] {
+      assert!(plain_safe(ok), "{ok}");
+    }
+    for bad in ["## Heading", "> quote", "1. nested", "2) nested", "- nested", "```", "---", "", "[x] x", "*x*"] {
+      assert!(!plain_safe(bad), "{bad}");
+    }
   }
 
   #[test]
