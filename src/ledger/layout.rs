@@ -27,20 +27,41 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::memory::notes as mnotes;
 
-/// The first line of one entry, in absolute byte offsets of the document.
+/// Where one entry is, in absolute byte offsets of the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Line {
-  /// The line without its terminator.
+  /// Its first line, without the terminator.
   pub content: Range<usize>,
-  /// Where the line ends, terminator included.
+  /// The end of its text (the first line's content end, or the last continuation line's): a
+  /// list item's text can wrap onto the lines below it.
+  pub text_end: usize,
+  /// Where the entry ends, terminator included (after a nested list or block of the item).
   pub end: usize,
 }
 
 impl Line {
-  /// The line's terminator (`\r\n`, `\n`, or none at the end of the file).
-  pub fn newline<'a>(&self, text: &'a str) -> &'a str {
-    &text[self.content.end..self.end]
+  /// The terminator of the entry's last line (`\r\n`, `\n`, or none at the end of the file).
+  pub fn newline(&self, text: &str) -> &'static str {
+    let before = &text[..self.end];
+    if before.ends_with("\r\n") {
+      "\r\n"
+    } else if before.ends_with('\n') {
+      "\n"
+    } else {
+      ""
+    }
   }
+
+  fn single(l: Line, base: usize) -> Line {
+    Line { content: l.content.start + base..l.content.end + base, text_end: l.content.end + base, end: l.end + base }
+  }
+}
+
+/// The line holding the last non-blank byte of `text[from..to]` (the line at `from` when all
+/// of it is blank).
+fn last_line(text: &str, from: usize, to: usize) -> Line {
+  let last = text[from..to].trim_end().char_indices().next_back().map_or(from, |(i, _)| from + i);
+  line_at(text, line_start(text, last).max(from))
 }
 
 /// A table of the section.
@@ -66,7 +87,7 @@ fn line_at(text: &str, start: usize) -> Line {
   if content_end > start && text.as_bytes()[content_end - 1] == b'\r' {
     content_end -= 1;
   }
-  Line { content: start..content_end, end }
+  Line { content: start..content_end, text_end: content_end, end }
 }
 
 fn line_start(text: &str, at: usize) -> usize {
@@ -85,7 +106,31 @@ pub(crate) fn scan(text: &str, title: &str) -> Option<Scan> {
   let mut depth = 0usize;
   let mut table: Option<Table> = None;
   let mut last_start = None;
+  // The depth-1 item being read: its index, whether its text has ended, paragraphs seen.
+  let mut open: Option<(usize, bool, u32)> = None;
   for (event, r) in Parser::new_ext(section, Options::ENABLE_TABLES).into_offset_iter() {
+    if let Some((i, ended, paragraphs)) = open.as_mut() {
+      // The item's text ends where a block of its own starts (a nested list, code, a quote, a
+      // second paragraph): those lines stay as they are when the entry is rewritten.
+      let block = match &event {
+        Event::Start(Tag::Paragraph) => {
+          *paragraphs += 1;
+          *paragraphs > 1
+        }
+        Event::Start(
+          Tag::List(_) | Tag::CodeBlock(_) | Tag::BlockQuote(_) | Tag::Table(_) | Tag::Heading { .. } | Tag::HtmlBlock,
+        )
+        | Event::Rule => true,
+        _ => false,
+      };
+      if block && !*ended && depth == 1 {
+        *ended = true;
+        let item = &mut out.items[*i];
+        let stop = line_start(section, r.start).max(item.content.start - base);
+        item.text_end =
+          last_line(section, item.content.start - base, stop).content.end.max(item.content.end - base) + base;
+      }
+    }
     match event {
       Event::Start(Tag::List(_)) => depth += 1,
       Event::End(TagEnd::List(_)) => depth = depth.saturating_sub(1),
@@ -94,12 +139,22 @@ pub(crate) fn scan(text: &str, title: &str) -> Option<Scan> {
         // Two items never start on one line at depth 1; the check keeps each line once.
         if outside(start) && last_start != Some(start) {
           last_start = Some(start);
-          let l = line_at(section, start);
-          out.items.push(Line { content: l.content.start + base..l.content.end + base, end: l.end + base });
+          out.items.push(Line::single(line_at(section, start), base));
+          open = Some((out.items.len() - 1, false, 0));
+        }
+      }
+      Event::End(TagEnd::Item) if depth == 1 => {
+        if let Some((i, ended, _)) = open.take() {
+          let item = &mut out.items[i];
+          let last = last_line(section, item.content.start - base, r.end.max(item.content.start - base));
+          item.end = last.end.max(item.end - base) + base;
+          if !ended {
+            item.text_end = last.content.end.max(item.content.end - base) + base;
+          }
         }
       }
       Event::Start(Tag::Table(_)) => {
-        table = Some(Table { header: Vec::new(), rows: Vec::new(), last: Line { content: 0..0, end: 0 } })
+        table = Some(Table { header: Vec::new(), rows: Vec::new(), last: Line { content: 0..0, text_end: 0, end: 0 } })
       }
       Event::Start(Tag::TableHead) => {
         if let Some(t) = table.as_mut() {
@@ -107,14 +162,13 @@ pub(crate) fn scan(text: &str, title: &str) -> Option<Scan> {
           t.header = split_cells(&section[head.content.clone()]);
           // The delimiter row is the line after the header.
           let delimiter = line_at(section, head.end.min(section.len()));
-          t.last =
-            Line { content: delimiter.content.start + base..delimiter.content.end + base, end: delimiter.end + base };
+          t.last = Line::single(delimiter, base);
         }
       }
       Event::Start(Tag::TableRow) => {
         if let Some(t) = table.as_mut() {
           let row = line_at(section, line_start(section, r.start));
-          let row = Line { content: row.content.start + base..row.content.end + base, end: row.end + base };
+          let row = Line::single(row, base);
           t.last = row.clone();
           if outside(row.content.start - base) {
             t.rows.push(row);

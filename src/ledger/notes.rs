@@ -170,6 +170,16 @@ fn identifiers_body(rows: &[IdentifierRow]) -> String {
   body
 }
 
+/// `value` with the entry's continuation lines (a wrapped list item), blanks collapsed.
+fn continued(value: &mut String, text: &str, line: &Line) {
+  for word in text[line.content.end..line.text_end].split_whitespace() {
+    if !value.is_empty() {
+      value.push(' ');
+    }
+    value.push_str(word);
+  }
+}
+
 /// An Active Context line's entry (`\*` in a bold key read as `*`).
 fn context_of(s: &str) -> Option<(ContextItem, KeyValue)> {
   let kv = layout::key_value(s)?;
@@ -306,7 +316,7 @@ impl NotesDoc {
       };
       let (old, line) = &layout.found[lines[0]];
       if let Some(content) = (layout.rewrite)(old, line, item) {
-        splices.push((line.content.clone(), content));
+        splices.push((line.content.start..line.text_end, content));
         for &i in &lines[1..] {
           let dup = &layout.found[i].1;
           splices.push((dup.content.start..dup.end, String::new()));
@@ -352,7 +362,8 @@ impl NotesDoc {
       .items
       .into_iter()
       .filter_map(|line| {
-        let (item, kv) = context_of(&text[line.content.clone()])?;
+        let (mut item, kv) = context_of(&text[line.content.clone()])?;
+        continued(&mut item.value, text, &line);
         Some((item, line, kv))
       })
       .collect();
@@ -518,7 +529,8 @@ impl NotesDoc {
     let found: Vec<(IdentifierRow, Line, IdentifierItem)> = items
       .into_iter()
       .filter_map(|line| {
-        let (row, it) = identifier_item_of(&text[line.content.clone()])?;
+        let (mut row, it) = identifier_item_of(&text[line.content.clone()])?;
+        continued(&mut row.purpose, text, &line);
         Some((row, line, it))
       })
       .collect();
@@ -606,7 +618,8 @@ impl NotesDoc {
       .items
       .into_iter()
       .filter_map(|line| {
-        let (item, q) = question_of(&text[line.content.clone()])?;
+        let (mut item, q) = question_of(&text[line.content.clone()])?;
+        continued(&mut item.text, text, &line);
         Some((item, line, q))
       })
       .collect();
@@ -642,9 +655,11 @@ impl NotesDoc {
         }
         let s = &text[line.content.clone()];
         let q = layout::question(s)?;
+        // A question wrapped onto the lines below keeps them: only its check mark changes.
+        let rest = &text[line.content.end..line.text_end];
         Some(match q.mark {
-          Some(m) => format!("{}{}{}", &s[..m], if new.done { 'x' } else { ' ' }, &s[m + 1..]),
-          None => format!("{}[x] {}", &s[..q.body], &s[q.body..]),
+          Some(m) => format!("{}{}{}{rest}", &s[..m], if new.done { 'x' } else { ' ' }, &s[m + 1..]),
+          None => format!("{}[x] {}{rest}", &s[..q.body], &s[q.body..]),
         })
       }),
       body: |questions| {
@@ -1314,6 +1329,23 @@ Setext heading below
       "### Active Context\n- __Phase__: build\n- __## Heading__: &lt;!-- loa:end active-context -->\n- __Next__: ship\n\n\
        <!-- loa:begin active-context -->\n- **snake__case**: v\n<!-- loa:end active-context -->\n\n\
        ### Pending Questions\n- Plain one?\n- [ ] ## Not a heading?\n- [ ] 1. not nested?\n- New?\n"
+    );
+  }
+
+  #[test]
+  fn wrapped_items_and_nested_lists_stay_whole() {
+    let text = "### Active Context\n- **Reasoning State**: validating token\n  expiry edge cases\n- **Phase**: build\n  - a nested note\n  - another\n\n### Pending Questions\n- [ ] A question wrapped\n  over two lines?\n";
+    let mut doc = NotesDoc::new(text);
+    let ctx = doc.active_context();
+    assert_eq!(ctx[0].value, "validating token expiry edge cases");
+    assert_eq!(ctx[1].value, "build");
+    assert_eq!(doc.pending_questions()[0].text, "A question wrapped over two lines?");
+    merge_context(&mut doc, "Reasoning State", "done");
+    merge_context(&mut doc, "Next", "ship");
+    doc.set_pending_questions(&[Question { text: "A question wrapped over two lines?".into(), done: true }]);
+    assert_eq!(
+      doc.text(),
+      "### Active Context\n- **Reasoning State**: done\n- **Phase**: build\n  - a nested note\n  - another\n- **Next**: ship\n\n### Pending Questions\n- [x] A question wrapped\n  over two lines?\n"
     );
   }
 }
