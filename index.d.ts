@@ -2260,7 +2260,10 @@ export interface LedgerIdentifierInput {
 export interface LedgerIdentifierRow {
   identifier: string
   purpose: string
-  /** RFC 3339. */
+  /**
+   * As written: RFC 3339 when the ledger wrote the row, the seed's own text (`14:25:00Z`) when a
+   * person or the original framework did.
+   */
   lastVerified: string
 }
 
@@ -2292,15 +2295,31 @@ export interface LedgerNotes {
   text: string
   /** The `## Session Continuity` section, found by heading. */
   sessionContinuity?: string
+  /**
+   * Active Context, one entry per key: the section's own `- **Key**: value` lines (as the
+   * seed writes them, in file order) and the ledger's marked region (whose value wins for a key
+   * in both).
+   */
   activeContext: Array<LedgerContextItem>
+  /**
+   * Lightweight Identifiers, one row per identifier: the section's own table (columns found by
+   * header name) and the ledger's region.
+   */
   identifiers: Array<LedgerIdentifierRow>
+  /**
+   * Pending Questions, one per text: `- [ ]` / `- [x]` items and plain bullets (open) of the
+   * section, and the ledger's region.
+   */
   pendingQuestions: Array<LedgerQuestion>
   decisions: Array<LedgerDecisionEntry>
 }
 
 /**
- * `Ledger.editNotes`'s edit of the Session Continuity regions the ledger owns. Items merge
- * into what is there: by key, identifier and question text.
+ * `Ledger.editNotes`'s edit of Session Continuity. Items merge into what is there: by key,
+ * identifier and question text. An entry the file already has (as the seed writes it) is
+ * replaced on its own line in its own style; a new one goes after the section's last entry, or
+ * into the ledger's marked region when the section has no list of its own. Nothing else in the
+ * file changes.
  */
 export interface LedgerNotesEdit {
   activeContext?: Array<LedgerContextInput>

@@ -329,8 +329,11 @@ impl TryFrom<LedgerCheckpointInput> for core::CheckpointInput {
   }
 }
 
-/// `Ledger.editNotes`'s edit of the Session Continuity regions the ledger owns. Items merge
-/// into what is there: by key, identifier and question text.
+/// `Ledger.editNotes`'s edit of Session Continuity. Items merge into what is there: by key,
+/// identifier and question text. An entry the file already has (as the seed writes it) is
+/// replaced on its own line in its own style; a new one goes after the section's last entry, or
+/// into the ledger's marked region when the section has no list of its own. Nothing else in the
+/// file changes.
 #[napi(object, object_to_js = false)]
 pub struct LedgerNotesEdit {
   #[napi(ts_type = "Array<LedgerContextInput>")]
@@ -582,7 +585,8 @@ js_from!(|c: notes::ContextItem| LedgerContextItem { key, value });
 pub struct LedgerIdentifierRow {
   pub identifier: String,
   pub purpose: String,
-  /// RFC 3339.
+  /// As written: RFC 3339 when the ledger wrote the row, the seed's own text (`14:25:00Z`) when a
+  /// person or the original framework did.
   pub last_verified: String,
 }
 
@@ -632,8 +636,15 @@ pub struct LedgerNotes {
   pub text: String,
   /// The `## Session Continuity` section, found by heading.
   pub session_continuity: Option<String>,
+  /// Active Context, one entry per key: the section's own `- **Key**: value` lines (as the
+  /// seed writes them, in file order) and the ledger's marked region (whose value wins for a key
+  /// in both).
   pub active_context: Vec<LedgerContextItem>,
+  /// Lightweight Identifiers, one row per identifier: the section's own table (columns found by
+  /// header name) and the ledger's region.
   pub identifiers: Vec<LedgerIdentifierRow>,
+  /// Pending Questions, one per text: `- [ ]` / `- [x]` items and plain bullets (open) of the
+  /// section, and the ledger's region.
   pub pending_questions: Vec<LedgerQuestion>,
   pub decisions: Vec<LedgerDecisionEntry>,
 }

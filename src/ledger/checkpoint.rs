@@ -30,6 +30,8 @@
 //! decision the quality gates refuse (other than as a duplicate of a stored one) is an error
 //! too, since it would otherwise be lost silently. A panic anywhere is exit 2.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::error::{LoaError, Result};
 use crate::gates::Gate;
 use crate::memory::{Entry, MemoryKind, MemoryStore};
@@ -444,20 +446,28 @@ pub fn update_continuity(ledger: &Ledger, edit: &ContinuityEdit, now_ms: i64) ->
       Err(e) => refused.push(format!("identifier not kept ({})", e.code())),
     }
   }
+  // Sets of keys, so that a long NOTES.md and a long edit cost linear time, not their product.
+  let norm = |s: &str| one_line(s).to_ascii_lowercase();
   let changed = ledger.edit_notes(|doc| {
+    let new_keys: HashSet<String> = edit.active_context.iter().map(|c| norm(&c.key)).collect();
     let mut all_context = doc.active_context();
-    all_context.retain(|old| !edit.active_context.iter().any(|new| same(&new.key, &old.key)));
+    all_context.retain(|old| !new_keys.contains(&norm(&old.key)));
     all_context.extend(edit.active_context.iter().cloned());
     doc.set_active_context(&all_context);
+    let new_ids: HashSet<&str> = rows.iter().map(|r| r.identifier.as_str()).collect();
     let mut all_rows = doc.identifiers();
-    all_rows.retain(|old| !rows.iter().any(|new| new.identifier == old.identifier));
+    all_rows.retain(|old| !new_ids.contains(old.identifier.as_str()));
     all_rows.extend(rows.iter().cloned());
     doc.set_identifiers(&all_rows);
     let mut questions = doc.pending_questions();
+    let mut at: HashMap<String, usize> = questions.iter().enumerate().map(|(i, q)| (norm(&q.text), i)).collect();
     for q in &edit.pending_questions {
-      match questions.iter_mut().find(|old| same(&old.text, &q.text)) {
-        Some(old) => old.done = q.done,
-        None => questions.push(q.clone()),
+      match at.get(&norm(&q.text)) {
+        Some(&i) => questions[i].done = q.done,
+        None => {
+          at.insert(norm(&q.text), questions.len());
+          questions.push(q.clone());
+        }
       }
     }
     doc.set_pending_questions(&questions);

@@ -23,6 +23,7 @@ pub mod checkpoint;
 pub mod decision;
 pub mod grounding;
 pub mod identifier;
+mod layout;
 pub mod notes;
 pub mod options;
 pub mod persistence;

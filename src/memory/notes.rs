@@ -123,7 +123,8 @@ fn outline(text: &str) -> Outline {
   let mut out = Outline::default();
   let mut current: Option<Heading> = None;
   // Open begin markers waiting for their end: (name, start of begin line).
-  let mut open: Vec<(String, usize)> = Vec::new();
+  // Keyed by name, so that a file of many distinct unmatched markers costs linear time.
+  let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
   for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
     match event {
       Event::Start(Tag::Heading { level, .. }) => {
@@ -140,12 +141,10 @@ fn outline(text: &str) -> Outline {
         Some(Marker::Begin(name)) => {
           // A second begin of the same name before an end orphans the first one: it stays
           // foreign text, so an unmatched marker can never make a region swallow other text.
-          open.retain(|(n, _)| *n != name);
-          open.push((name, line_start(text, range.start)));
+          open.insert(name, line_start(text, range.start));
         }
         Some(Marker::End(name)) => {
-          if let Some(i) = open.iter().position(|(n, _)| *n == name) {
-            let (name, start) = open.remove(i);
+          if let Some(start) = open.remove(&name) {
             out.regions.push(Region { name, range: start..line_end(text, range.start) });
           }
         }
@@ -155,9 +154,29 @@ fn outline(text: &str) -> Outline {
     }
   }
   // Headings inside owned regions (decision entries) are not structure.
-  let regions = out.regions.clone();
-  out.headings.retain(|h| !regions.iter().any(|r| r.range.contains(&h.start)));
+  // One binary search per heading, however many regions a hostile file holds.
+  let spans = disjoint(out.regions.iter().map(|r| r.range.clone()).collect());
+  out.headings.retain(|h| !in_spans(&spans, h.start));
   out
+}
+
+/// `ranges` as disjoint ranges sorted by start (overlapping and nested ones merged).
+fn disjoint(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+  ranges.sort_by_key(|r| r.start);
+  let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+  for r in ranges {
+    match merged.last_mut() {
+      Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+      _ => merged.push(r),
+    }
+  }
+  merged
+}
+
+/// Whether `at` is inside one of `spans` (disjoint, sorted: see [`marked_regions`]).
+pub fn in_spans(spans: &[Range<usize>], at: usize) -> bool {
+  let i = spans.partition_point(|r| r.start <= at);
+  i > 0 && spans[i - 1].contains(&at)
 }
 
 fn newline_of(text: &str) -> &'static str {
@@ -169,7 +188,22 @@ fn newline_of(text: &str) -> &'static str {
 }
 
 fn same_heading(a: &str, b: &str) -> bool {
-  a.trim().eq_ignore_ascii_case(b)
+  heading_means(a, b)
+}
+
+/// Whether heading text `heading` names the section `title`, by meaning rather than by exact
+/// text: compared word by word without case and punctuation, after any leading numbering
+/// (`2.`, `2)`, `IV.` is not numbering) and emoji, and with anything after the title's words
+/// allowed (`Core Principles (Why I Behave This Way)` names `Core Principles`,
+/// `ACTIVE CONTEXT:` names `Active Context`, `3. Pending Questions` names `Pending Questions`).
+/// Linear in the heading's length, and stops at the first word that differs.
+pub fn heading_means(heading: &str, title: &str) -> bool {
+  fn words(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+  }
+  let same = |a: &str, b: &str| a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase));
+  let mut found = words(heading).skip_while(|w| w.bytes().all(|b| b.is_ascii_digit()));
+  words(title).all(|wanted| found.next().is_some_and(|w| same(w, wanted)))
 }
 
 /// The blank-line separation needed before inserting at `at`.
@@ -303,6 +337,13 @@ pub fn section_range(text: &str, title: &str) -> Option<Range<usize>> {
   Some(o.headings[i].start..end)
 }
 
+/// Where the document's marked regions are, whatever their names (begin marker line to end
+/// marker line, newline included), found in one pass: as disjoint ranges sorted by start, for
+/// [`in_spans`].
+pub fn marked_regions(text: &str) -> Vec<Range<usize>> {
+  disjoint(outline(text).regions.into_iter().map(|r| r.range).collect())
+}
+
 /// The byte range of region `name` (begin marker line to end marker line, newline included), if
 /// the document has one.
 pub fn region_range(text: &str, name: &str) -> Option<Range<usize>> {
@@ -382,6 +423,23 @@ pub fn parse_session_lines(body: &str) -> Vec<SessionLine> {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn headings_are_matched_by_meaning() {
+    for h in
+      ["Active Context", "### ACTIVE CONTEXT:", "1. Active Context", "🧠 Active context (current)", "active-context"]
+    {
+      assert!(heading_means(h, "Active Context"), "{h}");
+    }
+    for h in ["Active", "Context Active", "Inactive Context", "Active Contexts", ""] {
+      assert!(!heading_means(h, "Active Context"), "{h}");
+    }
+    assert!(heading_means("Blockers & Dependencies", "Blockers Dependencies"));
+    // Sections found by meaning: the Decision Log under another spelling still has its entry.
+    let text =
+      "## session continuity\n### 2) DECISION LOG — permanent\n#### 2024-01-15T14:30:00Z - T\n**Decision**: d\n";
+    assert_eq!(section_range(text, DECISION_LOG), Some("## session continuity\n".len()..text.len()));
+  }
 
   fn strip_regions(text: &str) -> String {
     let mut out = text.to_string();
