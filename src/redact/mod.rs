@@ -22,6 +22,7 @@
 mod ctx;
 mod engine;
 pub mod fields;
+mod phone;
 mod pii;
 mod placeholder;
 mod rules;

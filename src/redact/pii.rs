@@ -13,7 +13,8 @@
 
 use std::net::Ipv6Addr;
 
-use super::ctx::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_PHONE, P_SSN};
+use super::ctx::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_SSN};
+use super::phone;
 use super::text::{
   at, before, digit_at, is_word, keyword_before, skip, skip_back, word_at, word_before, work, WordSet,
 };
@@ -68,44 +69,6 @@ fn valid_domain(d: &[u8]) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Numbers
-
-static PHONE_WORDS: WordSet = WordSet::new(&[
-  "phone",
-  "tel",
-  "mobile",
-  "cell",
-  "call",
-  "fax",
-  "whatsapp",
-  "sms",
-  "contact",
-  "number",
-  "numero",
-  "n\u{fa}mero",
-  "nummer",
-  "telefon",
-  "telepono",
-  "numara",
-  "cep",
-  "ph:",
-  "ph.",
-  "mob",
-  "reach",
-  "ring",
-  "dial",
-  "text me",
-  "landline",
-  "hotline",
-  "telephone",
-  "handy",
-  "celular",
-  "m\u{f3}vil",
-  "movil",
-  "portable",
-  "t\u{e9}l",
-  "tlf",
-  "extension",
-]);
 
 static VERSION_WORDS: WordSet = WordSet::new(&["version", "ver ", "ver.", "release", "build", "firmware", "v."]);
 
@@ -199,7 +162,7 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   let next = at(t, q);
   let g1 = q - p;
   if prev == Some(b'+') && !word_before(t, p - 1) {
-    return phone_intl(ctx, p - 1);
+    return phone::intl(ctx, p - 1);
   }
   let continues = number_continues(t, q);
   if g1 < 9 && !continues && prev != Some(b'(') {
@@ -238,18 +201,19 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   if !continues && g1 >= 9 {
     // Nine or more digits standing alone: a card (13-19), an SSN (9) or a phone number the line
     // names; the grouped shapes need a separator.
-    if g1 >= 13 {
-      return card_at(ctx, p, q);
-    }
-    if g1 == 12 {
+    if g1 >= 12 {
       if let Some(e) = card_at(ctx, p, q) {
         return Some(e);
       }
     }
+    // A number the line calls a phone is read as one before it is read as an SSN.
+    if g1 == 9 && phone::named_before(t, p) && phone::bare(ctx, p, q) {
+      return Some(q);
+    }
     if let Some(e) = ssn_at(ctx, p, q) {
       return Some(e);
     }
-    return phone_bare(ctx, p, q).then_some(q);
+    return phone::bare(ctx, p, q).then_some(q);
   }
   if g1 <= 3 && next == Some(b'.') {
     if let Some(e) = ipv4_at(ctx, p) {
@@ -263,10 +227,10 @@ fn number_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
     return Some(e);
   }
   let start = if prev == Some(b'(') && !word_before(t, p - 1) { p - 1 } else { p };
-  if let Some(e) = phone_national(ctx, start) {
+  if let Some(e) = phone::national(ctx, start) {
     return Some(e);
   }
-  if !continues && (9..=12).contains(&g1) && phone_bare(ctx, p, q) {
+  if !continues && (7..=15).contains(&g1) && phone::bare(ctx, p, q) {
     return Some(q);
   }
   None
@@ -294,7 +258,7 @@ fn too_few_digits(t: &[u8], q: usize, g1: usize) -> bool {
 }
 
 /// Does the number ending at `e` go on (a word character, or `-` `.` `/` and a digit)?
-fn continues_as_number(t: &[u8], e: usize) -> bool {
+pub(super) fn continues_as_number(t: &[u8], e: usize) -> bool {
   word_at(t, e) || (matches!(at(t, e), Some(b'-' | b'.' | b'/')) && digit_at(t, e + 1))
 }
 
@@ -304,7 +268,7 @@ fn decimal(digits: &[u8]) -> u32 {
 }
 
 /// Length of the run of digits at `i` (0 past the end).
-fn digits_at(t: &[u8], i: usize) -> usize {
+pub(super) fn digits_at(t: &[u8], i: usize) -> usize {
   skip(t, i, usize::MAX, |b| b.is_ascii_digit()).saturating_sub(i)
 }
 
@@ -608,253 +572,6 @@ fn ssn_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   }
   ctx.push(p, e, "us_ssn", "pattern", P_SSN);
   Some(e)
-}
-
-// --- phone numbers ----------------------------------------------------------------------------
-
-struct Group {
-  digits: usize,
-  /// Separator before the group (`0` for the first, `(` for a parenthesised group).
-  sep: u8,
-  end: usize,
-}
-
-/// Reads `(ddd)` or `ddd` at `i`.
-fn read_group(t: &[u8], i: usize) -> Option<(usize, usize, bool)> {
-  if at(t, i) == Some(b'(') {
-    let d = digits_at(t, i + 1);
-    if (1..=5).contains(&d) && at(t, i + 1 + d) == Some(b')') {
-      return Some((d, i + 2 + d, true));
-    }
-    return None;
-  }
-  let d = digits_at(t, i);
-  if d == 0 {
-    None
-  } else {
-    Some((d, i + d, false))
-  }
-}
-
-/// Up to 8 digit groups (no allocation).
-struct Groups {
-  g: [Group; 8],
-  n: usize,
-}
-
-impl std::ops::Deref for Groups {
-  type Target = [Group];
-  fn deref(&self) -> &[Group] {
-    &self.g[..self.n]
-  }
-}
-
-/// Groups separated by single spaces, dashes or dots (or a parenthesised area code).
-fn read_groups(t: &[u8], start: usize, max_digits: usize) -> Groups {
-  const EMPTY: Group = Group { digits: 0, sep: 0, end: 0 };
-  let mut groups = Groups { g: [EMPTY; 8], n: 0 };
-  let Some((d, mut i, paren)) = read_group(t, start) else { return groups };
-  groups.g[0] = Group { digits: d, sep: if paren { b'(' } else { 0 }, end: i };
-  groups.n = 1;
-  let mut total = d;
-  let mut after_paren = paren;
-  while groups.n < 8 && total <= max_digits {
-    let (sep, j) = match at(t, i) {
-      Some(c @ (b' ' | b'-' | b'.')) if matches!(at(t, i + 1), Some(b'0'..=b'9' | b'(')) => {
-        (if after_paren { b'(' } else { c }, i + 1)
-      }
-      Some(b'0'..=b'9') if after_paren => (b'(', i),
-      // `+49(0)30 ...`: a trunk prefix in parentheses right after the country code.
-      Some(b'(') if digit_at(t, i + 1) => (b'(', i),
-      _ => break,
-    };
-    let Some((d, e, paren)) = read_group(t, j) else { break };
-    groups.g[groups.n] = Group { digits: d, sep: if paren { b'(' } else { sep }, end: e };
-    groups.n += 1;
-    total += d;
-    i = e;
-    after_paren = paren;
-  }
-  groups
-}
-
-fn phone_intl(ctx: &mut Ctx, plus: usize) -> Option<usize> {
-  let t = ctx.t;
-  let groups = read_groups(t, plus + 1, 15);
-  // The longest prefix of groups that makes 8-15 digits (`+44 20 7946 0958 2024-01-15`).
-  let mut total = 0;
-  let mut ends = [0usize; 8];
-  let mut m = 0;
-  for g in groups.iter() {
-    total += g.digits;
-    if total > 15 {
-      break;
-    }
-    if total >= 8 {
-      ends[m] = g.end;
-      m += 1;
-    }
-  }
-  let last = groups.last()?.end;
-  let e = ends[..m].iter().rev().copied().find_map(|e| {
-    if e == last {
-      if let Some(x) = extension(t, e) {
-        return Some(x);
-      }
-    }
-    let continues = e == last && matches!(at(t, e), Some(b'-' | b'.')) && digit_at(t, e + 1);
-    (!(word_at(t, e) || continues)).then_some(e)
-  })?;
-  ctx.push(plus, e, "phone", "pattern", P_PHONE);
-  Some(e)
-}
-
-fn phone_national(ctx: &mut Ctx, start: usize) -> Option<usize> {
-  let t = ctx.t;
-  let groups = read_groups(t, start, 15);
-  // Every candidate has at least 7 digits (`phone_candidate`, `phone_short`): fewer in all
-  // groups together (`10:20:30.123`, `2.13.6`) decide at once.
-  let total: usize = groups.iter().map(|g| g.digits).sum();
-  if groups.len() < 2 || total < 7 {
-    return None;
-  }
-  // Stop where the separator changes (`415-555-0132 5 times`).
-  let mut cut = groups.len();
-  let mut sep_type = 0u8;
-  for (k, g) in groups.iter().enumerate().skip(1) {
-    if g.sep == b'(' {
-      continue;
-    }
-    if sep_type == 0 {
-      sep_type = g.sep;
-    } else if g.sep != sep_type {
-      cut = k;
-      break;
-    }
-  }
-  // Candidates: the groups up to the separator change, or fewer when the next group is long
-  // (`415 555 0132 1700000000123`); never a cut inside a run of like groups.
-  let found = (2..=cut).rev().find_map(|k| {
-    if k < cut && groups[k].digits < 6 {
-      return None;
-    }
-    phone_candidate(t, start, &groups[..k], sep_type)
-  });
-  let found = found.or_else(|| phone_short(t, start, &groups[..cut], sep_type));
-  found.inspect(|&e| ctx.push(start, e, "phone", "pattern", P_PHONE))
-}
-
-/// A short national number (7-9 digits: `555 1234`, `612 345 678`, `12-34-56-78`,
-/// `(11) 234-567`, `1234 5678`) is as often a count, a range or an id as a phone number: it is
-/// one only when the line names a phone just before it. Groups of 2-4 digits, one separator
-/// (space or dash; a dot is a version or a date), not a date or an SSN.
-fn phone_short(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
-  let total: usize = gs.iter().map(|g| g.digits).sum();
-  if !(7..=9).contains(&total) || gs.len() < 2 || gs.len() > 4 || sep_type == b'.' {
-    return None;
-  }
-  if !gs.iter().all(|g| (2..=4).contains(&g.digits)) {
-    return None;
-  }
-  let sizes: ([usize; 4], usize) = gs.iter().enumerate().fold(([0; 4], 0), |(mut a, _), (k, g)| {
-    a[k] = g.digits;
-    (a, k + 1)
-  });
-  match &sizes.0[..sizes.1] {
-    [3, 2, 4] | [4, 2, 2] | [2, 2, 4] | [2, 2, 2] => return None,
-    [4, 4] if sep_type == b'-' => return None, // a range
-    _ => {}
-  }
-  let e = gs[gs.len() - 1].end;
-  let e = match extension(t, e) {
-    Some(x) => x,
-    None if continues_as_number(t, e) => return None,
-    None => e,
-  };
-  keyword_before(t, start, 40, &PHONE_WORDS).then_some(e)
-}
-
-/// The end of an extension right after a phone number ending at `e`: `x123`, ` x123`,
-/// ` ext. 123`, ` ext 123`, `ext.123`, ` extension 123` (1-6 digits).
-fn extension(t: &[u8], e: usize) -> Option<usize> {
-  let mut i = skip(t, e, 1, |b| b == b' ');
-  let rest = &t[i.min(t.len())..];
-  let word = [&b"extension"[..], b"ext.", b"ext", b"x"]
-    .into_iter()
-    .find(|w| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w))?;
-  i += word.len();
-  i = skip(t, i, 1, |b| b == b' ');
-  let d = digits_at(t, i);
-  if !(1..=6).contains(&d) || word_at(t, i + d) {
-    return None;
-  }
-  Some(i + d)
-}
-
-fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option<usize> {
-  if gs.len() < 2 {
-    return None;
-  }
-  let e = gs[gs.len() - 1].end;
-  let total: usize = gs.iter().map(|g| g.digits).sum();
-  let first_digit = t[if t[start] == b'(' { start + 1 } else { start }];
-  let has_paren = gs.iter().any(|g| g.sep == b'(');
-  let mut size_buf = [0usize; 8];
-  for (k, g) in gs.iter().enumerate() {
-    size_buf[k] = g.digits;
-  }
-  let sizes = &size_buf[..gs.len()];
-  // `001-415-555-0132`: the international access code, then up to 13 digits.
-  let access_code =
-    sizes[0] <= 4 && t[start..].starts_with(b"00") && digit_at(t, start + 2) && t[start + 2] != b'0' && total >= 10;
-  let ok_total = (10..=12).contains(&total) || (total == 9 && first_digit == b'0') || (access_code && total <= 15);
-  let last = *sizes.last().unwrap();
-  let ones = sizes.iter().filter(|&&s| s == 1).count();
-  let shape_ok = last >= 2
-    && ones <= 1
-    && (ones == 0 || sizes[0] == 1)
-    && sizes[..sizes.len() - 1].iter().all(|&s| s <= 5)
-    && (last <= 5 || sizes.len() <= 3);
-  if !ok_total || !shape_ok {
-    return None;
-  }
-  // Two groups without a trunk `0` or an area code in parentheses (`97084 31159`) only where the
-  // line names a phone.
-  if !(sizes.len() > 2 || first_digit == b'0' || has_paren || keyword_before(t, start, 40, &PHONE_WORDS)) {
-    return None;
-  }
-  if sep_type == b'.' && (gs.len() < 3 || (gs.len() == 4 && sizes.iter().all(|&s| s <= 3))) {
-    return None;
-  }
-  if matches!(sizes, [3, 2, 4] | [4, 2, 2] | [2, 2, 4]) {
-    return None; // SSN and date shapes
-  }
-  match extension(t, e) {
-    Some(x) => Some(x),
-    None if continues_as_number(t, e) => None,
-    None => Some(e),
-  }
-}
-
-/// A run of 9-12 digits is a phone number only when the line says so just before it
-/// (`call 4155550132`, `My CN number is 13812345678`); 10-digit timestamps start with 1 and
-/// fail the national-number check.
-fn phone_bare(ctx: &mut Ctx, p: usize, q: usize) -> bool {
-  let t = ctx.t;
-  let d = &t[p..q];
-  let ok = match d.len() {
-    9 => d[0] == b'0',
-    10 => d[0] != b'1',
-    11 => d[0] == b'0' || d[0] == b'1',
-    12 => d[0] != b'0',
-    _ => false,
-  };
-  let e = extension(t, q).unwrap_or(q);
-  if ok && !word_at(t, e) && keyword_before(t, p, 40, &PHONE_WORDS) {
-    ctx.push(p, e, "phone", "pattern", P_PHONE);
-    return true;
-  }
-  false
 }
 
 // --- national identifiers with check digits ---------------------------------------------------
