@@ -14,13 +14,16 @@
 // fully covered) and on Presidio positives of the targeted entity types; at most 5% of the
 // gitleaks false-positive samples and of the targeted Presidio negatives redacted; on the generated
 // corpus (issue 19): secret recall >= 0.97 with at most 5% of near misses and look-alikes altered,
-// card and phone recall >= 0.95 / 0.90 with precision >= 0.95.
+// card and phone recall >= 0.95 / 0.90 with precision >= 0.95; phone recall >= 0.90 on
+// libphonenumber's example numbers of every region and type written in sentences
+// (scripts/redact-phonecorpus.mjs, issue 29), counting numbers of 7 digits or more.
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { devCorpus } from './redact-devcorpus.mjs'
+import { phoneCorpus } from './redact-phonecorpus.mjs'
 
 const require = createRequire(import.meta.url)
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -233,8 +236,48 @@ function evalDev() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// libphonenumber's example numbers in sentences: recall per variant (national, international,
+// E.164, with an extension), per number type and per region; a number counts when one phone
+// finding covers it. Numbers whose national significant number has fewer than 7 digits (short
+// codes, some island plans) are reported but not counted in the target: without a country they
+// are any count or id. Findings that fall outside the number are reported too.
+
+function evalPhones() {
+  const per = { variant: {}, type: {}, region: {} }
+  const all = { n: 0, found: 0 }
+  const counted = { n: 0, found: 0 }
+  let stray = 0
+  for (const row of phoneCorpus()) {
+    const r = redact(row.text, KEY)
+    const [s, e] = row.spans[0]
+    const mine = r.findings.filter((f) => f.kind === 'phone')
+    const ok = covered(mine, s, e)
+    stray += r.findings.filter((f) => !overlaps(f, s, e) && f.kind === 'phone').length
+    const long = row.nsn.length >= 7
+    for (const [k, v] of [['variant', row.variant], ['type', row.type], ['region', row.region]]) {
+      const m = (per[k][v] ??= { n: 0, found: 0, counted: 0, countedFound: 0 })
+      m.n++
+      if (ok) m.found++
+      if (long) {
+        m.counted++
+        if (ok) m.countedFound++
+      }
+    }
+    all.n++
+    if (ok) all.found++
+    if (long) {
+      counted.n++
+      if (ok) counted.found++
+    }
+    if (!ok && long) misses.push({ set: `phone example ${row.region}/${row.type}/${row.variant}`, text: row.text, kinds: r.findings.map((f) => f.kind) })
+  }
+  return { all, counted, stray, per }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const g = evalGitleaks()
+const ph = evalPhones()
 const dev = evalDev()
 const p = evalPresidio()
 const gs = g.summary
@@ -263,6 +306,7 @@ const targets = {
   devCardPrecision: { value: dc.card.truePos / dc.card.findings, target: '>= 0.95', ok: dc.card.truePos / dc.card.findings >= 0.95 },
   devPhoneRecall: { value: dc.phone.found / dc.phone.pos, target: '>= 0.90', ok: dc.phone.found / dc.phone.pos >= 0.9 },
   devPhonePrecision: { value: dc.phone.truePos / dc.phone.findings, target: '>= 0.95', ok: dc.phone.truePos / dc.phone.findings >= 0.95 },
+  phoneExampleRecall: { value: ph.counted.found / ph.counted.n, target: '>= 0.90', ok: ph.counted.found / ph.counted.n >= 0.9 },
   gitleaksRecall: { value: gitleaksRecallKnown, target: '>= 0.97', ok: gitleaksRecallKnown >= 0.97 },
   presidioRecall: { value: presidioRecall, target: '>= 0.97', ok: presidioRecall >= 0.97 },
   gitleaksFpRedacted: { value: gitleaksFpRate, target: '<= 0.05', ok: gitleaksFpRate <= 0.05 },
@@ -270,7 +314,7 @@ const targets = {
 }
 
 if (JSON_OUT) {
-  process.stdout.write(JSON.stringify({ targets, generated: dev, gitleaks: g, presidio: p, ...(MISSES ? { misses } : {}) }, null, 2) + '\n')
+  process.stdout.write(JSON.stringify({ targets, generated: dev, gitleaks: g, presidio: p, phones: ph, ...(MISSES ? { misses } : {}) }, null, 2) + '\n')
 } else {
   const out = []
   out.push('### gitleaks rule samples (108 rules)\n')
@@ -318,6 +362,22 @@ if (JSON_OUT) {
   for (const [key, m] of rules) {
     out.push(`| ${key} | ${m.found}/${m.pos} | ${m.altered}/${m.neg} | ${DEV_KIND[key.split('/')[0]] ? pct(m.truePos / m.findings) : '-'} |`)
   }
+  out.push("\n### Phone numbers: libphonenumber's example numbers in sentences (scripts/redact-phonecorpus.mjs)\n")
+  out.push(`${ph.all.n} sentences, ${ph.per.region ? Object.keys(ph.per.region).length : 0} regions; recall ${pct(ph.all.found / ph.all.n)} on all, **${pct(ph.counted.found / ph.counted.n)}** on the ${ph.counted.n} numbers of 7 digits or more; ${ph.stray} phone findings outside the number.\n`)
+  const rec = (m) => `${pct(m.countedFound / m.counted)} (${m.countedFound}/${m.counted})`
+  out.push('| variant | recall, 7+ digits | recall, all |')
+  out.push('|---|---:|---:|')
+  for (const [v, m] of Object.entries(ph.per.variant)) out.push(`| ${v} | ${rec(m)} | ${pct(m.found / m.n)} |`)
+  out.push('\n| number type | recall, 7+ digits | recall, all |')
+  out.push('|---|---:|---:|')
+  for (const [v, m] of Object.entries(ph.per.type)) out.push(`| ${v} | ${rec(m)} | ${pct(m.found / m.n)} |`)
+  const weakRegions = Object.entries(ph.per.region)
+    .filter(([, m]) => m.countedFound < m.counted)
+    .sort((a, b) => a[1].countedFound / a[1].counted - b[1].countedFound / b[1].counted)
+  out.push(`\nRegions with a miss (${weakRegions.length} of ${Object.keys(ph.per.region).length}), 7+ digits: ${weakRegions.map(([r, m]) => `${r} ${m.countedFound}/${m.counted}`).join(', ')}.`)
+  const pp = p.per.PHONE_NUMBER
+  const related = ['TR_PHONE_NUMBER', 'PH_MOBILE_NUMBER'].filter((e) => p.related[e]).map((e) => `${e} ${pct(p.related[e].found / p.related[e].spans)} (${p.related[e].found}/${p.related[e].spans})`)
+  out.push(`\nPresidio's phone cases, separately: PHONE_NUMBER recall ${pct(pp.found / pp.spans)} (${pp.found}/${pp.spans}), precision ${pct(pp.truePos / pp.findings)}; ${related.join('; ')}.`)
   out.push('\n### Targets\n')
   out.push('| target | value | goal | |')
   out.push('|---|---:|---|---|')

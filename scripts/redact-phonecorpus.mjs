@@ -5,7 +5,7 @@
 // languages. The numbers are data we did not choose; the sentences say what people write around a
 // number, most of them with their language's word for a phone, some with none.
 //
-// Each row: { region, cc, type, variant, text, spans: [[start, end]] } (UTF-16 offsets).
+// Each row: { region, cc, type, nsn, variant, text, spans: [[start, end]] } (UTF-16 offsets).
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -56,7 +56,7 @@ export function phoneCorpus() {
   const put = (n, variant, value) => {
     const template = SENTENCES[k++ % SENTENCES.length]
     const at = template.indexOf('{}')
-    rows.push({ region: n.region, cc: n.cc, type: n.type, variant, text: template.slice(0, at) + value + template.slice(at + 2), spans: [[at, at + value.length]] })
+    rows.push({ region: n.region, cc: n.cc, type: n.type, nsn: n.nsn, variant, text: template.slice(0, at) + value + template.slice(at + 2), spans: [[at, at + value.length]] })
   }
   for (const n of exampleNumbers()) {
     if (n.national) put(n, 'national', n.national)

@@ -771,6 +771,14 @@ fn adversarial(n: usize) -> Vec<(&'static str, String)> {
     ("key/value attributes", rep("<add key=\"password\" value=\"")),
     ("phone extensions", rep("415-555-0132x1 ")),
     ("short phone numbers", rep("phone 555 1234 ")),
+    // Validated phone candidates (issue 29): every shape that reaches the numbering plans.
+    ("named phone groups, mixed separators", rep("phone 0900 1 234567 ")),
+    ("phone digits and separators", rep("0 (1) 2-3 4 5-")),
+    ("access codes", rep("00 44 ")),
+    ("plus and single digits", rep("+4 4 ")),
+    ("plus and long numbers", rep("+44 20 7946 0958 ")),
+    ("bare named numbers", rep("tel 612345678 ")),
+    ("trunk and parentheses", rep("8 (912) 345-67-89 #1 ")),
     ("card words", rep("card 1234 ")),
   ]
 }

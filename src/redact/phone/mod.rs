@@ -466,9 +466,17 @@ fn phone_candidate(t: &[u8], start: usize, gs: &[Group], sep_type: u8) -> Option
     return None;
   }
   // Two groups without a trunk `0` or an area code in parentheses (`97084 31159`) only where the
-  // line names a phone.
-  if !(sizes.len() > 2 || first_digit == b'0' || has_paren || keyword_before(t, start, 40, &PHONE_WORDS)) {
-    return None;
+  // line names a phone; three or more (`2024 01 15 10 30` is a date) only when some region's
+  // plan has the number.
+  let named = || keyword_before(t, start, 40, &PHONE_WORDS);
+  if !(first_digit == b'0' || has_paren || access_code || named()) {
+    if sizes.len() <= 2 {
+      return None;
+    }
+    let (digits, n) = collect(t, gs)?;
+    if !meta::valid_national(&digits[..n]) {
+      return None;
+    }
   }
   if sep_type == b'.' && (gs.len() < 3 || (gs.len() == 4 && sizes.iter().all(|&s| s <= 3))) {
     return None;
@@ -518,3 +526,6 @@ pub fn named_before(t: &[u8], p: usize) -> bool {
 }
 
 static SSN_WORDS: WordSet = WordSet::new(&["ssn", "social security", "social sec"]);
+
+#[cfg(test)]
+mod tests;
