@@ -369,8 +369,7 @@ fn validated(t: &[u8], start: usize, groups: &Groups) -> Option<usize> {
   let written = !single_lead
     && ones <= usize::from(trunk)
     && (like || paren)
-    && last >= 2
-    && last <= 8
+    && (2..=8).contains(&last)
     && sizes[..sizes.len() - 1].iter().all(|&s| s <= 5)
     && (((trunk || paren) && total >= 8) || (sizes.len() >= 3 && total >= 10 && sizes[0] >= 2));
   // Named: any grouping but a range (`1234-5678` needs the word) or an amount (`1 658 865`).

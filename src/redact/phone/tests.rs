@@ -11,11 +11,7 @@ const EXAMPLES: &str = include_str!("../../../testdata/phone/example_numbers.tsv
 fn phones(text: &str) -> Vec<String> {
   let r = redact(text, &RedactOptions::default());
   let utf16: Vec<u16> = text.encode_utf16().collect();
-  r.findings
-    .iter()
-    .filter(|f| f.kind == "phone")
-    .map(|f| String::from_utf16_lossy(&utf16[f.start as usize..f.end as usize]))
-    .collect()
+  r.findings.iter().filter(|f| f.kind == "phone").map(|f| String::from_utf16_lossy(&utf16[f.start..f.end])).collect()
 }
 
 fn kinds(text: &str) -> Vec<String> {
@@ -116,7 +112,7 @@ fn a_mebibyte_line_of_digits_and_separators_costs_linear_work() {
     s ^= s >> 7;
     s ^= s << 17;
     text.push(alphabet[(s % alphabet.len() as u64) as usize] as char);
-    if s % 997 == 0 {
+    if s.is_multiple_of(997) {
       text.push_str(" tel ");
     }
   }
