@@ -8,13 +8,16 @@
 //!   valid one wins; a span whose length is only *possible* for the code (a range the metadata
 //!   does not list yet) still counts, as before, when it has 8-15 digits.
 //! - National formats: the number shapes read by hand before (groups of like separators that
-//!   are a phone number wherever they are written, `(415) 555-0132`, `020 7946 0958`) stay; what
-//!   they leave is a phone number when its digits are a valid national number of some region
-//!   (trunk prefix optional) *and* either the line names a phone (in one of many languages,
-//!   before the number or after it in the same clause) or the writing is one only phone numbers
-//!   have (a trunk `0` or a parenthesised area code and 8 digits or more, three groups and 9
-//!   digits or more). Validation against every region only rules out what no plan allows: a
-//!   short number is valid somewhere almost always, which is why a word or a shape must vouch.
+//!   are a phone number wherever they are written, `(415) 555-0132`, `020 7946 0958`) stay, but
+//!   groups with no trunk `0`, parentheses or phone word must also be a number of some region;
+//!   what those shapes leave (mixed separators, a lone digit group: `8 (912) 345-67-89`,
+//!   `0900 1 234567`) is a phone number when its digits are a valid national number of some
+//!   region (trunk prefix optional) *and* either the line names a phone (in one of many
+//!   languages, before the number or after it in the same clause) or the writing is one only
+//!   phone numbers have (a trunk `0` or a parenthesised area code and 8 digits or more, or three
+//!   like-separated groups of 10 digits or more). Validation against every region only rules out
+//!   what no plan allows: a short number is valid somewhere almost always, which is why a word
+//!   or a shape must vouch.
 //! - Extensions (`x123`, `ext. 45`, `extn 6`, `#123`, `;ext=123`) are part of the span.
 //!
 //! Validation runs only at digit runs the number scanner already stopped at, on at most 17
