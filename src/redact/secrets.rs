@@ -3,9 +3,10 @@
 //! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
 //! manifests), and generic high-entropy tokens.
 
+use super::catalogue::names_provider;
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
-use super::rules::{is_known_public, token_prefix_len, PROVIDER_WORDS};
+use super::rules::{is_known_public, token_prefix_len};
 use super::text::{
   at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_uuid, is_wordy, keyword_before, line_end,
   line_start, profile, skip, skip_back, trim_quotes, word_at, word_before, work, Lexicon, WordSet,
@@ -803,11 +804,12 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let provider_id = last == b"id"
     && words.n >= 2
     && in_set(&["client", "app", "application", "access"], words.get(words.n - 2))
-    && words.has_any_of(&PROVIDER_WORDS);
+    && names_provider(words.n, |i| words.get(i));
   if META_WORDS.contains(last) && !provider_id {
     return None;
   }
-  let provider = words.has_any_of(&PROVIDER_WORDS);
+  // Any provider of the catalogue, named by a word or by adjacent words (`NEW_RELIC_...`).
+  let provider = provider_id || names_provider(words.n, |i| words.get(i));
   let pair = |i: usize, a: &[&str], b: &str| in_set(a, words.get(i)) && words.get(i + 1) == b.as_bytes();
   let pairs = |a: &[&str], b: &str| (0..words.n.saturating_sub(1)).any(|i| pair(i, a, b));
   let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
@@ -926,7 +928,13 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   }
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
-  let Some(class) = classify_ident(ident) else { return };
+  let Some(mut class) = classify_ident(ident) else { return };
+  if !class.provider && ident.as_ptr() == t[a..].as_ptr() && provider_before(t, a, b) {
+    class.provider = true;
+    if class.strength == Strength::Weak {
+      class.strength = Strength::Provider;
+    }
+  }
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),
     _ if class.aws_secret && v.len() == 40 => ("aws_secret_access_key", P_SECRET + 5),
@@ -952,6 +960,32 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     return;
   }
   ctx.push(vs, ve, kind, "keyword", prio);
+}
+
+/// `paystack token = '...'`, `Lokalise API key: ...`: the words before the identifier on its
+/// line (up to three, each separated from the next by blanks, within 48 bytes) name a provider,
+/// alone or written together with the identifier's own words (`twelve data key`).
+fn provider_before(t: &[u8], a: usize, b: usize) -> bool {
+  let floor = line_start(t, a, 48);
+  let mut s = a;
+  // Each turn moves `s` back past one blank-separated word, or stops.
+  for _ in 0..3 {
+    let e = skip_back(t, s, s - floor, |c| c == b' ' || c == b'\t');
+    if e == s {
+      break;
+    }
+    let w = skip_back(t, e, e - floor, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+    if w == e {
+      break;
+    }
+    s = w;
+  }
+  if s == a {
+    return false;
+  }
+  work::add(b - s);
+  let words = ident_words(&t[s..b]);
+  names_provider(words.n, |i| words.get(i))
 }
 
 /// The quoted value of a `value="..."` attribute right after position `p` (blanks between).
