@@ -242,4 +242,68 @@ mod tests {
     assert_eq!(ok[0].length, Some((4, None)));
     assert_eq!(ok[0].keywords, ["x", "xy"]);
   }
+
+  /// SplitMix64: a fixed seed gives the same providers and values on every run.
+  fn rng(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+      state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+      let mut z = state;
+      z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+      z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+      z ^ (z >> 31)
+    }
+  }
+
+  /// A random value of `n` base62 characters with a digit and both cases (the shape of a key).
+  fn value(next: &mut impl FnMut() -> u64, n: usize) -> String {
+    const B62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut v: Vec<u8> = (0..n).map(|_| B62[(next() % 62) as usize]).collect();
+    v[0] = b'A' + (next() % 26) as u8;
+    v[1] = b'a' + (next() % 26) as u8;
+    v[2] = b'0' + (next() % 10) as u8;
+    String::from_utf8(v).unwrap()
+  }
+
+  /// For providers drawn from the whole catalogue (fixed seed), a value introduced by an
+  /// identifier or words naming the provider is redacted whatever its length from 12 up, and a
+  /// placeholder, a path or a version in the same place is left.
+  #[test]
+  fn keyword_introduced_values_of_any_provider() {
+    use crate::redact::{redact, RedactOptions};
+    let named: Vec<&super::Provider> = providers().iter().filter(|p| !p.ambiguous && p.name.len() >= 3).collect();
+    let mut next = rng(29);
+    let mut missed = Vec::new();
+    let mut altered = Vec::new();
+    for _ in 0..120 {
+      let p = named[(next() % named.len() as u64) as usize];
+      let n = p.name;
+      let upper = n.to_ascii_uppercase();
+      let len = 12 + (next() % 29) as usize;
+      let v = value(&mut next, len);
+      let positives = [
+        format!("{n}_api_key = {v}"),
+        format!("{upper}_API_TOKEN: {v}"),
+        format!("{{\"{n}Secret\": \"{v}\"}}"),
+        format!("{n}_key={v}"),
+        format!("{n} token = '{v}'"),
+        format!("{n} api key: {v}"),
+      ];
+      for (i, text) in positives.iter().enumerate() {
+        let r = redact(text, &RedactOptions::default());
+        if r.text.contains(&v) {
+          missed.push(format!("{n} form {i} (value of {len})"));
+        }
+      }
+      let negatives =
+        [format!("{n}_api_key = example"), format!("{n}_key_path = ./keys/a.pem"), format!("{upper}_API_KEY=v2.14.1")];
+      for (i, text) in negatives.iter().enumerate() {
+        let r = redact(text, &RedactOptions::default());
+        if !r.findings.is_empty() {
+          altered.push(format!("{n} negative {i}"));
+        }
+      }
+    }
+    assert!(missed.is_empty(), "missed: {missed:?}");
+    assert!(altered.is_empty(), "altered: {altered:?}");
+  }
 }

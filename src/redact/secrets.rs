@@ -929,10 +929,10 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
   let Some(mut class) = classify_ident(ident) else { return };
-  if !class.provider && ident.as_ptr() == t[a..].as_ptr() && provider_before(t, a, b) {
-    class.provider = true;
-    if class.strength == Strength::Weak {
-      class.strength = Strength::Provider;
+  if !class.provider && ident.as_ptr() == t[a..].as_ptr() {
+    // The words before it on the line read with it (`lokalise api key:` is a provider's API key).
+    if let Some(c) = provider_before(t, a, b).filter(|c| c.provider) {
+      class = c;
     }
   }
   let (kind, prio) = match class.strength {
@@ -962,10 +962,10 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   ctx.push(vs, ve, kind, "keyword", prio);
 }
 
-/// `paystack token = '...'`, `Lokalise API key: ...`: the words before the identifier on its
-/// line (up to three, each separated from the next by blanks, within 48 bytes) name a provider,
-/// alone or written together with the identifier's own words (`twelve data key`).
-fn provider_before(t: &[u8], a: usize, b: usize) -> bool {
+/// `paystack token = '...'`, `Lokalise API key: ...`: the identifier read together with the words
+/// before it on its line (up to three, each separated from the next by blanks, within 48 bytes),
+/// when there are any.
+fn provider_before(t: &[u8], a: usize, b: usize) -> Option<IdentClass> {
   let floor = line_start(t, a, 48);
   let mut s = a;
   // Each turn moves `s` back past one blank-separated word, or stops.
@@ -981,11 +981,10 @@ fn provider_before(t: &[u8], a: usize, b: usize) -> bool {
     s = w;
   }
   if s == a {
-    return false;
+    return None;
   }
   work::add(b - s);
-  let words = ident_words(&t[s..b]);
-  names_provider(words.n, |i| words.get(i))
+  classify_ident(&t[s..b])
 }
 
 /// The quoted value of a `value="..."` attribute right after position `p` (blanks between).
@@ -1123,7 +1122,7 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
         Strength::Strong if class.provider => (10, 2.8),
         Strength::Strong if mixed || p.symbol > 0 => (16, 3.0),
         Strength::Strong => (20, 3.0),
-        Strength::Provider => (14, 3.0),
+        Strength::Provider => (12, 3.0),
         _ => (20, 3.5),
       };
       if len < min_len || h < min_h {
