@@ -258,6 +258,10 @@ for (const l of lines('detect-secrets-plugins.tsv')) {
 
 for (const w of LOA_WORDS) entry(w).sources.add('loa:rules')
 
+// Spellings of a provider's name that its rule ids use (`1password-secret-key`).
+const EXTRA = new Set(['1password'])
+for (const k of EXTRA) entry('onepassword').keywords.add(k)
+
 // Provider names that are one entry under two spellings.
 const SAME = { sumologic: 'sumo', travisci: 'travis', sendinbluev2: 'sendinblue', githubold: 'github' }
 for (const [from, to] of Object.entries(SAME)) {
@@ -287,7 +291,7 @@ for (const e of [...entries.values()].sort((a, b) => a.name.localeCompare(b.name
   // Azure plugin), would make every `secret_key` a provider's: left out.
   const keywords = [...e.keywords]
     .filter((k) => k.length >= 3 && !SUFFIX.has(k) && !(AMBIGUOUS.has(k) && !e.sources.has('loa:rules')))
-    .filter((k) => k === e.name || !/key|secret|token|pass|auth/.test(k.replace(e.name, '')) || /^[a-z]+(?:api)?key$/.test(k) && !/^(?:account|secret|private|api|access|secretaccess)key$/.test(k))
+    .filter((k) => k === e.name || EXTRA.has(k) || !/key|secret|token|pass|auth/.test(k.replace(e.name, '')) || /^[a-z]+(?:api)?key$/.test(k) && !/^(?:account|secret|private|api|access|secretaccess)key$/.test(k))
     .sort()
   out.push(
     [

@@ -137,30 +137,34 @@ pub fn is_provider_word(word: &[u8]) -> bool {
   word.len() >= 3 && word.len() <= MAX_KEYWORD && keyword_set().contains(word)
 }
 
-/// Does a run of identifier words (lowercased) name a provider: one of them, or two or three
-/// adjacent ones written together (`new relic` -> `newrelic`, `twelve data` -> `twelvedata`)?
-/// `word(i)` is the `i`th of `n` words.
-pub fn names_provider<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> bool {
+/// The words `start..end` of the first provider name in a run of identifier words (lowercased):
+/// one of them, or two or three adjacent ones written together (`new relic` -> `newrelic`,
+/// `twelve data` -> `twelvedata`), the longest at that start. `word(i)` is the `i`th of `n` words.
+pub fn provider_span<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> Option<(usize, usize)> {
   let mut buf = [0u8; MAX_KEYWORD];
   for i in 0..n {
     let mut len = 0;
-    for w in (i..n.min(i + 3)).map(&word) {
+    let mut found = None;
+    for (j, w) in (i..n.min(i + 3)).map(|j| (j, word(j))) {
       if len + w.len() > MAX_KEYWORD {
         break;
       }
       buf[len..len + w.len()].copy_from_slice(w);
       len += w.len();
       if is_provider_word(&buf[..len]) {
-        return true;
+        found = Some((i, j + 1));
       }
     }
+    if found.is_some() {
+      return found;
+    }
   }
-  false
+  None
 }
 
 #[cfg(test)]
 mod tests {
-  use super::{names_provider, parse, providers};
+  use super::{parse, provider_span, providers};
   use crate::redact::engine::engine;
 
   #[test]
@@ -216,7 +220,7 @@ mod tests {
 
   #[test]
   fn provider_words_alone_and_joined() {
-    let yes = |ws: &[&str]| names_provider(ws.len(), |i| ws[i].as_bytes());
+    let yes = |ws: &[&str]| provider_span(ws.len(), |i| ws[i].as_bytes()).is_some();
     assert!(yes(&["adafruit", "key"]));
     assert!(yes(&["new", "relic", "api", "key"]));
     assert!(yes(&["my", "twelve", "data", "token"]));
@@ -226,6 +230,7 @@ mod tests {
     assert!(!yes(&["secret", "key"]));
     assert!(!yes(&["api", "token"]));
     assert!(!yes(&["db", "password"]));
+    assert_eq!(provider_span(4, |i| [&b"x"[..], b"new", b"relic", b"key"][i]), Some((1, 3)));
   }
 
   #[test]
@@ -305,5 +310,27 @@ mod tests {
     }
     assert!(missed.is_empty(), "missed: {missed:?}");
     assert!(altered.is_empty(), "altered: {altered:?}");
+  }
+
+  /// The words of a provider's name are its name: `1password` names no password and `page` of
+  /// `page2images` is no pagination word, so the identifier is judged by its other words.
+  #[test]
+  fn words_of_a_provider_name_are_not_secret_or_anti_words() {
+    use crate::redact::{redact, RedactOptions};
+    let mut next = rng(7);
+    let v = value(&mut next, 24);
+    for text in ["1passwordToken = \"v2.14.1\"", "1PASSWORD_TOKEN=./keys/op.pem", "\"1password_secret\": \"example\""] {
+      let r = redact(text, &RedactOptions::default());
+      assert!(r.findings.is_empty(), "{text}");
+    }
+    for text in [format!("1passwordToken = \"{v}\""), format!("page2images_api_key={v}")] {
+      let r = redact(&text, &RedactOptions::default());
+      assert!(!r.text.contains(&v), "a value of {} characters", v.len());
+      assert!(
+        r.findings.iter().all(|f| f.kind == "secret"),
+        "kinds {:?}",
+        r.findings.iter().map(|f| &f.kind).collect::<Vec<_>>()
+      );
+    }
   }
 }

@@ -3,7 +3,7 @@
 //! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
 //! manifests), and generic high-entropy tokens.
 
-use super::catalogue::names_provider;
+use super::catalogue::provider_span;
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
 use super::rules::{is_known_public, token_prefix_len};
@@ -503,6 +503,15 @@ impl Words {
   fn has_any_of(&self, lexicon: &Lexicon) -> bool {
     self.iter().any(|w| lexicon.contains(w))
   }
+  /// These words without the words `s..e`.
+  fn without(&self, s: usize, e: usize) -> Words {
+    let mut w = Words { lower: self.lower, spans: [(0, 0); 24], n: 0 };
+    for i in (0..self.n).filter(|&i| i < s || i >= e) {
+      w.spans[w.n] = self.spans[i];
+      w.n += 1;
+    }
+    w
+  }
 }
 
 fn in_set(set: &[&str], w: &[u8]) -> bool {
@@ -794,8 +803,23 @@ const KEY_PAIRS: &[&str] = &[
 const WEAK_WORDS: &[&str] = &["key", "auth", "oauth", "sig", "session", "cookie", "hmac"];
 
 fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
-  let words = ident_words(ident);
-  if words.n == 0 || words.has_any_of(&ANTI_WORDS) {
+  let all = ident_words(ident);
+  if all.n == 0 {
+    return None;
+  }
+  // Any provider of the catalogue, named by a word or by adjacent words (`NEW_RELIC_...`). The
+  // words of its name are its name, not secret or anti words (`1password`, `page2images`).
+  let span = provider_span(all.n, |i| all.get(i));
+  let provider = span.is_some();
+  let aws = all.iter().any(|w| w == b"aws");
+  let words = match span {
+    Some((s, e)) => all.without(s, e),
+    None => all,
+  };
+  if words.n == 0 {
+    return Some(IdentClass { strength: Strength::Provider, provider, aws_secret: false });
+  }
+  if words.has_any_of(&ANTI_WORDS) {
     return None;
   }
   let last = words.get(words.n - 1);
@@ -804,15 +828,13 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let provider_id = last == b"id"
     && words.n >= 2
     && in_set(&["client", "app", "application", "access"], words.get(words.n - 2))
-    && names_provider(words.n, |i| words.get(i));
+    && provider;
   if META_WORDS.contains(last) && !provider_id {
     return None;
   }
-  // Any provider of the catalogue, named by a word or by adjacent words (`NEW_RELIC_...`).
-  let provider = provider_id || names_provider(words.n, |i| words.get(i));
   let pair = |i: usize, a: &[&str], b: &str| in_set(a, words.get(i)) && words.get(i + 1) == b.as_bytes();
   let pairs = |a: &[&str], b: &str| (0..words.n.saturating_sub(1)).any(|i| pair(i, a, b));
-  let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
+  let aws_secret = aws && (words.has(&["secret"]) || pairs(&["access"], "key"));
   let ends_with_any =
     |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
   // `_auth` of `.npmrc` holds base64 of `user:password`; so do Bundler's per-host variables
