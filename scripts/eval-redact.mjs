@@ -183,6 +183,23 @@ function ordinaryCorpora() {
   }
 }
 
+// detect-secrets' keyword-plugin negatives (testdata/corpus/detect_secrets_keyword_negatives.jsonl):
+// empty, fake and placeholder values, code and variables after secret-naming words.
+function evalDetectSecretsNegatives() {
+  const file = 'detect_secrets_keyword_negatives.jsonl'
+  if (!existsSync(join(corpus, file))) return null
+  const m = { rows: 0, flagged: 0 }
+  for (const row of rows(file)) {
+    m.rows++
+    const secret = redact(row.text, KEY).findings.filter((f) => !PII_KINDS.has(f.kind))
+    if (secret.length) {
+      m.flagged++
+      misses.push({ set: 'detect-secrets negative', text: row.text, kinds: secret.map((f) => f.kind) })
+    }
+  }
+  return m
+}
+
 function evalOrdinary() {
   const out = {}
   for (const [name, texts] of Object.entries(ordinaryCorpora())) {
@@ -337,6 +354,7 @@ const HOLDOUT = 'gitleaks_rule_samples.holdout.jsonl'
 const h = existsSync(join(corpus, HOLDOUT)) ? evalGitleaks(HOLDOUT) : null
 const providers = perProvider({ dev: g, holdout: h })
 const ordinary = evalOrdinary()
+const dsNeg = evalDetectSecretsNegatives()
 const dev = evalDev()
 const p = evalPresidio()
 const gs = g.summary
@@ -377,12 +395,16 @@ if (h) {
   targets.holdoutGitleaksRecall = { value: rec, target: '>= 0.97', ok: rec >= 0.97 }
   targets.holdoutGitleaksFpRedacted = { value: fp, target: '<= 0.05', ok: fp <= 0.05 }
 }
+if (dsNeg) {
+  const v = dsNeg.flagged / dsNeg.rows
+  targets.detectSecretsNegativesRedacted = { value: v, target: '<= 0.05', ok: v <= 0.05 }
+}
 const worstOrdinary = Math.max(...Object.values(ordinary).map((m) => m.flagged / m.texts))
 targets.ordinaryTextFlagged = { value: worstOrdinary, target: '<= 0.05 (worst corpus)', ok: worstOrdinary <= 0.05 }
 
 if (JSON_OUT) {
   process.stdout.write(
-    JSON.stringify({ targets, generated: dev, gitleaks: g, gitleaksHoldout: h, providers, ordinary, presidio: p, ...(MISSES ? { misses } : {}) }, null, 2) + '\n',
+    JSON.stringify({ targets, generated: dev, gitleaks: g, gitleaksHoldout: h, providers, ordinary, detectSecretsNegatives: dsNeg, presidio: p, ...(MISSES ? { misses } : {}) }, null, 2) + '\n',
   )
 } else {
   const out = []
@@ -427,6 +449,9 @@ if (JSON_OUT) {
   for (const [name, m] of Object.entries(ordinary)) {
     const kinds = Object.entries(m.kinds).map(([k, n]) => `${k} ${n}`).join(', ') || '-'
     out.push(`| ${name} | ${m.texts} | ${m.flagged} | ${pct(m.flagged / m.texts)} | ${kinds} |`)
+  }
+  if (dsNeg) {
+    out.push(`\ndetect-secrets keyword-plugin negatives: ${dsNeg.flagged} of ${dsNeg.rows} redacted as a secret (${pct(dsNeg.flagged / dsNeg.rows)}).`)
   }
   out.push('\n### Presidio recognizer tests, targeted entity types\n')
   out.push('| entity | kinds | spans | recall | findings | precision | negatives | negatives redacted (any / same kind) |')

@@ -873,7 +873,38 @@ fn code_like(v: &[u8]) -> bool {
   {
     return true;
   }
-  false
+  indexed_path(v)
+}
+
+/// An identifier path indexed by string literals or numbers: `request.json_body['hey']`,
+/// `os.environ["TOKEN"]`, `argv[1]` (a password of brackets, `Pa55[w0rd]`, has neither).
+fn indexed_path(v: &[u8]) -> bool {
+  let Some(open) = v.iter().position(|&b| b == b'[') else { return false };
+  let head = &v[..open];
+  if !head.first().is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'$'))
+    || !head.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'$'))
+  {
+    return false;
+  }
+  // An unquoted value ends at the index's quote (`request.json_body[`).
+  if open + 1 == v.len() {
+    return head.iter().any(|&b| matches!(b, b'.' | b'_'));
+  }
+  // Each turn reads one `[...]` index; the value must be nothing else to its end.
+  let mut i = open;
+  while i < v.len() {
+    if v[i] != b'[' {
+      return false;
+    }
+    let Some(close) = v[i..].iter().position(|&b| b == b']').map(|x| i + x) else { return false };
+    let inner = &v[i + 1..close];
+    let literal = inner.len() >= 2 && is_quote(inner[0]) && inner[inner.len() - 1] == inner[0];
+    if !(literal || (!inner.is_empty() && inner.iter().all(u8::is_ascii_digit))) {
+      return false;
+    }
+    i = close + 1;
+  }
+  true
 }
 
 const SCHEMES: &[&str] =
@@ -1437,7 +1468,7 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{classify_ident, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
+  use super::{classify_ident, code_like, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
 
   /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
   /// any byte without spilling into the next field.
@@ -1492,6 +1523,16 @@ mod tests {
         class.map(|c| (c.strength, c.provider, c.aws_secret)),
         "{ident}"
       );
+    }
+  }
+
+  #[test]
+  fn indexed_paths_are_code() {
+    for v in ["request.json_body['hey']", "os.environ[\"TOKEN\"]", "argv[1]", "cfg['a'][0]", "request.json_body["] {
+      assert!(code_like(v.as_bytes()), "{v}");
+    }
+    for v in ["Pa55[w0rd]", "x[", "Pa55[", "[0]", "a[b]", "a['b']c", "9x['b']"] {
+      assert!(!code_like(v.as_bytes()), "{v}");
     }
   }
 
