@@ -214,6 +214,7 @@ mod tests {
       if !p.prefixes.is_empty() {
         assert_ne!(p.kind, "secret", "{} has prefixes but no kind of its own", p.name);
       }
+      assert!(crate::redact::KINDS.contains(&p.kind), "{}: kind {} is no finding kind", p.name, p.kind);
     }
     assert!(n >= 80, "{n} prefixes");
   }
