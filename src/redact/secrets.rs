@@ -981,7 +981,8 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   }
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
-  let Some(mut class) = classify_ident(ident) else { return };
+  // Remembered per identifier (keys repeat: every record of a JSON array names the same ones).
+  let Some(mut class) = context_word(ident).class else { return };
   if !class.provider && ident.as_ptr() == t[a..].as_ptr() {
     // The words before it on the line read with it (`lokalise api key:` is a provider's API key).
     if let Some(c) = provider_before(t, a, b).filter(|c| c.provider) {
