@@ -19,6 +19,7 @@
 //! per-call state of `ctx.rs`, overlapping spans are merged into one before anything is
 //! replaced, and byte offsets are mapped to UTF-16 in one forward pass.
 
+mod catalogue;
 mod ctx;
 mod engine;
 pub mod fields;
