@@ -214,7 +214,7 @@ impl View {
       if b[i] < 0x80 {
         // A run of ASCII: every character starts a segment and stays; the last one may take
         // combining marks that follow, so it opens the next segment.
-        let j = i + b[i..].iter().position(|&x| x >= 0x80).unwrap_or(b.len() - i);
+        let j = next_non_ascii(b, i);
         seg.flush(self, b, &mut out);
         self.push_exact(b, i, j - 1);
         seg.open(j - 1, b[j - 1] as char, j, Class::Stable);
@@ -306,6 +306,24 @@ impl Segment {
   }
 }
 
+/// The first non-ASCII byte at or after `i` (the length of `b` if none), eight bytes at a time:
+/// mostly-ASCII text with a few accents or dashes is read at the speed of the ASCII check.
+#[inline]
+fn next_non_ascii(b: &[u8], mut i: usize) -> usize {
+  while let Some(word) = b.get(i..i + 8) {
+    let w = u64::from_le_bytes(word.try_into().unwrap_or([0x80; 8]));
+    let high = w & 0x8080_8080_8080_8080;
+    if high != 0 {
+      return i + (high.trailing_zeros() / 8) as usize;
+    }
+    i += 8;
+  }
+  while i < b.len() && b[i] < 0x80 {
+    i += 1;
+  }
+  i
+}
+
 /// Where the view of `t` first differs from `t`, moved back to the segment boundary before it;
 /// `None` when it never does. Looks only at non-ASCII characters.
 fn first_change(t: &str) -> Option<usize> {
@@ -315,7 +333,7 @@ fn first_change(t: &str) -> Option<usize> {
   let mut boundary = 0;
   while i < b.len() {
     if b[i] < 0x80 {
-      let j = i + b[i..].iter().position(|&x| x >= 0x80).unwrap_or(b.len() - i);
+      let j = next_non_ascii(b, i);
       boundary = j - 1;
       i = j;
       continue;
@@ -440,6 +458,15 @@ mod tests {
     let l = "\u{fdfa}".nfkc().next().unwrap().len_utf8();
     let v = View::of("x\u{fdfa}y").unwrap();
     assert_eq!((v.start(1), v.end(1 + l)), (1, 4));
+  }
+
+  #[test]
+  fn the_next_non_ascii_byte_is_found_at_every_offset() {
+    let s = "abcdefghijklmnopqrstuvwxyzé0123456789—end".as_bytes();
+    for i in 0..=s.len() {
+      let expected = i + s[i..].iter().position(|&x| x >= 0x80).unwrap_or(s.len() - i);
+      assert_eq!(next_non_ascii(s, i), expected, "from {i}");
+    }
   }
 
   #[test]
