@@ -306,3 +306,72 @@ fn property_no_spelling_of_a_detected_value_leaves_a_piece_of_it() {
     failures[..failures.len().min(30)].join("\n")
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cost and pieces
+
+/// Inputs of about `n` bytes built to make the view, or the detectors on it, costly.
+fn hostile(n: usize) -> Vec<(&'static str, String)> {
+  let rep = |unit: &str| unit.repeat(n / unit.len() + 1);
+  vec![
+    ("ignorables", rep("\u{200B}")),
+    ("tag characters", rep("\u{E0041}")),
+    ("combining marks", format!("a{}", rep("\u{301}"))),
+    ("marks out of order", format!("a{}", rep("\u{301}\u{327}\u{316}"))),
+    ("marks between ignorables", rep("e\u{200B}\u{301}")),
+    ("long expansions", rep("\u{FDFA}")),
+    ("parenthesised numbers", rep("\u{2474}")),
+    ("fullwidth digits", rep("\u{FF11}")),
+    ("fullwidth number groups", rep("\u{FF11}\u{FF0D}")),
+    ("fullwidth letters", rep("\u{FF41}")),
+    ("token prefix, ignorable", rep("ghp_\u{200B}")),
+    ("fullwidth e-mail locals", rep("\u{FF41}.\u{FF42}\u{FF20}")),
+    ("utf-8 e-mail locals", rep("ü.ü@")),
+    ("han e-mail locals", rep("用@")),
+    ("unicode domains", rep("a@ü.")),
+    ("hangul jamo", rep("\u{1100}\u{1161}\u{11A8}")),
+    ("compatibility jamo", rep("\u{3131}\u{314F}")),
+  ]
+}
+
+#[test]
+fn work_is_linear_on_hostile_unicode() {
+  let n = 16 * 1024;
+  let mut failures = Vec::new();
+  for ((name, a), (_, b)) in hostile(n).iter().zip(&hostile(4 * n)) {
+    let (_, wa) = super::testing::redact_counting_work(a, &opts());
+    let (_, wb) = super::testing::redact_counting_work(b, &opts());
+    let limit = super::testing::WORK_BASE + super::testing::WORK_PER_BYTE * b.len() as u64;
+    if wb as f64 > 4.5 * wa as f64 + 65536.0 || wb > limit {
+      failures.push(format!("{name}: {wa} at {} bytes, {wb} at {} bytes", a.len(), b.len()));
+    }
+  }
+  assert!(failures.is_empty(), "superlinear or costly:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn parallel_pieces_of_unusual_spellings_find_what_one_pass_finds() {
+  let mut rng = Rng(0x9A7A_11E1);
+  let format = TOKEN_FORMATS.iter().find(|f| f.kind == "github_token").unwrap();
+  let mut text = String::new();
+  let mut i = 0;
+  while text.len() < super::PARALLEL_MIN + 65536 {
+    let token = fake_token(format, &mut || rng.next());
+    let spelled = format!("{}\u{200B}{}", &token[..20], &token[20..]);
+    text.push_str(&match i % 4 {
+      0 => format!("トークン {spelled} です\n"),
+      1 => "電話番号：０９０－１２３４－５６７８、メール jürgen.müller@gmx.de\n".to_string(),
+      2 => format!("ju\u{308}rgen {} \u{FDFA}\n", fullwidth("4111 1111 1111 1111")),
+      _ => "plain ascii line with bob@example.com\n".to_string(),
+    });
+    i += 1;
+  }
+  let cuts = super::split_points(text.as_bytes(), 3);
+  assert!(cuts.len() > 2, "the text was not split");
+  for options in [opts(), RedactOptions { pseudonymize: true, ..opts() }] {
+    let parallel = super::redact_with_cuts(&text, &options, &cuts);
+    let sequential = super::redact_with_cuts(&text, &options, &[0, text.len()]);
+    assert!(sequential.findings.len() >= i, "every line has a finding");
+    assert!(parallel == sequential, "parallel and sequential results differ");
+  }
+}
