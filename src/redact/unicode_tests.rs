@@ -375,3 +375,95 @@ fn parallel_pieces_of_unusual_spellings_find_what_one_pass_finds() {
     assert!(parallel == sequential, "parallel and sequential results differ");
   }
 }
+
+#[test]
+fn property_any_unicode_soup_keeps_the_contract() {
+  // The fuzz target's invariants on text made of what the view changes: findings on character
+  // boundaries, in order and disjoint; the output is the input with each finding replaced; a
+  // token planted on a line of its own is covered; a second pass changes nothing.
+  const PIECES: &[&str] = &[
+    "a",
+    "Z",
+    "7",
+    " ",
+    "\n",
+    ".",
+    "@",
+    "-",
+    ":",
+    "/",
+    "=",
+    "\u{301}",
+    "\u{327}",
+    "\u{200B}",
+    "\u{AD}",
+    "\u{FEFF}",
+    "\u{200D}",
+    "\u{FE0F}",
+    "\u{E0041}",
+    "\u{FF11}",
+    "\u{FF41}",
+    "\u{FF20}",
+    "\u{FF0D}",
+    "\u{3000}",
+    "ﬁ",
+    "①",
+    "²",
+    "\u{FDFA}",
+    "\u{1100}",
+    "\u{1161}",
+    "\u{11A8}",
+    "\u{3131}",
+    "\u{314F}",
+    "東",
+    "の",
+    "ü",
+    "\u{308}",
+    "é",
+    "😀",
+    "👩\u{200D}💻",
+    "\u{F73}",
+    "\u{2474}",
+    "ｶ",
+    "\u{FF9E}",
+    "password=",
+    "ghp_",
+    "+44 ",
+    "4111 ",
+    "mail ",
+  ];
+  let mut rng = Rng(0x50_0F_5EED);
+  for round in 0..1500 {
+    let mut soup = String::new();
+    for _ in 0..rng.below(120) {
+      soup.push_str(PIECES[rng.below(PIECES.len())]);
+    }
+    let format = &TOKEN_FORMATS[rng.below(TOKEN_FORMATS.len())];
+    let token = fake_token(format, &mut || rng.next());
+    let mut cut = rng.below(soup.len() + 1);
+    while !soup.is_char_boundary(cut) {
+      cut -= 1;
+    }
+    let input = format!("{}\n{token}\n{}", &soup[..cut], &soup[cut..]);
+    let r = redact(&input, &opts());
+    let mut boundaries = vec![0usize];
+    for c in input.chars() {
+      boundaries.push(boundaries.last().copied().unwrap_or(0) + c.len_utf16());
+    }
+    let mut last_end = 0;
+    for f in &r.findings {
+      assert!(f.start < f.end && f.start >= last_end, "round {round}: findings in order, disjoint");
+      assert!(boundaries.binary_search(&f.start).is_ok() && boundaries.binary_search(&f.end).is_ok(), "round {round}");
+      last_end = f.end;
+    }
+    assert_eq!(rebuilt(&input, &r), r.text, "round {round}: the findings rebuild the output");
+    let start = input[..cut + 1].encode_utf16().count();
+    let end = start + token.len();
+    assert!(
+      r.findings.iter().any(|f| f.start <= start && f.end >= end),
+      "round {round}: the planted {} is covered",
+      format.kind
+    );
+    assert_eq!(redact(&r.text, &opts()).text, r.text, "round {round}: a second pass changes nothing");
+  }
+}
