@@ -380,7 +380,13 @@ impl<'o> Shared<'o> {
       allow: options
         .allowlist
         .iter()
-        .flat_map(|s| [Cow::Borrowed(s.as_bytes()), Cow::Owned(norm::normalize(s).into_owned().into_bytes())])
+        .flat_map(|s| {
+          let spelled = match norm::normalize(s) {
+            Cow::Owned(n) => Some(Cow::Owned(n.into_bytes())),
+            Cow::Borrowed(_) => None,
+          };
+          std::iter::once(Cow::Borrowed(s.as_bytes())).chain(spelled)
+        })
         .collect(),
       mac: keyed_mac(options.key.as_deref()),
       pseudonymize: options.pseudonymize,
