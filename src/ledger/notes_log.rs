@@ -794,7 +794,7 @@ mod tests {
     assert_eq!((read[2].decision.as_str(), read[2].ts_ms), ("Cache ** the index", day("2026-03-01")));
     assert_eq!(write_decisions(&out, std::slice::from_ref(&d)).as_deref(), Some(out.as_str()));
     // A log of `####` entries (the seed's) or no log: the caller's region, as before.
-    assert!(write_decisions(include_str!("../../testdata/seeds/examples/NOTES.md"), &[d.clone()]).is_none());
+    assert!(write_decisions(include_str!("../../testdata/seeds/examples/NOTES.md"), std::slice::from_ref(&d)).is_none());
     assert!(write_decisions("# Notes\n", &[d]).is_none());
   }
 
