@@ -115,14 +115,18 @@ pub(crate) fn parse_when(text: &str) -> Option<i64> {
   date.then(|| parse_ms(&format!("{t}T00:00:00Z"))).flatten()
 }
 
-/// A cell without consolidation's row mark, and the id the mark carries.
+/// The last cell of a row without consolidation's row mark, and the id the mark carries: only
+/// a mark that ends the cell, with a hexadecimal id, counts (a comment a person quotes inside
+/// a cell does not make the row consolidation's).
 fn unmark(cell: &str) -> (String, Option<String>) {
-  let Some(at) = cell.find(ROW_MARK) else { return (cell.to_string(), None) };
-  let rest = &cell[at + ROW_MARK.len()..];
-  let Some(close) = rest.find("-->") else { return (cell.to_string(), None) };
-  let id = rest[..close].trim();
-  let clean = format!("{}{}", &cell[..at], &rest[close + 3..]);
-  (clean.trim().to_string(), (!id.is_empty()).then(|| id.to_string()))
+  let Some(at) = cell.rfind(ROW_MARK) else { return (cell.to_string(), None) };
+  let Some(id) = cell[at + ROW_MARK.len()..].strip_suffix("-->").map(str::trim) else {
+    return (cell.to_string(), None);
+  };
+  if id.is_empty() || id.len() > ID_LEN || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    return (cell.to_string(), None);
+  }
+  (cell[..at].trim().to_string(), Some(id.to_string()))
 }
 
 /// The decision table of the Decision Log: its first table outside the marked regions with a
@@ -146,9 +150,16 @@ fn row_entry(text: &str, t: &DecisionTable, line: &Line) -> Option<(DecisionEntr
   let mut e = DecisionEntry::default();
   let mut when = String::new();
   let mut mark = None;
-  for (i, c) in layout::split_cells(raw).into_iter().enumerate() {
-    let (c, id) = unmark(&c);
-    mark = mark.or(id);
+  let cells = layout::split_cells(raw);
+  let last = cells.len().saturating_sub(1);
+  for (i, c) in cells.into_iter().enumerate() {
+    let c = if i == last {
+      let (c, id) = unmark(&c);
+      mark = id;
+      c
+    } else {
+      c
+    };
     let header = t.table.header.get(i).cloned().unwrap_or_default();
     match t.roles.get(i).copied().unwrap_or(Role::Other) {
       Role::Timestamp | Role::Date if when.is_empty() => when = c,
@@ -751,6 +762,10 @@ mod tests {
     // Idempotent; once the memory is gone (forgotten), its row goes and nothing else changes.
     assert_eq!(write_decisions(&out, std::slice::from_ref(&d)).as_deref(), Some(out.as_str()));
     assert_eq!(write_decisions(&out, &[]).as_deref(), Some(INSTALL));
+    // A comment a person quotes in a cell does not make the row consolidation's.
+    let quoted =
+      INSTALL.replace("for durability |", "for durability `<!-- loa:decision 0123 -->` | <!-- loa:decision zz -->");
+    assert_eq!(write_decisions(&quoted, &[]).as_deref(), Some(quoted.as_str()));
     // A decision a human row already states gets no second row.
     let same = decision("cd34", "r2 + git dual persistence");
     assert_eq!(write_decisions(INSTALL, &[same]).as_deref(), Some(INSTALL));
