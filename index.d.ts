@@ -2183,7 +2183,17 @@ export interface LedgerDecisionEntry {
   rationale?: string
   evidence: Array<string>
   testScenarios: Array<string>
-  /** The entry's markdown as written. */
+  /**
+   * Who decided: a Decision Log table's `Agent` (`Decided By`) column or a block's `Agent`
+   * bullet, as written.
+   */
+  agent?: string
+  /**
+   * The table's other columns, or the block's other bullets (`Pattern`, `Source`), as written
+   * and in their order.
+   */
+  extra: Array<LedgerNotesField>
+  /** The entry's markdown as written (a table row: the row's line). */
   text: string
 }
 
@@ -2311,7 +2321,22 @@ export interface LedgerNotes {
    * section, and the ledger's region.
    */
   pendingQuestions: Array<LedgerQuestion>
+  /**
+   * The Decision Log, in file order: `####` entries, the rows of a decision table (columns
+   * found by name), `**Decision: X**` blocks and dated bullets (`- **2026-04-13:** text`).
+   */
   decisions: Array<LedgerDecisionEntry>
+  /**
+   * The Session Continuity session-log table's rows, as the original framework's scripts
+   * write it; empty when there is none.
+   */
+  sessionLog: Array<LedgerSessionLogRow>
+  /** `## Active Sub-Goals` items, as written after their bullet. */
+  subGoals: Array<string>
+  /** `## Discovered Technical Debt` items, as written. */
+  technicalDebt: Array<string>
+  /** `## Blockers & Dependencies` items, as written. */
+  blockers: Array<string>
 }
 
 /**
@@ -2334,6 +2359,12 @@ export interface LedgerNotesEdited {
   changed: boolean
   /** One message per identifier left out (its error code, never the identifier). */
   refused: Array<string>
+}
+
+/** A column or bullet of NOTES.md that has no field of its own: its header (or key) and value. */
+export interface LedgerNotesField {
+  name: string
+  value: string
 }
 
 /** Where `Ledger.open` finds the ledger. */
@@ -2424,6 +2455,19 @@ export interface LedgerRecallOptions {
   k?: number
   /** The level's token budget instead of the configured one (levels 1 and 2). */
   tokens?: number
+}
+
+/**
+ * One row of the Session Continuity session log (`| Timestamp | Agent | Summary |`), as
+ * written.
+ */
+export interface LedgerSessionLogRow {
+  /** The `Timestamp` (or `Date`) cell, as written (`2026-02-02`). */
+  timestamp: string
+  agent: string
+  summary: string
+  /** Other columns, in their order. */
+  extra: Array<LedgerNotesField>
 }
 
 /** What `Ledger.recoverState` found: the newest source wins. */
@@ -3108,6 +3152,11 @@ export type RecoveryTrust = 'signed' | 'template' | 'none'
  * more), credentials in URLs, `password=` / `token:` / `Bearer` values and random-looking
  * tokens. Git SHAs, UUIDs, versions, dates, timestamps, file paths and placeholders such as
  * AWS's documentation example key (`AKIA…EXAMPLE`) or `xxxx` are left alone.
+ *
+ * Values are found in every spelling: with zero-width or other invisible characters inside,
+ * in fullwidth digits and letters, with accents composed or decomposed, in e-mail addresses of
+ * any script (`jürgen.müller@gmx.de`, `anna.petrova@почта.рф`). Each placeholder replaces the
+ * value as written; everything else in `text` is kept exactly, and `start`/`end` index `text`.
  *
  * ```ts
  * const { text, findings, blocked } = redact('mail bob@example.com or call +44 20 7946 0958')

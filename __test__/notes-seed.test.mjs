@@ -180,3 +180,73 @@ test('loa checkpoint on the seed NOTES.md sets Current Bead and Last Checkpoint 
     ['- **Reasoning State**: Validating token expiry edge cases', '- **Reasoning State**: Rotation done'],
   ])
 })
+
+// NOTES.md in the layouts the original framework's install and self-heal scripts write
+// (testdata/notes/, written for this project after those layouts).
+const LAYOUT = (name) => readFileSync(join(root, 'testdata', 'notes', name), 'utf8')
+
+test('loa notes show --json reads the install layout: decision table, session log, sub-goals', (t) => {
+  const text = LAYOUT('install-layout.md')
+  const ws = workspace(t, text)
+  const r = loa(ws, ['notes', 'show', '--json'])
+  assert.equal(r.status, 0, r.stderr)
+  const notes = JSON.parse(r.stdout)
+  assert.deepEqual(notes.decisions.map((d) => [d.timestamp, d.decision, d.rationale]), [
+    ['2026-02-02T00:00:00.000Z', 'Keep CLAUDE.md as symlink to AGENTS.md', 'Project uses AGENTS.md for all agent instructions'],
+    ['2026-02-02T00:00:00.000Z', 'R2 + Git dual persistence', 'Hot state in R2, cold backup to git for durability'],
+  ])
+  assert.deepEqual(notes.sessionLog, [
+    { timestamp: '2026-02-02', agent: 'claude-opus-4.5', summary: 'Updated Loa v1.7.2 -> v1.16.0, resolved merge conflicts', extra: [] },
+  ])
+  assert.deepEqual(notes.subGoals, ['**PRD complete**: Loa Cloud Stack v0.2.0', 'Next: `/implement sprint-1` to begin Foundation sprint'])
+  assert.deepEqual(notes.technicalDebt, [])
+  assert.deepEqual(notes.blockers, [])
+  assert.equal(notesOf(ws), text)
+})
+
+test('loa notes show --json reads decision blocks and dated bullets with their other keys', (t) => {
+  let notes = JSON.parse(loa(workspace(t, LAYOUT('decision-blocks.md')), ['notes', 'show', '--json']).stdout)
+  assert.deepEqual(notes.decisions.map((d) => d.decision), ['Follow the plugin registry pattern for the indexer', 'Keep the index on local disk'])
+  assert.deepEqual(notes.decisions[0].extra, [
+    { name: 'Pattern', value: 'registry keyed by capability name' },
+    { name: 'Source', value: 'docs/integrations.md:72-94' },
+  ])
+  assert.equal(notes.decisions[1].agent, 'platform-agent')
+  assert.equal(notes.technicalDebt.length, 2)
+  assert.deepEqual(notes.blockers, ["Waiting on the storage team's quota increase"])
+  assert.deepEqual(notes.sessionLog, [])
+  notes = JSON.parse(loa(workspace(t, LAYOUT('dated-bullets.md')), ['notes', 'show', '--json']).stdout)
+  assert.deepEqual(notes.decisions.map((d) => [d.timestamp, d.decision]), [
+    ['2026-04-12T00:00:00.000Z', 'Export as JSON Lines, one record per line, so a partial file is still readable'],
+    ['2026-04-13T00:00:00.000Z', 'Drop the legacy CSV exporter'],
+  ])
+  assert.deepEqual(notes.sessionLog[1].extra, [{ name: 'Branch', value: 'feat/export' }])
+})
+
+test('a decision checkpointed into a Decision Log table is a row of that table, once', (t) => {
+  const text = LAYOUT('install-layout.md')
+  const ws = workspace(t, text)
+  const input = JSON.stringify({ decisions: [{ decision: 'Serve | reads from the\nreplica', rationale: 'The primary is saturated' }] })
+  const run = () => spawnSync(process.execPath, [LOA, 'checkpoint', '--input', '-', '--session', 'real-s1', '--bead', 'bd-a1b2', '--at', '2026-03-01T09:30:00.000Z', '--workspace', ws], { encoding: 'utf8', input, timeout: WATCHDOG_MS })
+  let r = run()
+  assert.equal(r.status, 0, r.stderr + r.stdout)
+  const after = notesOf(ws)
+  const log = after.slice(after.indexOf('## Decision Log'))
+  assert.match(log, /\| Hot state in R2, cold backup to git for durability \|\n\| 2026-03-01 \| Serve \\\| reads from the replica \| The primary is saturated <!-- loa:decision [0-9a-f]{12} --> \|\n/)
+  assert.doesNotMatch(after, /####|loa:begin decisions/)
+  // Every line the file had is still there, in order.
+  let at = 0
+  for (const line of text.split('\n')) {
+    const i = after.indexOf(line, at)
+    assert.ok(i >= 0, `lost ${JSON.stringify(line)}`)
+    at = i + line.length
+  }
+  const notes = JSON.parse(loa(ws, ['notes', 'show', '--json']).stdout)
+  assert.equal(notes.decisions.length, 3)
+  assert.equal(notes.decisions[2].decision, 'Serve | reads from the replica')
+  assert.equal(notes.decisions[2].rationale, 'The primary is saturated')
+  // The same checkpoint again adds no second row.
+  r = run()
+  assert.equal(r.status, 0, r.stderr + r.stdout)
+  assert.equal(notesOf(ws).match(/Serve \\\| reads/g).length, 1)
+})

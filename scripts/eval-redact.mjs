@@ -67,8 +67,8 @@ const misses = []
 // gitleaks: tp text must be redacted (known secret fully covered); fp text must not be redacted
 // as a secret (PII such as an e-mail inside an fp sample is reported separately).
 
-function evalGitleaks() {
-  const data = rows('gitleaks_rule_samples.dev.jsonl')
+function evalGitleaks(file = 'gitleaks_rule_samples.dev.jsonl') {
+  const data = rows(file)
   const byRule = new Map()
   const s = { tpRows: 0, tpKnown: 0, tpKnownCovered: 0, tpOther: 0, tpOtherHit: 0, fpRows: 0, fpSecret: 0, fpAny: 0 }
   for (const row of data) {
@@ -91,19 +91,134 @@ function evalGitleaks() {
         if (ok) s.tpOtherHit++
       }
       if (ok) rule.tpOk++
-      else misses.push({ set: 'gitleaks tp', rule: row.rule_id, text: row.text })
+      else misses.push({ set: `gitleaks tp (${file})`, rule: row.rule_id, text: row.text })
     } else {
       s.fpRows++
       rule.fp++
       if (secretFindings.length) {
         s.fpSecret++
         rule.fpHit++
-        misses.push({ set: 'gitleaks fp', rule: row.rule_id, text: row.text, kinds: secretFindings.map((f) => f.kind) })
+        misses.push({ set: `gitleaks fp (${file})`, rule: row.rule_id, text: row.text, kinds: secretFindings.map((f) => f.kind) })
       }
       if (r.findings.length) s.fpAny++
     }
   }
   return { summary: s, byRule: Object.fromEntries(byRule) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The provider catalogue (src/redact/catalogue/providers.tsv): which provider each gitleaks rule
+// is about, so that recall and false positives are reported per provider.
+
+function catalogue() {
+  const byRule = new Map()
+  let providers = 0
+  const path = join(root, 'src', 'redact', 'catalogue', 'providers.tsv')
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line || line.startsWith('#')) continue
+    providers++
+    const cells = line.split('\t')
+    for (const src of cells[8].split(',')) if (src.startsWith('gitleaks:')) byRule.set(src.slice(9), cells[0])
+  }
+  return { providers, providerOf: (rule) => byRule.get(rule) ?? rule.split('-')[0] }
+}
+
+function perProvider(sets) {
+  const { providerOf } = catalogue()
+  const out = new Map()
+  for (const [name, g] of Object.entries(sets)) {
+    if (!g) continue
+    for (const [rule, r] of Object.entries(g.byRule)) {
+      const p = providerOf(rule)
+      const m = out.get(p) ?? {}
+      const x = (m[name] ??= { tp: 0, tpOk: 0, fp: 0, fpHit: 0, rules: 0 })
+      x.tp += r.tp
+      x.tpOk += r.tpOk
+      x.fp += r.fp
+      x.fpHit += r.fpHit
+      x.rules++
+      out.set(p, m)
+    }
+  }
+  return Object.fromEntries([...out.entries()].sort(([a], [b]) => a.localeCompare(b)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ordinary text: nothing in it is a secret, so every secret finding is a false positive. The seed
+// documents (markdown, YAML, code; testdata/seeds) and a minified JavaScript library (vendored in
+// testdata/corpus/ordinary with its licence) cut into 4 KiB chunks, and lines of look-alikes
+// generated at run time from a fixed seed: git SHAs, SHA-256 digests, subresource-integrity
+// hashes, base64 images in data URLs, long identifiers of this repository's own Rust source.
+
+function chunks4k(text) {
+  const out = []
+  for (let i = 0; i < text.length; i += 4096) out.push(text.slice(i, i + 4096))
+  return out
+}
+
+function ordinaryCorpora() {
+  const { createHash } = require('node:crypto')
+  const seeds = join(root, 'testdata', 'seeds', 'documents')
+  const { readdirSync } = require('node:fs')
+  const docs = readdirSync(seeds).sort().map((f) => readFileSync(join(seeds, f), 'utf8')).join('\n')
+  const minified = readFileSync(join(corpus, 'ordinary', 'js-yaml.umd.min.js'), 'utf8')
+  const hash = (alg, i, enc = 'hex') => createHash(alg).update(`loa-${i}`).digest(enc)
+  const lines = { 'git SHAs': [], 'SHA-256 digests': [], 'SRI hashes': [], 'base64 data URLs': [], identifiers: [] }
+  for (let i = 0; i < 400; i++) {
+    lines['git SHAs'].push(`commit ${hash('sha1', i)}\nMerge: ${hash('sha1', i + 1).slice(0, 7)} ${hash('sha1', i + 2).slice(0, 7)}`)
+    lines['SHA-256 digests'].push(`${hash('sha256', i)}  dist/bundle-${i}.tar.gz`)
+    lines['SRI hashes'].push(`"integrity": "sha512-${hash('sha512', i, 'base64')}"`)
+    let img = ''
+    for (let k = 0; k < 8; k++) img += hash('sha512', `${i}-${k}`, 'base64')
+    lines['base64 data URLs'].push(`<img alt="chart" src="data:image/png;base64,iVBORw0KGgo${img.replace(/=/g, '')}">`)
+  }
+  const src = readdirSync(join(root, 'src'), { recursive: true })
+    .filter((f) => f.endsWith('.rs') && !f.includes('redact'))
+    .sort()
+    .map((f) => readFileSync(join(root, 'src', f), 'utf8'))
+    .join('\n')
+  const idents = [...new Set(src.match(/\b[A-Za-z_][A-Za-z0-9_]{15,}\b/g) ?? [])].sort()
+  for (const id of idents) lines.identifiers.push(`let value = ${id}; // ${id}`)
+  return {
+    'seed documents (4 KiB chunks)': chunks4k(docs),
+    'minified JS, js-yaml 5.5.0 (4 KiB chunks)': chunks4k(minified),
+    ...lines,
+  }
+}
+
+// detect-secrets' keyword-plugin negatives (testdata/corpus/detect_secrets_keyword_negatives.jsonl):
+// empty, fake and placeholder values, code and variables after secret-naming words.
+function evalDetectSecretsNegatives() {
+  const file = 'detect_secrets_keyword_negatives.jsonl'
+  if (!existsSync(join(corpus, file))) return null
+  const m = { rows: 0, flagged: 0 }
+  for (const row of rows(file)) {
+    m.rows++
+    const secret = redact(row.text, KEY).findings.filter((f) => !PII_KINDS.has(f.kind))
+    if (secret.length) {
+      m.flagged++
+      misses.push({ set: 'detect-secrets negative', text: row.text, kinds: secret.map((f) => f.kind) })
+    }
+  }
+  return m
+}
+
+function evalOrdinary() {
+  const out = {}
+  for (const [name, texts] of Object.entries(ordinaryCorpora())) {
+    const m = { texts: texts.length, flagged: 0, findings: 0, kinds: {} }
+    for (const text of texts) {
+      const secret = redact(text, KEY).findings.filter((f) => !PII_KINDS.has(f.kind))
+      if (secret.length) {
+        m.flagged++
+        misses.push({ set: `ordinary ${name}`, text: text.slice(0, 300), kinds: secret.map((f) => f.kind) })
+      }
+      m.findings += secret.length
+      for (const f of secret) m.kinds[f.kind] = (m.kinds[f.kind] ?? 0) + 1
+    }
+    out[name] = m
+  }
+  return out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,6 +393,11 @@ function evalPhones() {
 
 const g = evalGitleaks()
 const ph = evalPhones()
+const HOLDOUT = 'gitleaks_rule_samples.holdout.jsonl'
+const h = existsSync(join(corpus, HOLDOUT)) ? evalGitleaks(HOLDOUT) : null
+const providers = perProvider({ dev: g, holdout: h })
+const ordinary = evalOrdinary()
+const dsNeg = evalDetectSecretsNegatives()
 const dev = evalDev()
 const p = evalPresidio()
 const gs = g.summary
@@ -312,9 +432,24 @@ const targets = {
   gitleaksFpRedacted: { value: gitleaksFpRate, target: '<= 0.05', ok: gitleaksFpRate <= 0.05 },
   presidioNegativesRedacted: { value: presidioNegRate, target: '<= 0.05', ok: presidioNegRate <= 0.05 },
 }
+if (h) {
+  const hs = h.summary
+  const rec = hs.tpKnownCovered / hs.tpKnown
+  const fp = hs.fpSecret / hs.fpRows
+  targets.holdoutGitleaksRecall = { value: rec, target: '>= 0.97', ok: rec >= 0.97 }
+  targets.holdoutGitleaksFpRedacted = { value: fp, target: '<= 0.05', ok: fp <= 0.05 }
+}
+if (dsNeg) {
+  const v = dsNeg.flagged / dsNeg.rows
+  targets.detectSecretsNegativesRedacted = { value: v, target: '<= 0.05', ok: v <= 0.05 }
+}
+const worstOrdinary = Math.max(...Object.values(ordinary).map((m) => m.flagged / m.texts))
+targets.ordinaryTextFlagged = { value: worstOrdinary, target: '<= 0.05 (worst corpus)', ok: worstOrdinary <= 0.05 }
 
 if (JSON_OUT) {
-  process.stdout.write(JSON.stringify({ targets, generated: dev, gitleaks: g, presidio: p, phones: ph, ...(MISSES ? { misses } : {}) }, null, 2) + '\n')
+  process.stdout.write(
+    JSON.stringify({ targets, generated: dev, gitleaks: g, gitleaksHoldout: h, providers, ordinary, detectSecretsNegatives: dsNeg, presidio: p, phones: ph, ...(MISSES ? { misses } : {}) }, null, 2) + '\n',
+  )
 } else {
   const out = []
   out.push('### gitleaks rule samples (108 rules)\n')
@@ -330,6 +465,37 @@ if (JSON_OUT) {
     out.push('| rule | tp found | fp redacted |')
     out.push('|---|---:|---:|')
     for (const [id, r] of weak) out.push(`| ${id} | ${r.tpOk}/${r.tp} | ${r.fpHit}/${r.fp} |`)
+  }
+  if (h) {
+    const hs = h.summary
+    out.push(`\n### gitleaks held-out rules (${Object.keys(h.byRule).length} rules not in the dev split; never tuned on)\n`)
+    out.push('| set | samples | result |')
+    out.push('|---|---:|---|')
+    out.push(`| true positives with a known secret | ${hs.tpKnown} | recall ${pct(hs.tpKnownCovered / hs.tpKnown)} (secret fully covered) |`)
+    out.push(`| generated near misses | ${hs.fpRows} | ${pct(hs.fpSecret / hs.fpRows)} redacted as a secret (${hs.fpSecret}) |`)
+    const weakH = Object.entries(h.byRule).filter(([, r]) => r.tpOk < r.tp || r.fpHit > 0)
+    if (weakH.length) {
+      out.push('\nHeld-out rules with a miss or a false positive:\n')
+      out.push('| rule | tp found | fp redacted |')
+      out.push('|---|---:|---:|')
+      for (const [id, r] of weakH) out.push(`| ${id} | ${r.tpOk}/${r.tp} | ${r.fpHit}/${r.fp} |`)
+    }
+  }
+  const cat = catalogue()
+  out.push(`\n### Per provider (gitleaks rules grouped by the catalogue's provider; ${cat.providers} providers in the catalogue)\n`)
+  out.push('| provider | dev rules | dev tp found | dev fp redacted | held-out rules | held-out tp found | held-out fp redacted |')
+  out.push('|---|---:|---:|---:|---:|---:|---:|')
+  const cellOf = (x) => (x ? [x.rules, `${x.tpOk}/${x.tp}`, `${x.fpHit}/${x.fp}`] : ['-', '-', '-'])
+  for (const [name, m] of Object.entries(providers)) out.push(`| ${name} | ${[...cellOf(m.dev), ...cellOf(m.holdout)].join(' | ')} |`)
+  out.push('\n### Ordinary text (no secrets: every secret finding is a false positive)\n')
+  out.push('| corpus | texts | texts flagged | rate | findings by kind |')
+  out.push('|---|---:|---:|---:|---|')
+  for (const [name, m] of Object.entries(ordinary)) {
+    const kinds = Object.entries(m.kinds).map(([k, n]) => `${k} ${n}`).join(', ') || '-'
+    out.push(`| ${name} | ${m.texts} | ${m.flagged} | ${pct(m.flagged / m.texts)} | ${kinds} |`)
+  }
+  if (dsNeg) {
+    out.push(`\ndetect-secrets keyword-plugin negatives: ${dsNeg.flagged} of ${dsNeg.rows} redacted as a secret (${pct(dsNeg.flagged / dsNeg.rows)}).`)
   }
   out.push('\n### Presidio recognizer tests, targeted entity types\n')
   out.push('| entity | kinds | spans | recall | findings | precision | negatives | negatives redacted (any / same kind) |')

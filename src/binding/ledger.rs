@@ -614,7 +614,13 @@ pub struct LedgerDecisionEntry {
   pub rationale: Option<String>,
   pub evidence: Vec<String>,
   pub test_scenarios: Vec<String>,
-  /// The entry's markdown as written.
+  /// Who decided: a Decision Log table's `Agent` (`Decided By`) column or a block's `Agent`
+  /// bullet, as written.
+  pub agent: Option<String>,
+  /// The table's other columns, or the block's other bullets (`Pattern`, `Source`), as written
+  /// and in their order.
+  pub extra: Vec<LedgerNotesField>,
+  /// The entry's markdown as written (a table row: the row's line).
   pub text: String,
 }
 
@@ -626,7 +632,39 @@ js_from!(|d: crate::ledger::decision::DecisionEntry| LedgerDecisionEntry {
   rationale,
   evidence,
   test_scenarios,
+  agent,
+  extra = fields(d.extra),
   text,
+});
+
+/// A column or bullet of NOTES.md that has no field of its own: its header (or key) and value.
+#[napi(object, object_from_js = false)]
+pub struct LedgerNotesField {
+  pub name: String,
+  pub value: String,
+}
+
+fn fields(pairs: Vec<(String, String)>) -> Vec<LedgerNotesField> {
+  pairs.into_iter().map(|(name, value)| LedgerNotesField { name, value }).collect()
+}
+
+/// One row of the Session Continuity session log (`| Timestamp | Agent | Summary |`), as
+/// written.
+#[napi(object, object_from_js = false)]
+pub struct LedgerSessionLogRow {
+  /// The `Timestamp` (or `Date`) cell, as written (`2026-02-02`).
+  pub timestamp: String,
+  pub agent: String,
+  pub summary: String,
+  /// Other columns, in their order.
+  pub extra: Vec<LedgerNotesField>,
+}
+
+js_from!(|r: crate::ledger::notes_log::SessionLogRow| LedgerSessionLogRow {
+  timestamp,
+  agent,
+  summary,
+  extra = fields(r.extra),
 });
 
 /// NOTES.md as the ledger reads it.
@@ -646,7 +684,18 @@ pub struct LedgerNotes {
   /// Pending Questions, one per text: `- [ ]` / `- [x]` items and plain bullets (open) of the
   /// section, and the ledger's region.
   pub pending_questions: Vec<LedgerQuestion>,
+  /// The Decision Log, in file order: `####` entries, the rows of a decision table (columns
+  /// found by name), `**Decision: X**` blocks and dated bullets (`- **2026-04-13:** text`).
   pub decisions: Vec<LedgerDecisionEntry>,
+  /// The Session Continuity session-log table's rows, as the original framework's scripts
+  /// write it; empty when there is none.
+  pub session_log: Vec<LedgerSessionLogRow>,
+  /// `## Active Sub-Goals` items, as written after their bullet.
+  pub sub_goals: Vec<String>,
+  /// `## Discovered Technical Debt` items, as written.
+  pub technical_debt: Vec<String>,
+  /// `## Blockers & Dependencies` items, as written.
+  pub blockers: Vec<String>,
 }
 
 impl From<notes::NotesDoc> for LedgerNotes {
@@ -658,6 +707,10 @@ impl From<notes::NotesDoc> for LedgerNotes {
       identifiers: doc.identifiers().each(),
       pending_questions: doc.pending_questions().each(),
       decisions: doc.decisions().each(),
+      session_log: doc.session_log().each(),
+      sub_goals: doc.sub_goals(),
+      technical_debt: doc.technical_debt(),
+      blockers: doc.blockers(),
       text: doc.text().to_string(),
     }
   }

@@ -250,6 +250,11 @@ thread_local! {
 /// tokens. Git SHAs, UUIDs, versions, dates, timestamps, file paths and placeholders such as
 /// AWS's documentation example key (`AKIA…EXAMPLE`) or `xxxx` are left alone.
 ///
+/// Values are found in every spelling: with zero-width or other invisible characters inside,
+/// in fullwidth digits and letters, with accents composed or decomposed, in e-mail addresses of
+/// any script (`jürgen.müller@gmx.de`, `anna.petrova@почта.рф`). Each placeholder replaces the
+/// value as written; everything else in `text` is kept exactly, and `start`/`end` index `text`.
+///
 /// ```ts
 /// const { text, findings, blocked } = redact('mail bob@example.com or call +44 20 7946 0958')
 /// // text: 'mail [REDACTED:EMAIL] or call [REDACTED:PHONE]'

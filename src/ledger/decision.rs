@@ -96,6 +96,11 @@ pub struct DecisionEntry {
   pub rationale: Option<String>,
   pub evidence: Vec<String>,
   pub test_scenarios: Vec<String>,
+  /// Who decided (a table's `Agent` / `Decided By` column, a block's `Agent` bullet).
+  pub agent: Option<String>,
+  /// Columns of a Decision Log table, or bullets of a `**Decision: X**` block, with no field of
+  /// their own: `(name, value)` as written.
+  pub extra: Vec<(String, String)>,
   /// The entry's markdown as written (heading included), for level-2 recall.
   pub text: String,
 }

@@ -6,7 +6,9 @@
 //! made where the seeds are silent.
 //!
 //! - [`notes`]: NOTES.md's Session Continuity section, edited by heading, foreign text kept
-//!   byte for byte; [`decision`]: the Decision Log entry format.
+//!   byte for byte; [`decision`]: the Decision Log entry format; [`notes_log`]: the layouts the
+//!   original framework's scripts write (Decision Log tables, blocks and dated bullets, the
+//!   session log, the sub-goal, debt and blocker lists).
 //! - [`recall`]: tiered recall (L1 by heading within `level1_tokens`, L2 ranked decisions, L3).
 //! - [`trajectory`]: the JSONL audit trail; [`grounding`]: the grounding check and negative
 //!   grounding; [`identifier`]: lightweight identifiers.
@@ -25,6 +27,7 @@ pub mod grounding;
 pub mod identifier;
 mod layout;
 pub mod notes;
+pub mod notes_log;
 pub mod options;
 pub mod persistence;
 pub mod recall;

@@ -45,6 +45,7 @@ use crate::memory::MAX_NOTES_BYTES;
 
 use super::decision::{list_item, parse_entries, DecisionEntry};
 use super::layout::{self, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
+use super::notes_log;
 
 /// Most items kept in each list the ledger writes (older ones past it are dropped from the
 /// region; the caller keeps the full record in the trajectory and the beads).
@@ -706,10 +707,39 @@ impl NotesDoc {
     }
   }
 
-  /// Every entry of the Decision Log, human-written and managed, in file order.
+  /// Every entry of the Decision Log, human-written and managed, in file order: `####`
+  /// entries, the rows of a decision table (columns by name), `**Decision: X**` blocks with
+  /// their bullets, and dated bullets (`- **2026-04-13:** text`); see [`notes_log`].
   pub fn decisions(&self) -> Vec<DecisionEntry> {
-    let Some(section) = self.section(mnotes::DECISION_LOG) else { return Vec::new() };
-    parse_entries(section, &entry_headings(section))
+    let Some(range) = section_range(&self.text, mnotes::DECISION_LOG) else { return Vec::new() };
+    let section = &self.text[range.clone()];
+    let headings = entry_headings(section);
+    let mut all: Vec<(usize, DecisionEntry)> =
+      headings.iter().map(|h| range.start + h.0).zip(parse_entries(section, &headings)).collect();
+    all.extend(notes_log::other_entries(&self.text));
+    all.sort_by_key(|(at, _)| *at);
+    all.into_iter().map(|(_, e)| e).collect()
+  }
+
+  /// The rows of the Session Continuity session-log table (`| Timestamp | Agent | Summary |`),
+  /// as the original framework's scripts write it; empty when there is none.
+  pub fn session_log(&self) -> Vec<notes_log::SessionLogRow> {
+    notes_log::session_log(&self.text)
+  }
+
+  /// The items of `## Active Sub-Goals`, as written.
+  pub fn sub_goals(&self) -> Vec<String> {
+    notes_log::list_items(&self.text, &["Active Sub-Goals", "Active Subgoals", "Sub-Goals", "Subgoals"])
+  }
+
+  /// The items of `## Discovered Technical Debt`, as written.
+  pub fn technical_debt(&self) -> Vec<String> {
+    notes_log::list_items(&self.text, &["Discovered Technical Debt", "Technical Debt", "Tech Debt"])
+  }
+
+  /// The items of `## Blockers & Dependencies`, as written.
+  pub fn blockers(&self) -> Vec<String> {
+    notes_log::list_items(&self.text, &["Blockers"])
   }
 }
 

@@ -481,7 +481,27 @@ fn render_notes_with(
     let body: String = lines.iter().map(|(l, kinds)| notes::render_session_line(l, kinds)).collect();
     text = notes::set_region(&text, notes::SESSIONS, &|_| body.clone());
   }
-  if !decisions.is_empty() || has_region(&text, notes::DECISIONS) {
+  // A Decision Log the file keeps as a table, blocks or dated bullets gets its decisions in that
+  // style; one of `####` entries (or none) gets the region below.
+  let in_style: Vec<crate::ledger::notes_log::LogDecision> = decisions
+    .iter()
+    .map(|d| {
+      let fields = crate::ledger::decision::DecisionFields::of_metadata(d.metadata.as_ref()).unwrap_or_default();
+      crate::ledger::notes_log::LogDecision {
+        id: d.id.clone(),
+        timestamp: d.timestamp.clone(),
+        decision: d.content.clone(),
+        rationale: fields.rationale,
+        evidence: fields.evidence,
+        test_scenarios: fields.test_scenarios,
+        agent: d.agent_id.clone().unwrap_or_else(|| d.session_id.clone()),
+        session_id: d.session_id.clone(),
+      }
+    })
+    .collect();
+  if let Some(updated) = crate::ledger::notes_log::write_decisions(&text, &in_style) {
+    text = updated;
+  } else if !decisions.is_empty() || has_region(&text, notes::DECISIONS) {
     let render = |level: usize| {
       decisions
         .iter()

@@ -14,14 +14,22 @@
 //! - a token of a known format is redacted whatever letters it holds; only a value that is a
 //!   placeholder as a whole (`<your-token>`, `xxxxxxxx`, `${TOKEN}`) is left (`placeholder.rs`).
 //!
-//! How: an Aho-Corasick keyword pass decides which detectors run (`engine.rs`), the detectors
-//! report byte spans (`pii.rs`, `secrets.rs`, the provider formats of `rules.rs`) into the
-//! per-call state of `ctx.rs`, overlapping spans are merged into one before anything is
-//! replaced, and byte offsets are mapped to UTF-16 in one forward pass.
+//! How: the detectors scan a normalised view of the text (NFKC, default-ignorable characters
+//! removed, `norm.rs`; ASCII text is its own view), so that fullwidth digits, zero-width
+//! characters inside a token and decomposed accents hide nothing; an Aho-Corasick keyword pass
+//! decides which detectors run (`engine.rs`), the detectors report byte spans (`pii.rs`,
+//! `secrets.rs`, the provider formats of `rules.rs`) into the per-call state of `ctx.rs`, spans
+//! are mapped back to the smallest original spans covering them, overlapping spans are merged
+//! into one before anything is replaced, and byte offsets are mapped to UTF-16 in one forward
+//! pass. Placeholders replace original bytes: outside the findings the output is the input, byte
+//! for byte.
 
+mod catalogue;
 mod ctx;
 mod engine;
 pub mod fields;
+mod intl;
+mod norm;
 mod phone;
 mod pii;
 mod placeholder;
@@ -33,7 +41,10 @@ mod text;
 pub mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unicode_tests;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
@@ -359,7 +370,8 @@ fn redact_with_cuts(text: &str, options: &RedactOptions, cuts: &[usize]) -> Reda
 
 /// What every piece of one call shares: the allowlist and the keyed hash.
 struct Shared<'o> {
-  allow: HashSet<&'o [u8]>,
+  /// The allowlist's values as given and as the normalised view spells them.
+  allow: HashSet<Cow<'o, [u8]>>,
   mac: HmacSha256,
   pseudonymize: bool,
 }
@@ -367,7 +379,17 @@ struct Shared<'o> {
 impl<'o> Shared<'o> {
   fn new(options: &'o RedactOptions) -> Self {
     Shared {
-      allow: options.allowlist.iter().map(|s| s.as_bytes()).collect(),
+      allow: options
+        .allowlist
+        .iter()
+        .flat_map(|s| {
+          let spelled = match norm::normalize(s) {
+            Cow::Owned(n) => Some(Cow::Owned(n.into_bytes())),
+            Cow::Borrowed(_) => None,
+          };
+          std::iter::once(Cow::Borrowed(s.as_bytes())).chain(spelled)
+        })
+        .collect(),
       mac: keyed_mac(options.key.as_deref()),
       pseudonymize: options.pseudonymize,
     }
@@ -407,12 +429,15 @@ struct Piece {
 /// Detects, merges and fingerprints the spans of `text` (one thread).
 fn analyse(text: &str, shared: &Shared) -> Piece {
   let bytes = text.as_bytes();
+  // The detectors scan the normalised view; `None`: the text is its own view.
+  let view = norm::View::of(text);
+  let scanned = view.as_ref().map_or(bytes, |v| &v.text[..]);
   let engine = engine();
-  let mut ctx = Ctx::new(bytes, engine.rule_count());
+  let mut ctx = Ctx::new(scanned, engine.rule_count());
   engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
   // Our own placeholders are never secrets: a second pass leaves them as they are.
-  let own = placeholder::own_placeholders(bytes);
+  let own = placeholder::own_placeholders(scanned);
   if !own.is_empty() {
     hits.retain(|h| {
       let i = own.partition_point(|&(start, _)| start <= h.start);
@@ -420,7 +445,12 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
     });
   }
   if !shared.allow.is_empty() {
-    hits.retain(|h| !shared.allow.contains(&bytes[h.start..h.end]));
+    hits.retain(|h| !shared.allow.contains(&scanned[h.start..h.end]));
+  }
+  if let Some(v) = &view {
+    for h in &mut hits {
+      (h.start, h.end) = (v.start(h.start), v.end(h.end));
+    }
   }
   let spans = merge(hits, text);
   let ascii = bytes.is_ascii();
@@ -435,7 +465,12 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
   for h in &spans {
     let (start, end) = (utf16_at(h.start), utf16_at(h.end));
     let mut m = shared.mac.clone();
-    m.update(&bytes[h.start..h.end]);
+    // Every spelling of a value (composed or not, fullwidth, with invisible characters) gets one
+    // fingerprint and one pseudonym.
+    match &bytes[h.start..h.end] {
+      v if v.is_ascii() => m.update(v),
+      _ => m.update(norm::normalize(&text[h.start..h.end]).as_bytes()),
+    }
     let fingerprint = to_hex(&m.finalize().into_bytes()[..FINGERPRINT_HEX / 2]);
     out_len = out_len - (h.end - h.start) + placeholder_len(h.kind, shared.pseudonymize);
     findings.push(RawFinding { kind: h.kind, start, end, method: h.method, fingerprint });

@@ -14,6 +14,7 @@
 use std::net::Ipv6Addr;
 
 use super::ctx::{Ctx, P_CARD, P_EMAIL, P_IBAN, P_IP, P_SSN};
+use super::intl;
 use super::phone;
 use super::text::{
   at, before, digit_at, is_word, keyword_before, skip, skip_back, word_at, word_before, work, WordSet,
@@ -22,18 +23,13 @@ use super::text::{
 // ---------------------------------------------------------------------------------------------
 // E-mail
 
-#[inline]
-fn is_local_char(b: u8) -> bool {
-  b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
-}
-
 /// Called for every `@`.
 pub fn email_at(ctx: &mut Ctx, c: usize) {
   let t = ctx.t;
   if c < ctx.email_until {
     return;
   }
-  let a = skip_back(t, c, 64, is_local_char);
+  let a = intl::local_start(t, c, 64);
   let a = skip(t, a, c - a, |b| matches!(b, b'.' | b'-' | b'+'));
   if a == c || t[c - 1] == b'.' {
     return;
@@ -42,9 +38,11 @@ pub fn email_at(ctx: &mut Ctx, c: usize) {
   if matches!(before(t, a), Some(b':' | b'/')) && ctx.url_for_emails.inside_url(t, a) {
     return;
   }
-  let e = skip(t, c + 1, 253, |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+  let e = intl::domain_end(t, c + 1, 253);
   let e = skip_back(t, e, e - (c + 1), |b| b == b'.' || b == b'-');
-  if !valid_domain(&t[c + 1..e]) || word_at(t, e) {
+  // A word byte right after the domain makes it something else (`a@b.c_d`), unless the domain
+  // ends in another script (`例子.中国abc`: the script change ends it).
+  if !valid_domain(&t[c + 1..e]) || (word_at(t, e) && before(t, e).is_some_and(|b| b.is_ascii())) {
     return;
   }
   ctx.email_until = e;
@@ -65,6 +63,7 @@ fn valid_domain(d: &[u8]) -> bool {
   }
   (tld.len() >= 2 && tld.iter().all(|b| b.is_ascii_alphabetic()))
     || (tld.len() > 4 && tld[..4].eq_ignore_ascii_case(b"xn--") && tld[4..].iter().all(|b| b.is_ascii_alphanumeric()))
+    || intl::is_unicode_tld(tld)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 //!
 //! Keyword-plus-value formats without a distinctive shape (`alibabaToken = "..."`,
 //! `sourcegraph: <hex>`) are not listed here: the assignment detector in `secrets.rs` handles
-//! them generically, with the provider names of [`PROVIDER_WORDS`] as context.
+//! them generically, with every provider name of the catalogue (`catalogue.rs`) as context.
 
 use super::text::Lexicon;
 
@@ -486,8 +486,9 @@ pub fn token_prefix_len(v: &[u8]) -> usize {
   table.get(pair).map_or(0, |list| list.iter().filter(|p| v.starts_with(p)).map(|p| p.len()).max().unwrap_or(0))
 }
 
-/// Provider and product names that, as a word of an identifier (`alibabaToken`,
-/// `SOURCEGRAPH_KEY`, `meraki: ...`), make an assigned value a likely credential.
+/// The provider names of issue 19: words that make up placeholder values
+/// (`stripe_secret_key_here`, see `placeholder.rs`). The identifier context of assignments uses
+/// the whole provider catalogue (`catalogue.rs`), of which these are a part (`loa:rules`).
 pub static PROVIDER_WORDS: Lexicon = Lexicon::new(&[
   "adafruit",
   "adobe",

@@ -3,9 +3,10 @@
 //! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
 //! manifests), and generic high-entropy tokens.
 
+use super::catalogue::provider_span;
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::placeholder::{is_non_secret_word, is_placeholder};
-use super::rules::{is_known_public, token_prefix_len, PROVIDER_WORDS};
+use super::rules::{is_known_public, token_prefix_len};
 use super::text::{
   at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_uuid, is_wordy, keyword_before, line_end,
   line_start, profile, skip, skip_back, trim_quotes, word_at, word_before, work, Lexicon, WordSet,
@@ -502,6 +503,15 @@ impl Words {
   fn has_any_of(&self, lexicon: &Lexicon) -> bool {
     self.iter().any(|w| lexicon.contains(w))
   }
+  /// These words without the words `s..e`.
+  fn without(&self, s: usize, e: usize) -> Words {
+    let mut w = Words { lower: self.lower, spans: [(0, 0); 24], n: 0 };
+    for i in (0..self.n).filter(|&i| i < s || i >= e) {
+      w.spans[w.n] = self.spans[i];
+      w.n += 1;
+    }
+    w
+  }
 }
 
 fn in_set(set: &[&str], w: &[u8]) -> bool {
@@ -793,8 +803,23 @@ const KEY_PAIRS: &[&str] = &[
 const WEAK_WORDS: &[&str] = &["key", "auth", "oauth", "sig", "session", "cookie", "hmac"];
 
 fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
-  let words = ident_words(ident);
-  if words.n == 0 || words.has_any_of(&ANTI_WORDS) {
+  let all = ident_words(ident);
+  if all.n == 0 {
+    return None;
+  }
+  // Any provider of the catalogue, named by a word or by adjacent words (`NEW_RELIC_...`). The
+  // words of its name are its name, not secret or anti words (`1password`, `page2images`).
+  let span = provider_span(all.n, |i| all.get(i));
+  let provider = span.is_some();
+  let aws = all.iter().any(|w| w == b"aws");
+  let words = match span {
+    Some((s, e)) => all.without(s, e),
+    None => all,
+  };
+  if words.n == 0 {
+    return Some(IdentClass { strength: Strength::Provider, provider, aws_secret: false });
+  }
+  if words.has_any_of(&ANTI_WORDS) {
     return None;
   }
   let last = words.get(words.n - 1);
@@ -803,14 +828,13 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   let provider_id = last == b"id"
     && words.n >= 2
     && in_set(&["client", "app", "application", "access"], words.get(words.n - 2))
-    && words.has_any_of(&PROVIDER_WORDS);
+    && provider;
   if META_WORDS.contains(last) && !provider_id {
     return None;
   }
-  let provider = words.has_any_of(&PROVIDER_WORDS);
   let pair = |i: usize, a: &[&str], b: &str| in_set(a, words.get(i)) && words.get(i + 1) == b.as_bytes();
   let pairs = |a: &[&str], b: &str| (0..words.n.saturating_sub(1)).any(|i| pair(i, a, b));
-  let aws_secret = words.iter().any(|w| w == b"aws") && (words.has(&["secret"]) || pairs(&["access"], "key"));
+  let aws_secret = aws && (words.has(&["secret"]) || pairs(&["access"], "key"));
   let ends_with_any =
     |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
   // `_auth` of `.npmrc` holds base64 of `user:password`; so do Bundler's per-host variables
@@ -849,7 +873,38 @@ fn code_like(v: &[u8]) -> bool {
   {
     return true;
   }
-  false
+  indexed_path(v)
+}
+
+/// An identifier path indexed by string literals or numbers: `request.json_body['hey']`,
+/// `os.environ["TOKEN"]`, `argv[1]` (a password of brackets, `Pa55[w0rd]`, has neither).
+fn indexed_path(v: &[u8]) -> bool {
+  let Some(open) = v.iter().position(|&b| b == b'[') else { return false };
+  let head = &v[..open];
+  if !head.first().is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'$'))
+    || !head.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'$'))
+  {
+    return false;
+  }
+  // An unquoted value ends at the index's quote (`request.json_body[`).
+  if open + 1 == v.len() {
+    return head.iter().any(|&b| matches!(b, b'.' | b'_'));
+  }
+  // Each turn reads one `[...]` index; the value must be nothing else to its end.
+  let mut i = open;
+  while i < v.len() {
+    if v[i] != b'[' {
+      return false;
+    }
+    let Some(close) = v[i..].iter().position(|&b| b == b']').map(|x| i + x) else { return false };
+    let inner = &v[i + 1..close];
+    let literal = inner.len() >= 2 && is_quote(inner[0]) && inner[inner.len() - 1] == inner[0];
+    if !(literal || (!inner.is_empty() && inner.iter().all(u8::is_ascii_digit))) {
+      return false;
+    }
+    i = close + 1;
+  }
+  true
 }
 
 const SCHEMES: &[&str] =
@@ -926,7 +981,14 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   }
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
-  let Some(class) = classify_ident(ident) else { return };
+  // Remembered per identifier (keys repeat: every record of a JSON array names the same ones).
+  let Some(mut class) = context_word(ident).class else { return };
+  if !class.provider && ident.as_ptr() == t[a..].as_ptr() {
+    // The words before it on the line read with it (`lokalise api key:` is a provider's API key).
+    if let Some(c) = provider_before(t, a, b).filter(|c| c.provider) {
+      class = c;
+    }
+  }
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),
     _ if class.aws_secret && v.len() == 40 => ("aws_secret_access_key", P_SECRET + 5),
@@ -952,6 +1014,31 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     return;
   }
   ctx.push(vs, ve, kind, "keyword", prio);
+}
+
+/// `paystack token = '...'`, `Lokalise API key: ...`: the identifier read together with the words
+/// before it on its line (up to three, each separated from the next by blanks, within 48 bytes),
+/// when there are any.
+fn provider_before(t: &[u8], a: usize, b: usize) -> Option<IdentClass> {
+  let floor = line_start(t, a, 48);
+  let mut s = a;
+  // Each turn moves `s` back past one blank-separated word, or stops.
+  for _ in 0..3 {
+    let e = skip_back(t, s, s - floor, |c| c == b' ' || c == b'\t');
+    if e == s {
+      break;
+    }
+    let w = skip_back(t, e, e - floor, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+    if w == e {
+      break;
+    }
+    s = w;
+  }
+  if s == a {
+    return None;
+  }
+  work::add(b - s);
+  classify_ident(&t[s..b])
 }
 
 /// The quoted value of a `value="..."` attribute right after position `p` (blanks between).
@@ -1089,7 +1176,7 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
         Strength::Strong if class.provider => (10, 2.8),
         Strength::Strong if mixed || p.symbol > 0 => (16, 3.0),
         Strength::Strong => (20, 3.0),
-        Strength::Provider => (14, 3.0),
+        Strength::Provider => (12, 3.0),
         _ => (20, 3.5),
       };
       if len < min_len || h < min_h {
@@ -1382,7 +1469,7 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{classify_ident, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
+  use super::{classify_ident, code_like, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
 
   /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
   /// any byte without spilling into the next field.
@@ -1437,6 +1524,16 @@ mod tests {
         class.map(|c| (c.strength, c.provider, c.aws_secret)),
         "{ident}"
       );
+    }
+  }
+
+  #[test]
+  fn indexed_paths_are_code() {
+    for v in ["request.json_body['hey']", "os.environ[\"TOKEN\"]", "argv[1]", "cfg['a'][0]", "request.json_body["] {
+      assert!(code_like(v.as_bytes()), "{v}");
+    }
+    for v in ["Pa55[w0rd]", "x[", "Pa55[", "[0]", "a[b]", "a['b']c", "9x['b']"] {
+      assert!(!code_like(v.as_bytes()), "{v}");
     }
   }
 

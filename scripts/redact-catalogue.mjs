@@ -1,0 +1,311 @@
+// Assembles the provider catalogue `src/redact/catalogue/providers.tsv` from the public rule sets
+// a user would otherwise run (issue 29): facts only (names, prefixes, alphabets, lengths, the
+// keywords that introduce a value), never code. The inputs are transcriptions of those facts into
+// small text files, made with the read tools from the pinned sources below and kept outside the
+// repository (default /tmp/sources; the first argument names another directory):
+//
+//   gitleaks-rules.tsv            gitleaks/gitleaks @009e025ad410 config/gitleaks.toml (MIT):
+//                                 rule id, keywords, the secret's regex, `kw` (introduced by a
+//                                 keyword and an operator) or `tok` (stands alone)
+//   trufflehog-detectors.txt      trufflesecurity/trufflehog @001eb948e357 proto/detectors.proto
+//                                 (AGPL-3.0, facts only): the detector names of `DetectorType`
+//   detect-secrets-plugins.tsv    Yelp/detect-secrets 1.5.0 detect_secrets/plugins/*.py
+//                                 (Apache-2.0): plugin, provider, keywords, shape
+//
+// The provider words the redactor knew before the catalogue (`PROVIDER_WORDS` of
+// `src/redact/rules.rs`, issue 19) are merged in with the source `loa:rules`, so that nothing
+// known before is lost. Run: `node scripts/redact-catalogue.mjs [dir]`; the output is sorted and
+// deterministic, so a rerun on the same inputs changes nothing.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const dir = process.argv[2] ?? '/tmp/sources'
+const OUT = join(root, 'src', 'redact', 'catalogue', 'providers.tsv')
+
+const lines = (file) =>
+  readFileSync(join(dir, file), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'))
+
+for (const f of ['gitleaks-rules.tsv', 'trufflehog-detectors.txt', 'detect-secrets-plugins.tsv']) {
+  if (!existsSync(join(dir, f))) {
+    console.error(`redact-catalogue: ${join(dir, f)} is missing (see the header of this script)`)
+    process.exit(2)
+  }
+}
+
+/** Lowercase, letters and digits only: how identifier words are compared. */
+const norm = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, '')
+
+// Names that are ordinary words or generic technology, not a provider: a catalogue entry keeps
+// them (their facts are still facts) but marks them `ambiguous`, and the redactor does not take
+// them as provider words in identifiers (`user_key`, `host_token`, `float_key` stay generic).
+// Chosen by reading the name list; many are also in gitleaks' generic-api-key stopwords.
+const AMBIGUOUS = new Set(
+  `generic test user host uri jdbc amqp ftp redis ldap sqlserver mongodb privatekey customregex kubeconfig
+  close float convert front manifest honey hive column rev guru nitro raven swell moderation sentiment abstract
+  verifier commodities monday copper delighted magnetic polygon bored harvest apollo enigma bubble cricket
+  impala streak semaphore tru courier ditto kanban mite deputy wit twist gemini percy circle surge checkout
+  agora chatbot nimble refiner humanity parsers holistic image4 happi findl geocode sms ip data news weather zip
+  mux m3o audd rawg juro duply tefter fountain upwave processst macaddress hotwire instabot demio convier
+  shortcut authorize airship artsy dnscheck workday rosette atera aha bulksms age cloud keygen box signal
+  paper loop json api token key secret auth access client app oauth webhook url account service platform
+  line storage base coin here flight holiday meta polls rapid words scraper zipcode unify tly hunter roaring
+  segment screenshot extractor currents clou private`
+    .split(/\s+/)
+    .filter(Boolean),
+)
+
+// Trailing words of a detector or rule name that name the credential, not the provider.
+const SUFFIX = new Set(
+  `token key keys api apikey secret secrets oauth oauth2 webhook v2 old personal access pat client id app
+  basicauth sms management metadata integration user project write org organization refresh session
+  password passwd credentials credential cred private public pub service account license signing`.split(/\s+/),
+)
+
+/** Words of a CamelCase or kebab/snake name: `NewRelicPersonalApiKey` -> new relic personal api key. */
+function nameWords(name) {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w.toLowerCase())
+}
+
+/** The provider part of a name: its words up to the first credential word. */
+function providerOf(name) {
+  const w = nameWords(name)
+  let end = w.length
+  while (end > 1 && SUFFIX.has(w[end - 1])) end--
+  const first = w.findIndex((x, i) => i > 0 && SUFFIX.has(x))
+  if (first > 0) end = Math.min(end, first)
+  return w.slice(0, end)
+}
+
+// gitleaks rule ids whose first words are not the provider's name.
+const GITLEAKS_NAME = {
+  'cisco-meraki-api-key': 'meraki',
+  'defined-networking-api-token': 'definednetworking',
+  'microsoft-teams-webhook': 'microsoftteams',
+  'octopus-deploy-api-key': 'octopusdeploy',
+  '1password-secret-key': 'onepassword',
+  '1password-service-account-token': 'onepassword',
+  'hashicorp-tf-api-token': 'terraform',
+  'intra42-client-secret': 'intra42',
+  'freemius-secret-key': 'freemius',
+  'aws-access-token': 'aws',
+  'gcp-api-key': 'gcp',
+  'sidekiq-sensitive-url': 'sidekiq',
+  'privateai-api-token': 'privateai',
+  'new-relic-browser-api-token': 'newrelic',
+  'new-relic-insert-key': 'newrelic',
+  'new-relic-user-api-id': 'newrelic',
+  'new-relic-user-api-key': 'newrelic',
+}
+// Rules of other detectors than the provider catalogue (generic keywords, curl, private keys,
+// Kubernetes manifests, JWTs, config files): not providers.
+const GITLEAKS_SKIP = new Set([
+  'curl-auth-header',
+  'curl-auth-user',
+  'database-password',
+  'generic-api-key',
+  'jwt',
+  'jwt-base64',
+  'kubernetes-secret-yaml',
+  'private-key',
+  'pkcs12-file',
+  'nuget-config-password',
+  'hashicorp-tf-password',
+])
+
+// The kind each provider's findings carry: the existing kinds of `src/redact/rules.rs` (kept
+// stable); a provider without a format rule of its own is found by the assignment detector,
+// whose findings say `secret`.
+const KIND = {
+  adobe: 'adobe_client_secret', age: 'age_secret_key', airtable: 'airtable_token', alibaba: 'alibaba_access_key_id',
+  amazonmws: 'amazon_mws_token', anthropic: 'anthropic_api_key', artifactory: 'artifactory_token', atlassian: 'atlassian_token',
+  authress: 'authress_key', aws: 'aws_access_key_id', azure: 'azure_client_secret', bitbucket: 'bitbucket_token',
+  buildkite: 'buildkite_token', circleci: 'circleci_token', clickhouse: 'clickhouse_api_key', clojars: 'clojars_token',
+  cloudflare: 'cloudflare_origin_ca_key', contentful: 'contentful_token', databricks: 'databricks_token',
+  definednetworking: 'defined_networking_token', digitalocean: 'digitalocean_token', docker: 'docker_hub_token',
+  doppler: 'doppler_token', dropbox: 'dropbox_token', duffel: 'duffel_token', dynatrace: 'dynatrace_token',
+  easypost: 'easypost_token', elevenlabs: 'elevenlabs_api_key', facebook: 'facebook_token', figma: 'figma_token',
+  flutterwave: 'flutterwave_key', flyio: 'fly_io_token', frameio: 'frameio_token', github: 'github_token',
+  gitlab: 'gitlab_token', gocardless: 'gocardless_token', gcp: 'google_api_key', google: 'google_api_key',
+  grafana: 'grafana_token', groq: 'groq_api_key', harness: 'harness_token', terraform: 'hashicorp_tf_token',
+  heroku: 'heroku_api_key', hubspot: 'hubspot_token', huggingface: 'huggingface_token', infracost: 'infracost_token',
+  intra42: 'intra42_secret', linear: 'linear_api_key', mailchimp: 'mailchimp_api_key', mailgun: 'mailgun_api_key',
+  mapbox: 'mapbox_token', maxmind: 'maxmind_license_key', netlify: 'netlify_token', newrelic: 'newrelic_key',
+  notion: 'notion_token', npm: 'npm_token', nuget: 'nuget_token', octopusdeploy: 'octopus_deploy_api_key',
+  onepassword: 'onepassword_token', openai: 'openai_api_key', openshift: 'openshift_token', perplexity: 'perplexity_api_key',
+  planetscale: 'planetscale_token', postman: 'postman_token', prefect: 'prefect_token', pulumi: 'pulumi_token',
+  pypi: 'pypi_token', readme: 'readme_token', rubygems: 'rubygems_token', scalingo: 'scalingo_token',
+  sendgrid: 'sendgrid_api_key', sendinblue: 'sendinblue_api_key', sentry: 'sentry_token', settlemint: 'settlemint_token',
+  shippo: 'shippo_token', shopify: 'shopify_token', slack: 'slack_token', sonar: 'sonar_token',
+  sourcegraph: 'sourcegraph_token', square: 'square_token', stripe: 'stripe_key', telegram: 'telegram_bot_token',
+  twilio: 'twilio_api_key', twitter: 'twitter_token', typeform: 'typeform_token', vault: 'vault_token',
+  yandex: 'yandex_api_key', microsoftteams: 'webhook_url', razorpay: 'razorpay_key', posthog: 'posthog_token',
+  supabase: 'supabase_token', tencent: 'tencent_secret_id', replicate: 'replicate_token',
+}
+
+// Published checksums inside the token (documented by the providers).
+const CHECKSUM = { github: 'crc32', npm: 'crc32', age: 'bech32', pypi: 'macaroon' }
+
+// The provider words of issue 19, before the catalogue.
+const LOA_WORDS = `adafruit adobe airtable algolia alibaba amplitude anthropic artifactory asana atlassian auth0 aws azure
+beamer bintray bitbucket bittrex braintree circleci clickhouse cloudflare codecov cohere coinbase confluence
+confluent contentful contribsys databricks datadog deepgram digitalocean discord docker doppler droneci dropbox
+duffel dynatrace easypost elevenlabs etsy facebook fastly finicity finnhub firebase flickr flutterwave frameio
+freshbooks gcp github gitlab gitter gocardless google grafana groq heroku hubspot huggingface infracost intercom
+jenkins jfrog jira kraken kucoin launchdarkly linear linkedin lob looker mailchimp mailgun mapbox mattermost meraki
+messagebird mistral netlify newrelic notion npm nytimes okta openai pagerduty paypal perplexity pinecone plaid
+planetscale postman privateai pulumi pypi rapidapi replicate rubygems sendbird sendgrid sentry shopify sidekiq slack
+snyk sonar sourcegraph square squarespace stripe sumo sumologic supabase telegram terraform travis trello twilio
+twitch twitter typeform vault vercel yandex zendesk`.split(/\s+/)
+
+const entries = new Map()
+function entry(name) {
+  let e = entries.get(name)
+  if (!e) {
+    e = { name, prefixes: new Set(), charset: '', length: '', keywords: new Set([name]), sources: new Set() }
+    entries.set(name, e)
+  }
+  return e
+}
+
+/** Literal prefixes a regex's matches start with (simple alternations expanded), or []. */
+function literalPrefixes(re) {
+  let outs = ['']
+  let i = 0
+  while (i < re.length) {
+    const c = re[i]
+    if (c === '\\' && /[.\-~$]/.test(re[i + 1] ?? '')) {
+      outs = outs.map((o) => o + re[i + 1])
+      i += 2
+    } else if (/[A-Za-z0-9_\-.~:$]/.test(c) && c !== '.') {
+      outs = outs.map((o) => o + c)
+      i++
+    } else if (c === '[' && /^\[[A-Za-z0-9_-]{1,6}\]/.test(re.slice(i)) && !re.slice(i).match(/^\[[^\]]*-[^\]]/)) {
+      // A small class of literals (`xox[os]-`): one prefix per member.
+      const close = re.indexOf(']', i)
+      if (/[?*{+]/.test(re[close + 1] ?? '')) break
+      const members = [...re.slice(i + 1, close)]
+      outs = outs.flatMap((o) => members.map((m) => o + m))
+      i = close + 1
+    } else if (re.startsWith('(?:', i)) {
+      const close = re.indexOf(')', i)
+      const body = re.slice(i + 3, close)
+      if (close < 0 || !/^[A-Za-z0-9_|-]+$/.test(body) || /[?*{]/.test(re[close + 1] ?? '')) break
+      const alts = body.split('|')
+      outs = outs.flatMap((o) => alts.map((a) => o + a))
+      i = close + 1
+    } else break
+  }
+  // A literal directly followed by a quantifier is not all there: drop its last character.
+  if (/[?*{+]/.test(re[i] ?? '')) outs = outs.map((o) => o.slice(0, -1))
+  return outs.filter((o) => o.length >= 2 && !/[:/]/.test(o))
+}
+
+/** The alphabet and length of the first character class with a counted quantifier. */
+function shape(re) {
+  const m = re.match(/\[([^\]]+)\]\{(\d+)(?:,(\d*))?\}/)
+  if (!m) return { charset: '', length: '' }
+  return { charset: m[1], length: m[3] === undefined ? m[2] : `${m[2]}-${m[3] || ''}` }
+}
+
+// gitleaks
+for (const l of lines('gitleaks-rules.tsv')) {
+  const [id, kws, re, mode] = l.split('\t')
+  if (GITLEAKS_SKIP.has(id)) continue
+  // gitleaks names a rule `<provider>-<qualifier>-<credential>` (`gitlab-deploy-token`).
+  const name = GITLEAKS_NAME[id] ?? norm(id.split('-')[0])
+  const e = entry(name)
+  e.sources.add(`gitleaks:${id}`)
+  if (mode === 'kw') {
+    for (const k of kws.split(',')) if (/^[a-z][a-z0-9_-]*[a-z0-9]$/.test(k) && !k.includes('__')) e.keywords.add(norm(k))
+  }
+  if (re !== '-') {
+    const s = shape(re)
+    if (!e.charset && s.charset) Object.assign(e, s)
+    if (mode === 'tok') for (const p of literalPrefixes(re)) e.prefixes.add(p)
+  }
+}
+
+// trufflehog: one entry per provider; the full name is a keyword too (`exchangerateapi`).
+for (const l of lines('trufflehog-detectors.txt')) {
+  for (const det of l.split(/\s+/).filter(Boolean)) {
+    const words = providerOf(det)
+    const name = norm(words.join(''))
+    if (name.length < 2) continue
+    const e = entry(name)
+    e.sources.add(`trufflehog:${det.toLowerCase()}`)
+    const full = norm(det)
+    if (full !== name && !SUFFIX.has(full)) e.keywords.add(full)
+  }
+}
+
+// detect-secrets
+for (const l of lines('detect-secrets-plugins.tsv')) {
+  const [plugin, provider, kws] = l.split('\t')
+  if (['generic', 'url', 'jwt', 'private_key'].includes(provider)) continue
+  const e = entry(norm(provider))
+  e.sources.add(`detect-secrets:${plugin}`)
+  for (const k of kws.split(',')) if (/^[a-z][a-z0-9_]*$/.test(k) && norm(k).length >= 3) e.keywords.add(norm(k))
+}
+
+for (const w of LOA_WORDS) entry(w).sources.add('loa:rules')
+
+// Spellings of a provider's name that its rule ids use (`1password-secret-key`).
+const EXTRA = new Set(['1password'])
+for (const k of EXTRA) entry('onepassword').keywords.add(k)
+
+// Provider names that are one entry under two spellings.
+const SAME = { sumologic: 'sumo', travisci: 'travis', sendinbluev2: 'sendinblue', githubold: 'github' }
+for (const [from, to] of Object.entries(SAME)) {
+  const a = entries.get(from)
+  if (!a || !entries.get(to)) continue
+  const b = entries.get(to)
+  for (const k of ['prefixes', 'keywords', 'sources']) for (const x of a[k]) b[k].add(x)
+  if (!b.charset) Object.assign(b, { charset: a.charset, length: a.length })
+  entries.delete(from)
+}
+
+const cell = (xs) => (xs.length ? xs.join(',') : '-')
+const out = [
+  '# The provider catalogue of the redactor (issue 29), assembled by scripts/redact-catalogue.mjs from the',
+  '# public rule sets named in its sources column (facts only). Columns, tab-separated:',
+  '# name  kind  prefixes  charset  length  checksum  keywords  flags  sources',
+  '# name: lowercase letters and digits; kind: what [REDACTED:<kind>] says for its format rules (`secret`:',
+  '# found by the keyword-introduced value detector only); prefixes: literal starts of its token formats;',
+  '# charset/length: the secret\'s alphabet and length (min-max) where a rule set states one; keywords:',
+  '# identifier words that name the provider (ordinary words left out); flags: `ambiguous` (the name is an',
+  '# ordinary word, so it is no keyword) or `-`; sources: `gitleaks:<rule-id>`, `trufflehog:<detector>`,',
+  '# `detect-secrets:<plugin>`, `loa:rules` (the provider words of issue 19).',
+]
+for (const e of [...entries.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+  const ambiguous = AMBIGUOUS.has(e.name) && !e.sources.has('loa:rules')
+  // A keyword that is an ordinary word, or holds a credential word (`accountkey` of detect-secrets'
+  // Azure plugin), would make every `secret_key` a provider's: left out.
+  const keywords = [...e.keywords]
+    .filter((k) => k.length >= 3 && !SUFFIX.has(k) && !(AMBIGUOUS.has(k) && !e.sources.has('loa:rules')))
+    .filter((k) => k === e.name || EXTRA.has(k) || !/key|secret|token|pass|auth/.test(k.replace(e.name, '')) || /^[a-z]+(?:api)?key$/.test(k) && !/^(?:account|secret|private|api|access|secretaccess)key$/.test(k))
+    .sort()
+  out.push(
+    [
+      e.name,
+      KIND[e.name] ?? 'secret',
+      cell([...e.prefixes].sort()),
+      e.charset || '-',
+      e.length || '-',
+      CHECKSUM[e.name] ?? '-',
+      cell(keywords),
+      ambiguous ? 'ambiguous' : '-',
+      [...e.sources].sort().join(','),
+    ].join('\t'),
+  )
+}
+writeFileSync(OUT, out.join('\n') + '\n')
+console.log(`redact-catalogue: ${entries.size} providers -> ${OUT}`)
