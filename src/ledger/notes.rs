@@ -113,8 +113,9 @@ fn merge<T>(found: Vec<T>, region: Vec<T>, key: impl Fn(&T) -> String) -> Vec<T>
   out
 }
 
-/// `text` with each range replaced (ranges sorted here; an insertion is an empty range).
-fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
+/// `text` with each range replaced (ranges sorted here; an insertion is an empty range; a range
+/// overlapping an earlier one is dropped). Shared with the Decision Log writer (`notes_log`).
+pub(super) fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
   if splices.is_empty() {
     return text.to_string();
   }

@@ -43,6 +43,7 @@ use crate::timestamp::parse_ms;
 
 use super::decision::DecisionEntry;
 use super::layout::{self, Line};
+use super::notes::apply;
 
 /// The comment that marks a Decision Log table row as consolidation's own.
 const ROW_MARK: &str = "<!-- loa:decision ";
@@ -551,23 +552,6 @@ fn write_rows(text: &str, t: &DecisionTable, decisions: &[LogDecision]) -> (Stri
     out = mnotes::set_region(&out, mnotes::DECISIONS, &|_| String::new());
   }
   (out, marked)
-}
-
-/// `text` with each range replaced (sorted; an insertion is an empty range).
-fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
-  splices.sort_by_key(|(r, _)| (r.start, r.end));
-  let mut out = String::with_capacity(text.len());
-  let mut at = 0;
-  for (range, with) in splices {
-    if range.start < at {
-      continue;
-    }
-    out.push_str(&text[at..range.start]);
-    out.push_str(&with);
-    at = range.end;
-  }
-  out.push_str(&text[at..]);
-  out
 }
 
 /// A `**Decision: X**` block with its bullets.
