@@ -6,7 +6,7 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { core } from './helpers.mjs'
-import { devCorpus } from '../scripts/redact-devcorpus.mjs'
+import { devCorpus, prng } from '../scripts/redact-devcorpus.mjs'
 
 const { redact } = core
 const KEY = Buffer.from('test-key')
@@ -20,16 +20,6 @@ for (let cp = 0; cp <= 0x10ffff; cp++) {
 }
 const normalised = (s) => s.replace(/\p{Default_Ignorable_Code_Point}/gu, '').normalize('NFKC')
 const fullwidth = (s) => s.replace(/[0-9A-Za-z]/g, (c) => String.fromCodePoint(c.codePointAt(0) - 0x21 + 0xff01))
-
-function prng(seed) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let x = Math.imul(s ^ (s >>> 15), 1 | s)
-    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** The output rebuilt from the input and the findings' UTF-16 spans. */
 function rebuilt(input, r) {

@@ -45,7 +45,8 @@ export function devCorpus(seed = 19) {
   return rows
 }
 
-function prng(seed) {
+/** The corpus's seeded generator (mulberry32), shared with the scripts and tests that draw from it. */
+export function prng(seed) {
   let s = seed >>> 0
   return () => {
     s = (s + 0x6d2b79f5) >>> 0

@@ -17,6 +17,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { prng } from './redact-devcorpus.mjs'
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dir = process.argv[2] ?? '/tmp/sources'
 const corpus = join(root, 'testdata', 'corpus')
@@ -27,15 +29,6 @@ const dev = new Set(
     .map((l) => JSON.parse(l).rule_id),
 )
 
-function prng(seed) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let x = Math.imul(s ^ (s >>> 15), 1 | s)
-    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 const rng = prng(29)
 const int = (n) => Math.floor(rng() * n)
 
