@@ -925,8 +925,9 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     }
   }
   let v = &t[vs..ve];
-  // Only now (most keyword hits have no operator and value) look at the identifier's words.
-  let Some(class) = classify_ident(ident) else { return };
+  // Only now (most keyword hits have no operator and value) look at the identifier's words,
+  // remembered: `replicaId=10`, `user_id:` repeat line after line in logs and JSON.
+  let Some(class) = context_word(ident).class else { return };
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),
     _ if class.aws_secret && v.len() == 40 => ("aws_secret_access_key", P_SECRET + 5),
