@@ -289,6 +289,19 @@ test('lone surrogates: refused where stored, named as a file, hashed or signed (
   assert.equal(ring.list()[0].status, 'active', 'nothing was revoked')
 })
 
+test('redact: a text without findings comes back as given in every script; a lone surrogate still as U+FFFD', () => {
+  // Without findings the result is the caller's own string when nothing was replaced in reading
+  // it; a text holding a lone surrogate must still come back with U+FFFD in its place.
+  for (const s of ['plain words only', '\u250c\u2500\u2500\u2510 box \u2502 drawing', 'Gr\u00fc\u00dfe aus \u6771\u4eac \ud83d\ude42', 'a real \ufffd stays', '']) {
+    const r = redact(s)
+    assert.equal(r.text, s)
+    assert.deepEqual(r.findings, [])
+  }
+  assert.equal(redact('x \uD800 y \u2502').text, 'x \uFFFD y \u2502')
+  assert.equal(redact('x \uDC00\uFFFD y').text, 'x \uFFFD\uFFFD y')
+  assert.equal(redact('\u2502 \uD83D').text, '\u2502 \uFFFD')
+})
+
 test('lone surrogates: read as U+FFFD where text is only counted, redacted or gated', async () => {
   const lone = 'mail bob@example.com \uD800 now'
   const replaced = 'mail bob@example.com \uFFFD now'

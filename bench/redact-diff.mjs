@@ -23,6 +23,18 @@ const inputs = []
 const text = readFileSync(textFile, 'utf8')
 for (const size of [4096, 1500, 333]) for (let i = 0; i < 2_000_000 && i < text.length; i += size) inputs.push(text.slice(i, i + size))
 for (let i = 0; i < text.length; i += 600_000) inputs.push(text.slice(i, i + 600_000)) // the split path
+// The benchmark's corpora of real text (seed documents, API responses, logs), cut as the
+// benchmark cuts them and at two other sizes, and each whole, repeated past the split size.
+for (const [dir, ext] of [['seeds/documents', '.txt'], ['bench/json', '.json'], ['bench/logs', '.log']]) {
+  const d = join(root, 'testdata', dir)
+  const real = readdirSync(d)
+    .filter((f) => f.endsWith(ext))
+    .sort()
+    .map((f) => readFileSync(join(d, f), 'utf8'))
+    .join('')
+  for (const size of [4096, 1500, 333]) for (let i = 0; i < real.length; i += size) inputs.push(real.slice(i, i + size))
+  inputs.push(real.repeat(Math.ceil(700_000 / real.length)))
+}
 const corpus = process.env.LOA_CORPUS_DIR ?? join(root, 'testdata', 'corpus')
 for (const f of ['gitleaks_rule_samples.dev.jsonl', 'presidio_recognizer_tests.jsonl'])
   for (const l of readFileSync(join(corpus, f), 'utf8').split('\n')) {

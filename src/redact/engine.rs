@@ -120,6 +120,83 @@ fn ends_in_id(ident: &[u8]) -> bool {
   ident.len() >= 8 && ident[ident.len() - 2..].eq_ignore_ascii_case(b"id")
 }
 
+/// Identifiers up to this length have their [`ASSIGN_WORDS`] answer remembered.
+const MEMO_IDENT: usize = 32;
+const MEMO_SLOTS: usize = 256;
+
+/// A direct-mapped memo per thread of [`ASSIGN_WORDS`] in an identifier. Keys of JSON, YAML and
+/// log lines repeat line after line (`"url":`, `created_at:`, `user=`), and most that share a
+/// first byte pair with a word (`co`ntent, `si`te_admin, `cr`eated_at, `to`tal_count) went to
+/// the word automaton every time. An identifier is kept as its length and four words that
+/// cover all its bytes ([`ident_key`]), so a look-up is a multiply and four comparisons.
+struct IdentMemo {
+  keys: [(usize, [u64; 4]); MEMO_SLOTS],
+  vals: [bool; MEMO_SLOTS],
+}
+
+thread_local! {
+  static IDENT_MEMO: std::cell::RefCell<IdentMemo> = const {
+    // Length 0 marks an empty slot: identifiers are never empty.
+    std::cell::RefCell::new(IdentMemo { keys: [(0, [0; 4]); MEMO_SLOTS], vals: [false; MEMO_SLOTS] })
+  };
+}
+
+/// An identifier of 1 to [`MEMO_IDENT`] bytes as its length and four little-endian words that
+/// together hold every byte (overlapping loads from both ends; zero-padded below 8 bytes): for
+/// one length, different identifiers give different words.
+#[inline]
+fn ident_key(ident: &[u8]) -> Option<(usize, [u64; 4])> {
+  let n = ident.len();
+  let load = |i: usize| u64::from_le_bytes(ident[i..i + 8].try_into().expect("8 bytes"));
+  match n {
+    1..=7 => {
+      let mut w = 0u64;
+      for (k, &b) in ident.iter().enumerate() {
+        w |= (b as u64) << (8 * k);
+      }
+      Some((n, [w, 0, 0, 0]))
+    }
+    8..=16 => Some((n, [load(0), load(n - 8), 0, 0])),
+    17..=MEMO_IDENT => Some((n, [load(0), load(8), load(n - 16), load(n - 8)])),
+    _ => None,
+  }
+}
+
+/// `ASSIGN_WORDS.in_text(ident)`, remembered (it depends on the identifier's bytes only).
+fn has_assign_word(ident: &[u8]) -> bool {
+  let Some(key) = ident_key(ident) else { return ASSIGN_WORDS.in_text(ident) };
+  let (n, w) = key;
+  let h = (w[0] ^ w[1].rotate_left(17) ^ w[2].rotate_left(31) ^ w[3].rotate_left(47) ^ n as u64)
+    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+  let slot = (h >> 56) as usize % MEMO_SLOTS;
+  IDENT_MEMO.with(|memo| {
+    let mut m = memo.borrow_mut();
+    if m.keys[slot] == key {
+      return m.vals[slot];
+    }
+    let v = ASSIGN_WORDS.in_text(ident);
+    m.keys[slot] = key;
+    m.vals[slot] = v;
+    v
+  })
+}
+
+/// Is the operator after the identifier `t[a..b]` (past a closing quote) a `,` right after it,
+/// with no quote before the identifier? `secrets::assignment_on` takes a `,` only after a quoted
+/// key (`"password", "hunter2"`) or after a CLI flag and a blank, so it stops there: asked first,
+/// this spares the word search of the identifier of every quoted URL or path followed by a
+/// comma (a JSON string value: `"https://api.github.com/users/x/followers",`).
+#[inline]
+fn bare_comma_after(t: &[u8], a: usize, b: usize) -> bool {
+  let mut p = b;
+  if at(t, p).is_some_and(is_quote) {
+    p += 1;
+  } else if at(t, p) == Some(b'\\') && at(t, p + 1).is_some_and(is_quote) {
+    p += 2;
+  }
+  at(t, p) == Some(b',') && !before(t, a).is_some_and(is_quote)
+}
+
 /// Bundler's per-host credentials (`BUNDLE_GEMS__CONTRIBSYS__COM=user:password`).
 #[inline]
 fn bundler_host(ident: &[u8]) -> bool {
@@ -473,7 +550,11 @@ impl Engine {
     let t = ctx.t;
     let a = skip_back(t, s, 64, is_ident);
     let b = skip_back(t, e, e - s, |b| b == b'.');
-    if b > a && b - a <= 128 && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || ASSIGN_WORDS.in_text(&t[a..b])) {
+    if b > a
+      && b - a <= 128
+      && !bare_comma_after(t, a, b)
+      && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || has_assign_word(&t[a..b]))
+    {
       secrets::assignment_on(ctx, a, b);
     }
   }
@@ -831,7 +912,75 @@ fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{log_timestamp_end, masks64, TOKEN_CHAR};
+  use super::{has_assign_word, ident_key, log_timestamp_end, masks64, ASSIGN_WORDS, MEMO_IDENT, TOKEN_CHAR};
+
+  #[test]
+  fn remembered_identifiers_answer_as_new_ones() {
+    // More identifiers than slots, of every length around the memo's bounds, asked twice in
+    // opposite orders: each answer equals the automaton's, whatever was remembered before.
+    let mut idents: Vec<Vec<u8>> = ["url", "token", "created_at", "site_admin", "Session", "pw", "x", "followers_url"]
+      .iter()
+      .map(|s| s.as_bytes().to_vec())
+      .collect();
+    for i in 0..700usize {
+      let stem = ["node", "secret", "avatar", "KEY", "author", "cookie_jar", "repo"][i % 7];
+      let len = 1 + i % (MEMO_IDENT + 8);
+      let mut ident: Vec<u8> = format!("{stem}_{i}_").into_bytes().into_iter().cycle().take(len).collect();
+      ident[len - 1] = b'a' + (i % 26) as u8;
+      idents.push(ident);
+    }
+    let order: Vec<&Vec<u8>> = idents.iter().chain(idents.iter().rev()).collect();
+    for ident in order {
+      assert_eq!(has_assign_word(ident), ASSIGN_WORDS.in_text(ident), "{}", String::from_utf8_lossy(ident));
+    }
+  }
+
+  #[test]
+  fn a_bare_comma_after_an_identifier_is_no_assignment() {
+    // Where `bare_comma_after` spares the word search, the assignment detector finds nothing
+    // either, even for identifiers that name secrets; where it does not, it may.
+    let none = [
+      "x \"https://api.example.com/v1/token\", \"ghp_abcdefghij1234567890\"",
+      "x /srv/app/password, hunter2secret",
+      "path=a/b/secret_key\\\", \"zz9Yq2LmX4vB7nR1\"",
+      "list: api.token, session_key, hunter2secret",
+    ];
+    for text in none {
+      let t = text.as_bytes();
+      let e = t.iter().position(|&b| b == b',').unwrap();
+      let e = if t[e - 1] == b'"' { e - 1 } else { e };
+      let e = if t[e - 1] == b'\\' { e - 1 } else { e };
+      let a = super::skip_back(t, e, 64, super::is_ident);
+      assert!(super::bare_comma_after(t, a, e), "{text}");
+      let mut ctx = crate::redact::ctx::Ctx::new(t, super::engine().rule_count());
+      super::secrets::assignment_on(&mut ctx, a, e);
+      assert!(ctx.hits.is_empty(), "{text}");
+    }
+    let quoted = br#"["password", "hunter2secret"]"#;
+    let a = 2;
+    let b = 10;
+    assert!(!super::bare_comma_after(quoted, a, b));
+    let mut ctx = crate::redact::ctx::Ctx::new(quoted, super::engine().rule_count());
+    super::secrets::assignment_on(&mut ctx, a, b);
+    assert!(!ctx.hits.is_empty(), "a quoted key before a comma is still an assignment");
+  }
+
+  #[test]
+  fn identifier_keys_hold_every_byte() {
+    // For each length, changing any one byte changes the key: the memo never takes one
+    // identifier for another.
+    for n in 1..=MEMO_IDENT {
+      let base: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+      let key = ident_key(&base).expect("within the memo's bound");
+      for i in 0..n {
+        let mut other = base.clone();
+        other[i] = b'_';
+        assert_ne!(ident_key(&other), Some(key), "length {n}, byte {i}");
+      }
+    }
+    assert_eq!(ident_key(b""), None);
+    assert_eq!(ident_key(&[b'a'; MEMO_IDENT + 1]), None);
+  }
 
   #[test]
   fn log_timestamps_are_skipped_only_in_their_exact_shape() {

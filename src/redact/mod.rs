@@ -352,9 +352,9 @@ fn redact_pieces(text: &str, options: &RedactOptions, cuts: &[usize], out: &mut 
   });
   let mut findings = Vec::with_capacity(pieces.iter().map(|p| p.findings.len()).sum());
   let (mut base, mut blocked) = (0, false);
-  for p in pieces {
+  for (p, t) in pieces.into_iter().zip(&texts) {
     findings.extend(p.findings.into_iter().map(|f| RawFinding { start: f.start + base, end: f.end + base, ..f }));
-    base += p.utf16_len;
+    base += if t.is_ascii() { t.len() } else { utf16_len(t.as_bytes()) };
     blocked |= p.blocked;
   }
   RawRedaction { findings, blocked }
@@ -417,12 +417,13 @@ fn keyed_mac(key: Option<&[u8]>) -> HmacSha256 {
 }
 
 /// One piece of the input, analysed: its merged spans (byte offsets into the piece), findings
-/// (UTF-16 offsets into the piece), and the sizes needed to place it in the output.
+/// (UTF-16 offsets into the piece), and the size of its output. (Its UTF-16 length, needed only
+/// to place the findings of later pieces, is counted by the caller that splits: a pass over a
+/// non-ASCII text costs a sixth of redacting it, for nothing when it is one piece.)
 struct Piece {
   spans: Vec<Hit>,
   findings: Vec<RawFinding>,
   blocked: bool,
-  utf16_len: usize,
   out_len: usize,
 }
 
@@ -436,8 +437,10 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
   let mut ctx = Ctx::new(scanned, engine.rule_count());
   engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
-  // Our own placeholders are never secrets: a second pass leaves them as they are.
-  let own = placeholder::own_placeholders(scanned);
+  // Our own placeholders are never secrets: a second pass leaves them as they are. (Looked for
+  // only when there is something to keep out: every `[` of a log line or a JSON array cost a
+  // look, for nothing in most texts.)
+  let own = if hits.is_empty() { Vec::new() } else { placeholder::own_placeholders(scanned) };
   if !own.is_empty() {
     hits.retain(|h| {
       let i = own.partition_point(|&(start, _)| start <= h.start);
@@ -453,7 +456,8 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
     }
   }
   let spans = merge(hits, text);
-  let ascii = bytes.is_ascii();
+  // (Asked only when some offset needs converting.)
+  let ascii = spans.is_empty() || bytes.is_ascii();
   let mut findings = Vec::with_capacity(spans.len());
   let (mut byte_pos, mut u16_pos) = (0usize, 0usize);
   let mut utf16_at = |target: usize| -> usize {
@@ -475,8 +479,7 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
     out_len = out_len - (h.end - h.start) + placeholder_len(h.kind, shared.pseudonymize);
     findings.push(RawFinding { kind: h.kind, start, end, method: h.method, fingerprint });
   }
-  let utf16_len = utf16_at(bytes.len());
-  Piece { spans, findings, blocked, utf16_len, out_len }
+  Piece { spans, findings, blocked, out_len }
 }
 
 /// Lowercase hex of `FINGERPRINT_HEX / 2` bytes.
