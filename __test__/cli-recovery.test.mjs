@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { root, signedWorkspace, tempDir, WATCHDOG_MS } from './helpers.mjs'
+import { git, root, signedWorkspace, tempDir, WATCHDOG_MS } from './helpers.mjs'
 
 const LOA = join(root, 'bin', 'loa')
 const NOTES = '# NOTES\n\n## Decision Log\n- kept\n'
@@ -62,18 +62,11 @@ test('loa recover: 0 running, restores tampered state from git, --check-only wri
   assert.match(r.stderr, /^loa: E_IO: /)
 })
 
-/** git on `cwd` with no user or system configuration (the test must not depend on them). */
-function plainGit(cwd, ...args) {
-  const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid' }
-  const r = spawnSync('git', ['-c', 'init.defaultBranch=main', ...args], { cwd, env, encoding: 'utf8', timeout: WATCHDOG_MS })
-  assert.equal(r.status, 0, r.stderr)
-}
-
 test('loa recover --git-remote <the workspace itself>: no --git-path needed; a wrong one names the path that works', (t) => {
   const f = fixture(t)
-  plainGit(f.ws, 'init', '-q')
-  plainGit(f.ws, 'add', '-A')
-  plainGit(f.ws, 'commit', '-q', '-m', 'state')
+  git(f.ws, 'init', '-q')
+  git(f.ws, 'add', '-A')
+  git(f.ws, 'commit', '-q', '-m', 'state')
   writeFileSync(join(f.grimoire, 'NOTES.md'), 'tampered\n')
   writeFileSync(join(f.ws, '.loa.config.yaml'), 'recovery:\n  sources: [git]\n')
   const base = ['recover', '--workspace', f.ws, '--trust', f.key.publicKey, '--git-remote', f.ws, '--git-branch', 'main', '--json']

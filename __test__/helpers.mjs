@@ -118,9 +118,14 @@ export function rng(seed) {
   }
 }
 
-/** `git` with a throwaway identity and `main` as the default branch, never a shell. */
+/**
+ * `git` with a throwaway identity, `main` as the default branch and no user or system
+ * configuration (a fresh clone's tests must not depend on `commit.gpgsign` or hooks set up
+ * there), never a shell.
+ */
 export function git(cwd, ...args) {
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' })
+  const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' }
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, env, stdio: 'pipe', timeout: WATCHDOG_MS })
 }
 
 /** Signs every file of `dir` but the manifest itself into `dir/manifest.json`. */
