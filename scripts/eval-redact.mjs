@@ -527,6 +527,14 @@ if (dsNeg) {
 }
 const worstOrdinary = Math.max(...Object.values(ordinary).map((m) => m.flagged / m.texts))
 targets.ordinaryTextFlagged = { value: worstOrdinary, target: '<= 0.05 (worst corpus)', ok: worstOrdinary <= 0.05 }
+if (th) {
+  // Recall only: trufflehog's `invalid pattern` samples are mostly a real-looking secret with one
+  // character changed (`?`, a wrong length), which a redactor is right to redact; reported, no target.
+  for (const [split, m] of Object.entries(th.splits)) {
+    const name = `trufflehog${split[0].toUpperCase()}${split.slice(1)}Recall`
+    targets[name] = { value: m.tpOk / m.tp, target: '>= 0.90', ok: m.tpOk / m.tp >= 0.9 }
+  }
+}
 
 if (JSON_OUT) {
   process.stdout.write(
