@@ -414,7 +414,8 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("aws_appsync_api_key", &["da2-"], r"\bda2-[a-z0-9]{26}\b").tail(26).entropy(3.0),
     // A private key block in base64 (kubeconfig `client-key-data`, Kubernetes `tls.key`, CI
     // variables; detectors `kubeconfig`, `privatekey`): the encoding of `-----BEGIN <type> PRIVATE
-    // KEY` for the PEM types that `secrets::pem_at` redacts in clear, and all the base64 after it.
+    // KEY` for the PEM types that `secrets::pem_at` redacts in clear, and all the base64 after it
+    // (the engine takes a match that its window cuts whole).
     rule(
       "private_key",
       &["LS0tLS1CRUdJTi"],
@@ -423,7 +424,6 @@ pub fn token_rules() -> Vec<TokenRule> {
     .exact()
     .raw()
     .tail(0)
-    .max(16384)
     .end(NotToken),
   ]
 }

@@ -275,3 +275,29 @@ fn kubeconfig_scan_costs_linear_work() {
     );
   }
 }
+
+#[test]
+fn the_new_rules_cost_linear_work_on_repeated_keywords() {
+  use super::testing::{redact_counting_work, WORK_BASE, WORK_PER_BYTE};
+  for unit in [
+    "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt",
+    "LS0tLS1CRUdJTi ",
+    "tkn.v1_",
+    "dt0s01.",
+    "apify_api_",
+    "waka_",
+    "pri_",
+    "aio_",
+    "da2-",
+  ] {
+    for sep in ["", " ", "A"] {
+      let text = format!("{unit}{sep}").repeat(200_000 / (unit.len() + sep.len()));
+      let (_, work) = redact_counting_work(&text, &opts());
+      assert!(
+        work <= WORK_PER_BYTE * text.len() as u64 + WORK_BASE,
+        "`{unit}` + `{sep}`: {work} bytes examined for {}",
+        text.len()
+      );
+    }
+  }
+}
