@@ -416,9 +416,10 @@ function evalTrufflehog() {
     }
     return reach >= e
   }
+  const batches = {}
   for (const row of rows(file)) {
     const sp = (splits[row.split] ??= blank())
-    const d = (byDetector[row.detector] ??= { split: row.split, ...blank() })
+    const d = (byDetector[row.detector] ??= { split: row.split, batch: row.batch ?? 1, ...blank() })
     const findings = redact(row.text, KEY).findings
     const secret = findings.filter((f) => !PII_KINDS.has(f.kind))
     if (row.label === 'tp') {
@@ -451,15 +452,22 @@ function evalTrufflehog() {
       }
     }
   }
-  for (const d of Object.values(byDetector)) splits[d.split].detectors++
-  return { splits, byDetector }
+  for (const d of Object.values(byDetector)) {
+    splits[d.split].detectors++
+    // Batch 2 was collected after the changes of issue 29 were made: both of its halves are
+    // measured on code that never saw them.
+    const b = (batches[`${d.split}, batch ${d.batch}`] ??= blank())
+    for (const k of ['tp', 'tpOk', 'fp', 'fpHit', 'oor', 'oorHit']) b[k] += d[k]
+    b.detectors++
+  }
+  return { splits, batches, byDetector }
 }
 
 function trufflehogTable(t) {
   const out = [`\n### trufflehog detector pattern tests (${Object.keys(t.byDetector).length} detectors; held-out half never tuned on)\n`]
   out.push('| split | detectors | tp rows | recall (every secret fully covered) | invalid-pattern rows | redacted as a secret | out-of-range rows | redacted |')
   out.push('|---|---:|---:|---:|---:|---:|---:|---:|')
-  for (const [name, m] of Object.entries(t.splits).sort()) {
+  for (const [name, m] of [...Object.entries(t.splits), ...Object.entries(t.batches)].sort()) {
     out.push(`| ${name} | ${m.detectors} | ${m.tp} | ${pct(m.tpOk / m.tp)} | ${m.fp} | ${pct(m.fpHit / m.fp)} (${m.fpHit}) | ${m.oor} | ${m.oorHit} |`)
   }
   const weak = Object.entries(t.byDetector).filter(([, d]) => d.tpOk < d.tp || d.fpHit > 0)
