@@ -258,6 +258,31 @@ for (const l of lines('detect-secrets-plugins.tsv')) {
 
 for (const w of LOA_WORDS) entry(w).sources.add('loa:rules')
 
+// Token formats of trufflehog's detectors that the rule sets above do not state (issue 29): the
+// prefix, alphabet and length of `pkg/detectors/<detector>` (its regex and its pattern tests'
+// samples), as the rules of `src/redact/rules.rs` match them; the kind their findings carry.
+const TRUFFLEHOG_FORMATS = [
+  // [detector, prefixes, charset, length, kind]
+  ['adafruitio', ['aio_'], 'A-Za-z0-9', '28', 'adafruit_io_key'],
+  ['apify', ['apify_api_'], 'A-Za-z0-9', '30-64', 'apify_token'],
+  ['aws', ['da2-'], '', '', ''],
+  ['besttime', ['pri_'], 'a-f0-9', '32', 'besttime_api_key'],
+  ['buildkite', ['bkua_'], 'a-z0-9', '40', ''],
+  ['dynatrace', ['dt0s01.', 'dt0s02.'], '', '', ''],
+  ['teamworkcrm', ['tkn.v1_'], 'A-Za-z0-9', '71', 'teamwork_token'],
+  ['teamworkdesk', ['tkn.v1_'], 'A-Za-z0-9', '71', 'teamwork_token'],
+  ['teamworkspaces', ['tkn.v1_'], 'A-Za-z0-9', '71', 'teamwork_token'],
+  ['wakatime', ['waka_'], 'a-f0-9-', '36', 'wakatime_api_key'],
+]
+for (const [det, prefixes, charset, length, kind] of TRUFFLEHOG_FORMATS) {
+  const e = entries.get(det)
+  if (!e) continue
+  e.sources.add(`trufflehog:${det}`)
+  for (const p of prefixes) e.prefixes.add(p)
+  if (!e.charset && charset) Object.assign(e, { charset, length })
+  if (kind && !KIND[det]) KIND[det] = kind
+}
+
 // Spellings of a provider's name that its rule ids use (`1password-secret-key`).
 const EXTRA = new Set(['1password'])
 for (const k of EXTRA) entry('onepassword').keywords.add(k)

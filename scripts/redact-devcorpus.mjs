@@ -233,6 +233,15 @@ const FORMATS = [
   ['supabase_token', 'supabase.com secret keys (sb_secret_)', 'sb_secret_', [U64, 31]],
   ['linear_api_key', 'linear.app OAuth tokens (lin_oauth_)', 'lin_oauth_', [HEX, 64]],
   ['docker_hub_token', 'docs.docker.com organization access tokens (dckr_oat_)', 'dckr_oat_', [U64, 32]],
+  // trufflehog detector formats (issue 29)
+  ['dynatrace_token', 'trufflehog dynatrace: platform tokens (dt0s01.)', 'dt0s01.', [UN, 24], '.', [UN, 64]],
+  ['buildkite_token', 'trufflehog buildkite v2: user API tokens (bkua_)', 'bkua_', [LN, 40]],
+  ['besttime_api_key', 'trufflehog besttime: private API keys (pri_ + 32 hex)', 'pri_', [HEX, 32]],
+  ['teamwork_token', 'trufflehog teamworkspaces: API tokens (tkn.v1_)', 'tkn.v1_', [A62, 71], '='],
+  ['wakatime_api_key', 'trufflehog wakatime: API keys (waka_ + UUID)', 'waka_', [HEX, 8], '-', [HEX, 4], '-', [HEX, 4], '-', [HEX, 4], '-', [HEX, 12]],
+  ['adafruit_io_key', 'trufflehog adafruitio: IO keys (aio_)', 'aio_', [A62, 28]],
+  ['apify_token', 'trufflehog apify: API tokens (apify_api_)', 'apify_api_', [A62, 36]],
+  ['aws_appsync_api_key', 'trufflehog awsappsync: GraphQL API keys (da2-)', 'da2-', [LN, 26]],
   ['jwt', 'RFC 7519 JSON Web Token', 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ', [U64, 60], '.', [U64, 43]],
 ]
 

@@ -42,6 +42,8 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod trufflehog_tests;
+#[cfg(test)]
 mod unicode_tests;
 
 use std::borrow::Cow;
@@ -238,6 +240,12 @@ pub const KINDS: &[&str] = &[
   "postman_token",
   "prefect_token",
   "readme_token",
+  "besttime_api_key",
+  "teamwork_token",
+  "wakatime_api_key",
+  "adafruit_io_key",
+  "apify_token",
+  "aws_appsync_api_key",
   "sentry_token",
   "settlemint_token",
   "typeform_token",
@@ -442,9 +450,14 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
   // look, for nothing in most texts.)
   let own = if hits.is_empty() { Vec::new() } else { placeholder::own_placeholders(scanned) };
   if !own.is_empty() {
+    // A hit that reaches into a placeholder (`password=x[REDACTED:IPV6]`: a value that the first
+    // pass cut short with another finding) is no new detection either: redacting it would cut
+    // the placeholder, and every further pass would change the text again.
     hits.retain(|h| {
       let i = own.partition_point(|&(start, _)| start <= h.start);
-      !(i > 0 && h.end <= own[i - 1].1)
+      let from_before = i > 0 && own[i - 1].1 > h.start;
+      let into_next = own.get(i).is_some_and(|&(start, _)| start < h.end);
+      !(from_before || into_next)
     });
   }
   if !shared.allow.is_empty() {

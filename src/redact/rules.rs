@@ -389,6 +389,42 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("supabase_token", &["sb_secret_"], r"\bsb_secret_[A-Za-z0-9_-]{20,80}").tail(20).end(NotToken),
     rule("linear_api_key", &["lin_oauth_"], r"\blin_oauth_[a-f0-9]{64}\b").tail(64),
     rule("hubspot_token", &["pat-na1-", "pat-eu1-"], r"\bpat-(?:na|eu)1-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b").tail(0),
+    // --- trufflehog detector formats (issue 29): prefixed shapes of trufflehog's detectors
+    // (`pkg/detectors/<name>`, the regex and the pattern tests' samples) that no rule above
+    // covered. Each names its detector; the format, not a sample, is what is matched.
+    // Dynatrace API and platform tokens (detector `dynatrace`): `dt0` + a letter + two digits,
+    // a public part of 8-24 and a secret part of 64 uppercase letters and digits.
+    rule("dynatrace_token", &["dt0"], r"\bdt0[a-z][0-9]{2}\.[A-Z0-9]{8,24}\.[A-Z0-9]{64}\b").exact().tail(0),
+    // Buildkite user API tokens v2 (detector `buildkite` v2): `bkua_` + 40 lowercase letters
+    // and digits (not only hex).
+    rule("buildkite_token", &["bkua_"], r"\bbkua_[a-z0-9]{40}\b").entropy(3.0),
+    // BestTime private API keys (detector `besttime`): `pri_` + 32 hex (`pub_` keys are public;
+    // Paddle's price ids, `pri_` + 26, are ids).
+    rule("besttime_api_key", &["pri_"], r"\bpri_[a-f0-9]{32}\b").tail(32).entropy(3.0),
+    // Teamwork API tokens (detectors `teamworkcrm`, `teamworkdesk`, `teamworkspaces`):
+    // `tkn.v1_` + 71 letters and digits + `=`.
+    rule("teamwork_token", &["tkn.v1_"], r"\btkn\.v1_[A-Za-z0-9]{71}=").tail(40).end(NotToken),
+    // WakaTime API keys (detector `wakatime`): `waka_` + a UUID.
+    rule("wakatime_api_key", &["waka_"], r"\bwaka_[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b").tail(8),
+    // Adafruit IO keys (detector `adafruitio`): `aio_` + 28 letters and digits.
+    rule("adafruit_io_key", &["aio_"], r"\baio_[A-Za-z0-9]{28}\b").tail(28).entropy(3.0),
+    // Apify API tokens (detector `apify`): `apify_api_` + letters and digits.
+    rule("apify_token", &["apify_api_"], r"\bapify_api_[A-Za-z0-9]{30,64}\b").tail(30).entropy(3.0),
+    // AWS AppSync GraphQL API keys (detector `awsappsync`): `da2-` + 26 lowercase letters and digits.
+    rule("aws_appsync_api_key", &["da2-"], r"\bda2-[a-z0-9]{26}\b").tail(26).entropy(3.0),
+    // A private key block in base64 (kubeconfig `client-key-data`, Kubernetes `tls.key`, CI
+    // variables; detectors `kubeconfig`, `privatekey`): the encoding of `-----BEGIN <type> PRIVATE
+    // KEY` for the PEM types that `secrets::pem_at` redacts in clear, and all the base64 after it
+    // (the engine takes a match that its window cuts whole).
+    rule(
+      "private_key",
+      &["LS0tLS1CRUdJTi"],
+      r"\bLS0tLS1CRUdJTi(?:BSU0EgUFJJVkFURSBLRVkt|BQUklWQVRFIEtFWS0t|BFQyBQUklWQVRFIEtFWS0t|BPUEVOU1NIIFBSSVZBVEUgS0VZLS0t|BEU0EgUFJJVkFURSBLRVkt|BFTkNSWVBURUQgUFJJVkFURSBLRVkt|BQR1AgUFJJVkFURSBLRVkgQkxPQ0st)[A-Za-z0-9+/]*={0,2}",
+    )
+    .exact()
+    .raw()
+    .tail(0)
+    .end(NotToken),
   ]
 }
 
@@ -467,6 +503,16 @@ pub const TOKEN_PREFIXES: &[&str] = &[
   "glft-",
   "glimt-",
   "gloas-",
+  // trufflehog detector formats (issue 29)
+  "dt0c01.",
+  "dt0s01.",
+  "dt0s02.",
+  "bkua_",
+  "tkn.v1_",
+  "waka_",
+  "aio_",
+  "apify_api_",
+  "da2-",
 ];
 
 /// Length of the longest of [`TOKEN_PREFIXES`] that `v` starts with (0: none). Asked for every

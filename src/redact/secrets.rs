@@ -372,6 +372,10 @@ pub fn k8s_secret_at(ctx: &mut Ctx, k: usize) {
   if at(t, i).is_some_and(is_quote) {
     i += 1;
   }
+  if t[i.min(t.len())..].starts_with(b"Config") && !word_at(t, i + 6) {
+    kubeconfig_at(ctx, i + 6);
+    return;
+  }
   if !t[i.min(t.len())..].starts_with(b"Secret") || word_at(t, i + 6) {
     return;
   }
@@ -457,6 +461,57 @@ pub fn k8s_secret_at(ctx: &mut Ctx, k: usize) {
     pos = le;
   }
   ctx.k8s_until = ctx.k8s_until.max(pos);
+}
+
+/// The keys of a kubeconfig whose values are credentials whatever their shape: `token`,
+/// `password` and the `*-token` keys of auth providers (`id-token`, `refresh-token`,
+/// `access-token`). (`client-key-data` is a private key in base64: a rule of `rules.rs`.)
+const KUBECONFIG_KEYS: [&[u8]; 2] = [b"token", b"password"];
+
+/// Longest kubeconfig value looked at.
+const KUBECONFIG_VALUE: usize = 256;
+
+/// After a kubeconfig's `kind: Config` (YAML or JSON, any order of keys, one line or many): the
+/// values of [`KUBECONFIG_KEYS`] in the rest of the document (up to [`K8S_MAX`] bytes), which a
+/// short password or token (`token: s3cr3t`) would otherwise pass as too plain to be a secret.
+fn kubeconfig_at(ctx: &mut Ctx, from: usize) {
+  let t = ctx.t;
+  let limit = (from + K8S_MAX).min(t.len());
+  ctx.k8s_until = limit;
+  work::add(2 * (limit - from));
+  for key in KUBECONFIG_KEYS {
+    for x in memchr::memmem::find_iter(&t[from..limit], key) {
+      let k = from + x;
+      if !before(t, k).is_none_or(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'-' | b'{' | b',')) {
+        continue;
+      }
+      let mut p = k + key.len();
+      if at(t, p).is_some_and(is_quote) {
+        p += 1;
+      }
+      p = skip(t, p, 8, |b| b == b' ' || b == b'\t');
+      if at(t, p) != Some(b':') {
+        continue;
+      }
+      p = skip(t, p + 1, 8, |b| b == b' ' || b == b'\t');
+      // A value is at most [`KUBECONFIG_VALUE`] bytes (longer tokens are JWTs, which the JWT rule
+      // finds): each key costs a bounded look, however many keys a line holds.
+      let end = (p + KUBECONFIG_VALUE).min(limit);
+      let (vs, ve) = match at(t, p) {
+        Some(q) if is_quote(q) => {
+          let s = p + 1;
+          let e = t[s.min(end)..end].iter().position(|&b| b == q || b == b'\n').map_or(end, |x| s + x);
+          (s.min(e), e)
+        }
+        _ => (p, skip(t, p, end.saturating_sub(p), |b| !b.is_ascii_whitespace() && !matches!(b, b',' | b'}' | b'"'))),
+      };
+      work::add(ve - vs);
+      let v = &t[vs..ve];
+      if !v.is_empty() && !v.starts_with(b"{{") && netrc_secret(v) {
+        ctx.push(vs, ve, "secret", "keyword", P_SECRET);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -979,6 +1034,14 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
       (vs, ve) = (xs, xe);
     }
   }
+  // `token = ' <value> '`: blanks just inside the quotes are no part of the value.
+  if quoted {
+    let s = skip(t, vs, ve - vs, |b| b == b' ' || b == b'\t');
+    let e = skip_back(t, ve, ve - s, |b| b == b' ' || b == b'\t');
+    if e > s {
+      (vs, ve) = (s, e);
+    }
+  }
   let v = &t[vs..ve];
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
   // Remembered per identifier (keys repeat: every record of a JSON array names the same ones).
@@ -988,6 +1051,11 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     if let Some(c) = provider_before(t, a, b).filter(|c| c.provider) {
       class = c;
     }
+  }
+  if class.strength == Strength::Weak && !class.provider && provider_named_before(t, a) {
+    // `Sending request to the <provider> API` / `Using Key=...`: a bare `key` or `auth` that a
+    // provider named just before (on its line or the one above) qualifies.
+    class = IdentClass { strength: Strength::Provider, provider: true, aws_secret: false };
   }
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),
@@ -1039,6 +1107,35 @@ fn provider_before(t: &[u8], a: usize, b: usize) -> Option<IdentClass> {
   }
   work::add(b - s);
   classify_ident(&t[s..b])
+}
+
+/// How far before an identifier [`provider_named_before`] looks (on its line and the one above).
+const PROVIDER_BEFORE: usize = 96;
+
+/// Is a provider named, by a word that is nothing but its name, within [`PROVIDER_BEFORE`] bytes
+/// before `a`, on `a`'s line or the line above it?
+fn provider_named_before(t: &[u8], a: usize) -> bool {
+  let mut floor = a.saturating_sub(PROVIDER_BEFORE);
+  // Two lines at most: the floor moves up to the start of the line above.
+  if let Some(nl) = t[floor..a].iter().rposition(|&b| b == b'\n') {
+    if let Some(nl2) = t[floor..floor + nl].iter().rposition(|&b| b == b'\n') {
+      floor += nl2 + 1;
+    }
+  }
+  work::add(a - floor);
+  let mut i = a;
+  // Each turn moves `i` back past one identifier, or stops.
+  for _ in 0..16 {
+    let e = skip_back(t, i, i - floor, |b| !is_ident(b));
+    i = skip_back(t, e, e - floor, is_ident);
+    if i == e {
+      return false;
+    }
+    if context_word(&t[i..e]).class.is_some_and(|c| c.provider && c.strength == Strength::Provider) {
+      return true;
+    }
+  }
+  false
 }
 
 /// The quoted value of a `value="..."` attribute right after position `p` (blanks between).
@@ -1268,8 +1365,10 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   let (upper, lower, digit) = (field(0), field(1), field(2));
   // No byte outside `[0-9a-f]`, or none outside `[0-9A-F]`.
   let (lower_hex, upper_hex) = (field(3) == 0, field(4) == 0);
-  let hex = lower_hex || upper_hex;
-  if hex && len < 20 || (len == 36 && is_uuid(v) && !uuid_named_secret(t, a)) {
+  let uuid = len == 36 && is_uuid(v);
+  // A UUID is hex in groups: judged as hex (its dashes are no alphabet of their own).
+  let hex = lower_hex || upper_hex || uuid;
+  if hex && len < 20 || (uuid && !uuid_named_secret(t, a)) {
     return; // request ids, short hashes, UUIDs
   }
   if digit == 0 || upper + lower == 0 {
@@ -1289,7 +1388,7 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !strong_shape && h < if hex { 3.0 } else { 3.5 } {
     return;
   }
-  if provider_prefix_mismatch(v) || is_known_public(v) || ctx.in_public_zone(a) {
+  if provider_prefix_mismatch(v) || is_known_public(v) || ctx.in_public_zone(a) || continues_prefix(t, a) {
     return;
   }
   // Subresource integrity hashes and SSH public keys.
@@ -1312,7 +1411,22 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   if is_placeholder(v) || is_wordy(v) || has_version(v) || ctx.url_for_tokens.inside_url(t, a) {
     return;
   }
+  // Separators trimmed from the ends belong to the value when the run stands alone (`'-Ab3..'`):
+  // a secret character is never left in clear next to its redaction.
+  let (a, b) = if delimited(t, s, e) { (s, e) } else { (a, b) };
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);
+}
+
+/// Does the run at `a` continue a known token prefix across a `.` (`dt0c01.<id>.<secret>`,
+/// `hvs.<...>`)? Then it is that format's part, and the format's rule decides on it: a malformed
+/// token of a known format is no generic secret either.
+fn continues_prefix(t: &[u8], a: usize) -> bool {
+  if before(t, a) != Some(b'.') {
+    return false;
+  }
+  let w = skip_back(t, a, 80, |b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'~'));
+  let n = token_prefix_len(&t[w..]);
+  n > 0 && w + n <= a
 }
 
 /// Per byte, what [`token_at`] counts, in five 10-bit fields of a `u64`, which a run of at most
@@ -1402,7 +1516,12 @@ thread_local! {
 
 /// [`ANTI_CONTEXT`] and [`classify_ident`] of `ident`, remembered (both depend on its bytes only).
 fn context_word(ident: &[u8]) -> ContextWord {
-  let compute = |ident: &[u8]| ContextWord { anti: ANTI_CONTEXT.in_text(ident), class: classify_ident(ident) };
+  let compute = |ident: &[u8]| {
+    let class = classify_ident(ident);
+    // A provider's name is no hash or id word even when one is inside it (`nicehash`).
+    let name_only = class.is_some_and(|c| c.provider && c.strength == Strength::Provider);
+    ContextWord { anti: !name_only && ANTI_CONTEXT.in_text(ident), class }
+  };
   let n = ident.len();
   if n == 0 || n > CACHED_WORD {
     return compute(ident);
