@@ -390,6 +390,34 @@ function evalPhones() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// gitleaks' OWN samples of the rules not in the dev split (gitleaks_rule_samples.rest.jsonl,
+// scripts/redact-gitleaks-rest.mjs): the public stand-in for the issue's held-out figure. Measured
+// like the dev split; reported per rule and per provider, with its own targets.
+
+const REST = 'gitleaks_rule_samples.rest.jsonl'
+
+function restSection(targets) {
+  if (!existsSync(join(corpus, REST))) return null
+  const r = evalGitleaks(REST)
+  const s = r.summary
+  const recall = s.tpKnownCovered / s.tpKnown
+  const fp = s.fpSecret / s.fpRows
+  targets.restGitleaksRecall = { value: recall, target: '>= 0.97', ok: recall >= 0.97 }
+  targets.restGitleaksFpRedacted = { value: fp, target: '<= 0.05', ok: fp <= 0.05 }
+  const providers = perProvider({ rest: r })
+  const lines = []
+  lines.push(`\n### gitleaks' own samples of the ${Object.keys(r.byRule).length} rules not in the dev split (${REST})\n`)
+  lines.push('| set | samples | result |')
+  lines.push('|---|---:|---|')
+  lines.push(`| true positives | ${s.tpKnown} | recall ${pct(recall)} (secret fully covered) |`)
+  lines.push(`| false-positive samples | ${s.fpRows} | ${pct(fp)} redacted as a secret (${s.fpSecret}) |`)
+  lines.push('\n| provider | rules | tp found | fp redacted |')
+  lines.push('|---|---:|---:|---:|')
+  for (const [name, m] of Object.entries(providers)) lines.push(`| ${name} | ${m.rest.rules} | ${m.rest.tpOk}/${m.rest.tp} | ${m.rest.fpHit}/${m.rest.fp} |`)
+  return { result: r, text: lines.join('\n') }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
 // trufflehog's detector pattern tests (testdata/corpus/trufflehog_detector_tests.jsonl, issue 29):
@@ -529,6 +557,7 @@ if (h) {
   targets.holdoutGitleaksRecall = { value: rec, target: '>= 0.97', ok: rec >= 0.97 }
   targets.holdoutGitleaksFpRedacted = { value: fp, target: '<= 0.05', ok: fp <= 0.05 }
 }
+const rest = restSection(targets)
 if (dsNeg) {
   const v = dsNeg.flagged / dsNeg.rows
   targets.detectSecretsNegativesRedacted = { value: v, target: '<= 0.05', ok: v <= 0.05 }
@@ -546,7 +575,7 @@ if (th) {
 
 if (JSON_OUT) {
   process.stdout.write(
-    JSON.stringify({ targets, generated: dev, gitleaks: g, gitleaksHoldout: h, providers, ordinary, detectSecretsNegatives: dsNeg, presidio: p, trufflehog: th, phones: ph, ...(MISSES ? { misses } : {}) }, null, 2) + '\n',
+    JSON.stringify({ targets, generated: dev, gitleaks: g, gitleaksHoldout: h, gitleaksRest: rest?.result ?? null, providers, ordinary, detectSecretsNegatives: dsNeg, presidio: p, trufflehog: th, phones: ph, ...(MISSES ? { misses } : {}) }, null, 2) + '\n',
   )
 } else {
   const out = []
@@ -579,6 +608,7 @@ if (JSON_OUT) {
       for (const [id, r] of weakH) out.push(`| ${id} | ${r.tpOk}/${r.tp} | ${r.fpHit}/${r.fp} |`)
     }
   }
+  if (rest) out.push(rest.text)
   const cat = catalogue()
   out.push(`\n### Per provider (gitleaks rules grouped by the catalogue's provider; ${cat.providers} providers in the catalogue)\n`)
   out.push('| provider | dev rules | dev tp found | dev fp redacted | held-out rules | held-out tp found | held-out fp redacted |')

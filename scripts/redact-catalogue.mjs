@@ -12,6 +12,10 @@
 //   detect-secrets-plugins.tsv    Yelp/detect-secrets 1.5.0 detect_secrets/plugins/*.py
 //                                 (Apache-2.0): plugin, provider, keywords, shape
 //
+// and one input vendored in the repository (its facts are small and CC-BY-4.0 asks attribution,
+// which its header gives): `scripts/sources/secrets-patterns-db.tsv`, mazen160/secrets-patterns-db
+// @0e9d3ea6a888 db/rules-stable.yml: pattern name, keywords, literal prefix, alphabet, length.
+//
 // The provider words the redactor knew before the catalogue (`PROVIDER_WORDS` of
 // `src/redact/rules.rs`, issue 19) are merged in with the source `loa:rules`, so that nothing
 // known before is lost. Run: `node scripts/redact-catalogue.mjs [dir]`; the output is sorted and
@@ -53,7 +57,8 @@ const AMBIGUOUS = new Set(
   shortcut authorize airship artsy dnscheck workday rosette atera aha bulksms age cloud keygen box signal
   paper loop json api token key secret auth access client app oauth webhook url account service platform
   line storage base coin here flight holiday meta polls rapid words scraper zipcode unify tly hunter roaring
-  segment screenshot extractor currents clou private`
+  segment screenshot extractor currents clou private ghost flask watson lighthouse nexus firefox twine unity quip
+  kafka mysql postgresql elasticsearch ansible gradle homebrew wordpress magento minio`
     .split(/\s+/)
     .filter(Boolean),
 )
@@ -121,6 +126,25 @@ const GITLEAKS_SKIP = new Set([
   'hashicorp-tf-password',
 ])
 
+// secrets-patterns-db patterns whose name does not start with the provider's (`Picatic API key`
+// is a Stripe-format key), and keywords that are no provider (`secret` of `Onelogin - 2`).
+const SPDB_NAME = {
+  aws: 'aws', awsapikey: 'aws', awsaccesskeyidvalue: 'aws', awsclientid: 'aws', awsmwsid: 'amazonmws', awsmwskey: 'amazonmws',
+  awsappsyncgraphqlkey: 'awsappsync', picaticapikey: 'picatic', paypalbraintreeaccesstoken: 'braintree',
+  braintreeapikey: 'braintree', fcmserverkey: 'firebase', discordwebhook: 'discord', microsoftteamswebhook: 'microsoftteams',
+  googleapikey: 'google', googleoauthaccesstoken: 'google', twilioapikey: 'twilio', onelogin: 'onelogin',
+  telegrambotapikey: 'telegram', terraformcloudpersonaltoken: 'terraform', datagov: 'datagov', gitlabv2: 'gitlab',
+  newrelicadminapikey: 'newrelic', newrelicinsightsapikey: 'newrelic', newrelicrestapikey: 'newrelic',
+  newrelicsyntheticslocationkey: 'newrelic', pypiuploadtoken: 'pypi', shopifycustomappaccesstoken: 'shopify',
+  shopifysharedsecret: 'shopify', squareoauthsecret: 'square', hockeyapp: 'hockeyapp', saucetoken: 'saucelabs',
+}
+// Generic words, and names of one project's own variables in the list of environment-variable names
+// the database took from public repositories (`claimr_token`, `kovan_private_key`): no provider.
+const SPDB_SKIP = new Set(
+  `secret customer flat less host line daily front graph key cheverny claimr kovan rinkeby ropsten starship gren
+  grgit hab ofta vsce apigw awscn bundlesize eureka wincert gcr lottie snoowrap`.split(/\s+/),
+)
+
 // The kind each provider's findings carry: the existing kinds of `src/redact/rules.rs` (kept
 // stable); a provider without a format rule of its own is found by the assignment detector,
 // whose findings say `secret`.
@@ -170,7 +194,7 @@ const entries = new Map()
 function entry(name) {
   let e = entries.get(name)
   if (!e) {
-    e = { name, prefixes: new Set(), charset: '', length: '', keywords: new Set([name]), sources: new Set() }
+    e = { name, prefixes: new Set(), shapes: new Set(), keywords: new Set([name]), sources: new Set() }
     entries.set(name, e)
   }
   return e
@@ -209,11 +233,82 @@ function literalPrefixes(re) {
   return outs.filter((o) => o.length >= 2 && !/[:/]/.test(o))
 }
 
-/** The alphabet and length of the first character class with a counted quantifier. */
+/** The characters of a class body (`a-z0-9_\\-`), or null for what a class body cannot say. */
+function classChars(body) {
+  const out = new Set()
+  for (let i = 0; i < body.length; i++) {
+    let c = body[i]
+    if (c === '\\') {
+      c = body[++i]
+      if (c === 'd') for (const d of '0123456789') out.add(d)
+      else if (c === 'w') for (const d of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_') out.add(d)
+      else if (/[A-Za-z]/.test(c)) return null // \S, \W, \s: no alphabet
+      else out.add(c)
+    } else if (body[i + 1] === '-' && i + 2 < body.length) {
+      for (let x = c.charCodeAt(0); x <= body.charCodeAt(i + 2); x++) out.add(String.fromCharCode(x))
+      i += 2
+    } else out.add(c)
+  }
+  return out
+}
+
+/** A class body for a set of characters: ranges of three or more, `-` last. */
+function classBody(set) {
+  const codes = [...set].filter((c) => c !== '-').map((c) => c.charCodeAt(0)).sort((a, b) => a - b)
+  let out = ''
+  for (let i = 0; i < codes.length; ) {
+    let j = i
+    while (j + 1 < codes.length && codes[j + 1] === codes[j] + 1) j++
+    out += j - i >= 2 ? `${String.fromCharCode(codes[i])}-${String.fromCharCode(codes[j])}` : codes.slice(i, j + 1).map((c) => String.fromCharCode(c)).join('')
+    i = j + 1
+  }
+  return set.has('-') ? out + '-' : out
+}
+
+/**
+ * The alphabet and length of a secret regex, where the whole regex is a sequence of counted
+ * classes and literal characters after an optional literal prefix (`[0-9a-f]{8}-[0-9a-f]{4}-...`
+ * of a UUID: `0-9a-f-`, 36): the shape a value must have. Empty where the regex says more than
+ * that (alternatives, open repeats).
+ */
 function shape(re) {
-  const m = re.match(/\[([^\]]+)\]\{(\d+)(?:,(\d*))?\}/)
-  if (!m) return { charset: '', length: '' }
-  return { charset: m[1], length: m[3] === undefined ? m[2] : `${m[2]}-${m[3] || ''}` }
+  let r = re.replace(/^\(\?i\)/, '').replace(/^\\b/, '').replace(/\\b$/, '')
+  r = r.replace(/^\(\?:[A-Za-z0-9_|]+\)\?/, '') // an optional prefix (`(?:squ_|sqp_)?`)
+  r = r.replace(/^(?:[A-Za-z0-9_-]|\\[.-])+(?=\[)/, '') // a literal prefix (`NRAK-`): the catalogue lists prefixes apart
+  const chars = new Set()
+  let lo = 0
+  let hi = 0
+  let i = 0
+  while (i < r.length) {
+    if (r[i] === '[') {
+      let close = i + 1
+      while (close < r.length && (r[close] !== ']' || r[close - 1] === '\\')) close++
+      const set = classChars(r.slice(i + 1, close))
+      const q = r.slice(close + 1).match(/^\{(\d+)(?:,(\d+))?\}/)
+      if (!set || !q) return { charset: '', length: '' }
+      for (const c of set) chars.add(c)
+      lo += Number(q[1])
+      hi += Number(q[2] ?? q[1])
+      i = close + 1 + q[0].length
+    } else if (r[i] === '\\' && /[.\-_]/.test(r[i + 1] ?? '')) {
+      chars.add(r[i + 1])
+      lo++
+      hi++
+      i += 2
+    } else if (/[A-Za-z0-9_-]/.test(r[i])) {
+      chars.add(r[i])
+      lo++
+      hi++
+      i++
+    } else return { charset: '', length: '' }
+  }
+  if (!chars.size || lo < 8 || [...chars].some((c) => c === '|' || c === '\t' || c === ',')) return { charset: '', length: '' }
+  return { charset: classBody(chars), length: lo === hi ? `${lo}` : `${lo}-${hi}` }
+}
+
+/** Adds a shape to an entry (at most 6, the first ones found). */
+function addShape(e, s) {
+  if (s.charset && e.shapes.size < 6) e.shapes.add(`${s.charset}\t${s.length}`)
 }
 
 // gitleaks
@@ -228,8 +323,7 @@ for (const l of lines('gitleaks-rules.tsv')) {
     for (const k of kws.split(',')) if (/^[a-z][a-z0-9_-]*[a-z0-9]$/.test(k) && !k.includes('__')) e.keywords.add(norm(k))
   }
   if (re !== '-') {
-    const s = shape(re)
-    if (!e.charset && s.charset) Object.assign(e, s)
+    addShape(e, shape(re))
     if (mode === 'tok') for (const p of literalPrefixes(re)) e.prefixes.add(p)
   }
 }
@@ -254,6 +348,50 @@ for (const l of lines('detect-secrets-plugins.tsv')) {
   const e = entry(norm(provider))
   e.sources.add(`detect-secrets:${plugin}`)
   for (const k of kws.split(',')) if (/^[a-z][a-z0-9_]*$/.test(k) && norm(k).length >= 3) e.keywords.add(norm(k))
+}
+
+// Provider names that are one entry under two spellings.
+const SAME = { sumologic: 'sumo', travisci: 'travis', sendinbluev2: 'sendinblue', githubold: 'github' }
+
+// The keywords of the token rules (`src/redact/rules.rs`): a prefix is kept where one of them
+// reaches it, as the catalogue's test asks; the others are reported (no rule finds them yet).
+const RULE_KEYWORDS = [...readFileSync(join(root, 'src', 'redact', 'rules.rs'), 'utf8').matchAll(/rule\(\s*"[a-z0-9_]+",\s*&\[([^\]]*)\]/g)]
+  .flatMap((m) => [...m[1].matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((k) => k[1].toLowerCase()))
+const reachable = (prefix) => RULE_KEYWORDS.some((k) => prefix.toLowerCase().startsWith(k) || k.startsWith(prefix.toLowerCase()))
+const unreached = new Set()
+
+/** The entry a name or keyword already denotes (its own name, or a keyword of one entry). */
+function known(word) {
+  if (!word) return undefined
+  if (entries.has(word)) return word
+  for (const e of entries.values()) if (e.keywords.has(word)) return e.name
+  return undefined
+}
+
+// secrets-patterns-db: the provider is the entry its name already denotes (`Fixerio`, `Github
+// Personal Access Token`), else the one its keyword denotes (`(?:airbrake).{0,40}` of
+// `Airbrakeprojectkey`), else a new entry named by the keyword or the name. Its keywords name the provider; its prefixes are facts of a token format
+// and are kept where the provider has a format rule of its own (a kind), as a rule must find them.
+for (const l of readFileSync(join(root, 'scripts', 'sources', 'secrets-patterns-db.tsv'), 'utf8').split('\n')) {
+  if (!l.trim() || l.startsWith('#')) continue
+  const [pattern, kws, prefixes, charset, length] = l.split('\t')
+  const keywords = kws === '-' ? [] : kws.split(',').map(norm).filter((k) => k.length >= 3)
+  const name = SPDB_NAME[norm(pattern)] ?? known(norm(providerOf(pattern.replace(/_/g, ' ')).join(''))) ?? known(keywords[0]) ?? keywords[0] ?? norm(providerOf(pattern.replace(/_/g, ' ')).join(''))
+  if (name.length < 2 || SPDB_SKIP.has(name)) continue
+  const e = entry(SAME[name] ?? name)
+  e.sources.add(`secrets-patterns-db:${pattern.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}`)
+  for (const k of keywords) e.keywords.add(k)
+  // Its lengths may list alternatives (`8,32`): one shape each.
+  if (charset !== '-' && length !== '-' && classChars(charset) && !/[|,]/.test(charset)) {
+    for (const l of length.split(',')) if (/^\d+(?:-\d+)?$/.test(l) && Number(l.split('-')[0]) >= 8) addShape(e, { charset: classBody(classChars(charset)), length: l })
+  }
+  if (prefixes !== '-' && KIND[SAME[name] ?? name]) {
+    for (const pre of prefixes.split(',')) {
+      if (pre.length < 3 || /[:/]/.test(pre)) continue
+      if (reachable(pre)) e.prefixes.add(pre)
+      else unreached.add(`${name}:${pre}`)
+    }
+  }
 }
 
 for (const w of LOA_WORDS) entry(w).sources.add('loa:rules')
@@ -287,28 +425,27 @@ for (const [det, prefixes, charset, length, kind] of TRUFFLEHOG_FORMATS) {
 const EXTRA = new Set(['1password'])
 for (const k of EXTRA) entry('onepassword').keywords.add(k)
 
-// Provider names that are one entry under two spellings.
-const SAME = { sumologic: 'sumo', travisci: 'travis', sendinbluev2: 'sendinblue', githubold: 'github' }
 for (const [from, to] of Object.entries(SAME)) {
   const a = entries.get(from)
   if (!a || !entries.get(to)) continue
   const b = entries.get(to)
   for (const k of ['prefixes', 'keywords', 'sources']) for (const x of a[k]) b[k].add(x)
-  if (!b.charset) Object.assign(b, { charset: a.charset, length: a.length })
+  for (const x of a.shapes) addShape(b, { charset: x.split('\t')[0], length: x.split('\t')[1] })
   entries.delete(from)
 }
 
-const cell = (xs) => (xs.length ? xs.join(',') : '-')
+const cell = (xs, sep = ',') => (xs.length ? xs.join(sep) : '-')
 const out = [
   '# The provider catalogue of the redactor (issue 29), assembled by scripts/redact-catalogue.mjs from the',
   '# public rule sets named in its sources column (facts only). Columns, tab-separated:',
   '# name  kind  prefixes  charset  length  checksum  keywords  flags  sources',
   '# name: lowercase letters and digits; kind: what [REDACTED:<kind>] says for its format rules (`secret`:',
   '# found by the keyword-introduced value detector only); prefixes: literal starts of its token formats;',
-  '# charset/length: the secret\'s alphabet and length (min-max) where a rule set states one; keywords:',
+  '# charset/length: the shapes a rule set states for the secret (after its prefix), alphabet and length',
+  '# (n or min-max), several separated by `|`; keywords:',
   '# identifier words that name the provider (ordinary words left out); flags: `ambiguous` (the name is an',
   '# ordinary word, so it is no keyword) or `-`; sources: `gitleaks:<rule-id>`, `trufflehog:<detector>`,',
-  '# `detect-secrets:<plugin>`, `loa:rules` (the provider words of issue 19).',
+  '# `detect-secrets:<plugin>`, `secrets-patterns-db:<pattern>`, `loa:rules` (the provider words of issue 19).',
 ]
 for (const e of [...entries.values()].sort((a, b) => a.name.localeCompare(b.name))) {
   const ambiguous = AMBIGUOUS.has(e.name) && !e.sources.has('loa:rules')
@@ -323,8 +460,8 @@ for (const e of [...entries.values()].sort((a, b) => a.name.localeCompare(b.name
       e.name,
       KIND[e.name] ?? 'secret',
       cell([...e.prefixes].sort()),
-      e.charset || '-',
-      e.length || '-',
+      cell([...e.shapes].map((x) => x.split('\t')[0]), '|'),
+      cell([...e.shapes].map((x) => x.split('\t')[1]), '|'),
       CHECKSUM[e.name] ?? '-',
       cell(keywords),
       ambiguous ? 'ambiguous' : '-',
@@ -334,3 +471,4 @@ for (const e of [...entries.values()].sort((a, b) => a.name.localeCompare(b.name
 }
 writeFileSync(OUT, out.join('\n') + '\n')
 console.log(`redact-catalogue: ${entries.size} providers -> ${OUT}`)
+if (unreached.size) console.log(`secrets-patterns-db prefixes no rule finds (left out): ${[...unreached].join(' ')}`)

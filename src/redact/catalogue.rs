@@ -31,10 +31,14 @@ pub struct Provider {
   pub kind: &'static str,
   /// Literal starts of its token formats (`ghp_`).
   pub prefixes: Vec<&'static str>,
-  /// The secret's alphabet as a regex class body (`a-z0-9`), where a rule set states one.
+  /// The secret's alphabet as a regex class body (`a-z0-9`), where a rule set states one (the
+  /// first of [`Self::shapes`]).
   pub charset: Option<&'static str>,
-  /// The secret's length: least and most (`None`: unbounded), where a rule set states one.
+  /// The secret's length: least and most (`None`: unbounded), where a rule set states one (the
+  /// first of [`Self::shapes`]).
   pub length: Option<(usize, Option<usize>)>,
+  /// Every shape the rule sets state for the secret after its prefix: alphabet and length.
+  pub shapes: Vec<(&'static str, (usize, Option<usize>))>,
   /// A checksum inside the token (`crc32`).
   pub checksum: Option<&'static str>,
   /// Identifier words that name the provider (lowercase letters and digits).
@@ -81,17 +85,26 @@ pub fn parse(text: &'static str) -> Result<Vec<Provider>, String> {
     if kind.is_empty() || !kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
       return Err(bad("the kind is not snake_case"));
     }
-    let length = match opt(length) {
-      None => None,
-      Some(l) => {
+    // Shapes: alphabets and lengths, several separated by `|`, one length per alphabet.
+    let mut shapes = Vec::new();
+    if let (Some(cs), Some(ls)) = (opt(charset), opt(length)) {
+      let (cs, ls): (Vec<&'static str>, Vec<&'static str>) = (cs.split('|').collect(), ls.split('|').collect());
+      if cs.len() != ls.len() {
+        return Err(bad("charset and length list different numbers of shapes"));
+      }
+      for (c, l) in cs.into_iter().zip(ls) {
         let num = |s: &str| s.parse::<usize>().map_err(|_| bad("the length is not `n`, `n-m` or `n-`"));
-        Some(match l.split_once('-') {
+        let len = match l.split_once('-') {
           None => (num(l)?, Some(num(l)?)),
           Some((a, "")) => (num(a)?, None),
           Some((a, b)) => (num(a)?, Some(num(b)?)),
-        })
+        };
+        shapes.push((c, len));
       }
-    };
+    } else if opt(charset).is_some() != opt(length).is_some() {
+      return Err(bad("a charset without a length, or a length without a charset"));
+    }
+    let length = shapes.first().map(|s| s.1);
     let keywords = list(keywords);
     if let Some(k) = keywords.iter().find(|k| !is_name(k)) {
       return Err(bad(&format!("keyword of {} characters is not lowercase letters and digits", k.len())));
@@ -109,8 +122,9 @@ pub fn parse(text: &'static str) -> Result<Vec<Provider>, String> {
       name,
       kind,
       prefixes: list(prefixes),
-      charset: opt(charset),
+      charset: shapes.first().map(|s| s.0),
       length,
+      shapes,
       checksum: opt(checksum),
       keywords,
       ambiguous,
@@ -135,6 +149,64 @@ fn keyword_set() -> &'static FxHashSet<&'static [u8]> {
 /// Is `word` (lowercase letters and digits) a word that names a provider?
 pub fn is_provider_word(word: &[u8]) -> bool {
   word.len() >= 3 && word.len() <= MAX_KEYWORD && keyword_set().contains(word)
+}
+
+/// The providers a keyword names (indices into [`providers`]).
+pub fn providers_named(word: &[u8]) -> &'static [usize] {
+  static MAP: OnceLock<rustc_hash::FxHashMap<&'static [u8], Vec<usize>>> = OnceLock::new();
+  let map = MAP.get_or_init(|| {
+    let mut map: rustc_hash::FxHashMap<&'static [u8], Vec<usize>> = rustc_hash::FxHashMap::default();
+    for (i, p) in providers().iter().enumerate() {
+      for k in &p.keywords {
+        map.entry(k.as_bytes()).or_default().push(i);
+      }
+    }
+    map
+  });
+  map.get(word).map_or(&[], |v| v.as_slice())
+}
+
+/// Does `v` have one of the shapes the rule sets state for provider `p` (after one of its
+/// prefixes, if it starts with one)? Letters match in either case: the rule sets write most
+/// alphabets in one case for case-insensitive rules.
+pub fn fits_shape(p: &Provider, v: &[u8]) -> bool {
+  let v = p.prefixes.iter().find(|pre| v.starts_with(pre.as_bytes())).map_or(v, |pre| &v[pre.len()..]);
+  p.shapes.iter().any(|&(class, (lo, hi))| {
+    v.len() >= lo && hi.is_none_or(|hi| v.len() <= hi) && {
+      let allowed = class_bytes(class);
+      v.iter().all(|&b| {
+        b < 128
+          && (allowed[b as usize]
+            || allowed[b.to_ascii_lowercase() as usize]
+            || allowed[b.to_ascii_uppercase() as usize])
+      })
+    }
+  })
+}
+
+/// The bytes of a regex class body (`a-z0-9_-`): ranges, single characters, `\`-escapes.
+fn class_bytes(class: &str) -> [bool; 128] {
+  let c = class.as_bytes();
+  let mut out = [false; 128];
+  let mut i = 0;
+  while i < c.len() {
+    let b = if c[i] == b'\\' && i + 1 < c.len() {
+      i += 1;
+      c[i]
+    } else {
+      c[i]
+    };
+    if i + 2 < c.len() && c[i + 1] == b'-' {
+      for x in b..=c[i + 2] {
+        out[(x & 127) as usize] = true;
+      }
+      i += 3;
+    } else {
+      out[(b & 127) as usize] = true;
+      i += 1;
+    }
+  }
+  out
 }
 
 /// The words `start..end` of the first provider name in a run of identifier words (lowercased):
@@ -177,7 +249,8 @@ mod tests {
       for s in &p.sources {
         let (set, what) = s.split_once(':').unwrap_or(("", ""));
         assert!(
-          matches!(set, "gitleaks" | "trufflehog" | "detect-secrets" | "loa") && !what.is_empty(),
+          matches!(set, "gitleaks" | "trufflehog" | "detect-secrets" | "secrets-patterns-db" | "loa")
+            && !what.is_empty(),
           "{}: source {s}",
           p.name
         );
@@ -189,8 +262,8 @@ mod tests {
         assert!(!p.keywords.contains(&p.name), "ambiguous {} is a keyword", p.name);
       }
     }
-    // The three public rule sets all contributed.
-    for set in ["gitleaks:", "trufflehog:", "detect-secrets:"] {
+    // The four public rule sets all contributed.
+    for set in ["gitleaks:", "trufflehog:", "detect-secrets:", "secrets-patterns-db:"] {
       assert!(all.iter().any(|p| p.sources.iter().any(|s| s.starts_with(set))), "{set}");
     }
   }

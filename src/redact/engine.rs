@@ -14,7 +14,7 @@ use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
 
 use super::ctx::{Ctx, P_PRIVATE_KEY, P_TOKEN};
-use super::placeholder::is_placeholder;
+use super::placeholder::is_placeholder_in_format;
 use super::rules::{is_known_public, token_rules, End, TokenRule, Trigger};
 use super::text::{at, before, entropy, is_ident, is_quote, is_word, skip, skip_back, work, WordSet, TOKEN_CHAR};
 use super::{pii, secrets};
@@ -100,6 +100,8 @@ pub struct Engine {
   /// Rules whose keyword follows a `:`, precedes a `~`, or sits inside a long token.
   colon_rules: Vec<usize>,
   tilde_rules: Vec<usize>,
+  /// Rules found at a `|` between a digit and a token character.
+  pipe_rules: Vec<usize>,
   /// (rule, shortest run it can be in, a searcher for its keyword built once).
   infix_rules: Vec<(usize, usize, memchr::memmem::Finder<'static>)>,
   /// First bytes of the infix keywords: a long run holding none of them (hashes, UUIDs, most
@@ -244,6 +246,7 @@ impl Engine {
       own[id].push(action);
     };
     let (mut colon_rules, mut tilde_rules, mut infix_rules) = (Vec::new(), Vec::new(), Vec::new());
+    let mut pipe_rules = Vec::new();
     for (i, r) in rules.iter().enumerate() {
       match r.rule.trigger {
         Trigger::WordStart => {
@@ -253,6 +256,7 @@ impl Engine {
         }
         Trigger::Colon => colon_rules.push(i),
         Trigger::Tilde => tilde_rules.push(i),
+        Trigger::Pipe => pipe_rules.push(i),
         Trigger::Infix(min) => infix_rules.push((i, min, memchr::memmem::Finder::new(r.rule.keywords[0].as_bytes()))),
       }
     }
@@ -331,6 +335,7 @@ impl Engine {
       fourth,
       colon_rules,
       tilde_rules,
+      pipe_rules,
       infix_rules,
       infix_first,
     }
@@ -618,8 +623,9 @@ impl Engine {
     }
   }
 
-  /// `@` (e-mail), `:` (IPv6, `scheme://` credentials, `:AA` Telegram and `:APA91b` Firebase
-  /// tokens) and `~` (Azure client secrets): found with memchr, they are rare in prose.
+  /// `@` (e-mail), `:` (IPv6, `scheme://` credentials, `:A` Telegram and `:APA91b` Firebase
+  /// tokens), `~` (Azure client secrets) and `|` after a digit (Facebook app tokens): found with
+  /// memchr, they are rare in prose.
   fn scan_punctuation(&self, ctx: &mut Ctx) {
     let t = ctx.t;
     for c in memchr::memchr_iter(b'@', t) {
@@ -631,7 +637,7 @@ impl Engine {
         secrets::url_at(ctx, c);
         continue;
       }
-      if t[c + 1..].starts_with(b"AA") && before(t, c).is_some_and(|b| b.is_ascii_digit()) {
+      if t[c + 1..].starts_with(b"A") && before(t, c).is_some_and(|b| b.is_ascii_digit()) {
         for &ri in &self.colon_rules {
           let kw = self.rules[ri].rule.keywords[0].as_bytes();
           if t[c..].starts_with(kw) {
@@ -653,6 +659,13 @@ impl Engine {
       if before(t, c) == Some(b'Q') {
         for &ri in &self.tilde_rules {
           self.run_rule(ctx, ri, 0, c - 1, c + 1);
+        }
+      }
+    }
+    for c in memchr::memchr_iter(b'|', t) {
+      if before(t, c).is_some_and(|b| b.is_ascii_digit()) && at(t, c + 1).is_some_and(|b| TOKEN_CHAR[b as usize]) {
+        for &ri in &self.pipe_rules {
+          self.run_rule(ctx, ri, 0, c, c + 1);
         }
       }
     }
@@ -711,7 +724,7 @@ impl Engine {
       }
       ctx.set_rule_until(ri, me);
       if me >= ke && self.accept(ctx, r, ms, me) {
-        ctx.push(ms + r.skip.min(me - ms), me, r.kind, "pattern", if r.blocks { P_PRIVATE_KEY } else { P_TOKEN });
+        ctx.push(ms, me, r.kind, "pattern", if r.blocks { P_PRIVATE_KEY } else { P_TOKEN });
         if r.blocks {
           ctx.blocked = true;
         }
@@ -742,7 +755,7 @@ impl Engine {
     if r.left_delim && before(t, ms).is_some_and(|c| is_word(c) || matches!(c, b'-' | b'~' | b'.')) {
       return false;
     }
-    if r.placeholder && is_placeholder(v) {
+    if r.placeholder && is_placeholder_in_format(v) {
       return false;
     }
     if r.min_entropy > 0.0 && entropy(v) < r.min_entropy {
@@ -903,7 +916,7 @@ fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
   let p = skip(t, op, 8, |b| b == b' ' || b == b'\t');
   match at(t, p) {
     Some(b'=' | b'>' | b',' | b'?' | b'|') => true,
-    Some(b':') => at(t, p + 1) != Some(b':'),
+    Some(b':') => at(t, p + 1) != Some(b':') || t[p..].starts_with(b"::=") || t[p..].starts_with(b":::="),
     Some(b'i' | b'w') => p > op && (t[p..].starts_with(b"is ") || t[p..].starts_with(b"was ")),
     Some(c) => p > op && t[s] == b'-' && !c.is_ascii_whitespace(),
     None => false,

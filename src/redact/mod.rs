@@ -37,6 +37,8 @@ mod rules;
 mod secrets;
 mod text;
 
+#[cfg(test)]
+mod rest_tests;
 #[cfg(any(test, feature = "redact-testing"))]
 pub mod testing;
 #[cfg(test)]

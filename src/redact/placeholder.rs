@@ -9,8 +9,15 @@
 //! known token prefix, every piece of the value must be a placeholder word, a generic word such as
 //! `api` or `key`, a mask (`xxxx`, `0000`), a counting run (`1234`, `abcd`) or a short number, and
 //! at least one piece must say "placeholder". Besides, a few shapes of the whole value that random
-//! text shows with negligible odds mark one too: one character dominating it, a counting run of
-//! eight, AWS's `EXAMPLE` ending.
+//! text shows with negligible odds mark one too: one character dominating it (with no part
+//! without it long enough to be a secret of its own), a counting run of eight, AWS's `EXAMPLE`
+//! ending.
+//!
+//! A value that has the exact shape of a known format (a provider rule's match, or the alphabet
+//! and length the named provider's catalogue entry states) is judged without the counting run:
+//! there `12345678` is an id inside a real token (`xoxb-123456789012-...`), and the rule sets'
+//! own examples of such formats (`12345678-ABCD-ABCD-ABCD-1234567890AB` after `snyk_token`) are
+//! what a user writes too. Masks, markers and bracketed hints still make it a placeholder.
 
 use super::rules::{token_prefix_len, PROVIDER_WORDS};
 use super::text::{trim_quotes, work};
@@ -175,6 +182,16 @@ fn pair(a: u8, b: u8) -> usize {
 /// masks (`xxxx`, `****`, `####`), AWS's documented example keys (`AKIA…EXAMPLE`), strings
 /// dominated by one character, and values made only of placeholder pieces (see the module docs).
 pub fn is_placeholder(v: &[u8]) -> bool {
+  placeholder(v, true)
+}
+
+/// [`is_placeholder`] for a value that has a known format's exact shape (see the module docs):
+/// counting runs do not make it one.
+pub fn is_placeholder_in_format(v: &[u8]) -> bool {
+  placeholder(v, false)
+}
+
+fn placeholder(v: &[u8], counting_runs: bool) -> bool {
   let v = trim_quotes(v);
   if v.len() < 3 {
     return true;
@@ -222,14 +239,19 @@ pub fn is_placeholder(v: &[u8]) -> bool {
   if distinct <= 2 && alnum >= 6 && top * 10 >= alnum * 8 {
     return true;
   }
-  // ... or a typical mask character makes up most of it (`sntryu_aaaa...`, `AIzaaaaa...`).
-  if alnum >= 12 && top * 2 > alnum && matches!(top_char, b'x' | b'X' | b'0' | b'1' | b'a' | b'A' | b'9' | b'z' | b'Z')
+  // ... or a typical mask character makes up most of it (`sntryu_aaaa...`, `AIzaaaaa...`), and
+  // no part without it is long enough to be a secret of its own
+  // (`xoxa-2-511111111-...-e039d02840a0b9379c` has one: its `1`s are ids).
+  if alnum >= 12
+    && top * 2 > alnum
+    && matches!(top_char, b'x' | b'X' | b'0' | b'1' | b'a' | b'A' | b'9' | b'z' | b'Z')
+    && longest_run_without(v, top_char) < 16
   {
     return true;
   }
   // A counting run of 8 (`abcdefgh`, `12345678`, a keyboard-walk example): random text holds one
   // with odds below 1 in 10^10, unlike a short word.
-  if longest_ascending_run(v) >= 8 {
+  if counting_runs && longest_ascending_run(v) >= 8 {
     return true;
   }
   made_of_placeholder_pieces(strip_token_prefix(v))
@@ -274,6 +296,16 @@ fn is_own(inner: &[u8]) -> bool {
   };
   static UPPER: std::sync::OnceLock<std::collections::HashSet<Vec<u8>>> = std::sync::OnceLock::new();
   UPPER.get_or_init(|| super::KINDS.iter().map(|k| k.to_ascii_uppercase().into_bytes()).collect()).contains(kind)
+}
+
+/// The longest run of letters and digits of `v` that holds no `c`.
+fn longest_run_without(v: &[u8], c: u8) -> usize {
+  let (mut best, mut run) = (0, 0);
+  for &b in v {
+    run = if b.is_ascii_alphanumeric() && b != c { run + 1 } else { 0 };
+    best = best.max(run);
+  }
+  best
 }
 
 /// Longest run of consecutive ascending letters or digits (`abcd`, `1234`).

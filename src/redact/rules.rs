@@ -36,12 +36,15 @@ pub enum End {
 pub enum Trigger {
   /// At the start of a word (after a non-word byte, `-`, `/` or `+`): most token prefixes.
   WordStart,
-  /// Right after a `:` (`:AA` of Telegram bot tokens).
+  /// Right after a `:` (`:A` of Telegram bot tokens).
   Colon,
   /// Right before a `~` (`Q~` of Azure AD client secrets).
   Tilde,
   /// Inside a run of token characters at least this long (`-us` of Mailchimp keys).
   Infix(usize),
+  /// At a `|` between a digit and a token character (`<app id>|<secret>` of Facebook app
+  /// access tokens).
+  Pipe,
 }
 
 #[derive(Clone, Debug)]
@@ -65,8 +68,6 @@ pub struct TokenRule {
   pub placeholder: bool,
   /// Minimum Shannon entropy (bits/byte) of the whole match.
   pub min_entropy: f64,
-  /// Leading bytes of the match that are not secret (e.g. `_gitlab_session=`).
-  pub skip: usize,
   /// At least this many `[A-Za-z0-9]` must directly follow the keyword (a cheap pre-check).
   pub tail: usize,
   /// The byte before the match must not be a token character (`[A-Za-z0-9_~.-]`).
@@ -88,7 +89,6 @@ fn rule(kind: &'static str, keywords: &'static [&'static str], pattern: &'static
     end: End::Delim,
     placeholder: true,
     min_entropy: 0.0,
-    skip: 0,
     tail: 1,
     left_delim: false,
     blocks: false,
@@ -123,10 +123,6 @@ impl TokenRule {
   }
   fn entropy(mut self, h: f64) -> Self {
     self.min_entropy = h;
-    self
-  }
-  fn skip(mut self, n: usize) -> Self {
-    self.skip = n;
     self
   }
   fn tail(mut self, n: usize) -> Self {
@@ -218,7 +214,8 @@ pub fn token_rules() -> Vec<TokenRule> {
     .end(NotToken),
     rule("gitlab_token", &["glcbt-"], r"\bglcbt-[0-9A-Za-z]{1,5}_[0-9A-Za-z_-]{20}").end(NotToken),
     rule("gitlab_token", &["GR1348941"], r"\bGR1348941[A-Za-z0-9_-]{20}").exact().entropy(3.0).end(NotToken),
-    rule("gitlab_token", &["_gitlab_session="], r"_gitlab_session=[0-9a-z]{32}").skip(16).tail(0),
+    // The cookie as written (`_gitlab_session=<32>`) is the credential: redacted whole.
+    rule("gitlab_token", &["_gitlab_session="], r"_gitlab_session=[0-9a-z]{32}").tail(0),
     rule("bitbucket_token", &["ATBB"], r"\bATBB[A-Za-z0-9_=.-]{28,}").exact().entropy(3.0).end(NotToken).tail(20),
     rule("atlassian_token", &["ATATT3"], r"\bATATT3[A-Za-z0-9_=-]{186}").exact().end(NotToken).max(200),
     rule("buildkite_token", &["bkua_"], r"\bbkua_[a-f0-9]{40}\b"),
@@ -240,7 +237,8 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("slack_token", &["xoxb-"], r"\bxoxb-[0-9]{8,14}-[A-Za-z0-9-]{10,}").end(NotToken),
     rule("slack_token", &["xoxp-", "xoxe-"], r"\bxox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}").end(NotToken),
     rule("slack_token", &["xoxo-", "xoxs-"], r"\bxox[os]-[0-9]+-[0-9]+-[0-9]+-[A-Fa-f0-9]+").end(NotToken),
-    rule("slack_token", &["xoxa-", "xoxr-"], r"\bxox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}").entropy(2.0).end(NotToken),
+    // Legacy workspace tokens hold dash-separated ids (`xoxa-2-511111111-31111111111-...-<hex>`).
+    rule("slack_token", &["xoxa-", "xoxr-"], r"\bxox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}(?:-[0-9A-Za-z]{8,48}){0,4}").entropy(2.0).end(NotToken),
     rule("slack_token", &["xoxe.xoxb-", "xoxe.xoxp-"], r"\bxoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166}").ci().end(NotToken),
     rule("slack_token", &["xoxe-"], r"\bxoxe-[0-9]-[A-Z0-9]{146}").ci().end(NotToken),
     rule("slack_token", &["xapp-"], r"\bxapp-[0-9]-[A-Z0-9]{8,}-[0-9]{8,}-[A-Z0-9]{24,}").ci().end(NotToken),
@@ -248,7 +246,9 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("webhook_url", &["webhook.office.com"], r"https://[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/-]{50,300}").back(64).tail(0).end(Any),
     rule("webhook_url", &["api/webhooks/"], r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,20}/[A-Za-z0-9_-]{60,100}").back(40).tail(0).end(Any),
     rule("twilio_api_key", &["SK"], r"\bSK[0-9a-fA-F]{32}\b").exact().entropy(3.0).tail(32),
-    rule("sendgrid_api_key", &["SG."], r"\bSG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}").exact().end(NotToken),
+    // The documented `SG.<22>.<43>`, and gitleaks' wider definition of the same 66 characters
+    // (any of `A-Za-z0-9=_.-`), which keys pasted through encoders take.
+    rule("sendgrid_api_key", &["SG."], r"\bSG\.(?:[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}|[A-Za-z0-9=_.-]{66})").exact().entropy(3.5).end(NotToken),
     rule("sendinblue_api_key", &["xkeysib-"], r"\bxkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b"),
     rule("mailgun_api_key", &["key-"], r"\bkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
     rule("mailgun_api_key", &["pubkey-"], r"\bpubkey-[0-9a-f]{32}\b").tail(32).entropy(3.0),
@@ -279,7 +279,9 @@ pub fn token_rules() -> Vec<TokenRule> {
     rule("slack_token", &["xoxc-", "xoxd-"], r"\bxox[cd]-[A-Za-z0-9%/+=_-]{40,400}").entropy(3.5).tail(10).max(410).end(NotToken),
     rule("webhook_url", &["hooks.zapier.com"], r"(?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+").back(8).tail(0).end(Any),
     rule("mailchimp_api_key", &["-us"], r"\b[0-9a-f]{32}-us[0-9]{1,2}\b").back(32).max(8).tail(0).trigger(Trigger::Infix(35)),
-    rule("telegram_bot_token", &[":AA"], r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}").exact().back(10).tail(0).end(NotToken).trigger(Trigger::Colon),
+    // The bot id, `:`, then `A` and 34 (core.telegram.org/bots/api#authorizing-your-bot shows
+    // `AA` + 33; gitleaks `telegram-bot-api-token` takes any 5 to 16 digit id and `A` + 34).
+    rule("telegram_bot_token", &[":A"], r"\b[0-9]{5,16}:A[A-Za-z0-9_-]{34}").exact().back(16).tail(0).entropy(3.0).end(NotToken).trigger(Trigger::Colon),
     // --- payments and commerce ---
     rule("stripe_key", &["sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"], r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,247}\b").entropy(2.0),
     rule("stripe_key", &["whsec_"], r"\bwhsec_[A-Za-z0-9+/=]{32,}").end(NotToken),
@@ -317,7 +319,8 @@ pub fn token_rules() -> Vec<TokenRule> {
       .end(NotToken)
       .trigger(Trigger::Infix(51)),
     rule("openai_api_key", &["sk-"], r"\bsk-[A-Za-z0-9]{48}\b").tail(48).entropy(3.5),
-    rule("anthropic_api_key", &["sk-ant-"], r"\bsk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{80,120}").end(NotToken).tail(0),
+    // API and admin keys end with `AA` (gitleaks `anthropic-api-key`, `anthropic-admin-api-key`).
+    rule("anthropic_api_key", &["sk-ant-"], r"\bsk-ant-(?:(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{78,118}AA|(?:oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{80,120})").end(NotToken).tail(0),
     rule("huggingface_token", &["hf_"], r"\bhf_[A-Za-z]{34}\b").entropy(3.0).tail(34),
     rule("huggingface_token", &["api_org_"], r"\bapi_org_[A-Za-z]{34}\b").entropy(3.0),
     // OpenRouter (openrouter.ai/docs/api-keys): `sk-or-v1-` + 64 hex.
@@ -425,6 +428,17 @@ pub fn token_rules() -> Vec<TokenRule> {
     .raw()
     .tail(0)
     .end(NotToken),
+    // --- issue 29: formats of gitleaks' samples of the rules outside the dev split ---
+    // Facebook app access tokens (developers.facebook.com/docs/facebook-login/guides/access-tokens,
+    // "app access tokens"; gitleaks `facebook-access-token`): the app id, `|`, the app secret or
+    // a token, written together; the id alone is public, the pair is the credential.
+    rule("facebook_token", &["|"], r"\b[0-9]{15,16}\|[0-9A-Za-z_-]{27,40}").back(16).tail(27).entropy(3.0).end(NotToken).trigger(Trigger::Pipe),
+    // New Relic admin, Insights query, REST API and synthetics location keys (prefixes of
+    // secrets-patterns-db `Newrelic ... Key`, docs.newrelic.com API keys).
+    rule("newrelic_key", &["NRAA-"], r"\bNRAA-[a-f0-9]{27}\b").exact().tail(27),
+    rule("newrelic_key", &["NRIQ-"], r"\bNRIQ-[A-Za-z0-9_-]{32}").exact().tail(32).entropy(3.0).end(NotToken),
+    rule("newrelic_key", &["NRRA-"], r"\bNRRA-[a-f0-9]{42}\b").exact().tail(42),
+    rule("newrelic_key", &["NRSP-"], r"\bNRSP-[a-z]{2}[0-9]{2}[a-f0-9]{31}\b").exact().tail(35),
   ]
 }
 

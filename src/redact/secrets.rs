@@ -3,9 +3,9 @@
 //! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
 //! manifests), and generic high-entropy tokens.
 
-use super::catalogue::provider_span;
+use super::catalogue::{fits_shape, provider_span, providers, providers_named, MAX_KEYWORD};
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
-use super::placeholder::{is_non_secret_word, is_placeholder};
+use super::placeholder::{is_non_secret_word, is_placeholder, is_placeholder_in_format};
 use super::rules::{is_known_public, token_prefix_len};
 use super::text::{
   at, before, entropy, has_version, is_ident, is_path_like, is_quote, is_uuid, is_wordy, keyword_before, line_end,
@@ -533,6 +533,8 @@ enum Strength {
 struct IdentClass {
   strength: Strength,
   provider: bool,
+  /// The providers the identifier names (indices into the catalogue).
+  named: &'static [usize],
   aws_secret: bool,
 }
 
@@ -866,13 +868,23 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   // words of its name are its name, not secret or anti words (`1password`, `page2images`).
   let span = provider_span(all.n, |i| all.get(i));
   let provider = span.is_some();
+  let named = span.map_or(&[][..], |(s, e)| {
+    let mut buf = [0u8; MAX_KEYWORD];
+    let mut len = 0;
+    for i in s..e {
+      let w = all.get(i);
+      buf[len..len + w.len()].copy_from_slice(w);
+      len += w.len();
+    }
+    providers_named(&buf[..len])
+  });
   let aws = all.iter().any(|w| w == b"aws");
   let words = match span {
     Some((s, e)) => all.without(s, e),
     None => all,
   };
   if words.n == 0 {
-    return Some(IdentClass { strength: Strength::Provider, provider, aws_secret: false });
+    return Some(IdentClass { strength: Strength::Provider, provider, named, aws_secret: false });
   }
   if words.has_any_of(&ANTI_WORDS) {
     return None;
@@ -914,7 +926,7 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   } else {
     return None;
   };
-  Some(IdentClass { strength, provider, aws_secret })
+  Some(IdentClass { strength, provider, named, aws_secret })
 }
 
 /// Values that are code, not data: `getToken()`, `config.apiKey`, `self.password`.
@@ -989,6 +1001,9 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   let Some(op) = at(t, p) else { return };
   match op {
     b'=' => p = skip(t, p + 1, 16, |b| b == b'=' || b == b'>'),
+    b':' if t[p..].starts_with(b"::=") || t[p..].starts_with(b":::=") => {
+      p = skip(t, p, 3, |b| b == b':') + 1; // make's `::=` and `:::=`
+    }
     b':' => {
       if at(t, p + 1) == Some(b':') {
         return; // `Token::new`
@@ -1189,7 +1204,7 @@ fn value_span(ctx: &mut Ctx, p: usize) -> Option<(usize, usize, bool)> {
 
 /// The unquoted value at `s`: up to whitespace, a delimiter or an escape sequence (from the
 /// memo, so the values of nested assignments do not search their common end again), without
-/// trailing `.` and `:`.
+/// trailing `.` and `:` (but for the final `.` of an unsigned JWT).
 fn unquoted(ctx: &mut Ctx, s: usize) -> Option<(usize, usize)> {
   let t = ctx.t;
   let stop = ctx.value_end.find(t, s).unwrap_or(t.len());
@@ -1204,12 +1219,36 @@ fn unquoted(ctx: &mut Ctx, s: usize) -> Option<(usize, usize)> {
   } else {
     ctx.value_chain = (stop, 1);
   }
-  let e = skip_back(t, stop, stop - s, |b| b == b'.' || b == b':');
+  let mut e = skip_back(t, stop, stop - s, |b| b == b'.' || b == b':');
+  // An unsigned JWT (`header.payload.`) ends with its separator: part of the token.
+  if e + 1 == stop && t[e] == b'.' && unsigned_jwt(&t[s..stop]) {
+    e = stop;
+  }
   (e > s).then_some((s, e))
+}
+
+/// `ey<base64url>.ey<base64url>.`: two JWT segments and the empty signature.
+fn unsigned_jwt(v: &[u8]) -> bool {
+  let Some(body) = v.strip_suffix(b".") else { return false };
+  let mut parts = body.split(|&b| b == b'.');
+  let seg = |p: Option<&[u8]>| {
+    p.is_some_and(|p| {
+      p.len() >= 10 && p.starts_with(b"ey") && p.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
+  };
+  seg(parts.next()) && seg(parts.next()) && parts.next().is_none()
 }
 
 fn provider_prefix_mismatch(v: &[u8]) -> bool {
   token_prefix_len(v) > 0
+}
+
+/// `<digits>:A...`, the start of a Telegram bot token (`<bot id>:A<34>`): its rule, run at every
+/// `:A` after a digit, finds the token; a value that starts so but that rule refuses (a bot id
+/// of 4 or 17 digits, 35 characters or 39 after the `A`) is no token of another kind.
+fn colon_token_mismatch(v: &[u8]) -> bool {
+  let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
+  (1..=20).contains(&digits) && v[digits..].starts_with(b":A")
 }
 
 fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: &[u8]) -> bool {
@@ -1218,7 +1257,10 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
   if !(3..=1000).contains(&len) || v.contains(&b'\n') {
     return false;
   }
-  if is_placeholder(v) || is_non_secret_word(v) || provider_prefix_mismatch(v) {
+  // A value in the exact shape the named provider documents is judged as a token of that format.
+  let in_format = class.named.iter().any(|&i| fits_shape(&providers()[i], v));
+  let placeholder = if in_format { is_placeholder_in_format(v) } else { is_placeholder(v) };
+  if placeholder || is_non_secret_word(v) || provider_prefix_mismatch(v) || colon_token_mismatch(v) {
     return false;
   }
   if memchr::memmem::find(v, b"://").is_some() || is_path_like(v) {
@@ -1351,6 +1393,10 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   let v = &t[a..b];
   let len = v.len();
   if !(16..=512).contains(&len) {
+    return;
+  }
+  // The part after the colon of a `<digits>:A...` Telegram-shaped value: its rule decides.
+  if v[0] == b'A' && before(t, a) == Some(b':') && a >= 2 && t[a - 2].is_ascii_digit() {
     return;
   }
   // Cheap tests first: most long runs are identifiers, ids and hashes that fail them. One pass

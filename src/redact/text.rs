@@ -399,7 +399,9 @@ pub fn is_wordy(v: &[u8]) -> bool {
       }
     }
     let piece = &v[s..i];
-    if piece.len() >= 4 {
+    // Letters right after a digit are no word of their own (`z7kwecm6` of a random token); a
+    // word with digits after it is one (`password123`).
+    if piece.len() >= 4 && !(s > 0 && v[s - 1].is_ascii_digit()) {
       let vowels = piece.iter().filter(|b| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u')).count();
       let ratio = vowels as f64 / piece.len() as f64;
       if (0.15..=0.75).contains(&ratio) {
