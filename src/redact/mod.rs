@@ -25,6 +25,7 @@
 //! for byte.
 
 mod catalogue;
+mod copies;
 mod ctx;
 mod engine;
 pub mod fields;
@@ -447,6 +448,7 @@ fn analyse(text: &str, shared: &Shared) -> Piece {
   let mut ctx = Ctx::new(scanned, engine.rule_count());
   engine.detect(&mut ctx);
   let (mut hits, blocked) = (ctx.hits, ctx.blocked);
+  copies::add_copies(scanned, &mut hits);
   // Our own placeholders are never secrets: a second pass leaves them as they are. (Looked for
   // only when there is something to keep out: every `[` of a log line or a JSON array cost a
   // look, for nothing in most texts.)

@@ -3,6 +3,7 @@
 //! classes of misses and false positives they showed. The values are fake: drawn from a seeded
 //! generator here, or the rule sets' own documentation examples in the corpus files.
 
+use super::testing::Rng;
 use super::{redact, RedactOptions, Redaction};
 
 const SECRET_KINDS_EXCLUDED: &[&str] = &[
@@ -75,22 +76,6 @@ fn generated_held_out_set_is_found_whole() {
   assert_eq!((ok, hit), (tp, 0), "{ok}/{tp} found, {hit} near misses redacted");
 }
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-  fn next(&mut self) -> u64 {
-    self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = self.0;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-  }
-  fn chars(&mut self, alphabet: &str, n: usize) -> String {
-    let a = alphabet.as_bytes();
-    (0..n).map(|_| a[(self.next() % a.len() as u64) as usize] as char).collect()
-  }
-}
 
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const LOWER_NUM: &str = "abcdefghijklmnopqrstuvwxyz0123456789";

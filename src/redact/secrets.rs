@@ -1070,7 +1070,7 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   if class.strength == Strength::Weak && !class.provider && provider_named_before(t, a) {
     // `Sending request to the <provider> API` / `Using Key=...`: a bare `key` or `auth` that a
     // provider named just before (on its line or the one above) qualifies.
-    class = IdentClass { strength: Strength::Provider, provider: true, aws_secret: false };
+    class = IdentClass { strength: Strength::Provider, provider: true, named: &[], aws_secret: false };
   }
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),

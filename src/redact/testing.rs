@@ -268,3 +268,32 @@ pub fn fake_token(format: &TokenFormat, next: &mut impl FnMut() -> u64) -> Strin
   }
   out
 }
+
+/// The tests' seeded generator (splitmix64): every value a test draws is reproducible from its
+/// seed, and no source file holds the values themselves.
+#[cfg(test)]
+pub(super) struct Rng(pub(super) u64);
+
+#[cfg(test)]
+impl Rng {
+  pub(super) fn next(&mut self) -> u64 {
+    self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = self.0;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+  }
+  pub(super) fn below(&mut self, n: usize) -> usize {
+    (self.next() % n.max(1) as u64) as usize
+  }
+  pub(super) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+    &xs[self.below(xs.len())]
+  }
+  pub(super) fn chars(&mut self, alphabet: &str, n: usize) -> String {
+    let a: Vec<char> = alphabet.chars().collect();
+    (0..n).map(|_| *self.pick(&a)).collect()
+  }
+  pub(super) fn digits(&mut self, n: usize) -> String {
+    self.chars("0123456789", n)
+  }
+}

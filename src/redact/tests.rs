@@ -6,6 +6,7 @@
 
 use super::ctx::Ctx;
 use super::engine::engine;
+use super::testing::Rng;
 use super::{
   analyse, redact, redact_batch, redact_with_cuts, split_points, testing, text, token_patterns, utf16_len, write_piece,
   RedactOptions, Redaction, Shared, FINGERPRINT_HEX, KINDS, PARALLEL_MIN, PSEUDONYM_HEX,
@@ -232,32 +233,6 @@ fn redact_debug() {
 
 // ---------------------------------------------------------------------------------------------
 // Property test: a planted secret never survives, wherever it is and whatever surrounds it.
-
-struct Rng(u64);
-
-impl Rng {
-  fn next(&mut self) -> u64 {
-    // splitmix64
-    self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = self.0;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-  }
-  fn below(&mut self, n: usize) -> usize {
-    (self.next() % n as u64) as usize
-  }
-  fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-    &xs[self.below(xs.len())]
-  }
-  fn chars(&mut self, alphabet: &str, n: usize) -> String {
-    let a: Vec<char> = alphabet.chars().collect();
-    (0..n).map(|_| *self.pick(&a)).collect()
-  }
-  fn digits(&mut self, n: usize) -> String {
-    self.chars("0123456789", n)
-  }
-}
 
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX: &str = "0123456789abcdef";

@@ -10,26 +10,11 @@ use std::collections::HashSet;
 use unicode_normalization::UnicodeNormalization;
 
 use super::norm::{is_default_ignorable, DEFAULT_IGNORABLE};
-use super::testing::{fake_token, TOKEN_FORMATS};
+use super::testing::{fake_token, Rng, TOKEN_FORMATS};
 use super::{redact, RedactOptions, Redaction};
 
 fn opts() -> RedactOptions {
   RedactOptions { key: Some(b"test-key".to_vec()), ..Default::default() }
-}
-
-struct Rng(u64);
-
-impl Rng {
-  fn next(&mut self) -> u64 {
-    self.0 ^= self.0 << 13;
-    self.0 ^= self.0 >> 7;
-    self.0 ^= self.0 << 17;
-    self.0
-  }
-
-  fn below(&mut self, n: usize) -> usize {
-    (self.next() % n.max(1) as u64) as usize
-  }
 }
 
 /// The output rebuilt from the input and the findings: each finding's UTF-16 span replaced by its
