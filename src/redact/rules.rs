@@ -224,7 +224,9 @@ pub fn token_rules() -> Vec<TokenRule> {
     // Bitbucket Data Center HTTP access tokens (confluence.atlassian.com/bitbucketserver): `BBDC-`.
     rule("bitbucket_token", &["BBDC-"], r"\bBBDC-[A-Za-z0-9+/@_-]{40,}").exact().entropy(3.5).tail(30).end(NotToken),
     rule("octopus_deploy_api_key", &["API-"], r"\bAPI-[A-Z0-9]{26}\b").exact().entropy(3.0).tail(26),
-    rule("pulumi_token", &["pul-"], r"\bpul-[a-f0-9]{40}\b").tail(40),
+    // Pulumi access tokens: `pul-` + 40 (hex in Pulumi's docs and gitleaks; trufflehog's detector
+    // and its tests take any lowercase letter and digit, so the wider alphabet, with an entropy floor).
+    rule("pulumi_token", &["pul-"], r"\bpul-[a-z0-9]{40}\b").tail(40).entropy(3.0),
     rule("sourcegraph_token", &["sgp_"], r"\bsgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}\b").entropy(3.0).tail(0),
     rule("sonar_token", &["squ_", "sqp_", "sqa_"], r"\bsq[upa]_[a-f0-9]{40}\b"),
     // --- package registries ---

@@ -105,6 +105,7 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("docker_hub_token", L("dckr_pat_"), C(ALNUM, 27)),
   token_format!("octopus_deploy_api_key", L("API-"), C(UPPER_NUM, 26)),
   token_format!("pulumi_token", L("pul-"), C(HEX, 40)),
+  token_format!("pulumi_token", L("pul-"), C(LOWER_NUM, 40)),
   token_format!("sourcegraph_token", L("sgp_"), C(HEX, 40)),
   token_format!("sonar_token", L("squ_"), C(HEX, 40)),
   token_format!("npm_token", L("npm_"), C(ALNUM, 36)),
