@@ -365,12 +365,22 @@ fn first_change(t: &str) -> Option<usize> {
       continue;
     }
     let c = t[i..].chars().next().unwrap_or('\u{FFFD}');
+    let w = c.len_utf8();
     match class(c) {
-      Class::Stable => boundary = i,
+      Class::Stable => {
+        // Box drawings and rules repeat one character (`──────`): its copies are as stable,
+        // and each starts a segment, without decoding and looking each up again.
+        let mut j = i + w;
+        while b.get(j..j + w) == Some(&b[i..i + w]) {
+          j += w;
+        }
+        boundary = j - w;
+        i = j;
+        continue;
+      }
       Class::Changed => return Some(i),
       Class::Ignorable | Class::Joins => return Some(boundary),
     }
-    i += c.len_utf8();
   }
   work::add(b.len());
   None
