@@ -84,8 +84,9 @@ for (let k = 0; k < 20000; k++) {
   for (let i = 0, n = int(120); i < n; i++) x += alpha[int(alpha.length)]
   inputs.push(x)
 }
-// Non-ASCII characters inserted (UTF-16 offsets, characters as separators).
-const uni = ['é', '日本', '😀', '\u00a0', 'ß', '\u2028', 'Ω', '𝒜', ' ', '-', ':', '@', '=']
+// Non-ASCII characters inserted (UTF-16 offsets, characters as separators), and lone surrogates
+// (read as U+FFFD by the binding, one UTF-16 unit each).
+const uni = ['é', '日本', '😀', '\u00a0', 'ß', '\u2028', 'Ω', '𝒜', ' ', '-', ':', '@', '=', '\ud83d', '\ude00', '─'.repeat(40)]
 for (let k = 0; k < 20000; k++) {
   const a = base[int(base.length)]
   const st = int(a.length)

@@ -79,6 +79,8 @@ pub struct Ctx<'a> {
   pub url_slash: Next,
   pub url_query: Next,
   pub url_at_sign: LastByte,
+  /// The next `@`: a URL with none within its longest length has no credentials.
+  pub url_next_at: Next,
   /// Is a position inside a URL? One memo per pass over the text (tokens, then e-mails).
   pub url_for_tokens: UrlScan,
   pub url_for_emails: UrlScan,
@@ -114,6 +116,7 @@ impl<'a> Ctx<'a> {
       url_slash: Next::new(Needle::Byte(b'/')),
       url_query: Next::new(Needle::Byte(b'?')),
       url_at_sign: LastByte::new(b'@'),
+      url_next_at: Next::new(Needle::Byte(b'@')),
       url_for_tokens: UrlScan::default(),
       url_for_emails: UrlScan::default(),
     }

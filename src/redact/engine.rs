@@ -104,9 +104,10 @@ pub struct Engine {
   pipe_rules: Vec<usize>,
   /// (rule, shortest run it can be in, a searcher for its keyword built once).
   infix_rules: Vec<(usize, usize, memchr::memmem::Finder<'static>)>,
-  /// First bytes of the infix keywords: a long run holding none of them (hashes, UUIDs, most
-  /// ids) skips the keyword searches.
-  infix_first: [bool; 256],
+  /// Per byte, the infix rules (bit `i % 64` for rule `i`) whose keyword starts with it: a long
+  /// run searches only for the keywords whose first byte it holds (hashes, UUIDs and most ids
+  /// hold none; a URL path's `-` starts only `-us`).
+  infix_first: [u64; 256],
 }
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
@@ -320,9 +321,10 @@ impl Engine {
       .kind(Some(AhoCorasickKind::DFA))
       .build(&patterns)
       .expect("keyword automaton");
-    let mut infix_first = [false; 256];
-    for (_, _, finder) in &infix_rules {
-      infix_first[finder.needle()[0] as usize] = true;
+    let mut infix_first = [0u64; 256];
+    for (i, (_, _, finder)) in infix_rules.iter().enumerate() {
+      // (Past 64 rules, bits are shared: a rule may then be searched for without need, never skipped.)
+      infix_first[finder.needle()[0] as usize] |= 1 << (i % 64);
     }
     Engine {
       rules,
@@ -526,9 +528,10 @@ impl Engine {
     }
     let len = e - s;
     if len >= 16 {
-      if len >= 35 && t[s..e].iter().any(|&b| self.infix_first[b as usize]) {
-        for (ri, min, finder) in &self.infix_rules {
-          if len >= *min {
+      let held = if len >= 35 { t[s..e].iter().fold(0u64, |m, &b| m | self.infix_first[b as usize]) } else { 0 };
+      if held != 0 {
+        for (i, (ri, min, finder)) in self.infix_rules.iter().enumerate() {
+          if len >= *min && held & (1 << (i % 64)) != 0 {
             let kw_len = finder.needle().len();
             work::add(len);
             for x in finder.find_iter(&t[s..e]) {

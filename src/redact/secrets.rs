@@ -150,6 +150,11 @@ pub fn url_at(ctx: &mut Ctx, k: usize) {
   if s == k || !t[s].is_ascii_alphabetic() || a < ctx.url_until {
     return; // no scheme, or inside the credentials of the URL before
   }
+  // Most URLs hold no `@`: when the next one lies past the longest URL looked at, the URL's end
+  // need not be searched (a memo, so a text of many `://` reads each byte once here too).
+  if ctx.url_next_at.find(t, a).is_none_or(|x| x >= a + 512) {
+    return;
+  }
   // The URL runs to a break, 512 bytes at most; its credentials end at its last `@`. (From the
   // memos: in a text of many `://`, no byte is searched once per URL.)
   let e = ctx.url_end.find(t, a).unwrap_or(t.len()).min(a + 512);
@@ -1058,6 +1063,19 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
     }
   }
   let v = &t[vs..ve];
+  // A plain word that is no secret (`token: key`, `password = null`) is refused below whatever
+  // the identifier says, so it is refused before the identifier's words are read: a text of such
+  // assignments cost five times ordinary text. (Not after `Basic`, whose value is taken as it
+  // stands, nor when a provider's rule may widen the span; asked of short values starting with a
+  // letter only, so that numbers and tokens meet the word list once, in `accept_value`.)
+  if !basic_auth
+    && v.len() <= 12
+    && v.first().is_some_and(u8::is_ascii_alphabetic)
+    && is_non_secret_word(v)
+    && !provider_prefix_mismatch(v)
+  {
+    return;
+  }
   // Only now (most keyword hits have no operator and value) look at the identifier's words.
   // Remembered per identifier (keys repeat: every record of a JSON array names the same ones).
   let Some(mut class) = context_word(ident).class else { return };
@@ -1257,10 +1275,13 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
   if !(3..=1000).contains(&len) || v.contains(&b'\n') {
     return false;
   }
+  // The cheap tests first (the placeholder test reads the value piece by piece).
+  if is_non_secret_word(v) || provider_prefix_mismatch(v) || colon_token_mismatch(v) {
+    return false;
+  }
   // A value in the exact shape the named provider documents is judged as a token of that format.
   let in_format = class.named.iter().any(|&i| fits_shape(&providers()[i], v));
-  let placeholder = if in_format { is_placeholder_in_format(v) } else { is_placeholder(v) };
-  if placeholder || is_non_secret_word(v) || provider_prefix_mismatch(v) || colon_token_mismatch(v) {
+  if if in_format { is_placeholder_in_format(v) } else { is_placeholder(v) } {
     return false;
   }
   if memchr::memmem::find(v, b"://").is_some() || is_path_like(v) {

@@ -759,6 +759,22 @@ fn adversarial(n: usize) -> Vec<(&'static str, String)> {
 }
 
 #[test]
+fn plain_words_after_secret_names_stay_and_basic_credentials_go() {
+  // Values that are no secret are refused before the identifier is classified; what is found
+  // must not change: after `Basic` a long word is still a credential.
+  for ident in ["password", "token", "api_key", "client_secret", "\"password\"", "DB_PASSWORD"] {
+    for value in ["key", "null", "true", "password", "token123", "Default", "basic", "none"] {
+      for text in [format!("{ident}: {value} "), format!("{ident}={value}\n"), format!("{ident} = \"{value}\"")] {
+        assert!(redact(&text, &opts()).findings.is_empty(), "{text}");
+      }
+    }
+  }
+  let r = redact("Authorization: Basic password\n", &opts());
+  assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
+  assert!(!r.text.contains("password"), "{}", r.text);
+}
+
+#[test]
 fn work_is_linear_in_the_input() {
   let n = 16 * 1024;
   let mut failures = Vec::new();
