@@ -5,6 +5,7 @@
 
 use super::catalogue::{fits_shape, provider_span, providers, providers_named, MAX_KEYWORD};
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
+use super::letters::{is_random_letters, MIN_RANDOM_LETTERS};
 use super::placeholder::{is_non_secret_word, is_placeholder, is_placeholder_in_format};
 use super::rules::{is_known_public, token_prefix_len};
 use super::text::{
@@ -1070,7 +1071,7 @@ pub fn assignment_on(ctx: &mut Ctx, a: usize, b: usize) {
   if class.strength == Strength::Weak && !class.provider && provider_named_before(t, a) {
     // `Sending request to the <provider> API` / `Using Key=...`: a bare `key` or `auth` that a
     // provider named just before (on its line or the one above) qualifies.
-    class = IdentClass { strength: Strength::Provider, provider: true, aws_secret: false };
+    class = IdentClass { strength: Strength::Provider, provider: true, named: &[], aws_secret: false };
   }
   let (kind, prio) = match class.strength {
     Strength::Password => ("password", P_PASSWORD),
@@ -1321,6 +1322,12 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       if len < min_len || h < min_h {
         return false;
       }
+      // Letters only, long enough to tell: random ones are a key of a letters-only format
+      // (`[a-z]{32}`, `[A-Za-z]{40}`), as much a secret as one with digits; words and
+      // identifiers (`getElementsByTagName`) are none, whatever their entropy.
+      if p.digit == 0 && p.symbol == 0 && len >= MIN_RANDOM_LETTERS {
+        return is_random_letters(v);
+      }
       if p.digit == 0 && !(mixed && len >= 20 && h >= 3.8) && class.strength != Strength::Strong {
         return false;
       }
@@ -1461,6 +1468,32 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   // a secret character is never left in clear next to its redaction.
   let (a, b) = if delimited(t, s, e) { (s, e) } else { (a, b) };
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);
+}
+
+/// A run of letters only (no digit, no `-/+`) of 16 bytes or more: a secret when its letters are
+/// random (see `letters.rs`) and a secret-naming identifier precedes it on its line
+/// (`zendesk token <letters>`), the prose form [`token_at`] catches for values with digits.
+/// Called by the engine's single pass over the text.
+pub fn letters_at(ctx: &mut Ctx, s: usize, e: usize) {
+  let t = ctx.t;
+  let v = &t[s..e];
+  if v.len() > 512 || !is_random_letters(v) {
+    return;
+  }
+  if !matches!(context_before(t, s), Context::Secret) {
+    return;
+  }
+  if is_placeholder(v)
+    || is_non_secret_word(v)
+    || is_wordy(v)
+    || is_known_public(v)
+    || ctx.in_public_zone(s)
+    || continues_prefix(t, s)
+    || ctx.url_for_tokens.inside_url(t, s)
+  {
+    return;
+  }
+  ctx.push(s, e, "high_entropy", "entropy", P_ENTROPY);
 }
 
 /// Does the run at `a` continue a known token prefix across a `.` (`dt0c01.<id>.<secret>`,
