@@ -55,10 +55,10 @@ pub fn is_random_letters(v: &[u8]) -> bool {
   if n < MIN_RANDOM_LETTERS || !v.iter().all(u8::is_ascii_alphabetic) {
     return false;
   }
-  // Pairs next to each other in the alphabet (`ab`, `cd`): a few happen at random, a run of the
+  // Pairs next to each other in the alphabet (`ab`, `cd`): one in 26 at random, a run of the
   // alphabet is all of them.
   let steps = v.windows(2).filter(|p| p[1].to_ascii_lowercase() == p[0].to_ascii_lowercase() + 1).count();
-  if steps * 4 >= n - 1 {
+  if steps * 2 >= n - 1 {
     return false;
   }
   let (rare, judged) = rare_pairs(v);

@@ -41,6 +41,11 @@ const FORMS: [&str; 9] = [
   "Your Zendesk API token is V",
 ];
 
+/// Password forms: any value not a placeholder is a password there (`password: changeme` too),
+/// so only the positives are asked of them; random letters in mixed case used to be taken for a
+/// variable (`password: userPassword`), and in prose for a word.
+const PASSWORD_FORMS: [&str; 2] = ["password: V", "the admin password is V"];
+
 /// Does any 6 characters of `v` stay in `out`?
 fn leaks(out: &str, v: &str) -> bool {
   (0..=v.len() - 6).any(|i| out.contains(&v[i..i + 6]))
@@ -53,15 +58,21 @@ fn random_letters_after_a_secret_word_are_redacted_in_every_form() {
   for (shape, alphabet, len) in
     [("lower32", LOWER, 32), ("lower24", LOWER, 24), ("mixed20", MIXED, 20), ("mixed40", MIXED, 40)]
   {
-    for form in FORMS {
+    let mut total = 0;
+    for form in FORMS.iter().chain(&PASSWORD_FORMS) {
       let missed = (0..100)
         .filter(|_| {
           let v = rng.chars(alphabet, len);
           leaks(&redact(&form.replace('V', &v), &opts).text, &v)
         })
         .count();
-      assert!(missed <= 3, "{shape} in `{form}`: {missed} of 100 left in clear");
+      // No form loses more than a few (on main: all 100 of 32 lowercase letters, in every form).
+      assert!(missed <= 8, "{shape} in `{form}`: {missed} of 100 left in clear");
+      total += missed;
     }
+    // The measure misses about 1% of random values of 20 letters, fewer of longer ones.
+    let n = 100 * (FORMS.len() + PASSWORD_FORMS.len());
+    assert!(total * 100 <= n * 3, "{shape}: {total} of {n} left in clear");
   }
 }
 
@@ -95,7 +106,6 @@ fn words_identifiers_and_placeholders_after_a_secret_word_stay() {
     for v in values {
       let text = form.replace('V', v);
       let r = redact(&text, &opts);
-      // `secret=changeme` style passwords are the password check's; here no finding at all.
       assert!(r.findings.is_empty(), "`{form}` with word `{v}`: {:?}", r.findings);
     }
   }

@@ -1286,7 +1286,9 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       if len < 4 || (p.space > 0 && !quoted) {
         return false;
       }
-      if prose && p.digit == 0 && p.symbol == 0 {
+      // Random letters are a password, not a word or a variable, however introduced.
+      let random_letters = len >= MIN_RANDOM_LETTERS && is_random_letters(v);
+      if prose && p.digit == 0 && p.symbol == 0 && !random_letters {
         return false; // "the password is correct"
       }
       if !quoted
@@ -1295,13 +1297,17 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
         && p.upper > 0
         && p.lower > 0
         && !ident.iter().all(|b| !b.is_ascii_lowercase())
+        && !random_letters
       {
         return false; // `password: userPassword` (a variable)
       }
       true
     }
     Strength::Strong | Strength::Provider | Strength::Weak => {
-      if p.space > 0 || p.other > 0 || is_wordy(v) || has_version(v) {
+      // Letters only, long enough to tell: the letter-pair measure below decides whether they
+      // read as words, not the vowel count of `is_wordy`, which random mixed case can pass.
+      let letters_only = len >= MIN_RANDOM_LETTERS && letters == len;
+      if p.space > 0 || p.other > 0 || (is_wordy(v) && !letters_only) || has_version(v) {
         return false;
       }
       if is_uuid(v) {
@@ -1325,7 +1331,7 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       // Letters only, long enough to tell: random ones are a key of a letters-only format
       // (`[a-z]{32}`, `[A-Za-z]{40}`), as much a secret as one with digits; words and
       // identifiers (`getElementsByTagName`) are none, whatever their entropy.
-      if p.digit == 0 && p.symbol == 0 && len >= MIN_RANDOM_LETTERS {
+      if letters_only {
         return is_random_letters(v);
       }
       if p.digit == 0 && !(mixed && len >= 20 && h >= 3.8) && class.strength != Strength::Strong {
@@ -1483,9 +1489,10 @@ pub fn letters_at(ctx: &mut Ctx, s: usize, e: usize) {
   if !matches!(context_before(t, s), Context::Secret) {
     return;
   }
-  if is_placeholder(v)
+  // Not one letter repeated or a pair of letters over and over (`qzqzqz...`).
+  if entropy(v) < 3.0
+    || is_placeholder(v)
     || is_non_secret_word(v)
-    || is_wordy(v)
     || is_known_public(v)
     || ctx.in_public_zone(s)
     || continues_prefix(t, s)
