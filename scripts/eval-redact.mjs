@@ -163,7 +163,7 @@ function ordinaryCorpora() {
   const docs = readdirSync(seeds).sort().map((f) => readFileSync(join(seeds, f), 'utf8')).join('\n')
   const minified = readFileSync(join(corpus, 'ordinary', 'js-yaml.umd.min.js'), 'utf8')
   const hash = (alg, i, enc = 'hex') => createHash(alg).update(`loa-${i}`).digest(enc)
-  const lines = { 'git SHAs': [], 'SHA-256 digests': [], 'SRI hashes': [], 'base64 data URLs': [], identifiers: [] }
+  const lines = { 'git SHAs': [], 'SHA-256 digests': [], 'SRI hashes': [], 'base64 data URLs': [], identifiers: [], 'words after secret keywords': [] }
   for (let i = 0; i < 400; i++) {
     lines['git SHAs'].push(`commit ${hash('sha1', i)}\nMerge: ${hash('sha1', i + 1).slice(0, 7)} ${hash('sha1', i + 2).slice(0, 7)}`)
     lines['SHA-256 digests'].push(`${hash('sha256', i)}  dist/bundle-${i}.tar.gz`)
@@ -179,6 +179,21 @@ function ordinaryCorpora() {
     .join('\n')
   const idents = [...new Set(src.match(/\b[A-Za-z_][A-Za-z0-9_]{15,}\b/g) ?? [])].sort()
   for (const id of idents) lines.identifiers.push(`let value = ${id}; // ${id}`)
+  // Words after secret keywords: letters-only values that read as words (a random letters-only
+  // value there is a secret, issue 29): the letters-only identifiers of js-yaml (8 letters or
+  // more), the words of the seed documents (8 or more), and runs of three and four of their words
+  // joined as one value (`correcthorsebatterystaple`) and in camel case (`getUserAccessToken`),
+  // each after one of the keyword forms in turn.
+  const forms = ['token: W', 'api_key=W', '{"secret": "W"}', 'ZENDESK_API_KEY="W"', 'zendesk token W', 'client_secret = \'W\'']
+  const docWords = docs.match(/[A-Za-z]+/g) ?? []
+  const values = new Set([...(minified.match(/\b[A-Za-z]{8,}\b/g) ?? []), ...docWords.filter((w) => w.length >= 8)])
+  const cap = (w) => w[0].toUpperCase() + w.slice(1).toLowerCase()
+  for (let i = 0; i + 4 <= docWords.length; i += 4) {
+    const ws = docWords.slice(i, i + 3 + (i % 8 === 0 ? 1 : 0))
+    values.add(ws.join('').toLowerCase())
+    values.add(ws[0].toLowerCase() + ws.slice(1).map(cap).join(''))
+  }
+  lines['words after secret keywords'] = [...values].sort().map((w, i) => forms[i % forms.length].replace('W', w))
   return {
     'seed documents (4 KiB chunks)': chunks4k(docs),
     'minified JS, js-yaml 5.5.0 (4 KiB chunks)': chunks4k(minified),

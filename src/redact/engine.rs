@@ -543,6 +543,8 @@ impl Engine {
       if has_digit {
         let pe = skip(t, e, 2, |b| b == b'=');
         secrets::token_at(ctx, s, pe);
+      } else if !has_sep {
+        secrets::letters_at(ctx, s, e);
       }
     }
     if assignment_follows(t, s, e) {

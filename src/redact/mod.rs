@@ -30,6 +30,7 @@ mod ctx;
 mod engine;
 pub mod fields;
 mod intl;
+mod letters;
 mod norm;
 mod phone;
 mod pii;
@@ -38,6 +39,8 @@ mod rules;
 mod secrets;
 mod text;
 
+#[cfg(test)]
+mod letters_tests;
 #[cfg(test)]
 mod rest_tests;
 #[cfg(any(test, feature = "redact-testing"))]

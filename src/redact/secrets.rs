@@ -5,6 +5,7 @@
 
 use super::catalogue::{fits_shape, provider_span, providers, providers_named, MAX_KEYWORD};
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
+use super::letters::{is_random_letters, MIN_RANDOM_LETTERS};
 use super::placeholder::{is_non_secret_word, is_placeholder, is_placeholder_in_format};
 use super::rules::{is_known_public, token_prefix_len};
 use super::text::{
@@ -1306,7 +1307,9 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       if len < 4 || (p.space > 0 && !quoted) {
         return false;
       }
-      if prose && p.digit == 0 && p.symbol == 0 {
+      // Random letters are a password, not a word or a variable, however introduced.
+      let random_letters = len >= MIN_RANDOM_LETTERS && is_random_letters(v);
+      if prose && p.digit == 0 && p.symbol == 0 && !random_letters {
         return false; // "the password is correct"
       }
       if !quoted
@@ -1315,13 +1318,17 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
         && p.upper > 0
         && p.lower > 0
         && !ident.iter().all(|b| !b.is_ascii_lowercase())
+        && !random_letters
       {
         return false; // `password: userPassword` (a variable)
       }
       true
     }
     Strength::Strong | Strength::Provider | Strength::Weak => {
-      if p.space > 0 || p.other > 0 || is_wordy(v) || has_version(v) {
+      // Letters only, long enough to tell: the letter-pair measure below decides whether they
+      // read as words, not the vowel count of `is_wordy`, which random mixed case can pass.
+      let letters_only = len >= MIN_RANDOM_LETTERS && letters == len;
+      if p.space > 0 || p.other > 0 || (is_wordy(v) && !letters_only) || has_version(v) {
         return false;
       }
       if is_uuid(v) {
@@ -1341,6 +1348,12 @@ fn accept_value(v: &[u8], quoted: bool, prose: bool, class: &IdentClass, ident: 
       };
       if len < min_len || h < min_h {
         return false;
+      }
+      // Letters only, long enough to tell: random ones are a key of a letters-only format
+      // (`[a-z]{32}`, `[A-Za-z]{40}`), as much a secret as one with digits; words and
+      // identifiers (`getElementsByTagName`) are none, whatever their entropy.
+      if letters_only {
+        return is_random_letters(v);
       }
       if p.digit == 0 && !(mixed && len >= 20 && h >= 3.8) && class.strength != Strength::Strong {
         return false;
@@ -1482,6 +1495,33 @@ pub fn token_at(ctx: &mut Ctx, s: usize, e: usize) {
   // a secret character is never left in clear next to its redaction.
   let (a, b) = if delimited(t, s, e) { (s, e) } else { (a, b) };
   ctx.push(a, b, "high_entropy", "entropy", P_ENTROPY);
+}
+
+/// A run of letters only (no digit, no `-/+`) of 16 bytes or more: a secret when its letters are
+/// random (see `letters.rs`) and a secret-naming identifier precedes it on its line
+/// (`zendesk token <letters>`), the prose form [`token_at`] catches for values with digits.
+/// Called by the engine's single pass over the text.
+pub fn letters_at(ctx: &mut Ctx, s: usize, e: usize) {
+  let t = ctx.t;
+  let v = &t[s..e];
+  if v.len() > 512 || !is_random_letters(v) {
+    return;
+  }
+  if !matches!(context_before(t, s), Context::Secret) {
+    return;
+  }
+  // Not one letter repeated or a pair of letters over and over (`qzqzqz...`).
+  if entropy(v) < 3.0
+    || is_placeholder(v)
+    || is_non_secret_word(v)
+    || is_known_public(v)
+    || ctx.in_public_zone(s)
+    || continues_prefix(t, s)
+    || ctx.url_for_tokens.inside_url(t, s)
+  {
+    return;
+  }
+  ctx.push(s, e, "high_entropy", "entropy", P_ENTROPY);
 }
 
 /// Does the run at `a` continue a known token prefix across a `.` (`dt0c01.<id>.<secret>`,
