@@ -7,23 +7,9 @@
 //! Every value is generated at run time from a fixed seed (no source file holds anything a secret
 //! scanner would flag), and assertion messages name cases, never the values in them.
 
+use super::testing::Rng;
 use super::{redact, RedactOptions};
 
-struct Rng(u64);
-
-impl Rng {
-  fn next(&mut self) -> u64 {
-    self.0 ^= self.0 << 13;
-    self.0 ^= self.0 >> 7;
-    self.0 ^= self.0 << 17;
-    self.0
-  }
-
-  fn chars(&mut self, alphabet: &str, n: usize) -> String {
-    let a = alphabet.as_bytes();
-    (0..n).map(|_| a[(self.next() % a.len() as u64) as usize] as char).collect()
-  }
-}
 
 const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
 const MIXED: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
