@@ -10,7 +10,6 @@
 use super::testing::Rng;
 use super::{redact, RedactOptions};
 
-
 const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
 const MIXED: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
