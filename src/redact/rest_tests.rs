@@ -76,7 +76,6 @@ fn generated_held_out_set_is_found_whole() {
   assert_eq!((ok, hit), (tp, 0), "{ok}/{tp} found, {hit} near misses redacted");
 }
 
-
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const LOWER_NUM: &str = "abcdefghijklmnopqrstuvwxyz0123456789";
 const HEX: &str = "0123456789abcdef";
