@@ -469,7 +469,23 @@ pub fn has_version(v: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{entropy, has_version, is_path_like, is_uuid, is_wordy};
+  use super::{entropy, has_version, is_ident, is_path_like, is_uuid, is_wordy, line_start, skip_back};
+
+  /// The table and the vectorised search give what the byte-wise definitions give, at every
+  /// position and window of a text with both line breaks, at both ends too.
+  #[test]
+  fn line_start_and_is_ident_match_their_definitions() {
+    for b in 0..=255u8 {
+      assert_eq!(is_ident(b), b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'), "{b}");
+    }
+    let t = b"ab\ncd\r\nef gh\n\nij\rk";
+    for pos in 0..=t.len() + 2 {
+      for max in [0, 1, 2, 3, 5, 64, usize::MAX] {
+        let want = skip_back(t, pos, max, |b| b != b'\n' && b != b'\r');
+        assert_eq!(line_start(t, pos, max), want, "pos {pos} max {max}");
+      }
+    }
+  }
 
   #[test]
   fn entropy_bounds() {
