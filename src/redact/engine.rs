@@ -148,7 +148,7 @@ thread_local! {
 /// together hold every byte (overlapping loads from both ends; zero-padded below 8 bytes): for
 /// one length, different identifiers give different words.
 #[inline]
-fn ident_key(ident: &[u8]) -> Option<(usize, [u64; 4])> {
+pub(super) fn ident_key(ident: &[u8]) -> Option<(usize, [u64; 4])> {
   let n = ident.len();
   let load = |i: usize| u64::from_le_bytes(ident[i..i + 8].try_into().expect("8 bytes"));
   match n {
@@ -165,13 +165,20 @@ fn ident_key(ident: &[u8]) -> Option<(usize, [u64; 4])> {
   }
 }
 
+/// A slot index (0 to 255) for an [`ident_key`]: one multiply over the words, where hashing the
+/// bytes one at a time cost a dependent multiply per byte.
+#[inline]
+pub(super) fn ident_slot(key: &(usize, [u64; 4])) -> usize {
+  let (n, w) = key;
+  let h = (w[0] ^ w[1].rotate_left(17) ^ w[2].rotate_left(31) ^ w[3].rotate_left(47) ^ *n as u64)
+    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+  (h >> 56) as usize
+}
+
 /// `ASSIGN_WORDS.in_text(ident)`, remembered (it depends on the identifier's bytes only).
 fn has_assign_word(ident: &[u8]) -> bool {
   let Some(key) = ident_key(ident) else { return ASSIGN_WORDS.in_text(ident) };
-  let (n, w) = key;
-  let h = (w[0] ^ w[1].rotate_left(17) ^ w[2].rotate_left(31) ^ w[3].rotate_left(47) ^ n as u64)
-    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-  let slot = (h >> 56) as usize % MEMO_SLOTS;
+  let slot = ident_slot(&key) % MEMO_SLOTS;
   IDENT_MEMO.with(|memo| {
     let mut m = memo.borrow_mut();
     if m.keys[slot] == key {

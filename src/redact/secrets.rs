@@ -5,6 +5,7 @@
 
 use super::catalogue::{fits_shape, provider_span, providers, providers_named, MAX_KEYWORD};
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
+use super::engine::{ident_key, ident_slot};
 use super::letters::{is_random_letters, MIN_RANDOM_LETTERS};
 use super::placeholder::{is_non_secret_word, is_placeholder, is_placeholder_in_format};
 use super::rules::{is_known_public, token_prefix_len};
@@ -1597,25 +1598,24 @@ struct ContextWord {
   class: Option<IdentClass>,
 }
 
-/// Identifiers up to this length are remembered by [`context_word`] (longer ones are rare).
-const CACHED_WORD: usize = 24;
 const WORD_SLOTS: usize = 256;
 
 /// A direct-mapped memo of [`context_word`] per thread: the words before candidates repeat
 /// (the same prose and code words line after line), and classifying one costs a few hundred ns
-/// (its words split out, several lexicons looked up), several times a hash or a UUID.
+/// (its words split out, several lexicons looked up), several times a hash or a UUID. Keyed
+/// like the engine's identifier memo (length and four words, up to 32 bytes): a text of
+/// repeated `PuTTY-User-Key-File-2: ` headers asks for four identifiers per header, and hashing
+/// them a byte at a time was a fifth of its time.
 struct WordCache {
-  keys: [[u8; CACHED_WORD]; WORD_SLOTS],
-  /// Length of the remembered identifier (0: an empty slot; identifiers are never empty).
-  lens: [u8; WORD_SLOTS],
+  /// Length 0 marks an empty slot: identifiers are never empty.
+  keys: [(usize, [u64; 4]); WORD_SLOTS],
   vals: [ContextWord; WORD_SLOTS],
 }
 
 thread_local! {
   static WORD_CACHE: std::cell::RefCell<WordCache> = const {
     std::cell::RefCell::new(WordCache {
-      keys: [[0; CACHED_WORD]; WORD_SLOTS],
-      lens: [0; WORD_SLOTS],
+      keys: [(0, [0; 4]); WORD_SLOTS],
       vals: [ContextWord { anti: false, class: None }; WORD_SLOTS],
     })
   };
@@ -1629,23 +1629,15 @@ fn context_word(ident: &[u8]) -> ContextWord {
     let name_only = class.is_some_and(|c| c.provider && c.strength == Strength::Provider);
     ContextWord { anti: !name_only && ANTI_CONTEXT.in_text(ident), class }
   };
-  let n = ident.len();
-  if n == 0 || n > CACHED_WORD {
-    return compute(ident);
-  }
-  let mut h = n as u32;
-  for &b in ident {
-    h = (h.rotate_left(5) ^ b as u32).wrapping_mul(0x9e37_79b9);
-  }
-  let slot = (h >> 24) as usize % WORD_SLOTS;
+  let Some(key) = ident_key(ident) else { return compute(ident) };
+  let slot = ident_slot(&key) % WORD_SLOTS;
   WORD_CACHE.with(|cache| {
     let mut c = cache.borrow_mut();
-    if c.lens[slot] as usize == n && &c.keys[slot][..n] == ident {
+    if c.keys[slot] == key {
       return c.vals[slot];
     }
     let v = compute(ident);
-    c.keys[slot][..n].copy_from_slice(ident);
-    c.lens[slot] = n as u8;
+    c.keys[slot] = key;
     c.vals[slot] = v;
     v
   })
