@@ -9,8 +9,10 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use memchr::memmem;
+use rustc_hash::FxHashSet;
 
 use super::ctx::Hit;
+use super::text::work;
 
 /// Shortest value whose copies are looked for: a shorter one (`admin`, `1234`) is too likely to
 /// occur in the text for another reason.
@@ -23,21 +25,26 @@ const SEPARATE_SEARCHES: usize = 4;
 
 /// Adds a hit for every occurrence of a keyword-found value that no hit covers yet.
 pub(super) fn add_copies(t: &[u8], hits: &mut Vec<Hit>) {
-  let mut values: Vec<&Hit> =
-    hits.iter().filter(|h| h.method == "keyword" && h.end - h.start >= MIN_COPY_LEN).collect();
-  if values.is_empty() {
+  // Hits may overlap (`a=b=c=...`), so their values' total length is bounded by the text's
+  // before anything else is done with them: a value past the budget is still redacted where it
+  // was found, only not searched again. Duplicates go by hash, in time linear in that total
+  // (sorting values that share long prefixes would compare them over and over).
+  let mut budget = t.len();
+  let mut seen = FxHashSet::default();
+  let originals: Vec<Hit> = hits
+    .iter()
+    .filter(|h| h.method == "keyword" && h.end - h.start >= MIN_COPY_LEN)
+    .filter(|h| budget.checked_sub(h.end - h.start).map(|rest| budget = rest).is_some())
+    .filter(|h| seen.insert(&t[h.start..h.end]))
+    .cloned()
+    .collect();
+  if originals.is_empty() {
     return;
   }
-  values.sort_unstable_by(|a, b| t[a.start..a.end].cmp(&t[b.start..b.end]));
-  values.dedup_by(|a, b| t[a.start..a.end] == t[b.start..b.end]);
-  // Hits may overlap; the patterns' total length is bounded by the text's (a value longer than
-  // what is left of the budget is still redacted where it was found, only not searched again).
-  let mut budget = t.len();
-  values.retain(|h| {
-    let len = h.end - h.start;
-    budget.checked_sub(len).map(|rest| budget = rest).is_some()
-  });
-  let originals: Vec<Hit> = values.into_iter().cloned().collect();
+  // Counted like the detectors' work (the tests and the fuzzer bound it per byte of input): the
+  // values hashed, and one pass over the text per separate search or for the shared one.
+  let passes = if originals.len() <= SEPARATE_SEARCHES { originals.len() } else { 1 };
+  work::add(t.len() - budget + passes * t.len());
   let mut copies = Vec::new();
   let mut add = |which: usize, start: usize, end: usize| {
     let o = &originals[which];
@@ -120,6 +127,20 @@ mod tests {
     for (i, v) in values.iter().enumerate() {
       assert!(!out.contains(v.as_str()), "value {i}: a copy is left in clear");
     }
+  }
+
+  #[test]
+  fn many_values_with_one_long_prefix_cost_linear_work() {
+    use super::super::testing::{redact_counting_work, WORK_BASE, WORK_PER_BYTE};
+    // Thousands of distinct keyword-found values that share a 200-byte prefix: deduplicating
+    // them by sorting would compare each prefix again and again.
+    let mut rng = Rng(0xC0_91E8);
+    let prefix = rng.chars(LOWER_NUM, 200);
+    let text: String = (0..3000).map(|i| format!("password{i} = {prefix}{}\n", keyword_value(&mut rng))).collect();
+    let opts = RedactOptions { key: Some(b"test-key".to_vec()), ..Default::default() };
+    let (r, work) = redact_counting_work(&text, &opts);
+    assert!(r.findings.len() >= 3000, "every value is found");
+    assert!(work <= WORK_PER_BYTE * text.len() as u64 + WORK_BASE, "work {work} for {} bytes", text.len());
   }
 
   #[test]
