@@ -142,7 +142,7 @@ pub struct RawRedaction {
 /// Every method a finding can have.
 pub const METHODS: &[&str] = &["pattern", "checksum", "keyword", "entropy"];
 
-/// Every kind a finding can have.
+/// Every kind a finding can have: the personal data first ([`PII_KINDS`]), then the secrets.
 pub const KINDS: &[&str] = &[
   "email",
   "phone",
@@ -283,6 +283,10 @@ pub const KINDS: &[&str] = &[
   "twitter_token",
   "posthog_token",
 ];
+
+/// The kinds of personal data (the first entries of [`KINDS`], up to `ipv6`); every other kind is
+/// a secret.
+pub const PII_KINDS: &[&str] = KINDS.split_at(13).0;
 
 /// Hex characters of a fingerprint (64 bits): enough to tell "the same value again" apart,
 /// short enough not to be a useful offline-guessing oracle for long secrets.

@@ -4,23 +4,8 @@
 //! generator here, or the rule sets' own documentation examples in the corpus files.
 
 use super::testing::Rng;
-use super::{redact, RedactOptions, Redaction};
-
-const SECRET_KINDS_EXCLUDED: &[&str] = &[
-  "email",
-  "phone",
-  "credit_card",
-  "iban",
-  "us_ssn",
-  "uk_nino",
-  "uk_nhs",
-  "ca_sin",
-  "in_aadhaar",
-  "br_cpf",
-  "br_cnpj",
-  "ipv4",
-  "ipv6",
-];
+use super::tests::sample;
+use super::{redact, RedactOptions, Redaction, PII_KINDS};
 
 fn run(text: &str) -> Redaction {
   redact(text, &RedactOptions::default())
@@ -52,7 +37,7 @@ fn measure(file: &str) -> (usize, usize, usize, usize) {
       ok += (found && !spans.is_empty()) as usize;
     } else {
       fp += 1;
-      hit += r.findings.iter().any(|f| !SECRET_KINDS_EXCLUDED.contains(&f.kind.as_str())) as usize;
+      hit += r.findings.iter().any(|f| !PII_KINDS.contains(&f.kind.as_str())) as usize;
     }
   }
   (ok, tp, hit, fp)
@@ -89,7 +74,7 @@ fn covered(text: &str, value: &str) -> bool {
 }
 
 fn untouched(text: &str) -> bool {
-  run(text).findings.iter().all(|f| SECRET_KINDS_EXCLUDED.contains(&f.kind.as_str()))
+  run(text).findings.iter().all(|f| PII_KINDS.contains(&f.kind.as_str()))
 }
 
 /// A counting run inside a token with random parts is an id, not a placeholder; a value in the
@@ -169,13 +154,10 @@ fn anthropic_keys_end_with_aa() {
   let mut rng = Rng(29_05);
   let key = format!("sk-ant-api03-{}AA", rng.chars(ALNUM, 93));
   assert!(covered(&format!("key: {key}"), &key));
-  // gitleaks' own example (counting runs in it, the `AA` ending): a key.
-  let example =
-    "sk-ant-api03-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789bcde-1234fghijklmnopby56aaaogaopaaaabc123xyzAA";
-  assert!(covered(example, example));
-  assert!(untouched(
-    "sk-ant-api03-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789bcde-1234fghijklmnopby56aaaogaopaaaabc123xyzBB"
-  ));
+  // gitleaks' own example (counting runs in it, the `AA` ending): a key; with another ending, none.
+  let example = sample("anthropic_gitleaks_example");
+  assert!(covered(&example, &example));
+  assert!(untouched(&sample("anthropic_gitleaks_example_bad_ending")));
 }
 
 /// An unsigned JWT keeps its final `.`; make's `::=` and `:::=` assign.
@@ -213,4 +195,11 @@ fn secrets_patterns_db_providers_introduce_values() {
   let sonar = providers().iter().find(|p| p.name == "sonar").expect("sonar");
   assert!(fits_shape(sonar, b"12345678ABCDEFH1234567890ABCDEFH12345678"));
   assert!(!fits_shape(sonar, b"12345678ABCDEFH1234567890ABCDEFH1234567!"));
+}
+
+/// [`PII_KINDS`] is a prefix of `KINDS` by count: it must end where the personal data does.
+#[test]
+fn personal_data_kinds_end_at_the_first_secret_kind() {
+  assert_eq!(PII_KINDS.last(), Some(&"ipv6"));
+  assert_eq!(super::KINDS[PII_KINDS.len()], "url_credentials");
 }
