@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { prng } from './redact-devcorpus.mjs'
+import { regexSampler } from './regex-sample.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dir = process.argv[2] ?? '/tmp/sources'
@@ -31,87 +32,8 @@ const dev = new Set(
 
 const rng = prng(29)
 const int = (n) => Math.floor(rng() * n)
+const generate = regexSampler(int)
 
-/** The members of a class body (`a-z0-9_-`). */
-function classMembers(body) {
-  const out = []
-  for (let i = 0; i < body.length; i++) {
-    let c = body[i]
-    if (c === '\\') {
-      c = body[++i]
-      out.push(c)
-    } else if (body[i + 1] === '-' && i + 2 < body.length) {
-      for (let x = c.charCodeAt(0); x <= body.charCodeAt(i + 2); x++) out.push(String.fromCharCode(x))
-      i += 2
-    } else out.push(c)
-  }
-  return out
-}
-
-/**
- * A random string matching `re`, for the regex subset of the transcribed rules: literals,
- * escapes, classes, `(?:a|b)` groups, `?`, `*`, `+` and `{n}` / `{n,m}` / `{n,}` (open ends
- * draw up to n + 40). Case-insensitive rules draw their class letters in lower case, as gitleaks'
- * generator does.
- */
-function generate(re) {
-  let i = 0
-  function alternation() {
-    const alts = [[]]
-    while (i < re.length && re[i] !== ')') {
-      if (re[i] === '|') {
-        alts.push([])
-        i++
-        continue
-      }
-      alts[alts.length - 1].push(atom())
-    }
-    return alts
-  }
-  function atom() {
-    let gen
-    const c = re[i]
-    if (re.startsWith('(?:', i)) {
-      i += 3
-      const alts = alternation()
-      i++ // ')'
-      gen = () => alts[int(alts.length)].map((g) => g()).join('')
-    } else if (c === '[') {
-      const close = re.indexOf(']', i + 1)
-      const members = classMembers(re.slice(i + 1, close))
-      i = close + 1
-      gen = () => members[int(members.length)]
-    } else if (c === '\\') {
-      const e = re[i + 1]
-      i += 2
-      const members = e === 'd' ? classMembers('0-9') : e === 'w' ? classMembers('a-zA-Z0-9_') : [e]
-      gen = () => members[int(members.length)]
-    } else {
-      i++
-      gen = () => c
-    }
-    // Quantifier.
-    let min = 1
-    let max = 1
-    if (re[i] === '?') [min, max, i] = [0, 1, i + 1]
-    else if (re[i] === '*') [min, max, i] = [0, 8, i + 1]
-    else if (re[i] === '+') [min, max, i] = [1, 8, i + 1]
-    else if (re[i] === '{') {
-      const m = re.slice(i).match(/^\{(\d+)(?:(,)(\d*))?\}/)
-      min = Number(m[1])
-      max = m[2] ? (m[3] ? Number(m[3]) : min + 40) : min
-      i += m[0].length
-    }
-    return () => {
-      let s = ''
-      const n = min + int(max - min + 1)
-      for (let k = 0; k < n; k++) s += gen()
-      return s
-    }
-  }
-  const alts = alternation()
-  return alts[int(alts.length)].map((g) => g()).join('')
-}
 
 // Rules of other detectors than provider tokens (password fields of config files, a URL's
 // credentials), whose secrets these contexts do not fit.
