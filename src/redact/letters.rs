@@ -30,8 +30,10 @@ pub const MIN_RANDOM_LETTERS: usize = 16;
 /// were judged. In camel case (a capital at most every fourth letter: `processCwdFallback`) a
 /// capital after a lowercase letter starts a word, and the pair across it is no pair of a word;
 /// random mixed case has a capital about every other letter, and every pair counts.
-pub fn rare_pairs(v: &[u8]) -> (usize, usize) {
-  work::add(v.len());
+///
+/// The definition [`is_random_letters`] computes in its single pass (a test compares the two).
+#[cfg(test)]
+fn rare_pairs(v: &[u8]) -> (usize, usize) {
   let upper = v.iter().filter(|b| b.is_ascii_uppercase()).count();
   let camel = upper * 4 <= v.len();
   let (mut rare, mut judged) = (0, 0);
@@ -50,24 +52,44 @@ pub fn rare_pairs(v: &[u8]) -> (usize, usize) {
 
 /// Is `v` (ASCII letters only, at least [`MIN_RANDOM_LETTERS`] of them) random letters rather
 /// than words, an identifier or a run of the alphabet (`abcdefghijklmnop`)?
+///
+/// Asked of every run of 16 letters or more (`GoogleSoftwareUpdateAgent` in a log line), so it
+/// is one pass: the letters test, the alphabet steps and the counts of rare pairs both ways (with
+/// and without the pairs across camel-case humps, as which applies is known only at the end).
 pub fn is_random_letters(v: &[u8]) -> bool {
   let n = v.len();
-  if n < MIN_RANDOM_LETTERS || !v.iter().all(u8::is_ascii_alphabetic) {
+  if n < MIN_RANDOM_LETTERS {
     return false;
   }
-  // Pairs next to each other in the alphabet (`ab`, `cd`): one in 26 at random, a run of the
-  // alphabet is all of them.
-  let steps = v.windows(2).filter(|p| p[1].to_ascii_lowercase() == p[0].to_ascii_lowercase() + 1).count();
-  if steps * 2 >= n - 1 {
+  let mut non_letter = !v[0].is_ascii_alphabetic();
+  let mut upper = v[0].is_ascii_uppercase() as usize;
+  let (mut steps, mut humps, mut rare, mut rare_in_humps) = (0usize, 0usize, 0usize, 0usize);
+  for p in v.windows(2) {
+    let (x, y) = (p[0], p[1]);
+    non_letter |= !y.is_ascii_alphabetic();
+    upper += y.is_ascii_uppercase() as usize;
+    // Letters only from here on (a non-letter ends the answer below), so `| 0x20` lowercases.
+    let (lx, ly) = (x | 0x20, y | 0x20);
+    steps += (ly == lx.wrapping_add(1)) as usize;
+    let hump = x.is_ascii_lowercase() && y.is_ascii_uppercase();
+    humps += hump as usize;
+    let (a, b) = (lx.wrapping_sub(b'a') % 32, ly.wrapping_sub(b'a') % 32);
+    let is_rare = COMMON_PAIRS.get(a as usize).is_none_or(|row| row >> b & 1 == 0);
+    rare += is_rare as usize;
+    rare_in_humps += (is_rare && hump) as usize;
+  }
+  if non_letter || steps * 2 >= n - 1 {
     return false;
   }
-  let (rare, judged) = rare_pairs(v);
+  work::add(n);
+  // In camel case the pairs across humps are not judged (see `rare_pairs`).
+  let (rare, judged) = if upper * 4 <= n { (rare - rare_in_humps, n - 1 - humps) } else { (rare, n - 1) };
   rare * 5 > judged && judged >= 10
 }
 
 #[cfg(test)]
 mod tests {
-  use super::{is_random_letters, rare_pairs};
+  use super::{is_random_letters, rare_pairs, MIN_RANDOM_LETTERS};
 
   #[test]
   fn words_have_common_pairs_random_letters_rare_ones() {
@@ -96,6 +118,49 @@ mod tests {
     // Camel case: the pairs across humps (`sC`, `dF`) are not judged.
     assert_eq!(rare_pairs(b"processCwdFallback"), (3, 15));
     assert!(!is_random_letters(b"processCwdFallback"));
+  }
+
+  /// The one-pass answer is the answer of the measure as the module docs define it (letters
+  /// only, not an alphabet run, a fifth of the judged pairs rare), on words, camel case, random
+  /// letters in both cases and values with a non-letter anywhere.
+  #[test]
+  fn one_pass_answers_as_the_definition() {
+    let definition = |v: &[u8]| {
+      let n = v.len();
+      if n < MIN_RANDOM_LETTERS || !v.iter().all(u8::is_ascii_alphabetic) {
+        return false;
+      }
+      let steps = v.windows(2).filter(|p| p[1].to_ascii_lowercase() == p[0].to_ascii_lowercase() + 1).count();
+      let (rare, judged) = rare_pairs(v);
+      steps * 2 < n - 1 && rare * 5 > judged && judged >= 10
+    };
+    let mut seed: u64 = 0xc0ffee;
+    let mut next = |m: u64| {
+      seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+      (seed >> 33) % m
+    };
+    let alphabets: [&[u8]; 4] = [
+      b"abcdefghijklmnopqrstuvwxyz",
+      b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+      b"etaoinshrdlucmETAOINSHRDLU",
+      b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0_-@{`[",
+    ];
+    let (mut random, mut total) = (0, 0);
+    for alphabet in alphabets {
+      for _ in 0..5000 {
+        let len = 14 + next(30) as usize;
+        let v: Vec<u8> = (0..len).map(|_| alphabet[next(alphabet.len() as u64) as usize]).collect();
+        let expected = definition(&v);
+        assert_eq!(is_random_letters(&v), expected, "{}", String::from_utf8_lossy(&v));
+        random += expected as usize;
+        total += 1;
+      }
+    }
+    for w in ["getElementsByTagName", "GoogleSoftwareUpdateAgent", "updateProductsWithTicket", "abcdefghijklmnopqrst"] {
+      assert_eq!(is_random_letters(w.as_bytes()), definition(w.as_bytes()), "{w}");
+    }
+    // Both answers occur, so the comparison says something.
+    assert!(random > 1000 && random < total - 1000, "{random} of {total}");
   }
 
   /// On fixed-seed random values of the probe's shapes, the measure misses few (the threshold

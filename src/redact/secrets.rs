@@ -536,7 +536,7 @@ enum Strength {
   Weak,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct IdentClass {
   strength: Strength,
   provider: bool,
@@ -866,7 +866,21 @@ const KEY_PAIRS: &[&str] = &[
 ];
 const WEAK_WORDS: &[&str] = &["key", "auth", "oauth", "sig", "session", "cookie", "hmac"];
 
+/// Pieces one of which every identifier holds (in any case) that names a secret by its words,
+/// without naming a provider: each word of [`PASSWORD_WORDS`], [`STRONG_WORDS`] and
+/// [`WEAK_WORDS`], the endings [`classify_ident`] looks for and the words of its pairs (`key`,
+/// `token`, `secret`) hold one (a test checks the lists).
+static SECRET_PIECES: WordSet =
+  WordSet::new(&["pw", "pass", "secret", "token", "key", "auth", "cred", "bearer", "sig", "session", "cookie", "hmac"]);
+
 fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
+  classify_ident_with(ident, true)
+}
+
+/// [`classify_ident`]; `quick` answers `None` at once for an identifier that names no provider
+/// and holds none of [`SECRET_PIECES`], as the full classification would (a random token or an
+/// ordinary name: most of those asked, and the full one costs a few lexicon look-ups per word).
+fn classify_ident_with(ident: &[u8], quick: bool) -> Option<IdentClass> {
   let all = ident_words(ident);
   if all.n == 0 {
     return None;
@@ -874,6 +888,9 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
   // Any provider of the catalogue, named by a word or by adjacent words (`NEW_RELIC_...`). The
   // words of its name are its name, not secret or anti words (`1password`, `page2images`).
   let span = provider_span(all.n, |i| all.get(i));
+  if quick && span.is_none() && !is_bundler_auth(ident) && !SECRET_PIECES.in_text(ident) {
+    return None;
+  }
   let provider = span.is_some();
   let named = span.map_or(&[][..], |(s, e)| {
     let mut buf = [0u8; MAX_KEYWORD];
@@ -913,8 +930,8 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
     |suffixes: &[&str]| words.iter().any(|w| suffixes.iter().any(|s| w.len() > s.len() && w.ends_with(s.as_bytes())));
   // `_auth` of `.npmrc` holds base64 of `user:password`; so do Bundler's per-host variables
   // (`BUNDLE_GEMS__CONTRIBSYS__COM`).
-  let npm_auth = (ident.ends_with(b"_auth") && (ident.len() == 5 || ident.ends_with(b":_auth")))
-    || (ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM"));
+  let npm_auth =
+    (ident.ends_with(b"_auth") && (ident.len() == 5 || ident.ends_with(b":_auth"))) || is_bundler_auth(ident);
   let strength = if words.has(PASSWORD_WORDS) || ends_with_any(&["password", "passwd", "pwd"]) {
     Strength::Password
   } else if npm_auth
@@ -934,6 +951,11 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
     return None;
   };
   Some(IdentClass { strength, provider, named, aws_secret })
+}
+
+/// Bundler's per-host credential variable (`BUNDLE_GEMS__CONTRIBSYS__COM`).
+fn is_bundler_auth(ident: &[u8]) -> bool {
+  ident.starts_with(b"BUNDLE_") && ident.ends_with(b"__COM")
 }
 
 /// Values that are code, not data: `getToken()`, `config.apiKey`, `self.password`.
@@ -1688,6 +1710,74 @@ fn delimited(t: &[u8], a: usize, b: usize) -> bool {
 #[cfg(test)]
 mod tests {
   use super::{classify_ident, code_like, context_word, ident_words, Strength, ANTI_CONTEXT, CLASS_COUNT};
+  use super::{
+    classify_ident_with, ANTI_WORDS, KEY_PAIRS, META_WORDS, PASSWORD_WORDS, SECRET_PIECES, STRONG_WORDS, WEAK_WORDS,
+  };
+  use crate::redact::catalogue::providers;
+  use crate::redact::testing::Rng;
+
+  /// Every word the classification takes as naming a secret holds one of the pieces its quick
+  /// refusal looks for.
+  #[test]
+  fn every_secret_word_holds_a_piece() {
+    let words = PASSWORD_WORDS.iter().chain(STRONG_WORDS.words()).chain(WEAK_WORDS);
+    for w in words.chain(&["key", "token", "secret", "password", "passwd", "pwd", "x_auth"]) {
+      assert!(SECRET_PIECES.in_text(w.as_bytes()), "{w}");
+    }
+  }
+
+  /// The quick refusal answers as the full classification on identifiers made of the lists'
+  /// words, provider names, random letters and digits, in every case and joined every way.
+  #[test]
+  fn quick_refusal_answers_as_the_full_classification() {
+    let mut pieces: Vec<String> = PASSWORD_WORDS
+      .iter()
+      .chain(STRONG_WORDS.words())
+      .chain(WEAK_WORDS)
+      .chain(KEY_PAIRS)
+      .chain(ANTI_WORDS.words())
+      .chain(META_WORDS.words())
+      .chain(&["id", "client", "app", "aws", "api", "BUNDLE", "COM", "auth"])
+      .map(|w| w.to_string())
+      .collect();
+    pieces.extend(providers().iter().step_by(7).flat_map(|p| p.keywords.iter().map(|k| k.to_string())));
+    let mut rng = Rng(0x1d3a);
+    let (mut some, mut none) = (0, 0);
+    for _ in 0..60_000 {
+      let mut ident = String::new();
+      for k in 0..1 + rng.below(4) {
+        if k > 0 {
+          ident.push_str(rng.pick(&["_", "-", ".", "", "__", ":"][..]));
+        }
+        let piece = match rng.below(4) {
+          0 => {
+            let n = 1 + rng.below(40);
+            rng.chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", n)
+          }
+          1 => {
+            let n = 1 + rng.below(3);
+            rng.digits(n)
+          }
+          _ => rng.pick(&pieces).clone(),
+        };
+        let piece = match rng.below(3) {
+          0 => piece.to_uppercase(),
+          1 => piece[..1].to_uppercase() + &piece[1..],
+          _ => piece,
+        };
+        ident.push_str(&piece);
+      }
+      let full = classify_ident_with(ident.as_bytes(), false);
+      assert_eq!(classify_ident_with(ident.as_bytes(), true), full, "{ident}");
+      if full.is_some() {
+        some += 1;
+      } else {
+        none += 1;
+      }
+    }
+    // Both answers are common, so the comparison says something.
+    assert!(some > 10_000 && none > 10_000, "{some} named, {none} not");
+  }
 
   /// The table `token_at` counts with: its fields hold the longest run it counts (512 bytes) of
   /// any byte without spilling into the next field.
