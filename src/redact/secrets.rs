@@ -1747,7 +1747,8 @@ mod tests {
       let mut ident = String::new();
       for k in 0..1 + rng.below(4) {
         if k > 0 {
-          ident.push_str(rng.pick(&["_", "-", ".", "", "__", ":"][..]));
+          let separator: &&str = rng.pick(&["_", "-", ".", "", "__", ":"]);
+          ident.push_str(separator);
         }
         let piece = match rng.below(4) {
           0 => {
