@@ -13,9 +13,21 @@ use super::{
 };
 
 /// Fake secrets live in a fixture file, not in test sources.
-pub(super) fn sample(name: &str) -> String {
+fn fixture(name: &str) -> serde_json::Value {
   let v: serde_json::Value = serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
-  v[name].as_str().unwrap_or_else(|| panic!("sample {name}")).to_string()
+  v[name].clone()
+}
+
+/// The fixture's string `name`.
+pub(super) fn sample(name: &str) -> String {
+  fixture(name).as_str().unwrap_or_else(|| panic!("sample {name}")).to_string()
+}
+
+/// The fixture's list of strings `name`.
+pub(super) fn samples(name: &str) -> Vec<String> {
+  let v = fixture(name);
+  let list = v.as_array().unwrap_or_else(|| panic!("samples {name}"));
+  list.iter().map(|s| s.as_str().unwrap_or_else(|| panic!("samples {name}")).to_string()).collect()
 }
 
 fn opts() -> RedactOptions {
