@@ -34,7 +34,6 @@
 //! ledger edit and a consolidation never interleave a read-modify-write of the file.
 
 use std::collections::HashMap;
-use std::ops::Range;
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
@@ -44,7 +43,7 @@ use crate::memory::notes::{self as mnotes, one_line, section_range, set_region};
 use crate::memory::MAX_NOTES_BYTES;
 
 use super::decision::{list_item, parse_entries, DecisionEntry};
-use super::layout::{self, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
+use super::layout::{self, apply, lines_after, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
 use super::notes_log;
 
 /// Most items kept in each list the ledger writes (older ones past it are dropped from the
@@ -111,53 +110,6 @@ fn merge<T>(found: Vec<T>, region: Vec<T>, key: impl Fn(&T) -> String) -> Vec<T>
     }
   }
   out
-}
-
-/// `text` with each range replaced (ranges sorted here; an insertion is an empty range; a range
-/// overlapping an earlier one is dropped). Shared with the Decision Log writer (`notes_log`).
-pub(super) fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
-  if splices.is_empty() {
-    return text.to_string();
-  }
-  splices.sort_by_key(|(r, _)| (r.start, r.end));
-  let mut out = String::with_capacity(text.len() + splices.iter().map(|(_, s)| s.len()).sum::<usize>());
-  let mut at = 0;
-  for (range, with) in splices {
-    if range.start < at {
-      continue;
-    }
-    out.push_str(&text[at..range.start]);
-    out.push_str(&with);
-    at = range.end;
-  }
-  out.push_str(&text[at..]);
-  out
-}
-
-/// The new lines for `rendered`, to insert after `last`: in the line end `last` has (or the
-/// document's, when `last` ends the file without one).
-fn lines_after(text: &str, last: &Line, rendered: &[String]) -> (usize, String) {
-  let own = last.newline(text);
-  let nl = if own.is_empty() { mnotes_newline(text) } else { own };
-  let mut out = String::new();
-  for line in rendered {
-    if own.is_empty() {
-      out.push_str(nl);
-      out.push_str(line);
-    } else {
-      out.push_str(line);
-      out.push_str(nl);
-    }
-  }
-  (last.end, out)
-}
-
-fn mnotes_newline(text: &str) -> &'static str {
-  if text.contains("\r\n") {
-    "\r\n"
-  } else {
-    "\n"
-  }
 }
 
 /// The ledger's identifiers region: a table of the rows.

@@ -42,8 +42,7 @@ use crate::memory::notes::{self as mnotes, one_line};
 use crate::timestamp::parse_ms;
 
 use super::decision::DecisionEntry;
-use super::layout::{self, Line};
-use super::notes::apply;
+use super::layout::{self, apply, lines_after, Line};
 
 /// The comment that marks a Decision Log table row as consolidation's own.
 const ROW_MARK: &str = "<!-- loa:decision ";
@@ -532,19 +531,8 @@ fn write_rows(text: &str, t: &DecisionTable, decisions: &[LogDecision]) -> (Stri
     })
     .collect();
   if !rows.is_empty() {
-    let own = t.table.last.newline(text);
-    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let mut inserted = String::new();
-    for row in rows {
-      if own.is_empty() {
-        inserted.push_str(nl);
-        inserted.push_str(&row);
-      } else {
-        inserted.push_str(&row);
-        inserted.push_str(own);
-      }
-    }
-    splices.push((t.table.last.end..t.table.last.end, inserted));
+    let (at, inserted) = lines_after(text, &t.table.last, &rows);
+    splices.push((at..at, inserted));
   }
   let mut out = apply(text, splices);
   // The `####` region an earlier version wrote would show each decision twice.
@@ -768,6 +756,24 @@ mod tests {
     );
     assert!(out.contains("<!-- loa:begin decisions -->\n<!-- loa:end decisions -->"), "{out}");
     assert_eq!(NotesDoc::new(out).decisions().len(), 2);
+  }
+
+  #[test]
+  fn new_rows_take_the_line_end_of_the_table_s_last_row() {
+    let row = "| 2026-03-01 | X <!-- loa:decision ef5600000000 --> |";
+    let d = [decision("ef56", "X")];
+    // The last row's own line end, CRLF or LF.
+    for nl in ["\r\n", "\n"] {
+      let text =
+        format!("## Decision Log{nl}| Date | Decision |{nl}|---|---|{nl}| 2026-01-01 | Old |{nl}{nl}## Next{nl}");
+      let want = text.replace(&format!("| Old |{nl}"), &format!("| Old |{nl}{row}{nl}"));
+      assert_eq!(write_decisions(&text, &d).as_deref(), Some(want.as_str()));
+    }
+    // A last row that ends the file without one: each new row starts with the document's.
+    for nl in ["\r\n", "\n"] {
+      let text = format!("## Decision Log{nl}| Date | Decision |{nl}|---|---|{nl}| 2026-01-01 | Old |");
+      assert_eq!(write_decisions(&text, &d), Some(format!("{text}{nl}{row}")));
+    }
   }
 
   #[test]
