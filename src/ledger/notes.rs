@@ -238,6 +238,16 @@ impl NotesDoc {
     layout::scan(&self.text, mnotes::section_title(region)).unwrap_or_default()
   }
 
+  /// Sets a list to `items`: in the file's own layout (`edit_layout`), or as the ledger's
+  /// region when the section has no list of its own.
+  fn set_list<T: Clone>(&mut self, region: &str, items: &[T], layout: for<'a> fn(&'a NotesDoc) -> Layout<'a, T>) {
+    let doc = self.clone();
+    if !self.edit_layout(region, items, layout(&doc)) {
+      let body = (layout(&doc).body)(items);
+      self.set(region, body);
+    }
+  }
+
   /// Applies `items` (one per key; a later one for a key replaces an earlier one) to a list the
   /// file keeps in its own layout: an entry found is rewritten in place (a second line for the
   /// same key is removed), a new one goes after the list's last entry in its style, or into the
@@ -403,11 +413,7 @@ impl NotesDoc {
   /// into the ledger's region when the file has one or the section has no entries. Entries
   /// of the file not named in `items` stay as they are.
   pub fn set_active_context(&mut self, items: &[ContextItem]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::ACTIVE_CONTEXT, items, doc.context_layout()) {
-      let body = (doc.context_layout().body)(items);
-      self.set(mnotes::ACTIVE_CONTEXT, body);
-    }
+    self.set_list(mnotes::ACTIVE_CONTEXT, items, NotesDoc::context_layout);
   }
 
   // ---- Lightweight Identifiers ------------------------------------------------------------
@@ -556,11 +562,7 @@ impl NotesDoc {
   /// in place (its identifier cell and extra columns as written), others are added at the
   /// table's end, or kept in the ledger's region when the file has one or no table.
   pub fn set_identifiers(&mut self, rows: &[IdentifierRow]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::IDENTIFIERS, rows, doc.identifier_layout()) {
-      let body = (doc.identifier_layout().body)(rows);
-      self.set(mnotes::IDENTIFIERS, body);
-    }
+    self.set_list(mnotes::IDENTIFIERS, rows, NotesDoc::identifier_layout);
   }
 
   // ---- Pending Questions ------------------------------------------------------------------
@@ -653,11 +655,7 @@ impl NotesDoc {
   /// in place (a plain bullet answered gains `[x] `), a new one goes after the last in the
   /// same style, or into the ledger's region when the file has one or the section has none.
   pub fn set_pending_questions(&mut self, questions: &[Question]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::PENDING_QUESTIONS, questions, doc.question_layout()) {
-      let body = (doc.question_layout().body)(questions);
-      self.set(mnotes::PENDING_QUESTIONS, body);
-    }
+    self.set_list(mnotes::PENDING_QUESTIONS, questions, NotesDoc::question_layout);
   }
 
   /// Every entry of the Decision Log, human-written and managed, in file order: `####`
