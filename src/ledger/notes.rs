@@ -773,6 +773,7 @@ impl NotesFile {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::ledger::tests::Rng;
 
   const FOREIGN: &str = "# Agent Working Memory (NOTES.md)
 
@@ -833,36 +834,23 @@ Setext heading below
     out
   }
 
-  /// A small deterministic generator (xorshift), so the test needs no crate and can fail
-  /// reproducibly.
-  struct Rng(u64);
-  impl Rng {
-    fn next(&mut self) -> u64 {
-      self.0 ^= self.0 << 13;
-      self.0 ^= self.0 >> 7;
-      self.0 ^= self.0 << 17;
-      self.0
-    }
-    fn text(&mut self) -> String {
-      const PIECES: [&str; 14] = [
-        "plain",
-        "## Heading",
-        "\n",
-        "<!-- loa:end identifiers -->",
-        "|",
-        "```",
-        "**bold**",
-        "- [ ]",
-        "é✓",
-        "  ",
-        "\\",
-        "#### 2026-01-01T00:00:00Z - fake",
-        "---",
-        "<div>",
-      ];
-      (0..1 + self.next() % 6).map(|_| PIECES[(self.next() % PIECES.len() as u64) as usize]).collect()
-    }
-  }
+  /// What the random edits write: pieces of markdown and of the ledger's own markers.
+  const PIECES: [&str; 14] = [
+    "plain",
+    "## Heading",
+    "\n",
+    "<!-- loa:end identifiers -->",
+    "|",
+    "```",
+    "**bold**",
+    "- [ ]",
+    "é✓",
+    "  ",
+    "\\",
+    "#### 2026-01-01T00:00:00Z - fake",
+    "---",
+    "<div>",
+  ];
 
   #[test]
   fn foreign_text_survives_a_hundred_random_edits_byte_for_byte() {
@@ -876,7 +864,7 @@ Setext heading below
     for line in FOREIGN.lines() {
       at += baseline[at..].find(line).unwrap_or_else(|| panic!("lost line {line:?}")) + line.len();
     }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15, &PIECES, 6);
     for round in 0..100 {
       match rng.next() % 3 {
         0 => {
@@ -1168,7 +1156,7 @@ Setext heading below
       t.lines().filter(|l| l.starts_with("- ") || l.starts_with("| ${")).map(str::to_string).collect()
     };
     let foreign: Vec<&str> = SEED.lines().filter(|l| !entry_lines(SEED).iter().any(|e| e == l)).collect();
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d, &PIECES, 6);
     const KEYS: [&str; 5] = ["Current Bead", "last checkpoint", "Reasoning State", "Phase", "Next Step"];
     for round in 0..60 {
       match rng.next() % 3 {
