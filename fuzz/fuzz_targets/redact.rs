@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loa_core::redact::testing::{fake_token, redact_counting_work, TOKEN_FORMATS, WORK_BASE, WORK_PER_BYTE};
+use loa_core::redact::testing::{fake_token, redact_counting_work, work_bound, Rng, TOKEN_FORMATS};
 use loa_core::redact::RedactOptions;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,15 +17,8 @@ fuzz_target!(|data: &[u8]| {
   let (head, rest) = data.split_at(8);
   let text = String::from_utf8_lossy(rest);
   let format = &TOKEN_FORMATS[head[0] as usize % TOKEN_FORMATS.len()];
-  let mut state = u64::from_le_bytes(head.try_into().unwrap_or_default());
-  let token = fake_token(format, &mut || {
-    // splitmix64
-    state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-  });
+  let mut rng = Rng(u64::from_le_bytes(head.try_into().unwrap_or_default()));
+  let token = fake_token(format, &mut || rng.next());
   let mut cut = u16::from_le_bytes([head[1], head[2]]) as usize % (text.len() + 1);
   while !text.is_char_boundary(cut) {
     cut -= 1;
@@ -35,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
   let options = RedactOptions { key: Some(b"fuzz".to_vec()), ..Default::default() };
   let (r, work) = redact_counting_work(&input, &options);
 
-  assert!(work <= WORK_BASE + WORK_PER_BYTE * input.len() as u64, "work {work} for {} bytes", input.len());
+  assert!(work <= work_bound(input.len()), "work {work} for {} bytes", input.len());
 
   // Offsets: UTF-16 indices of character boundaries, in order, not overlapping.
   let mut boundaries = vec![0usize];

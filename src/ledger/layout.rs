@@ -435,6 +435,47 @@ pub(crate) fn next_bullet(line: &str, body: usize, by: usize) -> String {
   }
 }
 
+/// `text` with each range replaced (ranges sorted here; an insertion is an empty range; a range
+/// overlapping an earlier one is dropped): how the Session Continuity lists (`notes`) and the
+/// Decision Log table (`notes_log`) are edited, every byte outside the ranges kept.
+pub(crate) fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
+  if splices.is_empty() {
+    return text.to_string();
+  }
+  splices.sort_by_key(|(r, _)| (r.start, r.end));
+  let mut out = String::with_capacity(text.len() + splices.iter().map(|(_, s)| s.len()).sum::<usize>());
+  let mut at = 0;
+  for (range, with) in splices {
+    if range.start < at {
+      continue;
+    }
+    out.push_str(&text[at..range.start]);
+    out.push_str(&with);
+    at = range.end;
+  }
+  out.push_str(&text[at..]);
+  out
+}
+
+/// Where to insert the new lines `rendered` after the entry `last`, and the text to insert:
+/// each line in the line end `last` has (or the document's, when `last` ends the file without
+/// one, which the first new line then starts with).
+pub(crate) fn lines_after(text: &str, last: &Line, rendered: &[String]) -> (usize, String) {
+  let own = last.newline(text);
+  let nl = if own.is_empty() { mnotes::newline_of(text) } else { own };
+  let mut out = String::new();
+  for line in rendered {
+    if own.is_empty() {
+      out.push_str(nl);
+      out.push_str(line);
+    } else {
+      out.push_str(line);
+      out.push_str(nl);
+    }
+  }
+  (last.end, out)
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;

@@ -34,7 +34,6 @@
 //! ledger edit and a consolidation never interleave a read-modify-write of the file.
 
 use std::collections::HashMap;
-use std::ops::Range;
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
@@ -44,7 +43,7 @@ use crate::memory::notes::{self as mnotes, one_line, section_range, set_region};
 use crate::memory::MAX_NOTES_BYTES;
 
 use super::decision::{list_item, parse_entries, DecisionEntry};
-use super::layout::{self, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
+use super::layout::{self, apply, lines_after, Columns, IdentifierItem, KeyValue, Line, QuestionLine};
 use super::notes_log;
 
 /// Most items kept in each list the ledger writes (older ones past it are dropped from the
@@ -111,53 +110,6 @@ fn merge<T>(found: Vec<T>, region: Vec<T>, key: impl Fn(&T) -> String) -> Vec<T>
     }
   }
   out
-}
-
-/// `text` with each range replaced (ranges sorted here; an insertion is an empty range; a range
-/// overlapping an earlier one is dropped). Shared with the Decision Log writer (`notes_log`).
-pub(super) fn apply(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
-  if splices.is_empty() {
-    return text.to_string();
-  }
-  splices.sort_by_key(|(r, _)| (r.start, r.end));
-  let mut out = String::with_capacity(text.len() + splices.iter().map(|(_, s)| s.len()).sum::<usize>());
-  let mut at = 0;
-  for (range, with) in splices {
-    if range.start < at {
-      continue;
-    }
-    out.push_str(&text[at..range.start]);
-    out.push_str(&with);
-    at = range.end;
-  }
-  out.push_str(&text[at..]);
-  out
-}
-
-/// The new lines for `rendered`, to insert after `last`: in the line end `last` has (or the
-/// document's, when `last` ends the file without one).
-fn lines_after(text: &str, last: &Line, rendered: &[String]) -> (usize, String) {
-  let own = last.newline(text);
-  let nl = if own.is_empty() { mnotes_newline(text) } else { own };
-  let mut out = String::new();
-  for line in rendered {
-    if own.is_empty() {
-      out.push_str(nl);
-      out.push_str(line);
-    } else {
-      out.push_str(line);
-      out.push_str(nl);
-    }
-  }
-  (last.end, out)
-}
-
-fn mnotes_newline(text: &str) -> &'static str {
-  if text.contains("\r\n") {
-    "\r\n"
-  } else {
-    "\n"
-  }
 }
 
 /// The ledger's identifiers region: a table of the rows.
@@ -284,6 +236,16 @@ impl NotesDoc {
 
   fn scan(&self, region: &str) -> layout::Scan {
     layout::scan(&self.text, mnotes::section_title(region)).unwrap_or_default()
+  }
+
+  /// Sets a list to `items`: in the file's own layout (`edit_layout`), or as the ledger's
+  /// region when the section has no list of its own.
+  fn set_list<T: Clone>(&mut self, region: &str, items: &[T], layout: for<'a> fn(&'a NotesDoc) -> Layout<'a, T>) {
+    let doc = self.clone();
+    if !self.edit_layout(region, items, layout(&doc)) {
+      let body = (layout(&doc).body)(items);
+      self.set(region, body);
+    }
   }
 
   /// Applies `items` (one per key; a later one for a key replaces an earlier one) to a list the
@@ -451,11 +413,7 @@ impl NotesDoc {
   /// into the ledger's region when the file has one or the section has no entries. Entries
   /// of the file not named in `items` stay as they are.
   pub fn set_active_context(&mut self, items: &[ContextItem]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::ACTIVE_CONTEXT, items, doc.context_layout()) {
-      let body = (doc.context_layout().body)(items);
-      self.set(mnotes::ACTIVE_CONTEXT, body);
-    }
+    self.set_list(mnotes::ACTIVE_CONTEXT, items, NotesDoc::context_layout);
   }
 
   // ---- Lightweight Identifiers ------------------------------------------------------------
@@ -604,11 +562,7 @@ impl NotesDoc {
   /// in place (its identifier cell and extra columns as written), others are added at the
   /// table's end, or kept in the ledger's region when the file has one or no table.
   pub fn set_identifiers(&mut self, rows: &[IdentifierRow]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::IDENTIFIERS, rows, doc.identifier_layout()) {
-      let body = (doc.identifier_layout().body)(rows);
-      self.set(mnotes::IDENTIFIERS, body);
-    }
+    self.set_list(mnotes::IDENTIFIERS, rows, NotesDoc::identifier_layout);
   }
 
   // ---- Pending Questions ------------------------------------------------------------------
@@ -701,11 +655,7 @@ impl NotesDoc {
   /// in place (a plain bullet answered gains `[x] `), a new one goes after the last in the
   /// same style, or into the ledger's region when the file has one or the section has none.
   pub fn set_pending_questions(&mut self, questions: &[Question]) {
-    let doc = self.clone();
-    if !self.edit_layout(mnotes::PENDING_QUESTIONS, questions, doc.question_layout()) {
-      let body = (doc.question_layout().body)(questions);
-      self.set(mnotes::PENDING_QUESTIONS, body);
-    }
+    self.set_list(mnotes::PENDING_QUESTIONS, questions, NotesDoc::question_layout);
   }
 
   /// Every entry of the Decision Log, human-written and managed, in file order: `####`
@@ -823,6 +773,7 @@ impl NotesFile {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::ledger::tests::Rng;
 
   const FOREIGN: &str = "# Agent Working Memory (NOTES.md)
 
@@ -883,36 +834,23 @@ Setext heading below
     out
   }
 
-  /// A small deterministic generator (xorshift), so the test needs no crate and can fail
-  /// reproducibly.
-  struct Rng(u64);
-  impl Rng {
-    fn next(&mut self) -> u64 {
-      self.0 ^= self.0 << 13;
-      self.0 ^= self.0 >> 7;
-      self.0 ^= self.0 << 17;
-      self.0
-    }
-    fn text(&mut self) -> String {
-      const PIECES: [&str; 14] = [
-        "plain",
-        "## Heading",
-        "\n",
-        "<!-- loa:end identifiers -->",
-        "|",
-        "```",
-        "**bold**",
-        "- [ ]",
-        "é✓",
-        "  ",
-        "\\",
-        "#### 2026-01-01T00:00:00Z - fake",
-        "---",
-        "<div>",
-      ];
-      (0..1 + self.next() % 6).map(|_| PIECES[(self.next() % PIECES.len() as u64) as usize]).collect()
-    }
-  }
+  /// What the random edits write: pieces of markdown and of the ledger's own markers.
+  const PIECES: [&str; 14] = [
+    "plain",
+    "## Heading",
+    "\n",
+    "<!-- loa:end identifiers -->",
+    "|",
+    "```",
+    "**bold**",
+    "- [ ]",
+    "é✓",
+    "  ",
+    "\\",
+    "#### 2026-01-01T00:00:00Z - fake",
+    "---",
+    "<div>",
+  ];
 
   #[test]
   fn foreign_text_survives_a_hundred_random_edits_byte_for_byte() {
@@ -926,7 +864,7 @@ Setext heading below
     for line in FOREIGN.lines() {
       at += baseline[at..].find(line).unwrap_or_else(|| panic!("lost line {line:?}")) + line.len();
     }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15, &PIECES, 6);
     for round in 0..100 {
       match rng.next() % 3 {
         0 => {
@@ -1218,7 +1156,7 @@ Setext heading below
       t.lines().filter(|l| l.starts_with("- ") || l.starts_with("| ${")).map(str::to_string).collect()
     };
     let foreign: Vec<&str> = SEED.lines().filter(|l| !entry_lines(SEED).iter().any(|e| e == l)).collect();
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d, &PIECES, 6);
     const KEYS: [&str; 5] = ["Current Bead", "last checkpoint", "Reasoning State", "Phase", "Next Step"];
     for round in 0..60 {
       match rng.next() % 3 {

@@ -42,8 +42,7 @@ use crate::memory::notes::{self as mnotes, one_line};
 use crate::timestamp::parse_ms;
 
 use super::decision::DecisionEntry;
-use super::layout::{self, Line};
-use super::notes::apply;
+use super::layout::{self, apply, lines_after, Line};
 
 /// The comment that marks a Decision Log table row as consolidation's own.
 const ROW_MARK: &str = "<!-- loa:decision ";
@@ -532,19 +531,8 @@ fn write_rows(text: &str, t: &DecisionTable, decisions: &[LogDecision]) -> (Stri
     })
     .collect();
   if !rows.is_empty() {
-    let own = t.table.last.newline(text);
-    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let mut inserted = String::new();
-    for row in rows {
-      if own.is_empty() {
-        inserted.push_str(nl);
-        inserted.push_str(&row);
-      } else {
-        inserted.push_str(&row);
-        inserted.push_str(own);
-      }
-    }
-    splices.push((t.table.last.end..t.table.last.end, inserted));
+    let (at, inserted) = lines_after(text, &t.table.last, &rows);
+    splices.push((at..at, inserted));
   }
   let mut out = apply(text, splices);
   // The `####` region an earlier version wrote would show each decision twice.
@@ -595,6 +583,7 @@ fn render_dated(like: &str, d: &LogDecision) -> String {
 mod tests {
   use super::*;
   use crate::ledger::notes::{ContextItem, IdentifierRow, NotesDoc, Question};
+  use crate::ledger::tests::Rng;
 
   const INSTALL: &str = include_str!("../../testdata/notes/install-layout.md");
   const BLOCKS: &str = include_str!("../../testdata/notes/decision-blocks.md");
@@ -771,6 +760,24 @@ mod tests {
   }
 
   #[test]
+  fn new_rows_take_the_line_end_of_the_table_s_last_row() {
+    let row = "| 2026-03-01 | X <!-- loa:decision ef5600000000 --> |";
+    let d = [decision("ef56", "X")];
+    // The last row's own line end, CRLF or LF.
+    for nl in ["\r\n", "\n"] {
+      let text =
+        format!("## Decision Log{nl}| Date | Decision |{nl}|---|---|{nl}| 2026-01-01 | Old |{nl}{nl}## Next{nl}");
+      let want = text.replace(&format!("| Old |{nl}"), &format!("| Old |{nl}{row}{nl}"));
+      assert_eq!(write_decisions(&text, &d).as_deref(), Some(want.as_str()));
+    }
+    // A last row that ends the file without one: each new row starts with the document's.
+    for nl in ["\r\n", "\n"] {
+      let text = format!("## Decision Log{nl}| Date | Decision |{nl}|---|---|{nl}| 2026-01-01 | Old |");
+      assert_eq!(write_decisions(&text, &d), Some(format!("{text}{nl}{row}")));
+    }
+  }
+
+  #[test]
   fn blocks_and_dated_logs_get_their_region_in_their_style() {
     let d = decision("ab12", "Cache ** the index");
     let out = write_decisions(BLOCKS, std::slice::from_ref(&d)).unwrap();
@@ -797,39 +804,27 @@ mod tests {
     assert!(write_decisions("# Notes\n", &[d]).is_none());
   }
 
-  /// A small deterministic generator (xorshift), so the test can fail reproducibly.
-  struct Rng(u64);
-  impl Rng {
-    fn next(&mut self) -> u64 {
-      self.0 ^= self.0 << 13;
-      self.0 ^= self.0 >> 7;
-      self.0 ^= self.0 << 17;
-      self.0
-    }
-    fn text(&mut self) -> String {
-      const PIECES: [&str; 12] = [
-        "plain",
-        "## Heading",
-        "\n",
-        "|",
-        "```",
-        "**bold**",
-        "- [ ]",
-        "é✓",
-        "<!-- loa:end decisions -->",
-        "\\",
-        "---",
-        ":",
-      ];
-      (0..1 + self.next() % 5).map(|_| PIECES[(self.next() % PIECES.len() as u64) as usize]).collect()
-    }
-  }
+  /// What the random edits write: pieces of markdown, tables and the region's end marker.
+  const PIECES: [&str; 12] = [
+    "plain",
+    "## Heading",
+    "\n",
+    "|",
+    "```",
+    "**bold**",
+    "- [ ]",
+    "é✓",
+    "<!-- loa:end decisions -->",
+    "\\",
+    "---",
+    ":",
+  ];
 
   #[test]
   fn random_edits_of_these_layouts_keep_every_foreign_line() {
     for (name, layout) in [("install", INSTALL), ("blocks", BLOCKS), ("dated", DATED)] {
       for text in [layout.to_string(), layout.replace('\n', "\r\n")] {
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = Rng::new(0x2545_f491_4f6c_dd1d, &PIECES, 5);
         let mut doc = NotesDoc::new(text.clone());
         let foreign: Vec<&str> = text.lines().collect();
         let human = doc.decisions().len();

@@ -9,6 +9,30 @@ use super::*;
 use crate::memory::{MemoryStore, StoreOptions};
 use crate::timestamp::parse_rfc3339_ms;
 
+/// The random-edit tests' generator (xorshift): no crate, and a failure is reproducible from
+/// its seed. `text` joins 1 to `most` pieces drawn from `pieces`.
+pub(super) struct Rng {
+  state: u64,
+  pieces: &'static [&'static str],
+  most: u64,
+}
+
+impl Rng {
+  pub(super) fn new(seed: u64, pieces: &'static [&'static str], most: u64) -> Rng {
+    Rng { state: seed, pieces, most }
+  }
+  pub(super) fn next(&mut self) -> u64 {
+    self.state ^= self.state << 13;
+    self.state ^= self.state >> 7;
+    self.state ^= self.state << 17;
+    self.state
+  }
+  pub(super) fn text(&mut self) -> String {
+    let pieces = self.pieces;
+    (0..1 + self.next() % self.most).map(|_| pieces[(self.next() % pieces.len() as u64) as usize]).collect()
+  }
+}
+
 const FOREIGN_NOTES: &str = "# Agent Working Memory (NOTES.md)
 
 Written by a human.

@@ -179,7 +179,8 @@ pub fn in_spans(spans: &[Range<usize>], at: usize) -> bool {
   i > 0 && spans[i - 1].contains(&at)
 }
 
-fn newline_of(text: &str) -> &'static str {
+/// The line end `text` is written with: CRLF if it holds one, else LF.
+pub(crate) fn newline_of(text: &str) -> &'static str {
   if text.contains("\r\n") {
     "\r\n"
   } else {

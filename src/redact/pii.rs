@@ -688,20 +688,24 @@ fn national_id_at(ctx: &mut Ctx, p: usize, q: usize) -> Option<usize> {
   Some(d.end)
 }
 
-/// Weighted sum mod 11 check digits of CPF (weights 10..2, then 11..2).
+/// The check digit of Brazil's CPF and CNPJ: the sum of `digits` times `weights`, mod 11; a
+/// remainder `r` below 2 gives 0, any other `11 - r`.
+fn mod11_check_digit(digits: &[u8], weights: impl Iterator<Item = usize>) -> u8 {
+  let r = digits.iter().zip(weights).map(|(&c, w)| (c - b'0') as usize * w).sum::<usize>() % 11;
+  if r < 2 {
+    0
+  } else {
+    (11 - r) as u8
+  }
+}
+
+/// CPF check digits (weights 10..2, then 11..2).
 fn cpf_ok(d: &[u8]) -> bool {
   if d.len() != 11 || d.iter().all(|&c| c == d[0]) {
     return false;
   }
-  let dv = |n: usize| {
-    let r = d[..n].iter().enumerate().map(|(k, &c)| (c - b'0') as usize * (n + 1 - k)).sum::<usize>() % 11;
-    if r < 2 {
-      0
-    } else {
-      11 - r
-    }
-  };
-  dv(9) == (d[9] - b'0') as usize && dv(10) == (d[10] - b'0') as usize
+  let dv = |n: usize| mod11_check_digit(&d[..n], (2..=n + 1).rev());
+  dv(9) == d[9] - b'0' && dv(10) == d[10] - b'0'
 }
 
 /// CNPJ check digits (weights 5..2,9..2 then 6..2,9..2).
@@ -710,16 +714,8 @@ fn cnpj_ok(d: &[u8]) -> bool {
     return false;
   }
   const W: [usize; 13] = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
-  let dv = |n: usize| {
-    let w = &W[13 - n..];
-    let r = d[..n].iter().zip(w).map(|(&c, &w)| (c - b'0') as usize * w).sum::<usize>() % 11;
-    if r < 2 {
-      0
-    } else {
-      11 - r
-    }
-  };
-  dv(12) == (d[12] - b'0') as usize && dv(13) == (d[13] - b'0') as usize
+  let dv = |n: usize| mod11_check_digit(&d[..n], W[13 - n..].iter().copied());
+  dv(12) == d[12] - b'0' && dv(13) == d[13] - b'0'
 }
 
 /// NHS number: weights 10..2 over the first nine digits, check digit 11 - (sum mod 11), where 11

@@ -561,10 +561,8 @@ mod tests {
     ] {
       assert!(is_placeholder(p.as_bytes()), "{p}");
     }
-    let samples: serde_json::Value =
-      serde_json::from_str(include_str!("../../__test__/fixtures/redact-samples.json")).unwrap();
-    for (i, s) in samples["not_placeholders"].as_array().unwrap().iter().enumerate() {
-      assert!(!is_placeholder(s.as_str().unwrap().as_bytes()), "sample {i}");
+    for (i, s) in super::super::tests::samples("not_placeholders").iter().enumerate() {
+      assert!(!is_placeholder(s.as_bytes()), "sample {i}");
     }
   }
 

@@ -4,7 +4,7 @@
 //! generator here, or the rule sets' own documentation examples in the corpus files.
 
 use super::testing::Rng;
-use super::tests::sample;
+use super::tests::{sample, samples};
 use super::{redact, RedactOptions, Redaction, PII_KINDS};
 
 fn run(text: &str) -> Redaction {
@@ -85,14 +85,9 @@ fn counting_runs_in_tokens_of_a_known_shape() {
   let mut rng = Rng(29_01);
   let bot = format!("xoxb-123456789012-{}", rng.chars(ALNUM, 19));
   assert!(covered(&format!("\"bot_token4\": \"{bot}\""), &bot));
-  for text in [
-    "snykToken = \"12345678-ABCD-ABCD-ABCD-1234567890AB\"",
-    "SNYK_API_KEY ?= \"12345678-ABCD-ABCD-ABCD-1234567890AB\"",
-    "sonarToken=12345678ABCDEFH1234567890ABCDEFH12345678",
-    "MessageBirdToken=12345678-ABCD-ABCD-ABCD-1234567890AB",
-  ] {
+  for text in samples("gitleaks_counting_run_examples") {
     let value = text.rsplit(['=', ' ']).next().unwrap().trim_matches('"');
-    assert!(covered(text, value), "{text}");
+    assert!(covered(&text, value), "{text}");
   }
   // Not in the shape its provider (Meraki: 40 hex) documents, made of counting runs: a placeholder.
   assert!(untouched("meraki: abdefghjk0123456789mnopqrstuvwx12345678"));

@@ -11,6 +11,11 @@ use super::{redact_with_cuts, text, RedactOptions, Redaction};
 pub const WORK_PER_BYTE: u64 = 100;
 pub const WORK_BASE: u64 = 1 << 16;
 
+/// The most work (bytes examined) redaction may do on a text of `len` bytes.
+pub fn work_bound(len: usize) -> u64 {
+  WORK_BASE + WORK_PER_BYTE * len as u64
+}
+
 /// [`super::redact`] on the calling thread only (no split into pieces), and the work it did:
 /// the number of bytes the detectors examined. Redaction time is linear in the length of the text
 /// when this is at most a constant times the length.
@@ -20,12 +25,33 @@ pub fn redact_counting_work(text: &str, options: &RedactOptions) -> (Redaction, 
   (r, text::work::take())
 }
 
+/// Fails, naming each, for the inputs `cases(n)` builds (name, text) whose redaction work is
+/// not linear in their length: four times the input (`cases(4 * n)`, the same names in the
+/// same order) may cost at most about four times the work, plus a constant for the fixed
+/// windows at the edges, and never more than [`work_bound`].
+#[cfg(test)]
+pub(super) fn assert_linear_work(cases: impl Fn(usize) -> Vec<(&'static str, String)>, options: &RedactOptions) {
+  let n = 16 * 1024;
+  let mut failures = Vec::new();
+  for ((name, a), (_, b)) in cases(n).iter().zip(&cases(4 * n)) {
+    let (_, wa) = redact_counting_work(a, options);
+    let (_, wb) = redact_counting_work(b, options);
+    let per_byte = wb as f64 / b.len() as f64;
+    if wb as f64 > 4.5 * wa as f64 + 65536.0 || wb > work_bound(b.len()) {
+      failures.push(format!("{name}: {wa} at {} bytes, {wb} at {} bytes ({per_byte:.1} per byte)", a.len(), b.len()));
+    }
+  }
+  assert!(failures.is_empty(), "superlinear or costly:\n{}", failures.join("\n"));
+}
+
 /// One piece of a token format.
 #[derive(Clone, Copy, Debug)]
 pub enum Part {
   Lit(&'static str),
   /// `n` characters drawn from the alphabet.
   Chars(&'static str, usize),
+  /// A lowercase hex UUID, `8-4-4-4-12` (the random part of several providers' tokens).
+  Uuid,
 }
 
 /// A provider token format: the finding kind it is redacted as, and its shape.
@@ -51,7 +77,7 @@ macro_rules! token_format {
   };
 }
 
-use Part::{Chars as C, Lit as L};
+use Part::{Chars as C, Lit as L, Uuid};
 
 /// Token formats with a distinctive prefix and shape, one or more per provider rule.
 pub const TOKEN_FORMATS: &[TokenFormat] = &[
@@ -72,19 +98,7 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("buildkite_token", L("bkua_"), C(LOWER_NUM, 40)),
   token_format!("besttime_api_key", L("pri_"), C(HEX, 32)),
   token_format!("teamwork_token", L("tkn.v1_"), C(ALNUM, 71), L("=")),
-  token_format!(
-    "wakatime_api_key",
-    L("waka_"),
-    C(HEX, 8),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 12)
-  ),
+  token_format!("wakatime_api_key", L("waka_"), Uuid),
   token_format!("adafruit_io_key", L("aio_"), C(ALNUM, 28)),
   token_format!("apify_token", L("apify_api_"), C(ALNUM, 36)),
   token_format!("aws_appsync_api_key", L("da2-"), C(LOWER_NUM, 26)),
@@ -201,36 +215,12 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   ),
   token_format!("slack_token", L("xoxc-"), C(DIGITS, 12), L("-"), C(HEX, 64)),
   token_format!("paypal_token", L("access_token$production$"), C(LOWER_NUM, 16), L("$"), C(HEX, 32)),
-  token_format!(
-    "plaid_token",
-    L("access-sandbox-"),
-    C(HEX, 8),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 12)
-  ),
+  token_format!("plaid_token", L("access-sandbox-"), Uuid),
   token_format!("razorpay_key", L("rzp_live_"), C(ALNUM, 14)),
   token_format!("openrouter_api_key", L("sk-or-v1-"), C(HEX, 64)),
   token_format!("nvidia_api_key", L("nvapi-"), C(URLSAFE, 64)),
   token_format!("elevenlabs_api_key", L("sk_"), C(HEX, 48)),
-  token_format!(
-    "langfuse_key",
-    L("sk-lf-"),
-    C(HEX, 8),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 12)
-  ),
+  token_format!("langfuse_key", L("sk-lf-"), Uuid),
   token_format!("dropbox_token", L("sl."), C(URLSAFE, 140)),
   token_format!("twitter_token", L("AAAAAAAAAAAAAAAAAAAAA"), C(ALNUM, 90)),
   token_format!("databricks_token", L("dose"), C(HEX, 32)),
@@ -240,61 +230,59 @@ pub const TOKEN_FORMATS: &[TokenFormat] = &[
   token_format!("docker_hub_token", L("dckr_oat_"), C(URLSAFE, 32)),
   token_format!("newrelic_key", C(HEX, 36), L("NRAL")),
   token_format!("newrelic_key", L("NRII-"), C("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-", 32)),
-  token_format!(
-    "hubspot_token",
-    L("pat-na1-"),
-    C(HEX, 8),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 4),
-    L("-"),
-    C(HEX, 12)
-  ),
+  token_format!("hubspot_token", L("pat-na1-"), Uuid),
 ];
 
 /// A fake token of `format`, drawing characters with `next` (any source of random numbers).
 pub fn fake_token(format: &TokenFormat, next: &mut impl FnMut() -> u64) -> String {
   let mut out = String::new();
+  let mut chars = |out: &mut String, alphabet: &str, n: usize| {
+    let a = alphabet.as_bytes();
+    out.extend((0..n).map(|_| a[(next() % a.len() as u64) as usize] as char));
+  };
   for part in format.parts {
     match *part {
       Part::Lit(s) => out.push_str(s),
-      Part::Chars(alphabet, n) => {
-        let a = alphabet.as_bytes();
-        out.extend((0..n).map(|_| a[(next() % a.len() as u64) as usize] as char));
+      Part::Chars(alphabet, n) => chars(&mut out, alphabet, n),
+      Part::Uuid => {
+        for (i, n) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+          if i > 0 {
+            out.push('-');
+          }
+          chars(&mut out, HEX, n);
+        }
       }
     }
   }
   out
 }
 
-/// The tests' seeded generator (splitmix64): every value a test draws is reproducible from its
-/// seed, and no source file holds the values themselves.
-#[cfg(test)]
-pub(super) struct Rng(pub(super) u64);
+/// The seeded generator of the tests and the fuzzer (splitmix64): every value a test draws is
+/// reproducible from its seed, and no source file holds the values themselves.
+pub struct Rng(pub u64);
 
-#[cfg(test)]
 impl Rng {
-  pub(super) fn next(&mut self) -> u64 {
+  // Never exhausted: as an `Iterator` every call site would unwrap an `Option` that is never
+  // `None`.
+  #[allow(clippy::should_implement_trait)]
+  pub fn next(&mut self) -> u64 {
     self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = self.0;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
   }
-  pub(super) fn below(&mut self, n: usize) -> usize {
+  pub fn below(&mut self, n: usize) -> usize {
     (self.next() % n.max(1) as u64) as usize
   }
-  pub(super) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+  pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
     &xs[self.below(xs.len())]
   }
-  pub(super) fn chars(&mut self, alphabet: &str, n: usize) -> String {
+  pub fn chars(&mut self, alphabet: &str, n: usize) -> String {
     let a: Vec<char> = alphabet.chars().collect();
     (0..n).map(|_| *self.pick(&a)).collect()
   }
-  pub(super) fn digits(&mut self, n: usize) -> String {
+  pub fn digits(&mut self, n: usize) -> String {
     self.chars("0123456789", n)
   }
 }

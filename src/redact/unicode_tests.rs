@@ -321,17 +321,7 @@ fn hostile(n: usize) -> Vec<(&'static str, String)> {
 
 #[test]
 fn work_is_linear_on_hostile_unicode() {
-  let n = 16 * 1024;
-  let mut failures = Vec::new();
-  for ((name, a), (_, b)) in hostile(n).iter().zip(&hostile(4 * n)) {
-    let (_, wa) = super::testing::redact_counting_work(a, &opts());
-    let (_, wb) = super::testing::redact_counting_work(b, &opts());
-    let limit = super::testing::WORK_BASE + super::testing::WORK_PER_BYTE * b.len() as u64;
-    if wb as f64 > 4.5 * wa as f64 + 65536.0 || wb > limit {
-      failures.push(format!("{name}: {wa} at {} bytes, {wb} at {} bytes", a.len(), b.len()));
-    }
-  }
-  assert!(failures.is_empty(), "superlinear or costly:\n{}", failures.join("\n"));
+  super::testing::assert_linear_work(hostile, &opts());
 }
 
 #[test]

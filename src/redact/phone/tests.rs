@@ -118,6 +118,6 @@ fn a_mebibyte_line_of_digits_and_separators_costs_linear_work() {
   }
   let (r, work) = crate::redact::testing::redact_counting_work(&text, &RedactOptions::default());
   assert!(r.findings.iter().any(|f| f.kind == "phone"), "candidates were validated");
-  let bound = crate::redact::testing::WORK_BASE + crate::redact::testing::WORK_PER_BYTE * text.len() as u64;
+  let bound = crate::redact::testing::work_bound(text.len());
   assert!(work <= bound, "{work} bytes examined for {} bytes of text", text.len());
 }
