@@ -1,22 +1,25 @@
 //! The BPE tables of the two encodings, stored compressed in the library (`data/*.bpe.lz4`, about
-//! 5.5 MB for both) and expanded on first use of an encoding.
+//! 3.8 MB for both) and expanded on first use of an encoding.
 //!
 //! Why not the `bpe-openai` crate: it embeds its encoders fully built (47 MB for these two) and a
 //! third one. Why not build them from the vocabulary at run time: the `bpe` crate's
 //! `from_dictionary` takes seconds per encoding, which every CLI run would pay. So
 //! `scripts/token-tables` runs `from_dictionary` once, and the table keeps what counting reads:
-//! the tokens, the merge table and the leftmost-longest automaton. What `bpe` derives cheaply
-//! (token offsets, the pair lookup, the inverse of the merge table) is recomputed here, and so is
-//! the merge table's left part (a few steps down the prefix table, stored as the step count:
-//! storing it whole cost 0.5 MB of the library); the two
-//! automata and the hash index that only its other encoders use are replaced by a placeholder, so
-//! [`Vocabulary`] offers only the backtracking encoder, which never reads them.
+//! the merge table, the prefix table and the leftmost-longest automaton. What can be derived from
+//! those in one cheap pass is recomputed here instead of stored, because it would be most of the
+//! library's size (token ids are near-random numbers that LZ4 barely shrinks): every token's
+//! bytes (a merge is its two parts' bytes, both earlier tokens; only the 256 single bytes are
+//! stored), the merge table's left parts (a few steps down the prefix table), the token offsets,
+//! and the pair lookup (the inverse of the merge table). The two automata and the hash index
+//! that only `bpe`'s other encoders use are replaced by a placeholder, so [`Vocabulary`] offers
+//! only the backtracking encoder, which never reads them.
 //!
 //! Guarantees: a damaged table is refused with an error (header, size, CRC-32C of the expanded
-//! bytes, every token id in range) before any of it reaches `bpe`, whose automaton loader trusts
-//! its input. Tests check that the tokens are tiktoken's (SHA-256 of the rank file rebuilt from
-//! them), that the expanded tables are those `from_dictionary` built (their SHA-256, printed by
-//! the generator) and that every token encodes to itself.
+//! bytes, every token id in range, every merge made of earlier tokens) before any of it reaches
+//! `bpe`, whose automaton loader trusts its input. Tests check that the tokens are tiktoken's
+//! (SHA-256 of the rank file rebuilt from them), that the expanded tables are those
+//! `from_dictionary` built (their SHA-256, printed by the generator) and that every token encodes
+//! to itself.
 
 use aneubeck_daachorse::DoubleArrayAhoCorasick;
 use bpe::byte_pair_encoding::BytePairEncoding;
@@ -275,7 +278,8 @@ fn left_parts(steps: &[u8], next_prefix: &[u32]) -> Result<Vec<u32>, String> {
       left.push(id as u32);
       continue;
     }
-    // At most 254 steps, each one to a shorter token (ids checked in range before).
+    // At most 254 steps whatever the table holds, even a prefix table that loops (its ids were
+    // checked in range before).
     let mut prefix = next_prefix[id];
     for _ in 0..step {
       prefix = *next_prefix.get(prefix as usize).ok_or("a merge step past the shortest prefix")?;
