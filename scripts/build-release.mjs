@@ -21,7 +21,7 @@
 // macOS targets build with plain `napi build` / `cargo build --target` (Apple's linker; no glibc).
 //
 // Afterwards a gnu addon or binary is checked with readelf: no symbol may need a glibc newer than
-// 2.17. Then `npm run artifacts` moves it into its npm/<platform> (replicate/npm/<platform>)
+// 2.17; an addon is checked against its size goal (scripts/addon-size.mjs). Then `npm run artifacts` moves it into its npm/<platform> (replicate/npm/<platform>)
 // package. The Rust standard library of a target other than the host's comes from
 // `rustup target add TRIPLE`, which this machine cannot reach: here only x86_64-unknown-linux-gnu
 // builds.
@@ -29,6 +29,7 @@ import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { GLIBC_BASELINE, checkGlibcBaseline, packages, REPLICATE_BINARY, root, run } from './packages.mjs'
+import { checkAddonSize, describe as describeAddonSize } from './addon-size.mjs'
 
 const ZIG_VERSION = '0.15.2'
 const CARGO_ZIGBUILD_VERSION = '0.24.1'
@@ -118,6 +119,8 @@ const built = values.replicate ? join(root, platform.artifact) : join(root, plat
 const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, 'target')
 if (values.replicate) copyFileSync(join(targetDir, values.target, 'replicate', REPLICATE_BINARY), built)
 const needed = platform.glibc ? checkGlibcBaseline(built) : null
+// The addon's size goal (scripts/addon-size.mjs): refused here, before it reaches a package.
+const sizeCheck = values.replicate ? null : checkAddonSize(built)
 const size = statSync(built).size
 const dir = values.replicate ? `replicate/npm/${platform.target.platformArchABI}` : `npm/${platform.target.platformArchABI}`
 process.stdout.write(
@@ -125,3 +128,7 @@ process.stdout.write(
     (needed ? `; glibc versions needed: ${needed.join(', ')} (baseline ${GLIBC_BASELINE})` : '') +
     `\nnext: npm run artifacts (moves it into ${dir})\n`,
 )
+if (sizeCheck) {
+  say(describeAddonSize({ ...sizeCheck, path: relative(root, built) }))
+  if (!sizeCheck.ok) process.exit(1)
+}

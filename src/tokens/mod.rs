@@ -1,7 +1,7 @@
 //! Token counting: exact BPE counts with OpenAI's public encodings, and a fast estimate.
 //!
 //! The vocabularies (`o200k_base`, `cl100k_base`) are compiled into the library as compressed
-//! tables (`tables.rs`, 6.6 MB for both) and counted with the `bpe` crate (GitHub's linear-time
+//! tables (`tables.rs`, 3.8 MB for both) and counted with the `bpe` crate (GitHub's linear-time
 //! BPE, output identical to `tiktoken`), so counting never downloads anything. Each encoding is
 //! expanded on its first use (tens of milliseconds) and then shared by every thread.
 //!

@@ -1,19 +1,25 @@
 //! The BPE tables of the two encodings, stored compressed in the library (`data/*.bpe.lz4`, about
-//! 6.6 MB for both) and expanded on first use of an encoding.
+//! 3.8 MB for both) and expanded on first use of an encoding.
 //!
 //! Why not the `bpe-openai` crate: it embeds its encoders fully built (47 MB for these two) and a
 //! third one. Why not build them from the vocabulary at run time: the `bpe` crate's
 //! `from_dictionary` takes seconds per encoding, which every CLI run would pay. So
 //! `scripts/token-tables` runs `from_dictionary` once, and the table keeps what counting reads:
-//! the tokens, the merge table and the leftmost-longest automaton. What `bpe` derives cheaply
-//! (token offsets, the pair lookup, the inverse of the merge table) is recomputed here; the two
-//! automata and the hash index that only its other encoders use are replaced by a placeholder, so
-//! [`Vocabulary`] offers only the backtracking encoder, which never reads them.
+//! the merge table, the prefix table and the leftmost-longest automaton. What can be derived from
+//! those in one cheap pass is recomputed here instead of stored, because it would be most of the
+//! library's size (token ids are near-random numbers that LZ4 barely shrinks): every token's
+//! bytes (a merge is its two parts' bytes, both earlier tokens; only the 256 single bytes are
+//! stored), the merge table's left parts (a few steps down the prefix table), the token offsets,
+//! and the pair lookup (the inverse of the merge table). The two automata and the hash index
+//! that only `bpe`'s other encoders use are replaced by a placeholder, so [`Vocabulary`] offers
+//! only the backtracking encoder, which never reads them.
 //!
 //! Guarantees: a damaged table is refused with an error (header, size, CRC-32C of the expanded
-//! bytes, every token id in range) before any of it reaches `bpe`, whose automaton loader trusts
-//! its input. Tests check that the tokens are tiktoken's (SHA-256 of the rank file rebuilt from
-//! them) and that every token encodes to itself.
+//! bytes, every token id in range, every merge made of earlier tokens) before any of it reaches
+//! `bpe`, whose automaton loader trusts its input. Tests check that the tokens are tiktoken's
+//! (SHA-256 of the rank file rebuilt from them), that the expanded tables are those
+//! `from_dictionary` built (their SHA-256, printed by the generator) and that every token encodes
+//! to itself.
 
 use aneubeck_daachorse::DoubleArrayAhoCorasick;
 use bpe::byte_pair_encoding::BytePairEncoding;
@@ -26,12 +32,14 @@ use super::TokenEncoding;
 pub(super) const O200K_BASE: &[u8] = include_bytes!("data/o200k_base.bpe.lz4");
 pub(super) const CL100K_BASE: &[u8] = include_bytes!("data/cl100k_base.bpe.lz4");
 
-const MAGIC: &[u8; 8] = b"LOABPE1\n";
+const MAGIC: &[u8; 8] = b"LOABPE2\n";
 const HEADER: usize = 16;
-/// Bound on the expanded size (the o200k_base table expands to 11.5 MB).
+/// Bound on the expanded size (the o200k_base table expands to 10 MB).
 const MAX_PAYLOAD: usize = 64 << 20;
-/// Bytes per daachorse automaton state, the stride the automaton is stored transposed with.
-const STATE_BYTES: usize = 12;
+/// In the merge-step column: the token is no merge.
+const NO_MERGE: u8 = 255;
+/// Bytes of a daachorse automaton state, and of an output.
+const RECORD: usize = 12;
 
 /// The stored table of `encoding`.
 pub(super) fn stored(encoding: TokenEncoding) -> &'static [u8] {
@@ -100,11 +108,12 @@ fn expand(file: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// The parsed payload (layout in `data/README.md`).
-struct Tables<'a> {
+struct Tables {
   tokens: usize,
   hash_factor: u64,
-  lengths: &'a [u8],
-  bytes: &'a [u8],
+  /// Where each token starts in `bytes`, and the end of the last.
+  starts: Vec<u32>,
+  bytes: Vec<u8>,
   split_left: Vec<u32>,
   split_right: Vec<u32>,
   next_prefix: Vec<u32>,
@@ -146,47 +155,100 @@ impl<'a> Reader<'a> {
     }
     Ok(column)
   }
+
+  /// A column stored into a field of fixed-size records: `width` bytes (the value's low bytes; the
+  /// stored high planes must be zero) at offset `at` of every `RECORD`-byte record of `records`.
+  /// The column is four byte planes of its values; a `sparse` one, mostly zeros, is a bitmap of
+  /// the nonzero values (bit `i % 8` of byte `i / 8`) then the planes of just those.
+  fn fill(&mut self, records: &mut [u8], at: usize, width: usize, sparse: bool) -> Result<(), String> {
+    let len = records.len() / RECORD;
+    let bitmap = if sparse { Some(self.take(len.div_ceil(8))?) } else { None };
+    let count = bitmap.map_or(len, |b| b.iter().map(|b| b.count_ones() as usize).sum());
+    let planes = self.take(count.checked_mul(4).ok_or("truncated")?)?;
+    if planes[width * count..].iter().any(|&b| b != 0) {
+      return Err("a value wider than its field".into());
+    }
+    let mut next = 0;
+    for (i, record) in records.chunks_exact_mut(RECORD).enumerate() {
+      if bitmap.is_some_and(|b| b[i / 8] >> (i % 8) & 1 == 0) {
+        continue;
+      }
+      let field = &mut record[at..at + width];
+      for (k, byte) in field.iter_mut().enumerate() {
+        *byte = planes[k * count + next];
+      }
+      // A set bit for a zero would give one column two encodings.
+      if sparse && field.iter().all(|&b| b == 0) {
+        return Err("a zero stored as nonzero".into());
+      }
+      next += 1;
+    }
+    Ok(())
+  }
+
+  /// The automaton's fields, put back into daachorse's serialization (layout in
+  /// `data/README.md`).
+  fn automaton(&mut self) -> Result<Vec<u8>, String> {
+    let states = self.u32()? as usize;
+    // Every state stores at least its check byte: a bound before allocating.
+    if states > self.0.len() {
+      return Err("truncated".into());
+    }
+    let mut out = vec![0u8; 4 + RECORD * states];
+    out[..4].copy_from_slice(&(states as u32).to_le_bytes());
+    let records = &mut out[4..];
+    // A state: base, fail, then a word of the output position (high 24 bits) and check byte.
+    self.fill(records, 0, 4, true)?;
+    self.fill(records, 4, 4, true)?;
+    self.fill(records, 9, 3, true)?;
+    for (record, &check) in records.chunks_exact_mut(RECORD).zip(self.take(states)?) {
+      record[8] = check;
+    }
+    let outputs = self.u32()? as usize;
+    // Every output stores 12 bytes.
+    if outputs > self.0.len() / RECORD {
+      return Err("truncated".into());
+    }
+    out.extend_from_slice(&(outputs as u32).to_le_bytes());
+    let start = out.len();
+    out.resize(start + RECORD * outputs, 0);
+    // An output: value, length, parent.
+    for at in [0, 4, 8] {
+      self.fill(&mut out[start..], at, 4, false)?;
+    }
+    let tail_len = self.u32()? as usize;
+    out.extend_from_slice(self.take(tail_len)?);
+    Ok(out)
+  }
 }
 
-impl<'a> Tables<'a> {
-  fn parse(payload: &'a [u8]) -> Result<Tables<'a>, String> {
+impl Tables {
+  fn parse(payload: &[u8]) -> Result<Tables, String> {
     let mut r = Reader(payload);
     let tokens = r.u32()? as usize;
     let hash_factor = r.u64()?;
-    let lengths = r.take(tokens)?;
-    if lengths.contains(&0) {
-      return Err("an empty token".into());
-    }
-    let total: usize = lengths.iter().map(|&l| l as usize).sum();
-    let bytes = r.take(total)?;
-    let split_left = r.column(tokens)?;
+    let steps = r.take(tokens)?;
     let split_right = r.column(tokens)?;
     let next_prefix = r.column(tokens)?;
-    let automaton_len = r.u32()? as usize;
-    let automaton = untranspose(r.take(automaton_len)?, STATE_BYTES);
+    let single_lengths = r.take(steps.iter().filter(|&&step| step == NO_MERGE).count())?;
+    if single_lengths.contains(&0) {
+      return Err("an empty token".into());
+    }
+    let single_bytes = r.take(single_lengths.iter().map(|&l| l as usize).sum())?;
+    let automaton = r.automaton()?;
     if !r.0.is_empty() {
       return Err("trailing bytes".into());
     }
     // Token ids index tables without bounds checks inside `bpe`.
     let in_range = |ids: &[u32], none: Option<u32>| ids.iter().all(|&id| (id as usize) < tokens || Some(id) == none);
-    if !in_range(&split_left, None) || !in_range(&split_right, None) || !in_range(&next_prefix, Some(u32::MAX)) {
+    if !in_range(&split_right, None) || !in_range(&next_prefix, Some(u32::MAX)) {
       return Err("a token id out of range".into());
     }
+    let split_left = left_parts(steps, &next_prefix)?;
+    let (starts, bytes) = token_bytes(steps, &split_left, &split_right, single_lengths, single_bytes)?;
     let placeholder =
       DoubleArrayAhoCorasick::<u32>::new([[0u8]]).map_err(|e| format!("placeholder automaton: {e}"))?.serialize();
-    Ok(Tables { tokens, hash_factor, lengths, bytes, split_left, split_right, next_prefix, automaton, placeholder })
-  }
-
-  /// Start offset of every token in `bytes`, and the end of the last.
-  fn starts(&self) -> Vec<u32> {
-    let mut at = 0u32;
-    let mut starts = Vec::with_capacity(self.tokens + 1);
-    starts.push(0);
-    starts.extend(self.lengths.iter().map(|&l| {
-      at += u32::from(l);
-      at
-    }));
-    starts
+    Ok(Tables { tokens, hash_factor, starts, bytes, split_left, split_right, next_prefix, automaton, placeholder })
   }
 
   /// The merge table: token `id` is made of `(left, right)`; a token that is no merge is
@@ -206,21 +268,69 @@ impl<'a> Tables<'a> {
   }
 }
 
-/// The inverse of the transposition `scripts/token-tables` stores the automaton with: byte `k` of
-/// every `stride`-byte record first, then byte `k + 1`, ...; a tail shorter than a record as is.
-fn untranspose(data: &[u8], stride: usize) -> Vec<u8> {
-  let records = data.len() / stride;
-  let whole = records * stride;
-  let mut out = vec![0u8; data.len()];
-  for k in 0..stride {
-    let mut at = k;
-    for &byte in &data[k * records..(k + 1) * records] {
-      out[at] = byte;
-      at += stride;
+/// The merge table's left parts: the left part of a merge is one of the token's prefix tokens,
+/// stored as the number of steps down the prefix chain past the longest one (`scripts/token-tables`
+/// checks that it is); a token that is no merge is its own left part.
+fn left_parts(steps: &[u8], next_prefix: &[u32]) -> Result<Vec<u32>, String> {
+  let mut left = Vec::with_capacity(steps.len());
+  for (id, &step) in steps.iter().enumerate() {
+    if step == NO_MERGE {
+      left.push(id as u32);
+      continue;
     }
+    // At most 254 steps whatever the table holds, even a prefix table that loops (its ids were
+    // checked in range before).
+    let mut prefix = next_prefix[id];
+    for _ in 0..step {
+      prefix = *next_prefix.get(prefix as usize).ok_or("a merge step past the shortest prefix")?;
+    }
+    if prefix == u32::MAX {
+      return Err("a merge step past the shortest prefix".into());
+    }
+    left.push(prefix);
   }
-  out[whole..].copy_from_slice(&data[whole..]);
-  out
+  Ok(left)
+}
+
+/// Every token's bytes, and where each starts in them (`n + 1` offsets: a token ends where the
+/// next starts). Only the tokens that are no merge are stored (the 256 single bytes); a merge is
+/// its left part's bytes then its right part's, both earlier tokens, so one pass in id order
+/// rebuilds them all.
+fn token_bytes(
+  steps: &[u8],
+  split_left: &[u32],
+  split_right: &[u32],
+  single_lengths: &[u8],
+  single_bytes: &[u8],
+) -> Result<(Vec<u32>, Vec<u8>), String> {
+  let mut starts = Vec::with_capacity(steps.len() + 1);
+  starts.push(0u32);
+  let mut bytes = Vec::new();
+  let (mut singles, mut single_bytes) = (single_lengths.iter(), single_bytes);
+  for (id, &step) in steps.iter().enumerate() {
+    let (left, right) = (split_left[id] as usize, split_right[id] as usize);
+    if step == NO_MERGE {
+      if right != id {
+        return Err("a token that is no merge has a right part".into());
+      }
+      // The payload held as many lengths as NO_MERGE steps, and as many bytes as they add up to.
+      let (token, rest) = single_bytes.split_at(usize::from(*singles.next().ok_or("truncated")?));
+      bytes.extend_from_slice(token);
+      single_bytes = rest;
+    } else {
+      if left >= id || right >= id {
+        return Err("a merge of a later token".into());
+      }
+      let part = |t: usize| starts[t] as usize..starts[t + 1] as usize;
+      bytes.extend_from_within(part(left));
+      bytes.extend_from_within(part(right));
+    }
+    if bytes.len() > MAX_PAYLOAD {
+      return Err("more token bytes than a table holds".into());
+    }
+    starts.push(bytes.len() as u32);
+  }
+  Ok((starts, bytes))
 }
 
 /// The field names of `bpe` 0.2.3's `BytePairEncoding`, in [`Fields::next_value_seed`]'s order.
@@ -241,7 +351,7 @@ const FIELDS: [&str; 10] = [
 
 /// `BytePairEncoding` is built through its `Deserialize` implementation, the crate's own way to
 /// load stored tables, fed from the parsed payload without an intermediate serialization.
-impl<'de> de::Deserializer<'de> for &Tables<'_> {
+impl<'de> de::Deserializer<'de> for &Tables {
   type Error = DeError;
 
   fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -254,12 +364,12 @@ impl<'de> de::Deserializer<'de> for &Tables<'_> {
   }
 }
 
-struct Fields<'t, 'a> {
-  tables: &'t Tables<'a>,
+struct Fields<'t> {
+  tables: &'t Tables,
   next: usize,
 }
 
-impl<'de> MapAccess<'de> for Fields<'_, '_> {
+impl<'de> MapAccess<'de> for Fields<'_> {
   type Error = DeError;
 
   fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
@@ -274,7 +384,7 @@ impl<'de> MapAccess<'de> for Fields<'_, '_> {
     self.next += 1;
     match self.next - 1 {
       0 => seed.deserialize(SeqDeserializer::new(t.bytes.iter().copied())),
-      1 => seed.deserialize(SeqDeserializer::new(t.starts().into_iter())),
+      1 => seed.deserialize(SeqDeserializer::new(t.starts.iter().copied())),
       // Only `bpe`'s other encoders look tokens up by their bytes.
       2 => seed.deserialize(MapDeserializer::new(std::iter::empty::<(u32, u32)>())),
       3 => seed.deserialize(SeqDeserializer::new((0..t.tokens).map(|id| {
@@ -327,21 +437,62 @@ mod tests {
     expand(CL100K_BASE).unwrap()
   }
 
-  #[test]
-  fn untranspose_inverts_the_generators_transposition() {
-    // scripts/token-tables: byte k of every record, for k = 0..stride, then the tail.
-    let transpose = |data: &[u8], stride: usize| {
-      let whole = data.len() / stride * stride;
-      let mut out: Vec<u8> = (0..stride).flat_map(|k| data[..whole].iter().skip(k).step_by(stride).copied()).collect();
-      out.extend_from_slice(&data[whole..]);
-      out
-    };
-    for len in [0usize, 1, 11, 12, 13, 100, 1000] {
-      let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-      for stride in [1, 4, 12] {
-        assert_eq!(untranspose(&transpose(&data, stride), stride), data, "len {len} stride {stride}");
-      }
+  /// SHA-256 of what a table expands to, in the generator's terms (`tables_digest` in
+  /// scripts/token-tables): the token count, hash factor, lengths and bytes, the merge table's
+  /// left and right parts, the prefix table and the automaton's serialization.
+  fn digest(t: &Tables) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update((t.tokens as u32).to_le_bytes());
+    h.update(t.hash_factor.to_le_bytes());
+    h.update(t.starts.windows(2).map(|w| (w[1] - w[0]) as u8).collect::<Vec<_>>());
+    h.update(&t.bytes);
+    for column in [&t.split_left, &t.split_right, &t.next_prefix] {
+      h.update(column.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
     }
+    h.update(&t.automaton);
+    hex::encode(h.finalize())
+  }
+
+  #[test]
+  fn the_tables_expand_to_what_bpe_built() {
+    // The digests scripts/token-tables prints from `BytePairEncoding::from_dictionary`'s own
+    // fields. They are also those of the tables stored before the merge-step and sparse columns
+    // (format 1, where every column and the automaton were stored whole): the denser format
+    // expands to the same tables, byte for byte.
+    for (file, expected) in [
+      (O200K_BASE, "30d564ddf92d3821425b9b45d76a6d0a2dd0dfe0022705081fa1832dbf715199"),
+      (CL100K_BASE, "6afee238d58ff83e00a60fc077457c6a0d567fbf462f07cba5c47de4513c17fb"),
+    ] {
+      let payload = expand(file).unwrap();
+      assert_eq!(digest(&Tables::parse(&payload).unwrap()), expected);
+    }
+  }
+
+  #[test]
+  fn a_sparse_column_is_its_bitmap_and_nonzero_values() {
+    // Values 0, 7, 0, 0x01020304, 0, 0, 0, 0, 9 (nine: the bitmap takes two bytes), into bytes
+    // 4 to 7 of nine records.
+    let mut stored = vec![0b0000_1010, 0b0000_0001];
+    stored.extend_from_slice(&[7, 4, 9, 0, 3, 0, 0, 2, 0, 0, 1, 0]);
+    let fill = |stored: &[u8], width: usize| {
+      let mut records = vec![0xaa; 9 * RECORD];
+      Reader(stored).fill(&mut records, 4, width, true).map(|()| records)
+    };
+    let records = fill(&stored, 4).unwrap();
+    let field = |i: usize| u32::from_le_bytes(records[i * RECORD + 4..i * RECORD + 8].try_into().unwrap());
+    let values: Vec<u32> = (0..9).map(field).collect();
+    // A zero value is left as the record was (the automaton's records start zeroed).
+    let z = 0xaaaa_aaaa;
+    assert_eq!(values, [z, 7, z, 0x0102_0304, z, z, z, z, 9]);
+    assert!(records.chunks(RECORD).all(|r| r[..4] == [0xaa; 4] && r[8..] == [0xaa; 4]), "other fields untouched");
+    // 0x01020304 does not fit three bytes.
+    assert_eq!(fill(&stored, 3).err().as_deref(), Some("a value wider than its field"));
+    // A set bit with a zero value would make two encodings of one column.
+    let mut zero = stored.clone();
+    zero[2] = 0;
+    assert_eq!(fill(&zero, 4).err().as_deref(), Some("a zero stored as nonzero"));
+    assert_eq!(fill(&stored[..stored.len() - 1], 4).err().as_deref(), Some("truncated"));
   }
 
   #[test]
@@ -350,17 +501,26 @@ mod tests {
     let good = payload();
     assert!(Tables::parse(&good).is_ok());
     let tokens = u32::from_le_bytes(good[..4].try_into().unwrap()) as usize;
-    let total: usize = good[12..12 + tokens].iter().map(|&l| l as usize).sum();
-    let columns = 12 + tokens + total;
-    for column in 0..3 {
+    let (steps, columns, singles) = (12, 12 + tokens, 12 + 9 * tokens);
+    let bad = |at: usize, value: u8| {
       let mut bad = good.clone();
-      // The high byte of the last entry of the column.
-      bad[columns + column * 4 * tokens + 4 * tokens - 1] = 0x7f;
-      assert_eq!(Tables::parse(&bad).err().as_deref(), Some("a token id out of range"), "column {column}");
+      bad[at] = value;
+      Tables::parse(&bad).err()
+    };
+    for column in 0..2 {
+      // The high byte of the last entry of the column (right parts, prefix table).
+      let at = columns + column * 4 * tokens + 4 * tokens - 1;
+      assert_eq!(bad(at, 0x7f).as_deref(), Some("a token id out of range"), "column {column}");
     }
-    let mut empty = good.clone();
-    empty[12] = 0;
-    assert_eq!(Tables::parse(&empty).err().as_deref(), Some("an empty token"));
+    // A left part further down the prefix chain than it goes (token 256, two spaces, has one
+    // prefix token: a space).
+    assert_eq!(bad(steps + tokens - 1, 254).as_deref(), Some("a merge step past the shortest prefix"));
+    assert_eq!(bad(steps + 256, 1).as_deref(), Some("a merge step past the shortest prefix"));
+    // Token 256 (`  `, two spaces) is the first merge; its right part, or its prefix and so its
+    // left part, moved past 65,536.
+    assert_eq!(bad(columns + 2 * tokens + 256, 1).as_deref(), Some("a merge of a later token"));
+    assert_eq!(bad(columns + 6 * tokens + 256, 1).as_deref(), Some("a merge of a later token"));
+    assert_eq!(bad(singles, 0).as_deref(), Some("an empty token"));
     assert_eq!(Tables::parse(&good[..good.len() - 1]).err().as_deref(), Some("truncated"));
     let mut longer = good.clone();
     longer.push(0);

