@@ -341,8 +341,8 @@ impl UrlScan {
 }
 
 /// The last `://` wholly inside `w`. The windows [`UrlScan`] asks about are mostly a few bytes
-/// (those since its last question): a backwards search for `:` costs less there than building
-/// a substring searcher per question, which was a tenth of the time of a text of short URLs.
+/// (those since its last question): a plain backward scan costs less there than building a
+/// substring searcher per question (5% of the time of a text of short URLs).
 fn last_scheme_sep(w: &[u8]) -> Option<usize> {
   w.windows(3).rposition(|x| x == b"://")
 }
