@@ -112,8 +112,25 @@ pub struct Engine {
 
 /// Identifier words that may name a secret in an assignment (`pass` covers password, passwd,
 /// passphrase; `cred` credential(s), creds; `auth` authorization, oauth).
-static ASSIGN_WORDS: WordSet =
-  WordSet::new(&["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"]);
+const ASSIGN_WORD_LIST: &[&str] =
+  &["pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "session", "cookie", "bearer"];
+static ASSIGN_WORDS: WordSet = WordSet::new(ASSIGN_WORD_LIST);
+
+/// The shortest identifier that [`Engine::assignment`] can hand on: the shortest of
+/// [`ASSIGN_WORD_LIST`] (`ends_in_id` and `bundler_host` need 8 and 12 bytes). Shorter ones (the
+/// `1` of `1:1:1:`, the `a` of `a://`) are refused before the memo of [`has_assign_word`], whose
+/// thread-local look-up was a quarter of the time of a text of such assignments.
+const MIN_ASSIGN_IDENT: usize = {
+  let mut min = 8;
+  let mut i = 0;
+  while i < ASSIGN_WORD_LIST.len() {
+    if ASSIGN_WORD_LIST[i].len() < min {
+      min = ASSIGN_WORD_LIST[i].len();
+    }
+    i += 1;
+  }
+  min
+};
 
 /// An identifier that ends in `id` (`discord_client_id`, `adobeClientId`): a provider's client or
 /// app id counts as a credential half (`secrets::classify_ident` decides). Asked of the last two
@@ -481,7 +498,9 @@ impl Engine {
       let j = s.max(*numbers_until);
       *numbers_until = pii::number_run(ctx, j, e).max(e);
     }
-    if assignment_follows(ctx.t, s, e) {
+    // Digits alone name no secret (every assignment word holds a letter): only an identifier
+    // that goes on before them through a `.` (`config.1:`) can.
+    if before(ctx.t, s) == Some(b'.') && assignment_follows(ctx.t, s, e) {
       self.assignment(ctx, s, e);
     }
   }
@@ -567,7 +586,7 @@ impl Engine {
     let t = ctx.t;
     let a = skip_back(t, s, 64, is_ident);
     let b = skip_back(t, e, e - s, |b| b == b'.');
-    if b > a
+    if b >= a + MIN_ASSIGN_IDENT
       && b - a <= 128
       && !bare_comma_after(t, a, b)
       && (ends_in_id(&t[a..b]) || bundler_host(&t[a..b]) || has_assign_word(&t[a..b]))
@@ -937,7 +956,29 @@ fn assignment_follows(t: &[u8], s: usize, e: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-  use super::{has_assign_word, ident_key, log_timestamp_end, masks64, ASSIGN_WORDS, MEMO_IDENT, TOKEN_CHAR};
+  use super::{
+    bundler_host, ends_in_id, has_assign_word, ident_key, log_timestamp_end, masks64, ASSIGN_WORDS, MEMO_IDENT,
+    MIN_ASSIGN_IDENT, TOKEN_CHAR,
+  };
+
+  /// The length test that `Engine::assignment` asks first refuses only identifiers that the
+  /// three word tests refuse too: every identifier shorter than `MIN_ASSIGN_IDENT`.
+  #[test]
+  fn identifiers_too_short_to_name_a_secret_are_refused_exactly() {
+    assert_eq!(MIN_ASSIGN_IDENT, 2);
+    for b in 0..=255u8 {
+      let ident = [b];
+      assert!(!(ends_in_id(&ident) || bundler_host(&ident) || ASSIGN_WORDS.in_text(&ident)), "{b}");
+    }
+    assert!(ASSIGN_WORDS.in_text(b"pw") && ASSIGN_WORDS.in_text(b"PW"));
+    // `digit_run` hands on digits only when an identifier goes on before them: none of the word
+    // tests takes an identifier of digits alone (no word is digits, `id` and `BUNDLE_` are not).
+    assert!(super::ASSIGN_WORD_LIST.iter().all(|w| w.bytes().any(|b| b.is_ascii_alphabetic())));
+    for ident in ["0", "12", "2024", "1700000000000", "12345678", "00000000000000000000000000000000000000"] {
+      let ident = ident.as_bytes();
+      assert!(!(ends_in_id(ident) || bundler_host(ident) || ASSIGN_WORDS.in_text(ident)));
+    }
+  }
 
   #[test]
   fn remembered_identifiers_answer_as_new_ones() {
