@@ -3,15 +3,18 @@
 //! A value found by a keyword (`zendesk token = '<v>'`, `password: <v>`) is a secret wherever it
 //! appears in the text, but only its first spelling has the keyword in front: a log line that
 //! prints it again (`... | <v>`), a command that repeats it, or a quoted copy further down would
-//! otherwise be stored in clear, next to its own placeholder. Values found by their shape
-//! (provider prefixes, checksums, e-mail addresses) need no such pass: every copy has the same
-//! shape and is found on its own.
+//! otherwise be stored in clear, next to its own placeholder. A provider token, a JWT or a
+//! private key found by its format is searched again too: a copy of it glued into a longer run (`...00000AIza<key>0008`,
+//! found by the `redact` fuzz target) has no boundary for its rule to match at, yet is the same
+//! secret. Other values found by their shape (checksums, e-mail addresses, random-looking tokens)
+//! are not: their copies are found on their own or are no known secret, and a text dense in
+//! random tokens would search for each.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use memchr::memmem;
 use rustc_hash::FxHashSet;
 
-use super::ctx::Hit;
+use super::ctx::{Hit, P_JWT};
 use super::text::work;
 
 /// Shortest value whose copies are looked for: a shorter one (`admin`, `1234`) is too likely to
@@ -23,7 +26,8 @@ const MIN_COPY_LEN: usize = 8;
 /// linear in the text whatever their number.
 const SEPARATE_SEARCHES: usize = 4;
 
-/// Adds a hit for every occurrence of a keyword-found value that no hit covers yet.
+/// Adds a hit for every occurrence of a keyword-found value or a provider token, JWT or private
+/// key (a priority of [`P_JWT`] or above) that no hit covers yet.
 pub(super) fn add_copies(t: &[u8], hits: &mut Vec<Hit>) {
   // Hits may overlap (`a=b=c=...`), so their values' total length is bounded by the text's
   // before anything else is done with them: a value past the budget is still redacted where it
@@ -33,7 +37,7 @@ pub(super) fn add_copies(t: &[u8], hits: &mut Vec<Hit>) {
   let mut seen = FxHashSet::default();
   let originals: Vec<Hit> = hits
     .iter()
-    .filter(|h| h.method == "keyword" && h.end - h.start >= MIN_COPY_LEN)
+    .filter(|h| (h.method == "keyword" || h.prio >= P_JWT) && h.end - h.start >= MIN_COPY_LEN)
     .filter(|h| budget.checked_sub(h.end - h.start).map(|rest| budget = rest).is_some())
     .filter(|h| seen.insert(&t[h.start..h.end]))
     .cloned()
@@ -141,6 +145,24 @@ mod tests {
     let (r, work) = redact_counting_work(&text, &opts);
     assert!(r.findings.len() >= 3000, "every value is found");
     assert!(work <= work_bound(text.len()), "work {work} for {} bytes", text.len());
+  }
+
+  /// Every fake token format, planted on a line of its own and again glued into a longer run of
+  /// letters and digits (where its rule finds no boundary): no copy is left (the `redact` fuzz
+  /// target found a Google API key's copy left in clear this way).
+  #[test]
+  fn every_copy_of_a_provider_token_is_redacted() {
+    use super::super::testing::{fake_token, TOKEN_FORMATS};
+    let mut rng = Rng(0xC0_91E9);
+    for format in TOKEN_FORMATS {
+      let token = fake_token(format, &mut || rng.next());
+      if token.len() < super::MIN_COPY_LEN {
+        continue;
+      }
+      let text = format!("\n{token}\nT@eaareqar00000{token}0008 and then {token}x\n");
+      let out = redacted(&text);
+      assert!(!out.contains(&token), "a copy of a {} token is left in clear", format.kind);
+    }
   }
 
   #[test]
