@@ -325,3 +325,33 @@ fn speed_report() {
     }
   }
 }
+
+/// Open time and resident memory of a fresh process at the corpus's size: the index is built in
+/// a directory, then opened and queried in a child (`speed_child_memory`), so the figures are
+/// those of a process that never held the index before. Debug builds give the shape (constant or
+/// linear in the number of memories), release builds the figures.
+#[test]
+#[ignore = "a report: node bench/search-corpus.mjs N DIR, then LOA_SEARCH_CORPUS=DIR cargo test --lib search::bench::open_report -- --ignored --nocapture"]
+fn open_report() {
+  let (docs, _) = corpus();
+  let tmp = tempfile::tempdir().unwrap();
+  let dir = tmp.path().join("index");
+  std::fs::create_dir(&dir).unwrap();
+  let index = open_dir(&dir, false);
+  index.rebuild(docs.iter().cloned()).unwrap();
+  let status = index.status().unwrap();
+  drop(index);
+  println!("\n{} memories: base {:.2} MiB on disk", docs.len(), status.base_bytes as f64 / (1 << 20) as f64);
+  for _ in 0..3 {
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+      .args(["--exact", "search::bench::speed_child_memory", "--ignored", "--nocapture", "--test-threads=1"])
+      .env("LOA_SEARCH_BENCH_DIR", &dir)
+      .output()
+      .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    match out.lines().find_map(|l| l.find("MEMORY ").map(|at| &l[at + 7..])) {
+      Some(line) => println!("fresh process: {line}"),
+      None => println!("the memory child failed: {out}\n{}", String::from_utf8_lossy(&child.stderr)),
+    }
+  }
+}
