@@ -177,8 +177,9 @@ fn corpus() -> (Vec<Document>, Vec<SpeedQuery>) {
   (memories.iter().map(Memory::doc).collect(), jsonl(&dir.join("queries.jsonl")))
 }
 
-/// VmRSS and VmHWM of this process, in KiB.
-fn rss_kib() -> (u64, u64) {
+/// VmRSS, VmHWM, RssAnon (copies: the heap) and RssFile (pages of mapped files: the index's
+/// base, and this binary's code) of this process, in KiB.
+fn rss_kib() -> (u64, u64, u64, u64) {
   let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
   let field = |name: &str| {
     status
@@ -188,7 +189,7 @@ fn rss_kib() -> (u64, u64) {
       .and_then(|v| v.parse().ok())
       .unwrap_or(0)
   };
-  (field("VmRSS:"), field("VmHWM:"))
+  (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"), field("RssFile:"))
 }
 
 fn percentiles(mut micros: Vec<f64>) -> String {
@@ -221,21 +222,34 @@ fn open_dir(dir: &Path, sync: bool) -> SearchIndex {
 fn speed_child_memory() {
   let Some(dir) = std::env::var_os("LOA_SEARCH_BENCH_DIR") else { return };
   let queries: Vec<SpeedQuery> = jsonl(&corpus_dir().join("queries.jsonl"));
-  let before = rss_kib().0;
+  // Code pages of this (large, debug) binary are resident file pages too: warm the paths first
+  // on an empty index, so that the figures below are the index's own.
+  let warm = tempfile::tempdir().unwrap();
+  open_dir(warm.path(), false).search("warm up", &SearchOptions::new(CORPUS_NOW)).unwrap();
+  let before = rss_kib();
   let started = Instant::now();
   let index = open_dir(Path::new(&dir), true);
   let opened = started.elapsed();
-  let after_open = rss_kib().0;
+  let first = index.search(&queries[0].query, &options_for(&queries[0])).unwrap();
+  let first_ms = started.elapsed().as_secs_f64() * 1e3;
+  drop(first);
+  let after_open = rss_kib();
   for q in &queries {
     index.search(&q.query, &options_for(q)).unwrap();
   }
-  let (after, peak) = rss_kib();
+  let after = rss_kib();
+  let mib = |a: u64, b: u64| (a as f64 - b as f64) / 1024.0;
   println!(
-    "MEMORY open {:.1} ms; RSS {before} KiB before open, {after_open} KiB after (+{:.1} MiB), {after} KiB after {} queries (+{:.1} MiB), peak {peak} KiB; heap estimate {:.1} MiB",
+    "MEMORY open {:.2} ms, open + first search {first_ms:.2} ms; RSS +{:.1} MiB after open and one search (anonymous +{:.1}, file +{:.1}), +{:.1} MiB after {} queries (anonymous +{:.1}, file +{:.1}), peak {} KiB; heap estimate {:.1} MiB",
     opened.as_secs_f64() * 1e3,
-    (after_open - before) as f64 / 1024.0,
+    mib(after_open.0, before.0),
+    mib(after_open.2, before.2),
+    mib(after_open.3, before.3),
+    mib(after.0, before.0),
     queries.len(),
-    (after - before) as f64 / 1024.0,
+    mib(after.2, before.2),
+    mib(after.3, before.3),
+    after.1,
     index.status().unwrap().heap_bytes as f64 / (1 << 20) as f64,
   );
 }

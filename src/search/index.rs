@@ -634,13 +634,18 @@ impl MemoryIndex {
     }
   }
 
-  /// Approximate bytes of memory the index holds (posting lists, slots, vocabulary, maps).
+  /// Approximate bytes of memory the index holds (posting lists, slots, vocabulary, maps); a
+  /// base read in place is not counted: its pages belong to the file (page cache), at most its
+  /// size, and only those a query touched.
   pub fn heap_bytes(&self) -> usize {
     let postings: usize = self.postings.iter().map(|p| p.docs.capacity() * 4 + p.tfs.capacity() * 4 + 48).sum();
     let terms: usize = self.terms.iter().map(|t| t.len() + 16 + 24).sum();
     let slots = self.slots.capacity() * std::mem::size_of::<Slot>()
       + self.slots.iter().map(|s| s.id.len() + 16).sum::<usize>()
       + self.by_id.capacity() * 24;
-    postings + terms + slots + self.base_dead.capacity() * 8
+    let agents: usize = self.agents.iter().map(|a| a.len() + 16 + 24).sum::<usize>()
+      + self.agent_ord.capacity() * 24
+      + self.stats.capacity() * std::mem::size_of::<ScopeStats>();
+    postings + terms + slots + agents + self.term_ord.capacity() * 24 + self.base_dead.capacity() * 8
   }
 }

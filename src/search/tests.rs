@@ -944,6 +944,35 @@ fn a_version_1_base_is_rebuilt() {
   assert_eq!(&fs::read(dir.join(BASE_FILE)).unwrap()[8..12], &format::FORMAT_VERSION.to_le_bytes());
 }
 
+/// Opening reads the base's header and agent table, nothing in proportion to its memories: what
+/// the process holds afterwards is the same for 100 memories and for 3,000, and a query reads
+/// only its own posting lists (the base's pages, not copies).
+#[test]
+fn opening_holds_nothing_in_proportion_to_the_base() {
+  let mut held = Vec::new();
+  for n in [100usize, 3000] {
+    let (_t, dir) = tmp();
+    let words = distinct_words(2 * n, 3);
+    let docs: Vec<Document> = (0..n)
+      .map(|i| {
+        let d = doc(&format!("{i:064x}"), &format!("{} {} billing", words[2 * i], words[2 * i + 1]));
+        with(d, |d| d.agent_id = (i % 3 > 0).then(|| format!("agent-{}", i % 3)))
+      })
+      .collect();
+    open(&dir).rebuild(docs).unwrap();
+    let index = open(&dir);
+    let status = index.status().unwrap();
+    assert_eq!(status.documents, n);
+    held.push((status.heap_bytes, status.base_bytes));
+    assert_eq!(index.search("billing", &opts()).unwrap().hits.len(), 10);
+    assert_eq!(index.status().unwrap().heap_bytes, status.heap_bytes, "a query copies nothing into the index");
+  }
+  let ((small, small_disk), (large, large_disk)) = (held[0], held[1]);
+  assert!(large_disk > 20 * small_disk, "{small_disk} {large_disk}");
+  assert_eq!(small, large, "held after open: {small} bytes at 100 memories, {large} at 3,000");
+  assert!(large < 4096, "{large}");
+}
+
 /// The log is folded into the base once it reaches [`COMPACT_LOG_BYTES`], so what an open reads
 /// (the log; the base is mapped) stays bounded however many memories are added.
 #[test]
@@ -952,21 +981,25 @@ fn the_log_stays_bounded() {
   let index = IndexOptions { sync: false, ..IndexOptions::default() };
   let index = SearchIndex::open(StateDir::open_root(&dir).unwrap(), index).unwrap();
   let words = distinct_words(3000, 11);
-  let (mut n, mut folded, mut records) = (0, 0, 0);
-  while folded < 20 {
-    let text = words[(n * 50) % 2950..(n * 50) % 2950 + 50].join(" ") + &format!(" w{n}x");
-    index.add(&doc(&format!("d{n}"), &text)).unwrap();
+  let (mut folds, mut records) = (0, 0);
+  // About 800 bytes of log per memory: 8,000 of them would make a 6 MiB log.
+  let n = 8_000;
+  for i in 0..n {
+    let text = words[(i * 50) % 2900..(i * 50) % 2900 + 100].join(" ") + &format!(" w{i}x");
+    index.add(&doc(&format!("d{i}"), &text)).unwrap();
     let log = fs::metadata(dir.join(LOG_FILE)).unwrap().len();
     assert!(log <= COMPACT_LOG_BYTES, "{log}");
     let now = index.status().unwrap().log_records;
-    if now < records || folded > 0 {
-      folded += 1;
+    if now < records {
+      folds += 1;
     }
     records = now;
-    n += 1;
   }
-  assert_eq!(open(&dir).status().unwrap().documents, n);
-  assert_eq!(ids(&open(&dir).search(&format!("w{}x", n - 1), &opts()).unwrap()), [format!("d{}", n - 1)]);
+  assert_eq!(folds, 1);
+  let again = open(&dir);
+  assert_eq!(again.status().unwrap().documents, n);
+  assert_eq!(ids(&again.search(&format!("w{}x", n - 1), &opts()).unwrap()), [format!("d{}", n - 1)]);
+  assert_eq!(ids(&again.search("w7x", &opts()).unwrap()), ["d7"]);
 }
 
 /// `n` distinct words of 4 to 6 characters that no analysis step merges (a letter then base-36
