@@ -342,6 +342,11 @@ impl MappedBase {
     Ok(Postings { docs, tfs })
   }
 
+  /// Each section's name and size in bytes, for reports.
+  pub fn section_sizes(&self) -> Vec<(&'static str, usize)> {
+    self.sections.iter().zip(NAMES).map(|(s, name)| (name, s.end - s.start)).collect()
+  }
+
   /// Reads and checks everything: every section's checksum, every row, id and posting list.
   /// Linear in the file's size.
   pub(super) fn verify(&self) -> Result<()> {

@@ -233,14 +233,21 @@ fn speed_child_memory() {
   let first = index.search(&queries[0].query, &options_for(&queries[0])).unwrap();
   let first_ms = started.elapsed().as_secs_f64() * 1e3;
   drop(first);
+  let again = Instant::now();
+  index.search(&queries[0].query, &options_for(&queries[0])).unwrap();
+  let again_ms = again.elapsed().as_secs_f64() * 1e3;
   let after_open = rss_kib();
+  let mut micros = Vec::with_capacity(queries.len());
   for q in &queries {
+    let started = Instant::now();
     index.search(&q.query, &options_for(q)).unwrap();
+    micros.push(started.elapsed().as_secs_f64() * 1e6);
   }
   let after = rss_kib();
+  println!("LATENCY first pass over the queries after open: {}", percentiles(micros));
   let mib = |a: u64, b: u64| (a as f64 - b as f64) / 1024.0;
   println!(
-    "MEMORY open {:.2} ms, open + first search {first_ms:.2} ms; RSS +{:.1} MiB after open and one search (anonymous +{:.1}, file +{:.1}), +{:.1} MiB after {} queries (anonymous +{:.1}, file +{:.1}), peak {} KiB; heap estimate {:.1} MiB",
+    "MEMORY open {:.2} ms, open + first search {first_ms:.2} ms (the same search again: {again_ms:.2} ms); RSS +{:.1} MiB after open and one search (anonymous +{:.1}, file +{:.1}), +{:.1} MiB after {} queries (anonymous +{:.1}, file +{:.1}), peak {} KiB; heap estimate {:.1} MiB",
     opened.as_secs_f64() * 1e3,
     mib(after_open.0, before.0),
     mib(after_open.2, before.2),
@@ -356,6 +363,13 @@ fn open_report() {
   let status = index.status().unwrap();
   drop(index);
   println!("\n{} memories: base {:.2} MiB on disk", docs.len(), status.base_bytes as f64 / (1 << 20) as f64);
+  let (_, decoded) =
+    format::decode_base(&std::fs::read(dir.join(BASE_FILE)).unwrap(), AnalyzerConfig::default()).unwrap();
+  let sizes = decoded.base.as_ref().unwrap().section_sizes();
+  println!(
+    "sections: {}",
+    sizes.iter().map(|(n, b)| format!("{n} {:.1} KiB", *b as f64 / 1024.0)).collect::<Vec<_>>().join(", ")
+  );
   for _ in 0..3 {
     let child = std::process::Command::new(std::env::current_exe().unwrap())
       .args(["--exact", "search::bench::speed_child_memory", "--ignored", "--nocapture", "--test-threads=1"])
@@ -366,6 +380,9 @@ fn open_report() {
     match out.lines().find_map(|l| l.find("MEMORY ").map(|at| &l[at + 7..])) {
       Some(line) => println!("fresh process: {line}"),
       None => println!("the memory child failed: {out}\n{}", String::from_utf8_lossy(&child.stderr)),
+    }
+    if let Some(line) = out.lines().find_map(|l| l.find("LATENCY ").map(|at| &l[at + 8..])) {
+      println!("  {line}");
     }
   }
 }
