@@ -98,13 +98,8 @@ fn reconcile_once(layout: &Layout, index: &SearchIndex, known: &HashSet<String>)
   let now = now_ms();
   // Looked up one by one (the index's id map is read in place), so that the common case, an
   // index that holds exactly the known memories, never copies every indexed id.
-  let mut missing: Vec<&str> = Vec::new();
-  for id in known {
-    if !index.contains(id)? {
-      missing.push(id.as_str());
-    }
-  }
-  if index.len()? > known.len() - missing.len() {
+  let (missing, indexed) = index.not_indexed(known.iter().map(String::as_str))?;
+  if indexed > known.len() - missing.len() {
     let gone: Vec<String> = index.ids()?.into_iter().filter(|id| !known.contains(id)).collect();
     remove_from_index(layout, index, gone.iter().map(String::as_str))?;
   }

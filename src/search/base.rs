@@ -45,7 +45,7 @@ use crate::error::{LoaError, Result};
 use crate::memory::MemoryKind;
 
 use super::analyze::MAX_TERM_BYTES;
-use super::format::{kind_code, kind_of_code, FormatError, BASE_MAGIC, FORMAT_VERSION};
+use super::format::{kind_code, FormatError, BASE_MAGIC, FORMAT_VERSION};
 use super::index::{Postings, ScopeStats, Slot, MAX_ID_BYTES};
 
 /// Bytes of the fixed header (section table and its checksum included).
@@ -125,6 +125,56 @@ pub(super) struct Row {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+}
+
+/// The checked row table of a base.
+pub(super) struct Rows<'a> {
+  bytes: &'a [u8],
+  agents: usize,
+  base: &'a MappedBase,
+}
+
+impl Rows<'_> {
+  /// The row of memory `ord`.
+  #[inline]
+  pub fn get(&self, ord: u32) -> Result<Row> {
+    let at = ord as usize * ROW_BYTES;
+    let row: Option<&[u8; ROW_BYTES]> = self.bytes.get(at..at + ROW_BYTES).and_then(|r| r.try_into().ok());
+    let Some(&row) = row else { return Err(self.base.corrupt("row out of range")) };
+    // Destructured, so that no field read is bounds-checked again.
+    let [t0, t1, t2, t3, t4, t5, t6, t7, l0, l1, l2, l3, a0, a1, a2, a3, _, _, _, _, kind, instruction, _, _] = row;
+    let agent = u32::from_le_bytes([a0, a1, a2, a3]);
+    match MemoryKind::ALL.get(kind as usize) {
+      Some(&kind) if instruction <= 1 && agent as usize <= self.agents => Ok(Row {
+        timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
+        len: u32::from_le_bytes([l0, l1, l2, l3]),
+        agent,
+        kind,
+        instruction: instruction == 1,
+      }),
+      _ => Err(self.base.corrupt("bad row")),
+    }
+  }
+}
+
+/// Reads a varint `u32` as postcard writes it (LEB128, at most 5 bytes, the fifth holding the
+/// top 4 bits) at `*at`, advancing it; `None` when the bytes end or the varint is too long.
+#[inline]
+fn varint(b: &[u8], at: &mut usize) -> Option<u32> {
+  let mut value = 0u32;
+  let mut shift = 0;
+  loop {
+    let byte = *b.get(*at)?;
+    *at += 1;
+    if shift == 28 && byte > 0x0F {
+      return None;
+    }
+    value |= u32::from(byte & 0x7F) << shift;
+    if byte & 0x80 == 0 {
+      return Some(value);
+    }
+    shift += 7;
+  }
 }
 
 /// An opened base (see the module docs). Cheap to share: queries read it in place.
@@ -260,15 +310,12 @@ impl MappedBase {
 
   /// The row of memory `ord` (< `docs`).
   pub(super) fn row(&self, ord: u32) -> Result<Row> {
-    let rows = self.section(ROWS)?;
-    let at = ord as usize * ROW_BYTES;
-    let r = rows.get(at..at + ROW_BYTES).ok_or_else(|| self.corrupt("row out of range"))?;
-    let kind = kind_of_code(r[20]).map_err(|e| self.corrupt(e.to_string()))?;
-    let agent = u32_at(r, 12);
-    if r[21] > 1 || agent as usize > self.agents.len() {
-      return Err(self.corrupt("bad row"));
-    }
-    Ok(Row { timestamp_ms: u64_at(r, 0) as i64, len: u32_at(r, 8), agent, kind, instruction: r[21] == 1 })
+    self.rows()?.get(ord)
+  }
+
+  /// The row table, checked: for reading many rows in a loop (a query reads one per posting).
+  pub(super) fn rows(&self) -> Result<Rows<'_>> {
+    Ok(Rows { bytes: self.section(ROWS)?, agents: self.agents.len(), base: self })
   }
 
   /// The id of memory `ord` (< `docs`).
@@ -319,27 +366,44 @@ impl MappedBase {
     if crc32c::crc32c_append(crc32c::crc32c(&all[at + 4..at + 8]), body) != u32_at(all, at) {
       return Err(self.corrupt("posting list checksum mismatch"));
     }
-    let (gaps, tfs): (Vec<u32>, Vec<u32>) =
-      postcard::from_bytes(body).map_err(|_| self.corrupt("posting list does not decode"))?;
-    if gaps.is_empty() || gaps.len() != tfs.len() {
-      return Err(self.corrupt("bad posting list"));
+    // postcard's encoding of (gaps, counts), read by a loop of our own: this runs for every
+    // posting a query reads, where serde's generic path costs several times more.
+    self.decode_postings(body).ok_or_else(|| self.corrupt("bad posting list"))
+  }
+
+  /// Decodes and checks a posting list's body: ordinals strictly increasing and in range, term
+  /// counts positive, every byte used. Allocations are bounded by the body's length.
+  fn decode_postings(&self, body: &[u8]) -> Option<Postings> {
+    let mut at = 0usize;
+    let n = varint(body, &mut at)? as usize;
+    if n == 0 || n > body.len() - at {
+      return None;
     }
-    let mut docs = gaps;
-    let mut at = 0u64;
-    for (i, gap) in docs.iter_mut().enumerate() {
-      if i > 0 && *gap == 0 {
-        return Err(self.corrupt("posting list not increasing"));
+    let mut docs = Vec::with_capacity(n);
+    let mut ord = 0u64;
+    for i in 0..n {
+      let gap = varint(body, &mut at)?;
+      if i > 0 && gap == 0 {
+        return None;
       }
-      at += u64::from(*gap);
-      if at >= u64::from(self.docs) {
-        return Err(self.corrupt("posting out of range"));
+      ord += u64::from(gap);
+      if ord >= u64::from(self.docs) {
+        return None;
       }
-      *gap = at as u32;
+      docs.push(ord as u32);
     }
-    if tfs.contains(&0) {
-      return Err(self.corrupt("zero term count"));
+    if varint(body, &mut at)? as usize != n {
+      return None;
     }
-    Ok(Postings { docs, tfs })
+    let mut tfs = Vec::with_capacity(n);
+    for _ in 0..n {
+      let tf = varint(body, &mut at)?;
+      if tf == 0 {
+        return None;
+      }
+      tfs.push(tf);
+    }
+    (at == body.len()).then_some(Postings { docs, tfs })
   }
 
   /// Each section's name and size in bytes, for reports.

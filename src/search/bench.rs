@@ -356,8 +356,9 @@ fn speed_report() {
 fn open_report() {
   let (docs, _) = corpus();
   let tmp = tempfile::tempdir().unwrap();
-  let dir = tmp.path().join("index");
-  std::fs::create_dir(&dir).unwrap();
+  // LOA_SEARCH_BENCH_KEEP=DIR: build there and keep it (for a profiler run of the child).
+  let dir = std::env::var_os("LOA_SEARCH_BENCH_KEEP").map_or_else(|| tmp.path().join("index"), PathBuf::from);
+  std::fs::create_dir_all(&dir).unwrap();
   let index = open_dir(&dir, false);
   index.rebuild(docs.iter().cloned()).unwrap();
   let status = index.status().unwrap();

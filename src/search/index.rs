@@ -16,7 +16,7 @@ use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
 use super::analyze::{Analyzer, AnalyzerConfig};
-use super::base::{BaseParts, MappedBase};
+use super::base::{BaseParts, MappedBase, Rows};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
 /// 1 MiB; the rest leaves room for what a caller adds to it (tags).
@@ -199,6 +199,40 @@ pub(super) struct SlotView {
   pub live: bool,
 }
 
+/// Reads what queries need of each memory, from the base's rows or from memory.
+pub(super) struct SlotReader<'a> {
+  rows: Option<Rows<'a>>,
+  base_len: u32,
+  dead: &'a FxHashSet<u32>,
+  slots: &'a [Slot],
+}
+
+impl SlotReader<'_> {
+  #[inline]
+  pub fn get(&self, ord: u32) -> Result<SlotView> {
+    if let (Some(rows), true) = (&self.rows, ord < self.base_len) {
+      let r = rows.get(ord)?;
+      return Ok(SlotView {
+        timestamp_ms: r.timestamp_ms,
+        len: r.len,
+        agent: r.agent,
+        kind: r.kind,
+        instruction: r.instruction,
+        live: self.dead.is_empty() || !self.dead.contains(&ord),
+      });
+    }
+    let s = &self.slots[(ord - self.base_len) as usize];
+    Ok(SlotView {
+      timestamp_ms: s.timestamp_ms,
+      len: s.len,
+      agent: s.agent,
+      kind: s.kind,
+      instruction: s.instruction,
+      live: s.live,
+    })
+  }
+}
+
 /// An inverted index held in memory (see the module docs), or a delta in memory over a base
 /// read in place from its file (what [`super::SearchIndex`] opens): ordinals below the base's
 /// count are the base's memories, the rest are `slots`.
@@ -318,31 +352,14 @@ impl MemoryIndex {
     Ok(out)
   }
 
-  /// What queries read of memory `ord`.
-  pub(super) fn slot(&self, ord: u32) -> Result<SlotView> {
-    let b = self.base_len();
-    if ord < b {
-      let base = self.base.as_ref().expect("ordinals below base_len are the base's");
-      let r = base.row(ord)?;
-      let live = self.base_dead.is_empty() || !self.base_dead.contains(&ord);
-      return Ok(SlotView {
-        timestamp_ms: r.timestamp_ms,
-        len: r.len,
-        agent: r.agent,
-        kind: r.kind,
-        instruction: r.instruction,
-        live,
-      });
-    }
-    let s = &self.slots[(ord - b) as usize];
-    Ok(SlotView {
-      timestamp_ms: s.timestamp_ms,
-      len: s.len,
-      agent: s.agent,
-      kind: s.kind,
-      instruction: s.instruction,
-      live: s.live,
-    })
+  /// Reads slots in a loop (a query reads one per posting): the base's row table is checked
+  /// once here.
+  pub(super) fn slot_reader(&self) -> Result<SlotReader<'_>> {
+    let rows = match &self.base {
+      Some(base) => Some(base.rows()?),
+      None => None,
+    };
+    Ok(SlotReader { rows, base_len: self.base_len(), dead: &self.base_dead, slots: &self.slots })
   }
 
   /// The id of memory `ord`.

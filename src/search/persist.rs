@@ -241,6 +241,21 @@ impl SearchIndex {
     self.read_state().index.verify()
   }
 
+  /// Of `ids`, those not indexed, and how many memories are indexed, from one look at the files
+  /// (for reconciling the index with its source: one lookup per id in the id map, no copy of
+  /// every indexed id).
+  pub fn not_indexed<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<(Vec<&'a str>, usize)> {
+    self.refresh()?;
+    let st = self.read_state();
+    let mut missing = Vec::new();
+    for id in ids {
+      if st.index.find(id)?.is_none() {
+        missing.push(id);
+      }
+    }
+    Ok((missing, st.index.len()))
+  }
+
   /// How many memories are indexed (as on disk now).
   pub fn len(&self) -> Result<usize> {
     self.refresh()?;

@@ -198,6 +198,7 @@ impl MemoryIndex {
       self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
     let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
     let everything = options.agents.is_none() && self.dead == 0;
+    let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
     for t in &mut terms {
       let Some(list) = &t.list else { continue };
@@ -206,7 +207,7 @@ impl MemoryIndex {
       } else {
         let mut df = 0u32;
         for &d in &list.docs {
-          let s = self.slot(d)?;
+          let s = slots.get(d)?;
           if s.live && visible[s.agent as usize] {
             df += 1;
           }
@@ -237,7 +238,7 @@ impl MemoryIndex {
     for t in &terms {
       let (Some(list), true) = (&t.list, t.df > 0) else { continue };
       for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-        let s = self.slot(d)?;
+        let s = slots.get(d)?;
         if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
           continue;
         }
@@ -262,7 +263,7 @@ impl MemoryIndex {
       if bm25 < cutoff {
         continue;
       }
-      let s = self.slot(d)?;
+      let s = slots.get(d)?;
       let score =
         bm25 / bm25_max * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
       if score >= options.min_score {
@@ -281,7 +282,7 @@ impl MemoryIndex {
 
     let mut hits = Vec::with_capacity(candidates.len());
     for Candidate { score, bm25, doc: d, id, .. } in candidates {
-      let s = self.slot(d)?;
+      let s = slots.get(d)?;
       let matched: Vec<MatchedTerm> = terms
         .iter()
         .filter(|t| t.df > 0)
