@@ -256,11 +256,7 @@ impl SearchIndex {
     Ok((missing, st.index.len()))
   }
 
-  /// How many memories are indexed (as on disk now).
-  pub fn len(&self) -> Result<usize> {
-    self.refresh()?;
-    Ok(self.read_state().index.len())
-  }
+
 
   /// The ids of every indexed memory (as on disk now), oldest first: for reconciling the index
   /// with its source after a crash.

@@ -799,7 +799,7 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
       .collect();
     Document {
       id: format!("m{i:05}"),
-      text: text.join(" ") + if i % 7 == 0 { " billing deploy" } else { "" },
+      text: text.join(" ") + if i.is_multiple_of(7) { " billing deploy" } else { "" },
       kind: kinds[next(kinds.len())],
       agent_id: agents[next(agents.len())].map(String::from),
       timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
@@ -810,7 +810,7 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
     .map(|i| {
       let n = 1 + i % 5;
       let mut q: Vec<String> = (0..n).map(|k| words[(i * 37 + k * 101) % 60].clone()).collect();
-      if i % 4 == 0 {
+      if i.is_multiple_of(4) {
         q.push("billing".into());
       }
       q.join(" ")
@@ -845,7 +845,7 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
     assert_eq!(disk.status().unwrap().documents, memory.len(), "{step}");
   };
   let mut i = 0;
-  for round in 0..6 {
+  for round in 0..6u32 {
     for _ in 0..120 {
       let d = if !docs.is_empty() && next(4) == 0 {
         // Replace a memory: same id, new text.
@@ -870,7 +870,7 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
     compare(&disk, &memory, &format!("round {round}, after removal"));
     // Another process's view: reopened from the files.
     compare(&open(&dir), &memory, &format!("round {round}, reopened"));
-    if round % 2 == 1 {
+    if !round.is_multiple_of(2) {
       disk.compact().unwrap();
       memory.compact().unwrap();
       compare(&disk, &memory, &format!("round {round}, compacted"));
