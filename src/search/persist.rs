@@ -256,8 +256,6 @@ impl SearchIndex {
     Ok((missing, st.index.len()))
   }
 
-
-
   /// The ids of every indexed memory (as on disk now), oldest first: for reconciling the index
   /// with its source after a crash.
   pub fn ids(&self) -> Result<Vec<String>> {
