@@ -49,7 +49,7 @@ pub const MAX_LOG_BYTES: u64 = 1 << 30;
 /// A log this large is folded into the base: at the next add that would grow it past this,
 /// and by [`SearchIndex::compaction_due`]. Opening reads the whole log (the base is mapped, not
 /// read), so this bounds the time to open, whatever the number of memories.
-pub const COMPACT_LOG_BYTES: u64 = 4 << 20;
+pub const COMPACT_LOG_BYTES: u64 = 1 << 20;
 
 /// How an index directory is opened.
 #[derive(Debug, Clone, PartialEq)]

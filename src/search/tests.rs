@@ -982,8 +982,8 @@ fn the_log_stays_bounded() {
   let index = SearchIndex::open(StateDir::open_root(&dir).unwrap(), index).unwrap();
   let words = distinct_words(3000, 11);
   let (mut folds, mut records) = (0, 0);
-  // About 800 bytes of log per memory: 8,000 of them would make a 6 MiB log.
-  let n = 8_000;
+  // About 800 bytes of log per memory: 2,000 of them would make a 1.6 MiB log.
+  let n = 2_000;
   for i in 0..n {
     let text = words[(i * 50) % 2900..(i * 50) % 2900 + 100].join(" ") + &format!(" w{i}x");
     index.add(&doc(&format!("d{i}"), &text)).unwrap();
