@@ -15,6 +15,7 @@ fn doc(id: &str, text: &str) -> Document {
     agent_id: None,
     timestamp_ms: NOW - DAY_MS as i64,
     instruction: false,
+    session: None,
   }
 }
 
@@ -804,6 +805,8 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
       agent_id: agents[next(agents.len())].map(String::from),
       timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
       instruction: next(5) == 0,
+      // Runs of memories in one session, so that neighbours add context on both paths.
+      session: (i % 11 != 0).then(|| format!("s{}", i / 6)),
     }
   };
   let queries: Vec<String> = (0..40)
