@@ -7,12 +7,12 @@
 //   node bench/conversations/generate.mjs --out DIR     writes them in DIR instead
 //
 // How a conversation is made: every fact a question asks about is planted as a turn of one
-// session (its `done` form), with its near misses planted around it: the same person only
-// intending it in an earlier session, in the question's own words (`plan`); the other speaker
-// reacting in the question's words without the answer (`reply`); the other speaker on another
-// item of the same kind (`other`); small talk with the same item (`chat`). Sessions are then
-// filled with small talk. Each speaker has each category at most once, so a question naming the
-// speaker and the category has one answer.
+// session (its `done` form), with near misses planted around it: always the other speaker on
+// another item of the same kind (`other`) and small talk with the same item (`chat`); for half
+// the facts the other speaker reacting in the question's words without the answer (`reply`); for
+// two in five the same person only intending it in an earlier session, in the question's own
+// words (`plan`). Sessions are then filled with small talk. Each speaker has each category at
+// most once, so a question naming the speaker and the category has one answer.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
