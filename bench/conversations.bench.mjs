@@ -10,8 +10,9 @@
 //
 // One store per conversation, one turn per memory, captured as the OpenClaw plugin captures a
 // message (extensions/loa/src/memory.ts): `type: 'interaction'`, no confidence, no tags (the
-// plugin's `user`/`assistant` are roles; two people have none), the default quality gates, the content the speaker's name and their words (`Mia: We brought home ...`),
-// the timestamp the session's date (plus a minute per turn). Each dialogue session is a store
+// plugin's `user`/`assistant` are roles; two people have none), the default quality gates; the
+// content the speaker's name and their words (`Mia: We adopted a little beagle ...`), the
+// timestamp the session's date (plus a minute per turn). Each dialogue session is a store
 // session (`c01-s03`), as each OpenClaw session is; the store is consolidated at the end. FTS5
 // gets the same texts, one row per turn, and every question's words OR-ed (as
 // bench/search.bench.mjs queries it).
