@@ -3246,9 +3246,9 @@ export interface SearchExplain {
   /** The query terms found in the memory, in query order. */
   matched: Array<SearchMatchedTerm>
   /**
-   * What the memories captured right before and after it in its session lent it (a quarter of
-   * their BM25, on the scale of `relevance`): the reply to a question, or the question of an
-   * answer, counts for a little. 0 when no neighbour matched.
+   * What the memories captured right before and after it in its session lent it, when they
+   * matched the query too (a quarter of their BM25, on the scale of `relevance`): the reply to
+   * a question, or the question of an answer, counts for a little. 0 when no neighbour matched.
    */
   context: number
   /** Ids of the neighbours that lent `context`. */

@@ -65,9 +65,9 @@ pub struct SearchExplain {
   pub relevance: f64,
   /// The query terms found in the memory, in query order.
   pub matched: Vec<SearchMatchedTerm>,
-  /// What the memories captured right before and after it in its session lent it (a quarter of
-  /// their BM25, on the scale of `relevance`): the reply to a question, or the question of an
-  /// answer, counts for a little. 0 when no neighbour matched.
+  /// What the memories captured right before and after it in its session lent it, when they
+  /// matched the query too (a quarter of their BM25, on the scale of `relevance`): the reply to
+  /// a question, or the question of an answer, counts for a little. 0 when no neighbour matched.
   pub context: f64,
   /// Ids of the neighbours that lent `context`.
   pub context_from: Vec<String>,

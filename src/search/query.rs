@@ -247,8 +247,9 @@ impl MemoryIndex {
     }
 
     // Context: each memory that matched lends `rank.context` of its BM25 to the memories
-    // captured right before and right after it in the same session (ordinals are capture order),
-    // when the query may see them. Two visits per matching memory: linear in the matches.
+    // captured right before and right after it in the same session (ordinals are capture order)
+    // that matched too. Context reorders what the words found; it never brings back a memory
+    // that holds none of them. Two visits per matching memory: linear in the matches.
     let mut lent: FxHashMap<u32, Lent> = FxHashMap::default();
     if rank.context > 0.0 {
       let count = self.slot_count() as u32;
@@ -259,13 +260,9 @@ impl MemoryIndex {
         }
         let bm25 = scratch.acc[d as usize];
         for n in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().flatten() {
-          let s = slots.get(n)?;
-          if s.session_tag != tag
-            || !s.live
-            || !visible[s.agent as usize]
-            || !kind_ok[kind_index(s.kind)]
-            || s.timestamp_ms < since
-          {
+          // A memory that matched passed every filter of the query (scope, kinds, `since`, not
+          // forgotten): only those lend and receive.
+          if scratch.acc[n as usize] == 0.0 || slots.get(n)?.session_tag != tag {
             continue;
           }
           let l = lent.entry(n).or_default();
@@ -275,23 +272,20 @@ impl MemoryIndex {
       }
     }
     let total = |d: u32| scratch.acc[d as usize] + lent.get(&d).map_or(0.0, |l| l.bm25);
-    // The memories that may make the list: those that matched, and those only lent context.
-    let mut pool: Vec<u32> = scratch.touched.clone();
-    pool.extend(lent.keys().filter(|&&d| scratch.acc[d as usize] == 0.0));
 
     // Recency and importance only lower a score (both are in (0, 1]), and never below
     // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
     // BM25 cannot make the list, so its factors are never computed.
     let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
     let mut cutoff = options.min_score * bm25_max;
-    if pool.len() > options.limit {
-      let mut best: Vec<f64> = pool.iter().map(|&d| total(d)).collect();
+    if scratch.touched.len() > options.limit {
+      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| total(d)).collect();
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
       cutoff = cutoff.max(*kth * lowest);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
-    for &d in &pool {
+    for &d in &scratch.touched {
       if total(d) < cutoff {
         continue;
       }

@@ -22,12 +22,13 @@
 //! one-word query scores about 0.5. That bounded scale is what `min_score` is compared against.
 //!
 //! Context: a memory captured right before or after another in the same session (the turns of a
-//! conversation) lends it `c` (default 0.25) of its BM25. The answer to "what language is Zoe
-//! learning?" is often a turn that never says "language" (`Three hundred days of Turkish`) next
-//! to one that does (`A foreign language at last!`), or the reply to a question that asked it.
+//! conversation), both matching the query, lends it `c` (default 0.25) of its BM25. The answer
+//! to "what language is Zoe learning?" is often a turn that never says "language" (`Zoe: Three
+//! hundred days of Turkish`, which matches only `zoe`) next to one that does (`A foreign
+//! language at last!`), or the reply to a question that asked it.
 //! On the development set (`bench/conversations/`) this raised recall@5 by about five points
-//! (see `docs/search.md`); a memory holding the query's words itself still ranks above its
-//! neighbours, which get at most `c` of each neighbour's score.
+//! (see `docs/search.md`). Context only reorders what the words found: a memory that holds no
+//! query word gets none and is never returned.
 //!
 //! Recency is relative to the `now` the caller passes (never the wall clock, so results are
 //! reproducible) and never reaches zero: with the floor, an old memory that matches well still
@@ -53,7 +54,7 @@ pub struct RankConfig {
   /// Importance by kind; `None`: every memory weighs 1.
   pub importance: Option<ImportanceWeights>,
   /// Share of a neighbour's BM25 (the memory captured right before or after, in the same
-  /// session) added to a memory's, 0 to 1; 0: none. Default 0.25.
+  /// session, when both match) added to a memory's, 0 to 1; 0: none. Default 0.25.
   pub context: f64,
 }
 
