@@ -340,13 +340,13 @@ pub(super) fn run_locked(
   }
   match index {
     Some(index) => {
-      index.remove(wanted.iter().copied())?;
+      super::search::remove_from_index(layout, index, wanted.iter().copied())?;
     }
     None => {
       if let Some(dir) = grimoire.subdir(super::search::INDEX_DIR)? {
         let known = super::store::known_hashes(layout)?;
         let index = super::search::open_index_in(layout, dir, &known)?;
-        index.remove(wanted.iter().copied())?;
+        super::search::remove_from_index(layout, &index, wanted.iter().copied())?;
       }
     }
   }

@@ -84,13 +84,25 @@ pub(super) fn open_index_in(layout: &Layout, dir: StateDir, known: &HashSet<Stri
 /// Makes the index hold exactly the memories `known` names (but those expired: one whose
 /// record is still in a log, see `super::pending`, is not indexed again).
 pub(super) fn reconcile(layout: &Layout, index: &SearchIndex, known: &HashSet<String>) -> Result<()> {
-  let now = now_ms();
-  let indexed: HashSet<String> = index.ids()?.into_iter().collect();
-  let gone: Vec<&str> = indexed.iter().filter(|id| !known.contains(*id)).map(String::as_str).collect();
-  if !gone.is_empty() {
-    index.remove(gone)?;
+  match reconcile_once(layout, index, known) {
+    // The base is checked as it is read: damage met here is rebuilt like damage met at open.
+    Err(LoaError::StateCorrupt { .. }) => {
+      index.rebuild(all_documents(layout)?)?;
+      reconcile_once(layout, index, known)
+    }
+    other => other,
   }
-  let missing: Vec<&str> = known.iter().filter(|id| !indexed.contains(*id)).map(String::as_str).collect();
+}
+
+fn reconcile_once(layout: &Layout, index: &SearchIndex, known: &HashSet<String>) -> Result<()> {
+  let now = now_ms();
+  // Looked up one by one (the index's id map is read in place), so that the common case, an
+  // index that holds exactly the known memories, never copies every indexed id.
+  let (missing, indexed) = index.not_indexed(known.iter().map(String::as_str))?;
+  if indexed > known.len() - missing.len() {
+    let gone: Vec<String> = index.ids()?.into_iter().filter(|id| !known.contains(id)).collect();
+    remove_from_index(layout, index, gone.iter().map(String::as_str))?;
+  }
   if !missing.is_empty() {
     let loader = RecordLoader::new(layout);
     for id in missing {
@@ -100,6 +112,23 @@ pub(super) fn reconcile(layout: &Layout, index: &SearchIndex, known: &HashSet<St
     }
   }
   Ok(())
+}
+
+/// Removes memories from the index. A damaged index met on the way (the base is checked as it
+/// is read) is rebuilt from the memories without them: forgetting never stops at derived state.
+pub(super) fn remove_from_index<'a>(
+  layout: &Layout,
+  index: &SearchIndex,
+  ids: impl IntoIterator<Item = &'a str>,
+) -> Result<()> {
+  let ids: HashSet<&str> = ids.into_iter().collect();
+  match index.remove(ids.iter().copied()) {
+    Err(LoaError::StateCorrupt { .. }) => {
+      let docs = all_documents(layout)?.into_iter().filter(|d| !ids.contains(d.id.as_str()));
+      index.rebuild(docs).map(|_| ())
+    }
+    other => other.map(|_| ()),
+  }
 }
 
 /// Reads memory records by id: the record file, else the WAL (read once, on first need).

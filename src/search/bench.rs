@@ -177,8 +177,9 @@ fn corpus() -> (Vec<Document>, Vec<SpeedQuery>) {
   (memories.iter().map(Memory::doc).collect(), jsonl(&dir.join("queries.jsonl")))
 }
 
-/// VmRSS and VmHWM of this process, in KiB.
-fn rss_kib() -> (u64, u64) {
+/// VmRSS, VmHWM, RssAnon (copies: the heap) and RssFile (pages of mapped files: the index's
+/// base, and this binary's code) of this process, in KiB.
+fn rss_kib() -> (u64, u64, u64, u64) {
   let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
   let field = |name: &str| {
     status
@@ -188,7 +189,7 @@ fn rss_kib() -> (u64, u64) {
       .and_then(|v| v.parse().ok())
       .unwrap_or(0)
   };
-  (field("VmRSS:"), field("VmHWM:"))
+  (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"), field("RssFile:"))
 }
 
 fn percentiles(mut micros: Vec<f64>) -> String {
@@ -221,21 +222,41 @@ fn open_dir(dir: &Path, sync: bool) -> SearchIndex {
 fn speed_child_memory() {
   let Some(dir) = std::env::var_os("LOA_SEARCH_BENCH_DIR") else { return };
   let queries: Vec<SpeedQuery> = jsonl(&corpus_dir().join("queries.jsonl"));
-  let before = rss_kib().0;
+  // Code pages of this (large, debug) binary are resident file pages too: warm the paths first
+  // on an empty index, so that the figures below are the index's own.
+  let warm = tempfile::tempdir().unwrap();
+  open_dir(warm.path(), false).search("warm up", &SearchOptions::new(CORPUS_NOW)).unwrap();
+  let before = rss_kib();
   let started = Instant::now();
   let index = open_dir(Path::new(&dir), true);
   let opened = started.elapsed();
-  let after_open = rss_kib().0;
+  let first = index.search(&queries[0].query, &options_for(&queries[0])).unwrap();
+  let first_ms = started.elapsed().as_secs_f64() * 1e3;
+  drop(first);
+  let again = Instant::now();
+  index.search(&queries[0].query, &options_for(&queries[0])).unwrap();
+  let again_ms = again.elapsed().as_secs_f64() * 1e3;
+  let after_open = rss_kib();
+  let mut micros = Vec::with_capacity(queries.len());
   for q in &queries {
+    let started = Instant::now();
     index.search(&q.query, &options_for(q)).unwrap();
+    micros.push(started.elapsed().as_secs_f64() * 1e6);
   }
-  let (after, peak) = rss_kib();
+  let after = rss_kib();
+  println!("LATENCY first pass over the queries after open: {}", percentiles(micros));
+  let mib = |a: u64, b: u64| (a as f64 - b as f64) / 1024.0;
   println!(
-    "MEMORY open {:.1} ms; RSS {before} KiB before open, {after_open} KiB after (+{:.1} MiB), {after} KiB after {} queries (+{:.1} MiB), peak {peak} KiB; heap estimate {:.1} MiB",
+    "MEMORY open {:.2} ms, open + first search {first_ms:.2} ms (the same search again: {again_ms:.2} ms); RSS +{:.1} MiB after open and one search (anonymous +{:.1}, file +{:.1}), +{:.1} MiB after {} queries (anonymous +{:.1}, file +{:.1}), peak {} KiB; heap estimate {:.1} MiB",
     opened.as_secs_f64() * 1e3,
-    (after_open - before) as f64 / 1024.0,
+    mib(after_open.0, before.0),
+    mib(after_open.2, before.2),
+    mib(after_open.3, before.3),
+    mib(after.0, before.0),
     queries.len(),
-    (after - before) as f64 / 1024.0,
+    mib(after.2, before.2),
+    mib(after.3, before.3),
+    after.1,
     index.status().unwrap().heap_bytes as f64 / (1 << 20) as f64,
   );
 }
@@ -322,6 +343,47 @@ fn speed_report() {
         micros.push(started.elapsed().as_secs_f64() * 1e6);
       }
       println!("add one at {size} ({}): {}", if sync { "fsync" } else { "no fsync" }, percentiles(micros));
+    }
+  }
+}
+
+/// Open time and resident memory of a fresh process at the corpus's size: the index is built in
+/// a directory, then opened and queried in a child (`speed_child_memory`), so the figures are
+/// those of a process that never held the index before. Debug builds give the shape (constant or
+/// linear in the number of memories), release builds the figures.
+#[test]
+#[ignore = "a report: node bench/search-corpus.mjs N DIR, then LOA_SEARCH_CORPUS=DIR cargo test --lib search::bench::open_report -- --ignored --nocapture"]
+fn open_report() {
+  let (docs, _) = corpus();
+  let tmp = tempfile::tempdir().unwrap();
+  // LOA_SEARCH_BENCH_KEEP=DIR: build there and keep it (for a profiler run of the child).
+  let dir = std::env::var_os("LOA_SEARCH_BENCH_KEEP").map_or_else(|| tmp.path().join("index"), PathBuf::from);
+  std::fs::create_dir_all(&dir).unwrap();
+  let index = open_dir(&dir, false);
+  index.rebuild(docs.iter().cloned()).unwrap();
+  let status = index.status().unwrap();
+  drop(index);
+  println!("\n{} memories: base {:.2} MiB on disk", docs.len(), status.base_bytes as f64 / (1 << 20) as f64);
+  let (_, decoded) =
+    format::decode_base(&std::fs::read(dir.join(BASE_FILE)).unwrap(), AnalyzerConfig::default()).unwrap();
+  let sizes = decoded.base.as_ref().unwrap().section_sizes();
+  println!(
+    "sections: {}",
+    sizes.iter().map(|(n, b)| format!("{n} {:.1} KiB", *b as f64 / 1024.0)).collect::<Vec<_>>().join(", ")
+  );
+  for _ in 0..3 {
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+      .args(["--exact", "search::bench::speed_child_memory", "--ignored", "--nocapture", "--test-threads=1"])
+      .env("LOA_SEARCH_BENCH_DIR", &dir)
+      .output()
+      .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    match out.lines().find_map(|l| l.find("MEMORY ").map(|at| &l[at + 7..])) {
+      Some(line) => println!("fresh process: {line}"),
+      None => println!("the memory child failed: {out}\n{}", String::from_utf8_lossy(&child.stderr)),
+    }
+    if let Some(line) = out.lines().find_map(|l| l.find("LATENCY ").map(|at| &l[at + 8..])) {
+      println!("  {line}");
     }
   }
 }

@@ -10,12 +10,13 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
 use super::analyze::{Analyzer, AnalyzerConfig};
+use super::base::{BaseParts, MappedBase, Rows};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
 /// 1 MiB; the rest leaves room for what a caller adds to it (tags).
@@ -144,14 +145,6 @@ fn keep_most_frequent(terms: &mut Vec<(String, u32)>, max: usize) {
   });
 }
 
-/// The tables of a [`MemoryIndex`], borrowed for writing it out.
-pub(super) struct Parts<'a> {
-  pub agents: &'a [Arc<str>],
-  pub slots: &'a [Slot],
-  pub terms: &'a [Arc<str>],
-  pub postings: &'a [Postings],
-}
-
 /// What [`MemoryIndex::add`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddOutcome {
@@ -195,16 +188,71 @@ pub(super) struct ScopeStats {
   pub len: u64,
 }
 
-/// An inverted index held in memory (see the module docs).
+/// What a query reads of one memory.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlotView {
+  pub timestamp_ms: i64,
+  pub len: u32,
+  pub agent: u32,
+  pub kind: MemoryKind,
+  pub instruction: bool,
+  pub live: bool,
+}
+
+/// Reads what queries need of each memory, from the base's rows or from memory.
+pub(super) struct SlotReader<'a> {
+  rows: Option<Rows<'a>>,
+  base_len: u32,
+  dead: &'a FxHashSet<u32>,
+  slots: &'a [Slot],
+}
+
+impl SlotReader<'_> {
+  #[inline]
+  pub fn get(&self, ord: u32) -> Result<SlotView> {
+    if let (Some(rows), true) = (&self.rows, ord < self.base_len) {
+      let r = rows.get(ord)?;
+      return Ok(SlotView {
+        timestamp_ms: r.timestamp_ms,
+        len: r.len,
+        agent: r.agent,
+        kind: r.kind,
+        instruction: r.instruction,
+        live: self.dead.is_empty() || !self.dead.contains(&ord),
+      });
+    }
+    let s = &self.slots[(ord - self.base_len) as usize];
+    Ok(SlotView {
+      timestamp_ms: s.timestamp_ms,
+      len: s.len,
+      agent: s.agent,
+      kind: s.kind,
+      instruction: s.instruction,
+      live: s.live,
+    })
+  }
+}
+
+/// An inverted index held in memory (see the module docs), or a delta in memory over a base
+/// read in place from its file (what [`super::SearchIndex`] opens): ordinals below the base's
+/// count are the base's memories, the rest are `slots`.
 #[derive(Debug)]
 pub struct MemoryIndex {
   pub(super) analyzer: Analyzer,
+  /// The base this index extends; `None`: everything is in memory.
+  pub(super) base: Option<Arc<MappedBase>>,
+  /// Memories of the base replaced since (dead: skipped by every query, counted by nothing).
+  pub(super) base_dead: FxHashSet<u32>,
+  /// The memories added over the base (all of them without one), ordinal `base_len() + i`.
   pub(super) slots: Vec<Slot>,
+  /// Live memories of `slots` by id (the base's are found in its id map).
   pub(super) by_id: FxHashMap<Arc<str>, u32>,
   pub(super) agents: Vec<Arc<str>>,
   pub(super) agent_ord: FxHashMap<Arc<str>, u32>,
   /// Indexed like `Slot::agent`: 0 is memories without an agent.
   pub(super) stats: Vec<ScopeStats>,
+  /// Terms of `slots` (the base's are in its vocabulary); their posting lists hold only
+  /// ordinals of `slots`.
   pub(super) term_ord: FxHashMap<Arc<str>, u32>,
   pub(super) terms: Vec<Arc<str>>,
   pub(super) postings: Vec<Postings>,
@@ -216,6 +264,8 @@ impl MemoryIndex {
   pub fn new(config: AnalyzerConfig) -> MemoryIndex {
     MemoryIndex {
       analyzer: Analyzer::new(config),
+      base: None,
+      base_dead: FxHashSet::default(),
       slots: Vec::new(),
       by_id: FxHashMap::default(),
       agents: Vec::new(),
@@ -232,27 +282,176 @@ impl MemoryIndex {
     &self.analyzer
   }
 
+  /// An index over `base`, with nothing added yet: reads nothing but what `base` already has.
+  pub(super) fn over_base(config: AnalyzerConfig, base: Arc<MappedBase>) -> MemoryIndex {
+    let mut index = MemoryIndex::new(config);
+    index.agents = base.agents.clone();
+    index.agent_ord = index.agents.iter().enumerate().map(|(i, a)| (a.clone(), i as u32 + 1)).collect();
+    index.stats = base.stats.clone();
+    index.base = Some(base);
+    index
+  }
+
+  /// Memories in the base (dead ones included).
+  pub(super) fn base_len(&self) -> u32 {
+    self.base.as_ref().map_or(0, |b| b.docs)
+  }
+
+  /// Slots, dead ones included: one past the highest ordinal.
+  pub(super) fn slot_count(&self) -> usize {
+    self.base_len() as usize + self.slots.len()
+  }
+
   /// Live memories.
   pub fn len(&self) -> usize {
-    self.by_id.len()
+    self.base_len() as usize - self.base_dead.len() + self.by_id.len()
   }
 
   pub fn is_empty(&self) -> bool {
-    self.by_id.is_empty()
+    self.len() == 0
   }
 
   /// Distinct terms in the vocabulary (terms of replaced memories included until compaction).
-  pub fn term_count(&self) -> usize {
-    self.terms.len()
+  pub fn term_count(&self) -> Result<usize> {
+    let Some(base) = &self.base else { return Ok(self.terms.len()) };
+    let mut n = base.terms as usize;
+    for t in &self.terms {
+      if !base.has_term(t)? {
+        n += 1;
+      }
+    }
+    Ok(n)
   }
 
-  pub fn contains(&self, id: &str) -> bool {
-    self.by_id.contains_key(id)
+  /// Whether a live memory has this id. Damage found in a base read in place is
+  /// `E_STATE_CORRUPT`.
+  pub fn contains(&self, id: &str) -> Result<bool> {
+    self.find(id).map(|o| o.is_some())
+  }
+
+  /// The ordinal of the live memory with this id.
+  pub(super) fn find(&self, id: &str) -> Result<Option<u32>> {
+    if let Some(&ord) = self.by_id.get(id) {
+      return Ok(Some(ord));
+    }
+    let Some(base) = &self.base else { return Ok(None) };
+    Ok(base.find(id)?.filter(|ord| !self.base_dead.contains(ord)))
   }
 
   /// The ids of the live memories, in the order they were added.
-  pub fn ids(&self) -> impl Iterator<Item = &str> {
-    self.slots.iter().filter(|s| s.live).map(|s| &*s.id)
+  pub fn ids(&self) -> Result<Vec<&str>> {
+    let mut out = Vec::with_capacity(self.len());
+    if let Some(base) = &self.base {
+      for ord in 0..base.docs {
+        if !self.base_dead.contains(&ord) {
+          out.push(base.id(ord)?);
+        }
+      }
+    }
+    out.extend(self.slots.iter().filter(|s| s.live).map(|s| &*s.id));
+    Ok(out)
+  }
+
+  /// Reads slots in a loop (a query reads one per posting): the base's row table is checked
+  /// once here.
+  pub(super) fn slot_reader(&self) -> Result<SlotReader<'_>> {
+    let rows = match &self.base {
+      Some(base) => Some(base.rows()?),
+      None => None,
+    };
+    Ok(SlotReader { rows, base_len: self.base_len(), dead: &self.base_dead, slots: &self.slots })
+  }
+
+  /// The id of memory `ord`.
+  pub(super) fn slot_id(&self, ord: u32) -> Result<&str> {
+    let b = self.base_len();
+    match &self.base {
+      Some(base) if ord < b => base.id(ord),
+      _ => Ok(&self.slots[(ord - b) as usize].id),
+    }
+  }
+
+  /// The posting list of `term`: the base's, then the memories added over it.
+  pub(super) fn postings_of(&self, term: &str) -> Result<Option<std::borrow::Cow<'_, Postings>>> {
+    use std::borrow::Cow;
+    let added = self.term_ord.get(term).map(|&t| &self.postings[t as usize]);
+    let Some(base) = &self.base else { return Ok(added.map(Cow::Borrowed)) };
+    Ok(match (base.postings(term)?, added) {
+      (None, None) => None,
+      (None, Some(a)) => Some(Cow::Borrowed(a)),
+      (Some(b), None) => Some(Cow::Owned(b)),
+      (Some(mut b), Some(a)) => {
+        b.docs.extend_from_slice(&a.docs);
+        b.tfs.extend_from_slice(&a.tfs);
+        Some(Cow::Owned(b))
+      }
+    })
+  }
+
+  /// Checks every byte of the base this index reads in place (nothing to check without one).
+  pub(super) fn verify(&self) -> Result<()> {
+    self.base.as_ref().map_or(Ok(()), |b| b.verify())
+  }
+
+  /// Reads the whole base into memory, so that the index no longer depends on it: before a
+  /// rewrite (compaction, removal). Linear in the size of the index.
+  pub(super) fn materialize(&mut self) -> Result<()> {
+    let Some(base) = self.base.clone() else { return Ok(()) };
+    let mut slots = Vec::with_capacity(base.docs as usize + self.slots.len());
+    let mut by_id = FxHashMap::default();
+    for ord in 0..base.docs {
+      let r = base.row(ord)?;
+      let id: Arc<str> = Arc::from(base.id(ord)?);
+      let live = !self.base_dead.contains(&ord);
+      if live && by_id.insert(id.clone(), ord).is_some() {
+        return Err(LoaError::StateCorrupt {
+          path: "search-index.base".into(),
+          reason: "duplicate memory id; rebuild the index".into(),
+        });
+      }
+      slots.push(Slot {
+        id,
+        timestamp_ms: r.timestamp_ms,
+        len: r.len,
+        agent: r.agent,
+        kind: r.kind,
+        instruction: r.instruction,
+        live,
+      });
+    }
+    let mut terms = Vec::new();
+    let mut postings = Vec::new();
+    let mut term_ord = FxHashMap::default();
+    for (term, list) in base.all_postings()? {
+      term_ord.insert(term.clone(), terms.len() as u32);
+      terms.push(term);
+      postings.push(list);
+    }
+    for (term, added) in std::mem::take(&mut self.terms).into_iter().zip(std::mem::take(&mut self.postings)) {
+      match term_ord.get(&term) {
+        // Ordinals added over the base all come after the base's.
+        Some(&t) => {
+          let list: &mut Postings = &mut postings[t as usize];
+          list.docs.extend_from_slice(&added.docs);
+          list.tfs.extend_from_slice(&added.tfs);
+        }
+        None => {
+          term_ord.insert(term.clone(), terms.len() as u32);
+          terms.push(term);
+          postings.push(added);
+        }
+      }
+    }
+    slots.append(&mut self.slots);
+    by_id.extend(self.by_id.drain());
+    self.slots = slots;
+    self.by_id = by_id;
+    self.terms = terms;
+    self.postings = postings;
+    self.term_ord = term_ord;
+    self.base = None;
+    self.base_dead.clear();
+    Ok(())
   }
 
   /// Analyses and adds `doc` (replacing a memory with the same id).
@@ -263,22 +462,22 @@ impl MemoryIndex {
 
   /// Adds an analysed document (replacing a memory with the same id).
   pub fn insert(&mut self, doc: &AnalyzedDoc) -> Result<AddOutcome> {
-    if self.slots.len() >= (u32::MAX - 1) as usize {
+    if self.slot_count() >= (u32::MAX - 1) as usize {
       return Err(LoaError::TooLarge {
         what: "search index".into(),
-        size: self.slots.len() as u64,
+        size: self.slot_count() as u64,
         limit: u64::from(u32::MAX - 1),
       });
     }
-    let outcome = match self.by_id.get(doc.id.as_str()).copied() {
+    let outcome = match self.find(doc.id.as_str())? {
       Some(old) => {
-        self.kill(old);
+        self.kill(old)?;
         self.dead += 1;
         AddOutcome::Replaced
       }
       None => AddOutcome::Added,
     };
-    let ord = self.slots.len() as u32;
+    let ord = self.slot_count() as u32;
     let agent = match &doc.agent_id {
       None => 0,
       Some(a) => self.intern_agent(a),
@@ -330,31 +529,42 @@ impl MemoryIndex {
   }
 
   /// Marks a slot dead and takes it out of the id map and the statistics.
-  fn kill(&mut self, ord: u32) {
-    let slot = &mut self.slots[ord as usize];
+  fn kill(&mut self, ord: u32) -> Result<()> {
+    let b = self.base_len();
+    if ord < b {
+      let row = self.base.as_ref().expect("ordinals below base_len are the base's").row(ord)?;
+      self.base_dead.insert(ord);
+      // Saturating: the statistics of a damaged base must not underflow.
+      let stats = &mut self.stats[row.agent as usize];
+      stats.docs = stats.docs.saturating_sub(1);
+      stats.len = stats.len.saturating_sub(u64::from(row.len));
+      return Ok(());
+    }
+    let slot = &mut self.slots[(ord - b) as usize];
     slot.live = false;
     let stats = &mut self.stats[slot.agent as usize];
     stats.docs -= 1;
     stats.len -= u64::from(slot.len);
     let id = slot.id.clone();
     self.by_id.remove(&id);
+    Ok(())
   }
 
   /// Removes the memories with these ids and compacts, so that no term only they held stays in
   /// the vocabulary. Returns how many were indexed.
-  pub fn remove<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) -> usize {
+  pub fn remove<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) -> Result<usize> {
     let mut removed = 0;
     for id in ids {
-      if let Some(ord) = self.by_id.get(id).copied() {
-        self.kill(ord);
+      if let Some(ord) = self.find(id)? {
+        self.kill(ord)?;
         self.dead += 1;
         removed += 1;
       }
     }
     if removed > 0 {
-      self.compact();
+      self.compact()?;
     }
-    removed
+    Ok(removed)
   }
 
   /// True when replaced memories left dead slots behind.
@@ -363,11 +573,13 @@ impl MemoryIndex {
   }
 
   /// Drops dead slots, the terms only they held, and agents without memories; renumbers what
-  /// is left in the same order. Linear in the size of the index.
-  pub fn compact(&mut self) {
+  /// is left in the same order. Linear in the size of the index (a base read in place is read
+  /// into memory first).
+  pub fn compact(&mut self) -> Result<()> {
     if !self.has_garbage() {
-      return;
+      return Ok(());
     }
+    self.materialize()?;
     let mut new_ord = vec![u32::MAX; self.slots.len()];
     let mut next = 0u32;
     for (i, slot) in self.slots.iter().enumerate() {
@@ -422,49 +634,35 @@ impl MemoryIndex {
     self.terms = terms;
     self.postings = postings;
     self.dead = 0;
+    Ok(())
   }
 
   /// The analysed form of every memory, for writing the index out (ordinals as they are
-  /// after [`compact`](Self::compact)).
-  pub(super) fn parts(&self) -> Parts<'_> {
-    Parts { agents: &self.agents, slots: &self.slots, terms: &self.terms, postings: &self.postings }
-  }
-
-  /// Builds an index from parts read back from disk (already checked for consistency).
-  pub(super) fn from_parts(
-    config: AnalyzerConfig,
-    agents: Vec<Arc<str>>,
-    slots: Vec<Slot>,
-    terms: Vec<Arc<str>>,
-    postings: Vec<Postings>,
-  ) -> MemoryIndex {
-    let mut stats = vec![ScopeStats::default(); agents.len() + 1];
-    for s in &slots {
-      let st = &mut stats[s.agent as usize];
-      st.docs += 1;
-      st.len += u64::from(s.len);
-    }
-    MemoryIndex {
-      analyzer: Analyzer::new(config),
-      by_id: slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i as u32)).collect(),
-      agent_ord: agents.iter().enumerate().map(|(i, a)| (a.clone(), i as u32 + 1)).collect(),
-      term_ord: terms.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect(),
-      slots,
-      agents,
-      stats,
-      terms,
-      postings,
-      dead: 0,
+  /// after [`compact`](Self::compact)). The index must be held in memory
+  /// ([`materialize`](Self::materialize)).
+  pub(super) fn parts(&self) -> BaseParts<'_> {
+    debug_assert!(self.base.is_none(), "parts() of an index over a base");
+    BaseParts {
+      agents: &self.agents,
+      stats: &self.stats,
+      slots: &self.slots,
+      terms: &self.terms,
+      postings: &self.postings,
     }
   }
 
-  /// Approximate bytes of memory the index holds (posting lists, slots, vocabulary, maps).
+  /// Approximate bytes of memory the index holds (posting lists, slots, vocabulary, maps); a
+  /// base read in place is not counted: its pages belong to the file (page cache), at most its
+  /// size, and only those a query touched.
   pub fn heap_bytes(&self) -> usize {
     let postings: usize = self.postings.iter().map(|p| p.docs.capacity() * 4 + p.tfs.capacity() * 4 + 48).sum();
     let terms: usize = self.terms.iter().map(|t| t.len() + 16 + 24).sum();
     let slots = self.slots.capacity() * std::mem::size_of::<Slot>()
       + self.slots.iter().map(|s| s.id.len() + 16).sum::<usize>()
       + self.by_id.capacity() * 24;
-    postings + terms + slots
+    let agents: usize = self.agents.iter().map(|a| a.len() + 16 + 24).sum::<usize>()
+      + self.agent_ord.capacity() * 24
+      + self.stats.capacity() * std::mem::size_of::<ScopeStats>();
+    postings + terms + slots + agents + self.term_ord.capacity() * 24 + self.base_dead.capacity() * 8
   }
 }

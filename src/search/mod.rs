@@ -13,8 +13,11 @@
 //! - [`query`]: the query API ([`SearchOptions`]: limit, minimum score, kinds, the agents whose
 //!   memories are visible, since), and the bounds that make hostile queries cheap.
 //! - [`index`]: the inverted index in memory ([`MemoryIndex`]), usable alone.
-//! - [`format`] and `persist`: the index on disk ([`SearchIndex`]), a checksummed base file and an
-//!   append-only log, updated at each add without rewriting the rest, read again by other
+//! - [`format`], [`base`] and `persist`: the index on disk ([`SearchIndex`]), a base file read in
+//!   place (mapped; its vocabulary and ids are `fst` maps, its posting lists and per-memory rows
+//!   are read where they lie, each section checksummed), so opening costs the same at any size,
+//!   and an append-only log held in memory as a delta over it, updated at each add without
+//!   rewriting the rest and folded into the base when it reaches a few MiB; read again by other
 //!   processes when it changes, rewritten synchronously when a memory is removed so that no
 //!   file holds its words, and rebuilt from the memories themselves when missing or damaged.
 //!
@@ -25,6 +28,7 @@
 //! memory that no other memory holds. `docs/search.md` describes the formula and the format.
 
 pub mod analyze;
+pub mod base;
 pub mod format;
 pub mod index;
 mod persist;
@@ -37,7 +41,8 @@ pub use index::{
   AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_TERMS_PER_DOCUMENT,
 };
 pub use persist::{
-  IndexOptions, IndexStatus, Opened, SearchIndex, BASE_FILE, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES, MAX_LOG_BYTES,
+  IndexOptions, IndexStatus, Opened, SearchIndex, BASE_FILE, COMPACT_LOG_BYTES, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES,
+  MAX_LOG_BYTES,
 };
 pub use query::{
   QueryTerm, SearchHit, SearchOptions, SearchResults, DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_BYTES, MAX_QUERY_TERMS,

@@ -1,19 +1,25 @@
-//! The index on disk: a base file and an append-only log in one directory, kept in step with
-//! a [`MemoryIndex`] in memory, shared by every process that opens the directory.
+//! The index on disk: a base file and an append-only log in one directory, shared by every
+//! process that opens the directory. The base is mapped read-only and read in place (see
+//! [`super::base`]): opening reads its header and agent table only, whatever its size. The log
+//! is read whole at open and kept in memory as a [`MemoryIndex`] delta over the base.
 //!
 //! - **Add** (at capture) appends one checksummed record to the log and fsyncs it: its cost
-//!   depends on the memory's length, not on how many memories are indexed.
-//! - **Remove** (forgetting) and **compact** rewrite the base from memory (the removed memory's
-//!   terms, and every term only it held, are gone from it), then replace the log with an empty
-//!   one; both atomically, before the call returns. The old files are replaced by rename, and
-//!   temp files of dead writers are removed, so no file in the directory holds the removed words.
+//!   depends on the memory's length, not on how many memories are indexed. An add that would
+//!   grow the log past [`COMPACT_LOG_BYTES`] first folds it into a new base, so what an open
+//!   reads stays bounded.
+//! - **Remove** (forgetting) and **compact** read the whole index into memory, rewrite the base
+//!   from it (the removed memory's terms, and every term only it held, are gone from it), then
+//!   replace the log with an empty one; both atomically, before the call returns, and map the
+//!   new base. The old files are replaced by rename (never changed in place: a mapping of the
+//!   old base stays valid), and temp files of dead writers are removed, so no file in the
+//!   directory holds the removed words.
 //! - **Rebuild** writes both files from the source memories, whatever state the directory is
 //!   in: the index is derived state, rebuilt when missing or damaged, never repaired by guess.
 //!
 //! Writers take `search-index.lock` (`flock`, waiting up to the lock timeout, then
 //! `E_WAL_LOCKED`). Readers take no lock: before each query a process checks the log (identity,
-//! generation, size) and reads only what was appended since, or reloads everything when a
-//! writer replaced the files. The base is only ever replaced whole, and the log only appended to
+//! generation, size) and reads only what was appended since, or maps the new base and reads the
+//! new log when a writer replaced the files. The base is only ever replaced whole, and the log only appended to
 //! under the lock or replaced whole, so a reader sees either an old complete state or a new one.
 //! A log record that is not whole at the end of the file (a writer killed mid-append, or still
 //! writing) is not read; the next writer cuts it off. Damage anywhere else, a checksum that does
@@ -23,7 +29,7 @@
 //! Every file is reached through [`StateDir`]: never through a symlink, regular files only, reads
 //! bounded ([`MAX_BASE_BYTES`], [`MAX_LOG_BYTES`]).
 
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{LoaError, Result};
@@ -31,9 +37,10 @@ use crate::fsutil::{OpenMode, StateDir, StateFile};
 use crate::lock::lock_in;
 
 use super::analyze::AnalyzerConfig;
+use super::base::{BaseBytes, MappedBase, BASE_HEADER_BYTES};
 use super::format::{
-  decode_base, decode_log_header, encode_add, encode_base, encode_log_header, next_record, FormatError, Next,
-  LOG_HEADER_BYTES, MAX_LOG_RECORD_BYTES,
+  decode_log_header, encode_add, encode_base, encode_log_header, next_record, FormatError, Next, LOG_HEADER_BYTES,
+  MAX_LOG_RECORD_BYTES,
 };
 use super::index::{AddOutcome, AnalyzedDoc, Document, MemoryIndex};
 use super::query::{SearchOptions, SearchResults};
@@ -41,12 +48,14 @@ use super::query::{SearchOptions, SearchResults};
 pub const BASE_FILE: &str = "search-index.base";
 pub const LOG_FILE: &str = "search-index.log";
 pub const LOCK_FILE: &str = "search-index.lock";
-/// Largest base file read (`E_TOO_LARGE` beyond). 100,000 memories take about 10 MB.
+/// Largest base file mapped (`E_TOO_LARGE` beyond). 100,000 memories take about 11 MiB.
 pub const MAX_BASE_BYTES: u64 = 1 << 30;
 /// Largest log. An add that would grow it past this compacts first.
 pub const MAX_LOG_BYTES: u64 = 1 << 30;
-/// A log this large and at least half the base's size makes [`SearchIndex::compaction_due`] true.
-const COMPACT_LOG_BYTES: u64 = 4 << 20;
+/// A log this large is folded into the base: at the next add that would grow it past this,
+/// and by [`SearchIndex::compaction_due`]. Opening reads the whole log (the base is mapped, not
+/// read), so this bounds the time to open, whatever the number of memories.
+pub const COMPACT_LOG_BYTES: u64 = 1 << 20;
 
 /// How an index directory is opened.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,14 +236,37 @@ impl SearchIndex {
   /// Whether a memory with this id is indexed (as on disk now).
   pub fn contains(&self, id: &str) -> Result<bool> {
     self.refresh()?;
-    Ok(self.read_state().index.contains(id))
+    self.read_state().index.contains(id)
+  }
+
+  /// Reads and checks the whole index (every checksum, every posting list): `E_STATE_CORRUPT`
+  /// when any of it is damaged. Opening and searching check only what they read; this is for
+  /// tools and tests that want to know about the rest. Linear in the index's size.
+  pub fn verify(&self) -> Result<()> {
+    self.refresh()?;
+    self.read_state().index.verify()
+  }
+
+  /// Of `ids`, those not indexed, and how many memories are indexed, from one look at the files
+  /// (for reconciling the index with its source: one lookup per id in the id map, no copy of
+  /// every indexed id).
+  pub fn not_indexed<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<(Vec<&'a str>, usize)> {
+    self.refresh()?;
+    let st = self.read_state();
+    let mut missing = Vec::new();
+    for id in ids {
+      if st.index.find(id)?.is_none() {
+        missing.push(id);
+      }
+    }
+    Ok((missing, st.index.len()))
   }
 
   /// The ids of every indexed memory (as on disk now), oldest first: for reconciling the index
   /// with its source after a crash.
   pub fn ids(&self) -> Result<Vec<String>> {
     self.refresh()?;
-    Ok(self.read_state().index.ids().map(str::to_string).collect())
+    Ok(self.read_state().index.ids()?.into_iter().map(str::to_string).collect())
   }
 
   /// Sizes and counts (as on disk now).
@@ -243,7 +275,7 @@ impl SearchIndex {
     let st = self.read_state();
     Ok(IndexStatus {
       documents: st.index.len(),
-      terms: st.index.term_count(),
+      terms: st.index.term_count()?,
       generation: st.generation,
       base_bytes: st.base_bytes,
       log_bytes: st.log.filter(|l| !l.stale).map_or(0, |l| l.end),
@@ -253,13 +285,13 @@ impl SearchIndex {
     })
   }
 
-  /// True when the log has grown enough (at least 4 MiB and half the base) that reading it at
-  /// open costs more than rewriting the base would, or replaced memories left garbage.
+  /// True when the log has grown to [`COMPACT_LOG_BYTES`] (opening reads it whole), or
+  /// replaced memories left garbage.
   pub fn compaction_due(&self) -> Result<bool> {
     self.refresh()?;
     let st = self.read_state();
     let log = st.log.filter(|l| !l.stale).map_or(0, |l| l.end);
-    Ok((log >= COMPACT_LOG_BYTES && log >= st.base_bytes / 2) || st.index.has_garbage())
+    Ok(log >= COMPACT_LOG_BYTES || st.index.has_garbage())
   }
 
   /// Adds one memory (replacing an indexed memory with the same id): one log record, fsynced
@@ -275,7 +307,9 @@ impl SearchIndex {
       });
     }
     self.write(|index, st| {
-      if st.log.is_some_and(|l| l.end + record.len() as u64 > MAX_LOG_BYTES) {
+      // The log stays small enough to read at every open: past the bound, it is folded into
+      // the base first (the base is written whole, then mapped again).
+      if st.log.is_some_and(|l| l.end > LOG_HEADER_BYTES as u64 && l.end + record.len() as u64 > COMPACT_LOG_BYTES) {
         index.rewrite(st)?;
       }
       let pos = st.log.expect("write() leaves a usable log");
@@ -306,7 +340,13 @@ impl SearchIndex {
   pub fn remove<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<usize> {
     let ids: Vec<&str> = ids.into_iter().collect();
     self.write(|index, st| {
-      let removed = st.index.remove(ids.iter().copied());
+      let removed = match st.index.remove(ids.iter().copied()) {
+        Ok(removed) => removed,
+        Err(e) => {
+          st.reload = true;
+          return Err(e);
+        }
+      };
       if removed > 0 {
         index.rewrite(st)?;
       }
@@ -326,7 +366,7 @@ impl SearchIndex {
     for doc in docs {
       fresh.add(&doc)?;
     }
-    fresh.compact();
+    fresh.compact()?;
     let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
     let _lock = lock_in(&self.dir, LOCK_FILE, self.options.lock_timeout, "the search index")?;
     let mut st = self.write_state();
@@ -381,9 +421,13 @@ impl SearchIndex {
     Ok(())
   }
 
-  /// Compacts in memory, writes the base of a new generation, then an empty log for it.
+  /// Compacts in memory, writes the base of a new generation, then an empty log for it, and
+  /// maps the new base (so that what this process holds is paged from the file again).
   fn rewrite(&self, st: &mut State) -> Result<()> {
-    st.index.compact();
+    if let Err(e) = st.index.materialize().and_then(|()| st.index.compact()) {
+      st.reload = true;
+      return Err(e);
+    }
     let generation = next_generation(st.generation);
     let base = encode_base(&st.index, self.options.analyzer.id(), generation);
     if base.len() as u64 > MAX_BASE_BYTES {
@@ -404,6 +448,13 @@ impl SearchIndex {
       return Err(e);
     }
     self.dir.clean_stale_temps()?;
+    // Nobody else writes while we hold the lock: the file is the one just written. Should it
+    // not map, the index in memory is the same index.
+    if let Ok(Some((base, _))) = map_base(&self.dir, &self.options) {
+      if base.generation == generation {
+        st.index = MemoryIndex::over_base(self.options.analyzer, Arc::new(base));
+      }
+    }
     Ok(())
   }
 
@@ -498,22 +549,50 @@ fn probe_file(file: &StateFile) -> Result<Probe> {
   Ok(Probe { dev: stat.st_dev as u64, ino: stat.st_ino as u64, size, generation })
 }
 
-/// Reads the whole index from its files; `None` when the base file does not exist.
+/// Opens the base file and maps it (see [`MappedBase`]: only its header and agent table are read
+/// now); `None` when there is none. Returns the base and its size.
+fn map_base(dir: &StateDir, options: &IndexOptions) -> Result<Option<(MappedBase, u64)>> {
+  let Some(file) = dir.open_file_if_exists(BASE_FILE, OpenMode::READ)? else { return Ok(None) };
+  let size = file.len()?;
+  if size > MAX_BASE_BYTES {
+    return Err(LoaError::TooLarge { what: file.path().display().to_string(), size, limit: MAX_BASE_BYTES });
+  }
+  let bytes = if size < BASE_HEADER_BYTES as u64 {
+    BaseBytes::Owned(file.read_to_end_bounded(MAX_BASE_BYTES)?)
+  } else {
+    // SAFETY: the mapping is read-only and `file` is a regular file reached without following
+    // symlinks (`StateDir`). Our writers never change a base in place: they write a new file
+    // and rename it over the old one, so the mapped bytes never change under us. Another
+    // process truncating the file in place would make reads past its new end fault (SIGBUS);
+    // docs/security.md says so.
+    match unsafe { memmap2::Mmap::map(file.file()) } {
+      Ok(map) => BaseBytes::Mapped(map),
+      // A file system that cannot map: read it.
+      Err(_) => BaseBytes::Owned(file.read_to_end_bounded(MAX_BASE_BYTES)?),
+    }
+  };
+  let size = bytes.len() as u64;
+  let label = dir.child_path(BASE_FILE).display().to_string();
+  let base = MappedBase::open(Arc::new(bytes), options.analyzer.id(), label).map_err(|e| corrupt(dir, BASE_FILE, e))?;
+  Ok(Some((base, size)))
+}
+
+/// Opens the index from its files (the base mapped, the log read and applied); `None` when the
+/// base file does not exist.
 fn load(dir: &StateDir, options: &IndexOptions) -> Result<Option<State>> {
   let config = options.analyzer;
   // A writer may replace both files between our reads of them: read again (a few times).
   for _ in 0..8 {
-    let Some(bytes) = dir.read(BASE_FILE, MAX_BASE_BYTES)? else { return Ok(None) };
-    let (header, index) = decode_base(&bytes, config).map_err(|e| corrupt(dir, BASE_FILE, e))?;
+    let Some((base, base_bytes)) = map_base(dir, options)? else { return Ok(None) };
+    let generation = base.generation;
     let mut st = State {
-      index,
-      generation: header.generation,
+      index: MemoryIndex::over_base(config, Arc::new(base)),
+      generation,
       log: None,
-      base_bytes: bytes.len() as u64,
+      base_bytes,
       log_records: 0,
       reload: false,
     };
-    drop(bytes);
     let Some(file) = dir.open_file_if_exists(LOG_FILE, OpenMode::READ)? else { return Ok(Some(st)) };
     let probe = probe_file(&file)?;
     let mut head = [0u8; LOG_HEADER_BYTES];
@@ -525,11 +604,11 @@ fn load(dir: &StateDir, options: &IndexOptions) -> Result<Option<State>> {
       st.log = Some(stale);
       return Ok(Some(st));
     };
-    if log_header.generation > header.generation {
+    if log_header.generation > generation {
       // The base was replaced after we read it.
       continue;
     }
-    if log_header.generation < header.generation {
+    if log_header.generation < generation {
       // Left over from a rewrite cut short between its two renames: everything in it is in the
       // base already.
       st.log = Some(stale);

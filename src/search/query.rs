@@ -23,7 +23,7 @@ use rustc_hash::FxHashSet;
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
-use super::index::{MemoryIndex, MAX_ID_BYTES};
+use super::index::{MemoryIndex, Postings, MAX_ID_BYTES};
 use super::rank::{Explain, MatchedTerm, RankConfig};
 
 /// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
@@ -149,11 +149,11 @@ pub fn check_query(query: &str) -> Result<()> {
   Ok(())
 }
 
-struct Term {
+struct Term<'a> {
   term: String,
   query_word: String,
-  /// Index into the posting lists, when the term is in the vocabulary.
-  ord: Option<u32>,
+  /// Its posting list, when the term is in the vocabulary.
+  list: Option<std::borrow::Cow<'a, Postings>>,
   df: u32,
   idf: f64,
 }
@@ -177,9 +177,12 @@ impl MemoryIndex {
         dropped += 1;
         return;
       }
-      let ord = self.term_ord.get(term).copied();
-      terms.push(Term { term: term.to_string(), query_word: surface.to_string(), ord, df: 0, idf: 0.0 });
+      terms.push(Term { term: term.to_string(), query_word: surface.to_string(), list: None, df: 0, idf: 0.0 });
     });
+    // Posting lists are read after the analysis: reading one from a base may fail (damage).
+    for t in &mut terms {
+      t.list = self.postings_of(&t.term)?;
+    }
 
     // The scope: which agent slots are visible, and BM25's collection statistics over them.
     let mut visible = vec![options.agents.is_none(); self.agents.len() + 1];
@@ -195,21 +198,21 @@ impl MemoryIndex {
       self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
     let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
     let everything = options.agents.is_none() && self.dead == 0;
+    let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
     for t in &mut terms {
-      let Some(ord) = t.ord else { continue };
-      let list = &self.postings[ord as usize];
+      let Some(list) = &t.list else { continue };
       t.df = if everything {
         list.docs.len() as u32
       } else {
-        list
-          .docs
-          .iter()
-          .filter(|&&d| {
-            let s = &self.slots[d as usize];
-            s.live && visible[s.agent as usize]
-          })
-          .count() as u32
+        let mut df = 0u32;
+        for &d in &list.docs {
+          let s = slots.get(d)?;
+          if s.live && visible[s.agent as usize] {
+            df += 1;
+          }
+        }
+        df
       };
       if t.df > 0 {
         t.idf = rank.idf(t.df, n);
@@ -231,12 +234,11 @@ impl MemoryIndex {
       kind_ok[kind_index(*k)] = true;
     }
     let since = options.since_ms.unwrap_or(i64::MIN);
-    let mut scratch = Scratch::take(self.slots.len());
+    let mut scratch = Scratch::take(self.slot_count());
     for t in &terms {
-      let (Some(ord), true) = (t.ord, t.df > 0) else { continue };
-      let list = &self.postings[ord as usize];
+      let (Some(list), true) = (&t.list, t.df > 0) else { continue };
       for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-        let s = &self.slots[d as usize];
+        let s = slots.get(d)?;
         if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
           continue;
         }
@@ -255,23 +257,22 @@ impl MemoryIndex {
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
       cutoff = cutoff.max(*kth * lowest);
     }
-    let mut candidates: Vec<(f64, f64, u32)> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     for &d in &scratch.touched {
       let bm25 = scratch.acc[d as usize];
       if bm25 < cutoff {
         continue;
       }
-      let s = &self.slots[d as usize];
+      let s = slots.get(d)?;
       let score =
         bm25 / bm25_max * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
       if score >= options.min_score {
-        candidates.push((score, bm25, d));
+        candidates.push(Candidate { score, bm25, doc: d, timestamp_ms: s.timestamp_ms, id: self.slot_id(d)? });
       }
     }
     drop(scratch);
-    let order = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
-      let (sa, sb) = (&self.slots[a.2 as usize], &self.slots[b.2 as usize]);
-      b.0.total_cmp(&a.0).then_with(|| sb.timestamp_ms.cmp(&sa.timestamp_ms)).then_with(|| sa.id.cmp(&sb.id))
+    let order = |a: &Candidate, b: &Candidate| {
+      b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
     };
     if candidates.len() > options.limit {
       candidates.select_nth_unstable_by(options.limit - 1, order);
@@ -279,45 +280,52 @@ impl MemoryIndex {
     }
     candidates.sort_unstable_by(order);
 
-    let hits = candidates
-      .into_iter()
-      .map(|(score, bm25, d)| {
-        let s = &self.slots[d as usize];
-        let matched: Vec<MatchedTerm> = terms
-          .iter()
-          .filter(|t| t.df > 0)
-          .filter_map(|t| {
-            let tf = self.postings[t.ord? as usize].tf_of(d);
-            (tf > 0).then(|| MatchedTerm {
-              term: t.term.clone(),
-              query_word: t.query_word.clone(),
-              tf,
-              df: t.df,
-              idf: t.idf,
-              bm25: t.idf * rank.tf_weight(tf, s.len, avg_len),
-            })
+    let mut hits = Vec::with_capacity(candidates.len());
+    for Candidate { score, bm25, doc: d, id, .. } in candidates {
+      let s = slots.get(d)?;
+      let matched: Vec<MatchedTerm> = terms
+        .iter()
+        .filter(|t| t.df > 0)
+        .filter_map(|t| {
+          let tf = t.list.as_ref()?.tf_of(d);
+          (tf > 0).then(|| MatchedTerm {
+            term: t.term.clone(),
+            query_word: t.query_word.clone(),
+            tf,
+            df: t.df,
+            idf: t.idf,
+            bm25: t.idf * rank.tf_weight(tf, s.len, avg_len),
           })
-          .collect();
-        SearchHit {
-          id: s.id.to_string(),
-          score,
-          kind: s.kind,
-          agent_id: (s.agent > 0).then(|| self.agents[s.agent as usize - 1].to_string()),
-          timestamp_ms: s.timestamp_ms,
-          explain: Explain {
-            bm25,
-            bm25_max,
-            relevance: bm25 / bm25_max,
-            matched,
-            recency: rank.recency(s.timestamp_ms, options.now_ms),
-            age_ms: options.now_ms.saturating_sub(s.timestamp_ms),
-            importance: rank.importance(s.kind, s.instruction),
-          },
-        }
-      })
-      .collect();
+        })
+        .collect();
+      hits.push(SearchHit {
+        id: id.to_string(),
+        score,
+        kind: s.kind,
+        agent_id: (s.agent > 0).then(|| self.agents[s.agent as usize - 1].to_string()),
+        timestamp_ms: s.timestamp_ms,
+        explain: Explain {
+          bm25,
+          bm25_max,
+          relevance: bm25 / bm25_max,
+          matched,
+          recency: rank.recency(s.timestamp_ms, options.now_ms),
+          age_ms: options.now_ms.saturating_sub(s.timestamp_ms),
+          importance: rank.importance(s.kind, s.instruction),
+        },
+      });
+    }
     Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
   }
+}
+
+/// A memory that may make the list, with what ordering it needs.
+struct Candidate<'a> {
+  score: f64,
+  bm25: f64,
+  doc: u32,
+  timestamp_ms: i64,
+  id: &'a str,
 }
 
 thread_local! {

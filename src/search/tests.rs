@@ -78,6 +78,13 @@ fn holds(dir: &Path, needle: &str) -> Vec<String> {
     .collect()
 }
 
+/// The terms of the base in `dir`: its vocabulary is an fst, whose bytes do not hold a term in
+/// one piece, so a search of the file's bytes cannot tell whether it holds one.
+fn vocabulary(dir: &Path) -> Vec<String> {
+  let (_, index) = format::decode_base(&fs::read(dir.join(BASE_FILE)).unwrap(), AnalyzerConfig::default()).unwrap();
+  index.base.as_ref().unwrap().all_postings().unwrap().into_iter().map(|(t, _)| t.to_string()).collect()
+}
+
 // ---- ranking and the query API (in memory) ----
 
 #[test]
@@ -272,10 +279,10 @@ fn replacing_and_removing_keep_counts_exact() {
   assert!(index.search("sandwich", &opts()).unwrap().hits.is_empty());
   assert_eq!(ids(&index.search("pasta", &opts()).unwrap()), ["lunch"]);
   assert!(index.has_garbage());
-  index.compact();
+  index.compact().unwrap();
   assert!(!index.has_garbage());
   assert!(!index.term_ord.contains_key("sandwich"));
-  assert_eq!(index.remove(["pg", "nope"]), 1);
+  assert_eq!(index.remove(["pg", "nope"]).unwrap(), 1);
   assert!(!index.term_ord.contains_key("postgresql"));
   assert_eq!(index.len(), 4);
   // After removal the statistics are those of an index that never had it.
@@ -349,16 +356,20 @@ fn remove_leaves_no_file_holding_the_removed_words() {
   fs::write(dir.join(".search-index.base.loa-tmp-999999999-1"), "zanzibarian courier").unwrap();
   assert!(!holds(&dir, "zanzibarian").is_empty());
 
+  assert!(vocabulary(&dir).iter().any(|t| t == "zanzibarian"));
   assert_eq!(index.remove(["forget-me-7f3a"]).unwrap(), 1);
-  // Words only it held, their stems, its id and its bigrams: nowhere, temp files included.
+  // Words only it held, their stems, its id and its bigrams: nowhere, temp files included, and
+  // not in the base's vocabulary (whose bytes do not hold terms in one piece).
   let gone =
     ["quixotically", "quixot", "zanzibarian", "galloped", "gallop", "kraków", "forget-me-7f3a", "タワ", "京タ"];
+  let vocabulary = vocabulary(&dir);
   for word in gone {
     assert!(holds(&dir, word).is_empty(), "{word} still in {:?}", holds(&dir, word));
+    assert!(!vocabulary.iter().any(|t| t == word), "{word} still in the vocabulary");
   }
   // Words other memories hold stay.
-  assert!(!holds(&dir, "bill").is_empty());
-  assert!(!holds(&dir, "東京").is_empty());
+  assert!(vocabulary.iter().any(|t| t == "bill"));
+  assert!(vocabulary.iter().any(|t| t == "東京"));
   assert!(index.search("zanzibarian courier", &opts()).unwrap().hits.is_empty());
   assert_eq!(open(&dir).status().unwrap().documents, 6);
   assert_eq!(index.remove(["forget-me-7f3a"]).unwrap(), 0);
@@ -393,7 +404,8 @@ fn a_damaged_base_is_detected_and_rebuilt_never_read() {
   index.compact().unwrap();
   drop(index);
   let len = fs::metadata(dir.join(BASE_FILE)).unwrap().len() as usize;
-  for at in [0, 10, 20, 37, 45, len / 2, len - 1] {
+  // In the header and its section table: found at open.
+  for at in [0, 10, 20, 37, 45, 100, 177] {
     let copy = tempfile::tempdir().unwrap();
     for (name, bytes) in all_files(&dir) {
       fs::write(copy.path().join(name), bytes).unwrap();
@@ -406,6 +418,24 @@ fn a_damaged_base_is_detected_and_rebuilt_never_read() {
         .unwrap();
     assert!(matches!(how, Opened::RebuiltDamaged(_)), "byte {at}: {how:?}");
     assert_eq!(ids(&rebuilt.search("billing", &opts()).unwrap()), ["billing"]);
+  }
+  // In a section: found when that section is read (a query, `verify`), never read as data.
+  for at in [format::BASE_HEADER_BYTES + 2, len / 2, len - 1] {
+    let copy = tempfile::tempdir().unwrap();
+    for (name, bytes) in all_files(&dir) {
+      fs::write(copy.path().join(name), bytes).unwrap();
+    }
+    damage(&copy.path().join(BASE_FILE), at);
+    let (index, _) =
+      SearchIndex::open_or_rebuild(StateDir::open_root(copy.path()).unwrap(), IndexOptions::default(), || Ok(corpus()))
+        .unwrap();
+    if at > format::BASE_HEADER_BYTES + 16 {
+      // Past the agent table (checked at open): found when read.
+      assert_eq!(index.verify().unwrap_err().code(), "E_STATE_CORRUPT", "byte {at}");
+    }
+    index.rebuild(corpus()).unwrap();
+    index.verify().unwrap();
+    assert_eq!(ids(&index.search("billing", &opts()).unwrap()), ["billing"]);
   }
   // Missing: rebuilt too; intact: loaded.
   let empty = tempfile::tempdir().unwrap();
@@ -434,12 +464,13 @@ fn another_version_or_analyser_is_rebuilt_not_misread() {
   // A future format version (header checksum recomputed, so only the version differs).
   let base = dir.join(BASE_FILE);
   let mut bytes = fs::read(&base).unwrap();
-  bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
-  let crc = crc32c::crc32c(&bytes[..36]);
-  bytes[36..40].copy_from_slice(&crc.to_le_bytes());
+  bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+  let at = format::BASE_HEADER_BYTES - 4;
+  let crc = crc32c::crc32c(&bytes[..at]);
+  bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
   fs::write(&base, bytes).unwrap();
   let e = SearchIndex::open(StateDir::open_root(&dir).unwrap(), IndexOptions::default()).unwrap_err();
-  assert!(e.to_string().contains("format version 2"), "{e}");
+  assert!(e.to_string().contains("format version 3"), "{e}");
   let (index, how) = SearchIndex::open_or_rebuild(StateDir::open_root(&dir).unwrap(), plain, || Ok(corpus())).unwrap();
   assert!(matches!(how, Opened::RebuiltDamaged(_)));
   assert_eq!(ids(&index.search("deployed", &opts()).unwrap()), ["billing"]);
@@ -644,14 +675,18 @@ fn damaged_bytes_never_panic_the_decoders() {
   // Every single-byte change and every truncation of a real base and a real log: an error or a
   // consistent index, never a panic (the fuzz target `search_index` explores further).
   let mut index = mem(&corpus());
-  index.compact();
+  index.compact().unwrap();
   let base = format::encode_base(&index, AnalyzerConfig::default().id(), 7);
   let analyzer = Analyzer::new(AnalyzerConfig::default());
   let log: Vec<u8> =
     corpus().iter().flat_map(|d| format::encode_add(&AnalyzedDoc::new(&analyzer, d).unwrap())).collect();
   let check_base = |bytes: &[u8]| {
     if let Ok((_, decoded)) = format::decode_base(bytes, AnalyzerConfig::default()) {
-      decoded.search("billing", &opts()).unwrap();
+      for q in ["billing", "postgresql tabs", "東京", "nothing"] {
+        let _ = decoded.search(q, &opts());
+      }
+      let _ = decoded.ids();
+      let _ = decoded.contains("pg");
     }
   };
   let check_log = |bytes: &[u8]| {
@@ -661,16 +696,18 @@ fn damaged_bytes_never_panic_the_decoders() {
       at += size;
     }
   };
-  // Past the checksums: the body and the payloads changed, then framed with valid checksums, so
-  // the decoders' own checks are what stands between damage and the index.
-  let body = format::base_body(&base).to_vec();
-  let id = AnalyzerConfig::default().id();
-  let rewrap_base = |b: &[u8]| check_base(&format::wrap_base_body(b, id, 7));
+  // Past the checksums: every section but the two fst maps resealed after the change, so the
+  // decoders' own checks are what stands between damage and the index.
+  let resealed_base = |b: &[u8]| {
+    let mut b = b.to_vec();
+    base::reseal(&mut b);
+    check_base(&b);
+  };
   let first = format::encode_add(&AnalyzedDoc::new(&analyzer, &corpus()[0]).unwrap())[8..].to_vec();
   let rewrap_log = |b: &[u8]| check_log(&format::frame(b));
   type Check<'a> = &'a dyn Fn(&[u8]);
   let cases: [(&Vec<u8>, Check); 4] =
-    [(&base, &check_base), (&log, &check_log), (&body, &rewrap_base), (&first, &rewrap_log)];
+    [(&base, &check_base), (&log, &check_log), (&base, &resealed_base), (&first, &rewrap_log)];
   for (bytes, check) in cases {
     for at in 0..bytes.len() {
       for flip in [0x01u8, 0x80, 0xff] {
@@ -682,6 +719,328 @@ fn damaged_bytes_never_panic_the_decoders() {
     }
   }
   assert!(format::decode_base(&base, AnalyzerConfig::default()).is_ok());
+}
+
+/// What the fuzz target `search_index` does, with a fixed generator: a real base changed at a
+/// few random places, resealed (every checksum recomputed but the fst maps'), then opened,
+/// queried, listed and verified. Never a panic; an error is `E_STATE_CORRUPT`.
+#[test]
+fn a_resealed_base_changed_at_random_places_never_panics() {
+  let mut index = mem(&corpus());
+  index.add(&with(doc("agent-a", "billing notes of one agent"), |d| d.agent_id = Some("a".into()))).unwrap();
+  index.compact().unwrap();
+  let base = format::encode_base(&index, AnalyzerConfig::default().id(), 7);
+  let mut state = 0x2545_F491_4F6C_DD1Du64;
+  let mut next = move || {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    state
+  };
+  let corrupt_or_ok = |r: crate::Result<()>| {
+    if let Err(e) = r {
+      assert_eq!(e.code(), "E_STATE_CORRUPT");
+    }
+  };
+  for _ in 0..3000 {
+    let mut b = base.clone();
+    for _ in 0..1 + next() % 6 {
+      let at = (next() % b.len() as u64) as usize;
+      b[at] ^= (next() % 255 + 1) as u8;
+    }
+    base::reseal(&mut b);
+    let Ok((_, decoded)) = format::decode_base(&b, AnalyzerConfig::default()) else { continue };
+    for q in ["billing service", "postgresql 東京", "tabs linter notes"] {
+      corrupt_or_ok(decoded.search(q, &opts()).map(|_| ()));
+      let scoped = SearchOptions { agents: Some(vec!["a".into()]), ..opts() };
+      corrupt_or_ok(decoded.search(q, &scoped).map(|_| ()));
+    }
+    corrupt_or_ok(decoded.ids().map(|_| ()));
+    corrupt_or_ok(decoded.contains("pg").map(|_| ()));
+    corrupt_or_ok(decoded.verify());
+    corrupt_or_ok(decoded.term_count().map(|_| ()));
+  }
+}
+
+/// Every byte of a small base flipped, one at a time: opening fails, or every query either
+/// fails (`E_STATE_CORRUPT`) or answers exactly what the intact base answers. Never a panic,
+/// never other hits.
+#[test]
+fn every_flipped_byte_of_a_base_is_an_error_or_changes_nothing() {
+  let mut index = mem(&corpus());
+  index.add(&with(doc("agent-a", "billing notes of one agent"), |d| d.agent_id = Some("a".into()))).unwrap();
+  index.compact().unwrap();
+  let base = format::encode_base(&index, AnalyzerConfig::default().id(), 7);
+  let queries = ["billing service", "postgresql", "東京 会議", "linter tabs sandwich", "notes agent"];
+  let scoped = SearchOptions { agents: Some(vec!["a".into()]), ..opts() };
+  let answers = |index: &MemoryIndex| -> Vec<crate::Result<SearchResults>> {
+    let mut out = Vec::new();
+    for q in queries {
+      out.push(index.search(q, &opts()));
+      out.push(index.search(q, &scoped));
+    }
+    out
+  };
+  let (_, intact) = format::decode_base(&base, AnalyzerConfig::default()).unwrap();
+  let expected: Vec<SearchResults> = answers(&intact).into_iter().map(Result::unwrap).collect();
+  let expected_ids: Vec<String> = intact.ids().unwrap().into_iter().map(String::from).collect();
+  let (mut opened, mut errors) = (0, 0);
+  for at in 0..base.len() {
+    let mut b = base.clone();
+    b[at] ^= 0x20;
+    let Ok((_, decoded)) = format::decode_base(&b, AnalyzerConfig::default()) else { continue };
+    opened += 1;
+    for (got, want) in answers(&decoded).into_iter().zip(&expected) {
+      match got {
+        Ok(got) => assert_eq!(&got, want, "byte {at}"),
+        Err(e) => {
+          assert_eq!(e.code(), "E_STATE_CORRUPT", "byte {at}");
+          errors += 1;
+        }
+      }
+    }
+    match decoded.ids() {
+      Ok(ids) => assert_eq!(ids, expected_ids, "byte {at}"),
+      Err(e) => assert_eq!(e.code(), "E_STATE_CORRUPT"),
+    }
+  }
+  // Damage past the header is found when it is read, not at open.
+  assert!(opened > base.len() / 2 && errors > 0, "{opened} {errors}");
+}
+
+/// The backbone of the on-disk format: the index read in place (a mapped base and the log as a
+/// delta over it), through adds, replacements, removals, compactions and reopenings, answers
+/// exactly what the same operations give in memory: the same ids, the same scores to the bit,
+/// the same `explain`, for scoped and unscoped queries.
+#[test]
+fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
+  let (_t, dir) = tmp();
+  let disk = open(&dir);
+  let mut memory = MemoryIndex::new(AnalyzerConfig::default());
+  let words = distinct_words(400, 7);
+  let agents = [None, Some("alice"), Some("bob"), Some("carol")];
+  let kinds = MemoryKind::ALL;
+  // A deterministic generator (xorshift), so a failure is reproducible.
+  let mut state = 0x9E37_79B9_7F4A_7C15u64;
+  let mut next = move |n: usize| {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    (state % n as u64) as usize
+  };
+  let mut docs: Vec<Document> = Vec::new();
+  let make = |i: usize, next: &mut dyn FnMut(usize) -> usize| {
+    let len = 3 + next(25);
+    // Zipf-like: low word numbers are common, so document frequencies vary.
+    let text: Vec<&str> = (0..len)
+      .map(|_| {
+        let upto = 1 + next(words.len());
+        words[next(upto)].as_str()
+      })
+      .collect();
+    Document {
+      id: format!("m{i:05}"),
+      text: text.join(" ") + if i.is_multiple_of(7) { " billing deploy" } else { "" },
+      kind: kinds[next(kinds.len())],
+      agent_id: agents[next(agents.len())].map(String::from),
+      timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
+      instruction: next(5) == 0,
+    }
+  };
+  let queries: Vec<String> = (0..40)
+    .map(|i| {
+      let n = 1 + i % 5;
+      let mut q: Vec<String> = (0..n).map(|k| words[(i * 37 + k * 101) % 60].clone()).collect();
+      if i.is_multiple_of(4) {
+        q.push("billing".into());
+      }
+      q.join(" ")
+    })
+    .collect();
+  let option_sets = [
+    opts(),
+    SearchOptions { agents: Some(vec!["alice".into()]), ..opts() },
+    SearchOptions { agents: Some(vec!["bob".into(), "carol".into()]), include_unassigned: false, ..opts() },
+    SearchOptions { limit: 3, kinds: Some(vec![MemoryKind::Decision, MemoryKind::Interaction]), ..opts() },
+    SearchOptions { rank: RankConfig::bm25_only(), since_ms: Some(NOW - 60 * DAY_MS as i64), ..opts() },
+  ];
+  let compare = |disk: &SearchIndex, memory: &MemoryIndex, step: &str| {
+    for q in &queries {
+      for o in &option_sets {
+        let (a, b) = (disk.search(q, o).unwrap(), memory.search(q, o).unwrap());
+        // SearchResults' equality compares every f64 with ==; to the bit as well:
+        let bits = |r: &SearchResults| -> Vec<(String, u64, u64, Vec<u64>)> {
+          r.hits
+            .iter()
+            .map(|h| {
+              let e = &h.explain;
+              (h.id.clone(), h.score.to_bits(), e.bm25.to_bits(), e.matched.iter().map(|m| m.bm25.to_bits()).collect())
+            })
+            .collect()
+        };
+        assert_eq!(bits(&a), bits(&b), "{step}: {q}");
+        assert_eq!(a, b, "{step}: {q}");
+      }
+    }
+    assert_eq!(disk.ids().unwrap(), memory.ids().unwrap(), "{step}");
+    assert_eq!(disk.status().unwrap().documents, memory.len(), "{step}");
+  };
+  let mut i = 0;
+  for round in 0..6u32 {
+    for _ in 0..120 {
+      let d = if !docs.is_empty() && next(4) == 0 {
+        // Replace a memory: same id, new text.
+        let at = next(docs.len());
+        let fresh = make(i, &mut next);
+        Document { id: docs[at].id.clone(), ..fresh }
+      } else {
+        make(i, &mut next)
+      };
+      i += 1;
+      assert_eq!(disk.add(&d).unwrap(), memory.add(&d).unwrap());
+      match docs.iter().position(|x| x.id == d.id) {
+        Some(at) => docs[at] = d,
+        None => docs.push(d),
+      }
+    }
+    compare(&disk, &memory, &format!("round {round}, base and log"));
+    let gone: Vec<String> = (0..5).map(|_| docs[next(docs.len())].id.clone()).collect();
+    let gone_refs: Vec<&str> = gone.iter().map(String::as_str).collect();
+    assert_eq!(disk.remove(gone_refs.iter().copied()).unwrap(), memory.remove(gone_refs.iter().copied()).unwrap());
+    docs.retain(|d| !gone.contains(&d.id));
+    compare(&disk, &memory, &format!("round {round}, after removal"));
+    // Another process's view: reopened from the files.
+    compare(&open(&dir), &memory, &format!("round {round}, reopened"));
+    if !round.is_multiple_of(2) {
+      disk.compact().unwrap();
+      memory.compact().unwrap();
+      compare(&disk, &memory, &format!("round {round}, compacted"));
+    }
+  }
+  assert!(disk.status().unwrap().documents > 400);
+}
+
+/// Forgetting a memory rewrites the base: afterwards no byte of any index file holds a term
+/// only it had (nor its id), while an index that merely replaced it still answers from the
+/// mapped base plus the log.
+#[test]
+fn the_new_base_holds_no_term_of_a_forgotten_memory() {
+  let (_t, dir) = tmp();
+  let index = open(&dir);
+  for d in corpus() {
+    index.add(&d).unwrap();
+  }
+  index.add(&doc("forgotten-id-9c1e", "xylophonist quarterbacks vellichor billing")).unwrap();
+  index.compact().unwrap();
+  // In the mapped base now (its id in one piece; its terms in the fst vocabulary).
+  assert!(memchr::memmem::find(&fs::read(dir.join(BASE_FILE)).unwrap(), b"forgotten-id-9c1e").is_some());
+  assert!(vocabulary(&dir).iter().any(|t| t == "vellichor"));
+  assert_eq!(ids(&index.search("vellichor", &opts()).unwrap()), ["forgotten-id-9c1e"]);
+  assert_eq!(index.remove(["forgotten-id-9c1e"]).unwrap(), 1);
+  let base = fs::read(dir.join(BASE_FILE)).unwrap();
+  let vocabulary = vocabulary(&dir);
+  for word in ["vellichor", "xylophonist", "quarterback", "forgotten-id-9c1e"] {
+    assert!(!vocabulary.iter().any(|t| t == word), "{word} is still in the vocabulary");
+    assert!(memchr::memmem::find(&base, word.as_bytes()).is_none(), "{word} is still in the base");
+    assert!(holds(&dir, word).is_empty(), "{word} still in {:?}", holds(&dir, word));
+  }
+  // Every term of the new base is a term some remaining memory holds.
+  let mut expected = MemoryIndex::new(AnalyzerConfig::default());
+  for d in corpus() {
+    expected.add(&d).unwrap();
+  }
+  let mut want: Vec<String> = expected.terms.iter().map(|t| t.to_string()).collect();
+  want.sort();
+  assert_eq!(vocabulary, want);
+  assert!(index.search("vellichor xylophonist", &opts()).unwrap().hits.is_empty());
+  assert_eq!(open(&dir).status().unwrap().documents, 5);
+}
+
+/// A base of format version 1 (the whole index decoded into memory at open) is not read: it is
+/// rebuilt from the memories, like a damaged one.
+#[test]
+fn a_version_1_base_is_rebuilt() {
+  let (_t, dir) = tmp();
+  // The version 1 header: magic, version 1, analyser, generation, body length and checksum,
+  // header checksum; then a body.
+  let body = b"\x00\x00\x00";
+  let mut v1 = Vec::new();
+  v1.extend_from_slice(b"LOASRCHB");
+  v1.extend_from_slice(&1u32.to_le_bytes());
+  v1.extend_from_slice(&AnalyzerConfig::default().id().to_le_bytes());
+  v1.extend_from_slice(&5u64.to_le_bytes());
+  v1.extend_from_slice(&(body.len() as u64).to_le_bytes());
+  v1.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+  let crc = crc32c::crc32c(&v1);
+  v1.extend_from_slice(&crc.to_le_bytes());
+  v1.extend_from_slice(body);
+  fs::write(dir.join(BASE_FILE), &v1).unwrap();
+  let e = SearchIndex::open(StateDir::open_root(&dir).unwrap(), IndexOptions::default()).unwrap_err();
+  assert_eq!(e.code(), "E_STATE_CORRUPT");
+  assert!(e.to_string().contains("format version 1"), "{e}");
+  let (index, how) =
+    SearchIndex::open_or_rebuild(StateDir::open_root(&dir).unwrap(), IndexOptions::default(), || Ok(corpus())).unwrap();
+  assert!(matches!(how, Opened::RebuiltDamaged(_)), "{how:?}");
+  assert_eq!(ids(&index.search("billing", &opts()).unwrap()), ["billing"]);
+  assert_eq!(&fs::read(dir.join(BASE_FILE)).unwrap()[8..12], &format::FORMAT_VERSION.to_le_bytes());
+}
+
+/// Opening reads the base's header and agent table, nothing in proportion to its memories: what
+/// the process holds afterwards is the same for 100 memories and for 3,000, and a query reads
+/// only its own posting lists (the base's pages, not copies).
+#[test]
+fn opening_holds_nothing_in_proportion_to_the_base() {
+  let mut held = Vec::new();
+  for n in [100usize, 3000] {
+    let (_t, dir) = tmp();
+    let words = distinct_words(2 * n, 3);
+    let docs: Vec<Document> = (0..n)
+      .map(|i| {
+        let d = doc(&format!("{i:064x}"), &format!("{} {} billing", words[2 * i], words[2 * i + 1]));
+        with(d, |d| d.agent_id = (i % 3 > 0).then(|| format!("agent-{}", i % 3)))
+      })
+      .collect();
+    open(&dir).rebuild(docs).unwrap();
+    let index = open(&dir);
+    let status = index.status().unwrap();
+    assert_eq!(status.documents, n);
+    held.push((status.heap_bytes, status.base_bytes));
+    assert_eq!(index.search("billing", &opts()).unwrap().hits.len(), 10);
+    assert_eq!(index.status().unwrap().heap_bytes, status.heap_bytes, "a query copies nothing into the index");
+  }
+  let ((small, small_disk), (large, large_disk)) = (held[0], held[1]);
+  assert!(large_disk > 20 * small_disk, "{small_disk} {large_disk}");
+  assert_eq!(small, large, "held after open: {small} bytes at 100 memories, {large} at 3,000");
+  assert!(large < 4096, "{large}");
+}
+
+/// The log is folded into the base once it reaches [`COMPACT_LOG_BYTES`], so what an open reads
+/// (the log; the base is mapped) stays bounded however many memories are added.
+#[test]
+fn the_log_stays_bounded() {
+  let (_t, dir) = tmp();
+  let index = IndexOptions { sync: false, ..IndexOptions::default() };
+  let index = SearchIndex::open(StateDir::open_root(&dir).unwrap(), index).unwrap();
+  let words = distinct_words(3000, 11);
+  let (mut folds, mut records) = (0, 0);
+  // About 800 bytes of log per memory: 2,000 of them would make a 1.6 MiB log.
+  let n = 2_000;
+  for i in 0..n {
+    let text = words[(i * 50) % 2900..(i * 50) % 2900 + 100].join(" ") + &format!(" w{i}x");
+    index.add(&doc(&format!("d{i}"), &text)).unwrap();
+    let log = fs::metadata(dir.join(LOG_FILE)).unwrap().len();
+    assert!(log <= COMPACT_LOG_BYTES, "{log}");
+    let now = index.status().unwrap().log_records;
+    if now < records {
+      folds += 1;
+    }
+    records = now;
+  }
+  assert_eq!(folds, 1);
+  let again = open(&dir);
+  assert_eq!(again.status().unwrap().documents, n);
+  assert_eq!(ids(&again.search(&format!("w{}x", n - 1), &opts()).unwrap()), [format!("d{}", n - 1)]);
+  assert_eq!(ids(&again.search("w7x", &opts()).unwrap()), ["d7"]);
 }
 
 /// `n` distinct words of 4 to 6 characters that no analysis step merges (a letter then base-36
