@@ -636,6 +636,18 @@ pub(super) fn known_hashes(layout: &Layout) -> Result<HashSet<String>> {
   let wal_dir = layout.wal_path();
   for session in list_sessions(&wal_dir)? {
     for record in read_session(&wal_dir, &session)?.records {
+      // A write the consolidation would apply names its memory's record file, so a record
+      // naming a file already listed adds nothing: it is not parsed and hashed again (most of
+      // what the WAL retains was consolidated; hashing it again was most of an open).
+      let listed = record
+        .path
+        .as_deref()
+        .and_then(|p| p.strip_prefix(super::types::MEMORY_DIR)?.strip_prefix('/'))
+        .and_then(record_name_hash)
+        .is_some_and(|id| known.contains(id));
+      if listed {
+        continue;
+      }
       if let Some(hash) = super::admit::memory_id_of(&record) {
         known.insert(hash);
       }

@@ -331,3 +331,42 @@ fn hits_point_into_the_markdown_view_which_reads_them_by_line_and_scope() {
   store.forget(&ForgetSelector::Id(coder.id.clone()), &ForgetOptions::default()).unwrap();
   assert!(read(&coder.path, None, None, None).unwrap().is_none());
 }
+
+/// `known_hashes` skips WAL records whose record file is listed (not hashing them again): the
+/// set it returns is the one hashing every record gives, with consolidated memories, memories
+/// only in the WAL, and a forgotten one.
+#[test]
+fn known_hashes_equal_hashing_every_wal_record() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  fill(&store);
+  store.consolidate().unwrap();
+  store.capture(entry(MemoryKind::Learning, "The backup disk was replaced with a larger one")).unwrap();
+  store.capture(entry(MemoryKind::Decision, "Deploy billing only after the backup succeeded")).unwrap();
+  let layout = super::layout::Layout::resolve(&StoreOptions {
+    workspace_dir: ws.path().to_path_buf(),
+    session_id: "s".into(),
+    ..Default::default()
+  })
+  .unwrap();
+  let every = |layout: &super::layout::Layout| -> std::collections::HashSet<String> {
+    let mut known = std::collections::HashSet::new();
+    if let Some(dir) = layout.memory_dir().unwrap() {
+      for e in dir.entries().unwrap() {
+        if let Some(id) = e.name_str().and_then(super::types::record_name_hash) {
+          known.insert(id.to_string());
+        }
+      }
+    }
+    let wal_dir = layout.wal_path();
+    for session in crate::wal::reader::list_sessions(&wal_dir).unwrap() {
+      for record in crate::wal::reader::read_session(&wal_dir, &session).unwrap().records {
+        known.extend(super::admit::memory_id_of(&record));
+      }
+    }
+    known
+  };
+  let known = super::store::known_hashes(&layout).unwrap();
+  assert_eq!(known.len(), CORPUS.len() + 2);
+  assert_eq!(known, every(&layout));
+}

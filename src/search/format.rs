@@ -22,8 +22,8 @@
 //! killed mid-append, or is appending right now): readers stop before it, a writer under the
 //! lock cuts it off. One that fails and is followed by more bytes is damage: `E_STATE_CORRUPT`.
 //! Every count read is checked against the bytes that remain, so no allocation is sized by a
-//! damaged file; decoded content is checked for consistency (ordinals in range and strictly
-//! increasing, every memory's length equal to the sum of its term counts, no duplicates).
+//! damaged file; decoded content is checked for consistency (ids and terms of bounded size, no
+//! term twice in a record, term counts positive). The base's checks are in [`super::base`].
 
 use std::sync::Arc;
 

@@ -1,19 +1,25 @@
-//! The index on disk: a base file and an append-only log in one directory, kept in step with
-//! a [`MemoryIndex`] in memory, shared by every process that opens the directory.
+//! The index on disk: a base file and an append-only log in one directory, shared by every
+//! process that opens the directory. The base is mapped read-only and read in place (see
+//! [`super::base`]): opening reads its header and agent table only, whatever its size. The log
+//! is read whole at open and kept in memory as a [`MemoryIndex`] delta over the base.
 //!
 //! - **Add** (at capture) appends one checksummed record to the log and fsyncs it: its cost
-//!   depends on the memory's length, not on how many memories are indexed.
-//! - **Remove** (forgetting) and **compact** rewrite the base from memory (the removed memory's
-//!   terms, and every term only it held, are gone from it), then replace the log with an empty
-//!   one; both atomically, before the call returns. The old files are replaced by rename, and
-//!   temp files of dead writers are removed, so no file in the directory holds the removed words.
+//!   depends on the memory's length, not on how many memories are indexed. An add that would
+//!   grow the log past [`COMPACT_LOG_BYTES`] first folds it into a new base, so what an open
+//!   reads stays bounded.
+//! - **Remove** (forgetting) and **compact** read the whole index into memory, rewrite the base
+//!   from it (the removed memory's terms, and every term only it held, are gone from it), then
+//!   replace the log with an empty one; both atomically, before the call returns, and map the
+//!   new base. The old files are replaced by rename (never changed in place: a mapping of the
+//!   old base stays valid), and temp files of dead writers are removed, so no file in the
+//!   directory holds the removed words.
 //! - **Rebuild** writes both files from the source memories, whatever state the directory is
 //!   in: the index is derived state, rebuilt when missing or damaged, never repaired by guess.
 //!
 //! Writers take `search-index.lock` (`flock`, waiting up to the lock timeout, then
 //! `E_WAL_LOCKED`). Readers take no lock: before each query a process checks the log (identity,
-//! generation, size) and reads only what was appended since, or reloads everything when a
-//! writer replaced the files. The base is only ever replaced whole, and the log only appended to
+//! generation, size) and reads only what was appended since, or maps the new base and reads the
+//! new log when a writer replaced the files. The base is only ever replaced whole, and the log only appended to
 //! under the lock or replaced whole, so a reader sees either an old complete state or a new one.
 //! A log record that is not whole at the end of the file (a writer killed mid-append, or still
 //! writing) is not read; the next writer cuts it off. Damage anywhere else, a checksum that does
@@ -42,7 +48,7 @@ use super::query::{SearchOptions, SearchResults};
 pub const BASE_FILE: &str = "search-index.base";
 pub const LOG_FILE: &str = "search-index.log";
 pub const LOCK_FILE: &str = "search-index.lock";
-/// Largest base file read (`E_TOO_LARGE` beyond). 100,000 memories take about 10 MB.
+/// Largest base file mapped (`E_TOO_LARGE` beyond). 100,000 memories take about 11 MiB.
 pub const MAX_BASE_BYTES: u64 = 1 << 30;
 /// Largest log. An add that would grow it past this compacts first.
 pub const MAX_LOG_BYTES: u64 = 1 << 30;
