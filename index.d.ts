@@ -3232,7 +3232,10 @@ export interface SealedGrimoire {
   bytes: number
 }
 
-/** Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`. */
+/**
+ * Why a memory came back:
+ * `score = min(1, explain.relevance + explain.context) × explain.recency × explain.importance`.
+ */
 export interface SearchExplain {
   /** The BM25 sum over the matched terms. */
   bm25: number
@@ -3242,6 +3245,14 @@ export interface SearchExplain {
   relevance: number
   /** The query terms found in the memory, in query order. */
   matched: Array<SearchMatchedTerm>
+  /**
+   * What the memories captured right before and after it in its session lent it, when they
+   * matched the query too (a quarter of their BM25, on the scale of `relevance`): the reply to
+   * a question, or the question of an answer, counts for a little. 0 when no neighbour matched.
+   */
+  context: number
+  /** Ids of the neighbours that lent `context`. */
+  contextFrom: Array<string>
   /** In (0, 1]: `floor + (1 - floor) × 0.5 ^ (age / halfLife)` (`memory.search`). */
   recency: number
   /** Milliseconds since the memory was captured. */

@@ -51,7 +51,7 @@ test('search ranks by the words, explains each hit and points into the Markdown 
   assert.equal(hit.type, 'decision')
   assert.ok(hit.score > 0 && hit.score <= 1)
   const e = hit.explain
-  assert.ok(Math.abs(hit.score - e.relevance * e.recency * e.importance) < 1e-12)
+  assert.ok(Math.abs(hit.score - Math.min(1, e.relevance + e.context) * e.recency * e.importance) < 1e-12)
   assert.deepEqual(e.matched.map((m) => m.queryWord).sort(), ['billing', 'deploy'])
   assert.equal(e.importance, 1, 'decisions weigh most')
   assert.ok(terms.some((term) => term.term === 'deploy'))

@@ -53,7 +53,8 @@ impl From<MemorySearchOptions> for core::SearchOptions {
   }
 }
 
-/// Why a memory came back: `score = explain.relevance × explain.recency × explain.importance`.
+/// Why a memory came back:
+/// `score = min(1, explain.relevance + explain.context) × explain.recency × explain.importance`.
 #[napi(object, object_from_js = false)]
 pub struct SearchExplain {
   /// The BM25 sum over the matched terms.
@@ -64,6 +65,12 @@ pub struct SearchExplain {
   pub relevance: f64,
   /// The query terms found in the memory, in query order.
   pub matched: Vec<SearchMatchedTerm>,
+  /// What the memories captured right before and after it in its session lent it, when they
+  /// matched the query too (a quarter of their BM25, on the scale of `relevance`): the reply to
+  /// a question, or the question of an answer, counts for a little. 0 when no neighbour matched.
+  pub context: f64,
+  /// Ids of the neighbours that lent `context`.
+  pub context_from: Vec<String>,
   /// In (0, 1]: `floor + (1 - floor) × 0.5 ^ (age / halfLife)` (`memory.search`).
   pub recency: f64,
   /// Milliseconds since the memory was captured.
@@ -156,6 +163,8 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   bm25_max,
   relevance,
   matched => each,
+  context,
+  context_from,
   recency,
   age_ms: f64,
   importance,

@@ -284,6 +284,7 @@ impl CodeIndex {
         agent_id: None,
         timestamp_ms: 0,
         instruction: false,
+        session: None,
       };
       self.index.add(&doc)?;
     }

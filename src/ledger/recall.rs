@@ -228,6 +228,7 @@ pub fn level2(
       agent_id: None,
       timestamp_ms: e.ts_ms.unwrap_or(0),
       instruction: false,
+      session: None,
     })?;
   }
   let mut options = SearchOptions::new(now_ms);

@@ -47,7 +47,17 @@ pub(super) fn index_options(layout: &Layout) -> IndexOptions {
 /// `super::pending`) is never indexed again.
 pub(super) fn all_documents(layout: &Layout) -> Result<Vec<Document>> {
   let now = now_ms();
-  Ok(all_records(layout)?.iter().filter(|r| !r.is_expired(now)).map(Document::from_record).collect())
+  let mut docs: Vec<Document> =
+    all_records(layout)?.iter().filter(|r| !r.is_expired(now)).map(Document::from_record).collect();
+  in_capture_order(&mut docs);
+  Ok(docs)
+}
+
+/// Sorts documents into the order they were captured in (their time, then their id for equal
+/// times): the index takes memories added one after the other in a session as neighbours (see
+/// `search::rank`), so a rebuild must add them in that order, not in the order files are listed.
+fn in_capture_order(docs: &mut [Document]) {
+  docs.sort_by(|a, b| a.timestamp_ms.cmp(&b.timestamp_ms).then_with(|| a.id.cmp(&b.id)));
 }
 
 /// Every memory record, consolidated or not (unreadable record files skipped).
@@ -105,10 +115,15 @@ fn reconcile_once(layout: &Layout, index: &SearchIndex, known: &HashSet<String>)
   }
   if !missing.is_empty() {
     let loader = RecordLoader::new(layout);
+    let mut docs = Vec::with_capacity(missing.len());
     for id in missing {
       if let Some(record) = loader.get(id)?.filter(|r| !r.is_expired(now)) {
-        index.add(&Document::from_record(&record))?;
+        docs.push(Document::from_record(&record));
       }
+    }
+    in_capture_order(&mut docs);
+    for doc in &docs {
+      index.add(doc)?;
     }
   }
   Ok(())

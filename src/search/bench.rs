@@ -40,6 +40,7 @@ impl Memory {
       agent_id: self.agent_id.clone(),
       timestamp_ms: parse_rfc3339_ms(&self.timestamp, "timestamp").expect("a timestamp"),
       instruction: self.instruction,
+      session: None,
     }
   }
 }

@@ -174,6 +174,7 @@ struct AddOut<'a> {
   kind: u8,
   instruction: bool,
   timestamp_ms: i64,
+  session_tag: u16,
   terms: &'a [(String, u32)],
 }
 
@@ -189,6 +190,7 @@ struct AddIn {
   kind: u8,
   instruction: bool,
   timestamp_ms: i64,
+  session_tag: u16,
   terms: Vec<(String, u32)>,
 }
 
@@ -200,6 +202,7 @@ pub fn encode_add(doc: &AnalyzedDoc) -> Vec<u8> {
     kind: kind_code(doc.kind),
     instruction: doc.instruction,
     timestamp_ms: doc.timestamp_ms,
+    session_tag: doc.session_tag,
     terms: &doc.terms,
   });
   let payload = postcard::to_allocvec(&op).expect("serialising to memory cannot fail");
@@ -269,6 +272,7 @@ pub fn next_record(rest: &[u8]) -> Result<Next, FormatError> {
     kind: kind_of_code(add.kind)?,
     instruction: add.instruction,
     timestamp_ms: add.timestamp_ms,
+    session_tag: add.session_tag,
     terms: add.terms,
   };
   Ok(Next::Record { doc, size: end })

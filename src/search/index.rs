@@ -45,6 +45,10 @@ pub struct Document {
   pub timestamp_ms: i64,
   /// Tagged `instruction` by the quality gates (a user instruction or preference).
   pub instruction: bool,
+  /// The session it was captured in. Memories captured one after the other in one session (the
+  /// turns of a conversation) are each other's context when ranking (see [`super::rank`]);
+  /// `None`: no session, no context.
+  pub session: Option<String>,
 }
 
 impl Document {
@@ -57,6 +61,7 @@ impl Document {
       agent_id: record.agent_id.clone(),
       timestamp_ms: crate::timestamp::parse_rfc3339_ms(&record.timestamp, "timestamp").unwrap_or(0),
       instruction: record.tags.iter().any(|t| t == "instruction"),
+      session: Some(record.session_id.clone()),
     }
   }
 
@@ -87,6 +92,8 @@ pub struct AnalyzedDoc {
   pub kind: MemoryKind,
   pub instruction: bool,
   pub timestamp_ms: i64,
+  /// [`session_tag`] of its session.
+  pub session_tag: u16,
   /// Distinct terms with their counts, in first-occurrence order: at most
   /// [`MAX_TERMS_PER_DOCUMENT`].
   pub terms: Vec<(String, u32)>,
@@ -112,6 +119,7 @@ impl AnalyzedDoc {
       kind: doc.kind,
       instruction: doc.instruction,
       timestamp_ms: doc.timestamp_ms,
+      session_tag: doc.session.as_deref().map_or(0, session_tag),
       terms,
     })
   }
@@ -123,6 +131,19 @@ impl AnalyzedDoc {
 
   pub fn is_empty(&self) -> bool {
     self.terms.is_empty()
+  }
+}
+
+/// A 16-bit tag of a session id, never 0 (0: no session). Two memories next to each other in
+/// capture order are neighbours when their tags are equal: a row has room for 16 bits, not for
+/// the id. Two different sessions share a tag with probability 1 in 65,535, and then only their
+/// memories captured back to back count as neighbours; that costs a little ranking, never a
+/// wrong hit. CRC-32C, so that every process and every version computes the same tag.
+pub fn session_tag(session: &str) -> u16 {
+  let crc = crc32c::crc32c(session.as_bytes());
+  match (crc ^ (crc >> 16)) as u16 {
+    0 => 1,
+    tag => tag,
   }
 }
 
@@ -164,6 +185,8 @@ pub(super) struct Slot {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+  /// [`session_tag`] of its session (0: none).
+  pub session_tag: u16,
   pub live: bool,
 }
 
@@ -196,6 +219,7 @@ pub(super) struct SlotView {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+  pub session_tag: u16,
   pub live: bool,
 }
 
@@ -218,6 +242,7 @@ impl SlotReader<'_> {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
+        session_tag: r.session_tag,
         live: self.dead.is_empty() || !self.dead.contains(&ord),
       });
     }
@@ -228,6 +253,7 @@ impl SlotReader<'_> {
       agent: s.agent,
       kind: s.kind,
       instruction: s.instruction,
+      session_tag: s.session_tag,
       live: s.live,
     })
   }
@@ -416,6 +442,7 @@ impl MemoryIndex {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
+        session_tag: r.session_tag,
         live,
       });
     }
@@ -508,6 +535,7 @@ impl MemoryIndex {
       agent,
       kind: doc.kind,
       instruction: doc.instruction,
+      session_tag: doc.session_tag,
       live: true,
     });
     let stats = &mut self.stats[agent as usize];

@@ -18,7 +18,7 @@
 //! the caller may see (its own, plus those configuration shares with it). Everything BM25
 //! counts (`N`, document frequencies, the average length) is counted inside that scope.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
@@ -246,31 +246,63 @@ impl MemoryIndex {
       }
     }
 
+    // Context: each memory that matched lends `rank.context` of its BM25 to the memories
+    // captured right before and right after it in the same session (ordinals are capture order)
+    // that matched too. Context reorders what the words found; it never brings back a memory
+    // that holds none of them. Two visits per matching memory: linear in the matches.
+    let mut lent: FxHashMap<u32, Lent> = FxHashMap::default();
+    if rank.context > 0.0 {
+      let count = self.slot_count() as u32;
+      for &d in &scratch.touched {
+        let tag = slots.get(d)?.session_tag;
+        if tag == 0 {
+          continue;
+        }
+        let bm25 = scratch.acc[d as usize];
+        for n in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().flatten() {
+          // A memory that matched passed every filter of the query (scope, kinds, `since`, not
+          // forgotten): only those lend and receive.
+          if scratch.acc[n as usize] == 0.0 || slots.get(n)?.session_tag != tag {
+            continue;
+          }
+          let l = lent.entry(n).or_default();
+          l.bm25 += rank.context * bm25;
+          l.from.push(d);
+        }
+      }
+    }
+    let total = |d: u32| scratch.acc[d as usize] + lent.get(&d).map_or(0.0, |l| l.bm25);
+
     // Recency and importance only lower a score (both are in (0, 1]), and never below
     // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
     // BM25 cannot make the list, so its factors are never computed.
     let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
     let mut cutoff = options.min_score * bm25_max;
     if scratch.touched.len() > options.limit {
-      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| scratch.acc[d as usize]).collect();
+      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| total(d)).collect();
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
       cutoff = cutoff.max(*kth * lowest);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
     for &d in &scratch.touched {
-      let bm25 = scratch.acc[d as usize];
-      if bm25 < cutoff {
+      if total(d) < cutoff {
         continue;
       }
+      let bm25 = scratch.acc[d as usize];
       let s = slots.get(d)?;
-      let score =
-        bm25 / bm25_max * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
+      let relevance = (total(d) / bm25_max).min(1.0);
+      let score = relevance * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
       if score >= options.min_score {
         candidates.push(Candidate { score, bm25, doc: d, timestamp_ms: s.timestamp_ms, id: self.slot_id(d)? });
       }
     }
     drop(scratch);
+    let lent_to = |d: u32| -> Result<(f64, Vec<String>)> {
+      let Some(l) = lent.get(&d) else { return Ok((0.0, Vec::new())) };
+      let from = l.from.iter().map(|&n| self.slot_id(n).map(str::to_string)).collect::<Result<_>>()?;
+      Ok((l.bm25 / bm25_max, from))
+    };
     let order = |a: &Candidate, b: &Candidate| {
       b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
     };
@@ -283,6 +315,7 @@ impl MemoryIndex {
     let mut hits = Vec::with_capacity(candidates.len());
     for Candidate { score, bm25, doc: d, id, .. } in candidates {
       let s = slots.get(d)?;
+      let (context, context_from) = lent_to(d)?;
       let matched: Vec<MatchedTerm> = terms
         .iter()
         .filter(|t| t.df > 0)
@@ -309,6 +342,8 @@ impl MemoryIndex {
           bm25_max,
           relevance: bm25 / bm25_max,
           matched,
+          context,
+          context_from,
           recency: rank.recency(s.timestamp_ms, options.now_ms),
           age_ms: options.now_ms.saturating_sub(s.timestamp_ms),
           importance: rank.importance(s.kind, s.instruction),
@@ -317,6 +352,13 @@ impl MemoryIndex {
     }
     Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
   }
+}
+
+/// What a memory's neighbours lent it: their BM25 times `RankConfig::context`, and who lent.
+#[derive(Default)]
+struct Lent {
+  bm25: f64,
+  from: Vec<u32>,
 }
 
 /// A memory that may make the list, with what ordering it needs.

@@ -15,6 +15,7 @@ fn doc(id: &str, text: &str) -> Document {
     agent_id: None,
     timestamp_ms: NOW - DAY_MS as i64,
     instruction: false,
+    session: None,
   }
 }
 
@@ -845,6 +846,8 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
       agent_id: agents[next(agents.len())].map(String::from),
       timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
       instruction: next(5) == 0,
+      // Runs of memories in one session, so that neighbours add context on both paths.
+      session: (!i.is_multiple_of(11)).then(|| format!("s{}", i / 6)),
     }
   };
   let queries: Vec<String> = (0..40)
@@ -1099,4 +1102,101 @@ fn one_memory_adds_a_bounded_number_of_terms() {
   let analysed = AnalyzedDoc::new(&Analyzer::new(AnalyzerConfig::default()), &doc("ordinary", &ordinary)).unwrap();
   assert_eq!(analysed.terms.len(), MAX_TERMS_PER_DOCUMENT);
   assert_eq!(analysed.len() as usize, MAX_TERMS_PER_DOCUMENT);
+}
+
+/// Turns of one conversation, captured in order in session `s1`, then one turn of session `s2`.
+fn conversation() -> Vec<Document> {
+  let turn = |id: &str, text: &str, session: &str| with(doc(id, text), |d| d.session = Some(session.into()));
+  vec![
+    turn("t1", "Mia: Three hundred days of Turkish on the app", "s1"),
+    turn("t2", "Jonas: A foreign language at last! How hard is the grammar?", "s1"),
+    turn("t3", "Mia: The supermarket was out of oat milk again", "s1"),
+    turn("t4", "Mia: Anyway, how was the concert?", "s2"),
+  ]
+}
+
+#[test]
+fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
+  let index = mem(&conversation());
+  let r = index.search("which language is Mia learning", &opts()).unwrap();
+  // `t2` holds the rarest word; `t1`, `t3` and `t4` hold only `mia`, alike. `t1` and `t3` are
+  // `t2`'s neighbours in its session and get a quarter of its BM25 each; `t4` follows `t3` in
+  // capture order but in another session, and gets nothing.
+  assert_eq!(ids(&r)[0], "t2");
+  let mut rest: Vec<&str> = ids(&r)[1..3].to_vec();
+  rest.sort_unstable();
+  assert_eq!(rest, ["t1", "t3"]);
+  assert_eq!(ids(&r)[3], "t4");
+  let lender = r.hits[0].explain.bm25 / r.hits[0].explain.bm25_max;
+  for h in &r.hits[1..3] {
+    assert_eq!(h.explain.context_from, ["t2"]);
+    assert!((h.explain.context - 0.25 * lender).abs() < 1e-12);
+  }
+  // `t2` gets from both `t1` and `t3`; `t4` from nobody.
+  let mut from = r.hits[0].explain.context_from.clone();
+  from.sort_unstable();
+  assert_eq!(from, ["t1", "t3"]);
+  assert!(r.hits[3].explain.context_from.is_empty() && r.hits[3].explain.context == 0.0);
+  for h in &r.hits {
+    let e = &h.explain;
+    assert!((h.score - (e.relevance + e.context).min(1.0) * e.recency * e.importance).abs() < 1e-12);
+  }
+
+  // Context reorders what the words found, and brings back nothing else: `t1` and `t3` hold no
+  // word of this query, though `t2` does.
+  assert_eq!(ids(&index.search("which language", &opts()).unwrap()), ["t2"]);
+  // Plain BM25, or a context share of 0: of the three `mia` turns the shortest, `t4`, ranks
+  // first (BM25's length normalisation); context is what put `t1` and `t3` above it.
+  for rank in [RankConfig::bm25_only(), RankConfig { context: 0.0, ..RankConfig::default() }] {
+    let r = index.search("which language is Mia learning", &SearchOptions { rank, ..opts() }).unwrap();
+    assert_eq!(ids(&r)[..2], ["t2", "t4"]);
+    assert!(r.hits.iter().all(|h| h.explain.context == 0.0));
+  }
+  // Memories without a session lend nothing and get nothing.
+  let loose: Vec<Document> = conversation().into_iter().map(|d| with(d, |d| d.session = None)).collect();
+  let r = mem(&loose).search("which language is Mia learning", &opts()).unwrap();
+  assert!(r.hits.iter().all(|h| h.explain.context == 0.0 && h.explain.context_from.is_empty()));
+}
+
+#[test]
+fn context_never_comes_from_or_goes_to_a_memory_the_query_may_not_see() {
+  // `t2` (the match on the rare word) belongs to another agent: a search scoped to `mia` must
+  // not rank her turns by it, or their order would tell what the other agent's memory says.
+  let docs: Vec<Document> = conversation()
+    .into_iter()
+    .map(|d| with(d, |d| d.agent_id = Some(if d.id == "t2" { "jonas" } else { "mia" }.into())))
+    .collect();
+  let index = mem(&docs);
+  let scoped = SearchOptions { agents: Some(vec!["mia".into()]), ..opts() };
+  let r = index.search("which language is Mia learning", &scoped).unwrap();
+  assert_eq!(ids(&r)[0], "t4", "ranked as without context");
+  assert!(r.hits.iter().all(|h| h.explain.context == 0.0));
+  // The same for the other filters: kinds, `since`, forgotten memories.
+  let t2_decision: Vec<Document> = conversation()
+    .into_iter()
+    .map(|d| with(d, |d| d.kind = if d.id == "t2" { MemoryKind::Decision } else { MemoryKind::Interaction }))
+    .collect();
+  let only = SearchOptions { kinds: Some(vec![MemoryKind::Interaction]), ..opts() };
+  let r = mem(&t2_decision).search("which language is Mia learning", &only).unwrap();
+  assert!(r.hits.iter().all(|h| h.explain.context == 0.0), "a kind left out lends nothing");
+  let mut index = mem(&conversation());
+  index.remove(["t2"]).unwrap();
+  let r = index.search("which language is Mia learning", &opts()).unwrap();
+  assert!(
+    r.hits.iter().all(|h| !h.explain.context_from.contains(&"t2".to_string())),
+    "a forgotten memory lends nothing"
+  );
+  // `t1` and `t3` are next to each other now, and both match: each lends to the other.
+  let t1 = r.hits.iter().find(|h| h.id == "t1").unwrap();
+  assert_eq!(t1.explain.context_from, ["t3"]);
+}
+
+#[test]
+fn session_tags_are_stable_and_never_zero() {
+  // The tag is stored in index files: it must not change between processes or versions.
+  assert_eq!(super::index::session_tag("c01-s03"), super::index::session_tag("c01-s03"));
+  assert_ne!(super::index::session_tag("c01-s03"), super::index::session_tag("c01-s04"));
+  let tags: std::collections::HashSet<u16> = (0..5000).map(|i| super::index::session_tag(&format!("s{i}"))).collect();
+  assert!(!tags.contains(&0));
+  assert!(tags.len() > 4900, "{}", tags.len());
 }

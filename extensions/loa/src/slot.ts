@@ -311,7 +311,14 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
             id: hit.id,
             type: hit.type,
             timestamp: hit.timestamp,
-            why: { matched: hit.explain.matched.map((m) => m.queryWord), recency: hit.explain.recency, importance: hit.explain.importance },
+            why: {
+              matched: hit.explain.matched.map((m) => m.queryWord),
+              // Found next to a memory that matched (the reply or the question of a turn).
+              context: hit.explain.context,
+              contextFrom: hit.explain.contextFrom,
+              recency: hit.explain.recency,
+              importance: hit.explain.importance,
+            },
           })),
         })
       } catch (err) {
