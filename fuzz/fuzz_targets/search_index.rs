@@ -32,6 +32,8 @@ fn real_base() -> Vec<u8> {
       agent_id: (i % 2 == 1).then(|| format!("agent-{i}")),
       timestamp_ms: 1_780_000_000_000 - i as i64 * 86_400_000,
       instruction: i == 2,
+      // Rows carry a session tag: neighbours in one session, and one memory without a session.
+      session: (i != 3).then(|| "session".to_string()),
     };
     index.add(&doc).unwrap();
   }
