@@ -18,7 +18,7 @@
 //! the caller may see (its own, plus those configuration shares with it). Everything BM25
 //! counts (`N`, document frequencies, the average length) is counted inside that scope.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
@@ -250,28 +250,28 @@ impl MemoryIndex {
     // captured right before and right after it in the same session (ordinals are capture order)
     // that matched too. Context reorders what the words found; it never brings back a memory
     // that holds none of them. Two visits per matching memory: linear in the matches.
-    let mut lent: FxHashMap<u32, Lent> = FxHashMap::default();
-    if rank.context > 0.0 {
-      let count = self.slot_count() as u32;
-      for &d in &scratch.touched {
-        let tag = slots.get(d)?.session_tag;
-        if tag == 0 {
-          continue;
-        }
-        let bm25 = scratch.acc[d as usize];
-        for n in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().flatten() {
+    // Per matching memory, in `touched` order: its BM25 with what its neighbours lend, and who
+    // lends. Read from the accumulators; nothing allocated per memory.
+    let count = self.slot_count() as u32;
+    let mut totals: Vec<(f64, [Option<u32>; 2])> = Vec::with_capacity(scratch.touched.len());
+    for &d in &scratch.touched {
+      let own = scratch.acc[d as usize];
+      let mut from = [None, None];
+      let tag = if rank.context > 0.0 { slots.get(d)?.session_tag } else { 0 };
+      if tag != 0 {
+        for (i, n) in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().enumerate() {
           // A memory that matched passed every filter of the query (scope, kinds, `since`, not
           // forgotten): only those lend and receive.
-          if scratch.acc[n as usize] == 0.0 || slots.get(n)?.session_tag != tag {
-            continue;
+          if let Some(n) = n.filter(|&n| scratch.acc[n as usize] > 0.0) {
+            if slots.get(n)?.session_tag == tag {
+              from[i] = Some(n);
+            }
           }
-          let l = lent.entry(n).or_default();
-          l.bm25 += rank.context * bm25;
-          l.from.push(d);
         }
       }
+      let lent: f64 = from.iter().flatten().map(|&n| scratch.acc[n as usize]).sum();
+      totals.push((own + rank.context * lent, from));
     }
-    let total = |d: u32| scratch.acc[d as usize] + lent.get(&d).map_or(0.0, |l| l.bm25);
 
     // Recency and importance only lower a score (both are in (0, 1]), and never below
     // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
@@ -279,30 +279,34 @@ impl MemoryIndex {
     let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
     let mut cutoff = options.min_score * bm25_max;
     if scratch.touched.len() > options.limit {
-      let mut best: Vec<f64> = scratch.touched.iter().map(|&d| total(d)).collect();
+      let mut best: Vec<f64> = totals.iter().map(|t| t.0).collect();
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
       cutoff = cutoff.max(*kth * lowest);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
-    for &d in &scratch.touched {
-      if total(d) < cutoff {
+    for (&d, &(total, from)) in scratch.touched.iter().zip(&totals) {
+      if total < cutoff {
         continue;
       }
       let bm25 = scratch.acc[d as usize];
       let s = slots.get(d)?;
-      let relevance = (total(d) / bm25_max).min(1.0);
+      let relevance = (total / bm25_max).min(1.0);
       let score = relevance * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
       if score >= options.min_score {
-        candidates.push(Candidate { score, bm25, doc: d, timestamp_ms: s.timestamp_ms, id: self.slot_id(d)? });
+        let context = (total - bm25) / bm25_max;
+        candidates.push(Candidate {
+          score,
+          bm25,
+          context,
+          from,
+          doc: d,
+          timestamp_ms: s.timestamp_ms,
+          id: self.slot_id(d)?,
+        });
       }
     }
     drop(scratch);
-    let lent_to = |d: u32| -> Result<(f64, Vec<String>)> {
-      let Some(l) = lent.get(&d) else { return Ok((0.0, Vec::new())) };
-      let from = l.from.iter().map(|&n| self.slot_id(n).map(str::to_string)).collect::<Result<_>>()?;
-      Ok((l.bm25 / bm25_max, from))
-    };
     let order = |a: &Candidate, b: &Candidate| {
       b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
     };
@@ -313,9 +317,9 @@ impl MemoryIndex {
     candidates.sort_unstable_by(order);
 
     let mut hits = Vec::with_capacity(candidates.len());
-    for Candidate { score, bm25, doc: d, id, .. } in candidates {
+    for Candidate { score, bm25, context, from, doc: d, id, .. } in candidates {
       let s = slots.get(d)?;
-      let (context, context_from) = lent_to(d)?;
+      let context_from = from.iter().flatten().map(|&n| self.slot_id(n).map(str::to_string)).collect::<Result<_>>()?;
       let matched: Vec<MatchedTerm> = terms
         .iter()
         .filter(|t| t.df > 0)
@@ -354,17 +358,14 @@ impl MemoryIndex {
   }
 }
 
-/// What a memory's neighbours lent it: their BM25 times `RankConfig::context`, and who lent.
-#[derive(Default)]
-struct Lent {
-  bm25: f64,
-  from: Vec<u32>,
-}
-
 /// A memory that may make the list, with what ordering it needs.
 struct Candidate<'a> {
   score: f64,
   bm25: f64,
+  /// What its neighbours lent, on the scale of relevance.
+  context: f64,
+  /// The neighbours that lent (before, after).
+  from: [Option<u32>; 2],
   doc: u32,
   timestamp_ms: i64,
   id: &'a str,
