@@ -5,21 +5,10 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { rng } from './lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const samples = JSON.parse(readFileSync(join(here, '..', '__test__', 'fixtures', 'token-samples.json'), 'utf8'))
-
-/** mulberry32: a small deterministic PRNG. */
-export function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const WORDS = (
   'the of and to a in is that for it as was with be by on not he this are or his from at which but have an they you were her she ' +

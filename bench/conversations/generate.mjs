@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import * as L from './lexicon.mjs'
+import { rng } from '../lib.mjs'
 
 export const SEED = 20261129
 const CONVERSATIONS = 16
@@ -33,18 +34,6 @@ const RELATIVE = [
   ['Last week', (d) => `the week before ${day(d)}`],
   ['Last weekend', (d) => `the weekend before ${day(d)}`],
 ]
-
-/** mulberry32, as in bench/recall/generate.mjs. */
-function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function day(ms) {
   const d = new Date(ms)

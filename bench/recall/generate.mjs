@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { rng } from '../lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const SEED = 20260601
@@ -13,17 +14,6 @@ const DAY = 86_400_000
 const DISTRACTORS = 2700
 const AGENTS = ['atlas', 'beacon', 'cobalt']
 
-/** mulberry32, as in bench/tokens-corpus.mjs. */
-function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 const random = rng(SEED)
 const int = (n) => Math.floor(random() * n)
 const pick = (list) => list[int(list.length)]

@@ -47,17 +47,7 @@ pub(super) fn index_options(layout: &Layout) -> IndexOptions {
 /// `super::pending`) is never indexed again.
 pub(super) fn all_documents(layout: &Layout) -> Result<Vec<Document>> {
   let now = now_ms();
-  let mut docs: Vec<Document> =
-    all_records(layout)?.iter().filter(|r| !r.is_expired(now)).map(Document::from_record).collect();
-  in_capture_order(&mut docs);
-  Ok(docs)
-}
-
-/// Sorts documents into the order they were captured in (their time, then their id for equal
-/// times): the index takes memories added one after the other in a session as neighbours (see
-/// `search::rank`), so a rebuild must add them in that order, not in the order files are listed.
-fn in_capture_order(docs: &mut [Document]) {
-  docs.sort_by(|a, b| a.timestamp_ms.cmp(&b.timestamp_ms).then_with(|| a.id.cmp(&b.id)));
+  Ok(all_records(layout)?.iter().filter(|r| !r.is_expired(now)).map(Document::from_record).collect())
 }
 
 /// Every memory record, consolidated or not (unreadable record files skipped).
@@ -67,11 +57,17 @@ pub(super) fn all_records(layout: &Layout) -> Result<Vec<MemoryRecord>> {
     None => Vec::new(),
   };
   let mut ids: HashSet<String> = records.iter().map(|r| r.id.clone()).collect();
+  let files = records.len();
   if layout.dir(&layout.wal, false)?.is_some() {
     for record in pending_records(&layout.wal_path())? {
       if ids.insert(record.id.clone()) {
         records.push(record);
       }
+    }
+    // The files come in capture order (`read_records`); the WAL's records join them in it, so
+    // that a rebuild of the index adds each session's memories in the order they were captured.
+    if records.len() > files {
+      records.sort_by(MemoryRecord::capture_order);
     }
   }
   Ok(records)
@@ -115,15 +111,16 @@ fn reconcile_once(layout: &Layout, index: &SearchIndex, known: &HashSet<String>)
   }
   if !missing.is_empty() {
     let loader = RecordLoader::new(layout);
-    let mut docs = Vec::with_capacity(missing.len());
+    let mut records = Vec::with_capacity(missing.len());
     for id in missing {
       if let Some(record) = loader.get(id)?.filter(|r| !r.is_expired(now)) {
-        docs.push(Document::from_record(&record));
+        records.push(record);
       }
     }
-    in_capture_order(&mut docs);
-    for doc in &docs {
-      index.add(doc)?;
+    // In capture order, as a rebuild adds them (`missing` comes in no order).
+    records.sort_by(MemoryRecord::capture_order);
+    for record in &records {
+      index.add(&Document::from_record(record))?;
     }
   }
   Ok(())

@@ -370,3 +370,61 @@ fn known_hashes_equal_hashing_every_wal_record() {
   assert_eq!(known.len(), CORPUS.len() + 2);
   assert_eq!(known, every(&layout));
 }
+
+/// Context from neighbours (`search::rank`) survives a rebuild of the index: the memories of a
+/// session are added again in the order they were captured, not in the order their record files
+/// are listed (by content hash).
+#[test]
+fn a_rebuilt_index_keeps_the_neighbours_of_each_session() {
+  let ws = tempfile::tempdir().unwrap();
+  let store = open(ws.path(), "s");
+  let turns = [
+    "Mia: three hundred days of Turkish on the app",
+    "Jonas: a foreign language at last, Mia",
+    "Mia: the grammar is fine, the verbs are the hard part",
+    "Jonas: Mia, did you see the harbour photos",
+    "Mia: the light on the water was unreal",
+    "Jonas: Mia, the concert moved to Friday",
+    "Mia: Friday works, I will bring the tickets",
+    "Jonas: see you there Mia",
+  ];
+  for (i, text) in turns.iter().enumerate() {
+    let at = format!("2026-03-0{}T10:00:00.000Z", i + 1);
+    let e = Entry { timestamp: Some(at), ..entry(MemoryKind::Interaction, text) };
+    assert!(store.capture(e).unwrap().accepted, "{text}");
+  }
+  store.consolidate().unwrap();
+  let neighbours = |store: &MemoryStore| -> Vec<(String, Vec<String>)> {
+    let options = SearchOptions { limit: 20, ..Default::default() };
+    let mut out: Vec<(String, Vec<String>)> = store
+      .search("mia", &options)
+      .unwrap()
+      .hits
+      .into_iter()
+      .map(|h| {
+        let mut from = h.explain.context_from;
+        from.sort();
+        (h.id, from)
+      })
+      .collect();
+    out.sort();
+    out
+  };
+  let before = neighbours(&store);
+  assert_eq!(before.len(), turns.len());
+  // Every turn matches `mia`: the first and the last have one neighbour, the others two.
+  let mut counts: Vec<usize> = before.iter().map(|(_, from)| from.len()).collect();
+  counts.sort();
+  assert_eq!(counts, [1, 1, 2, 2, 2, 2, 2, 2]);
+  drop(store);
+  let dir = ws.path().join("grimoires/loa").join(INDEX_DIR);
+  // The index's log lost (the adds it held are found missing and added again at open), then
+  // the whole index lost (rebuilt from the memories).
+  fs::remove_file(dir.join(LOG_FILE)).unwrap();
+  let store = open(ws.path(), "s");
+  assert_eq!(neighbours(&store), before, "memories added again have the same neighbours");
+  drop(store);
+  fs::remove_dir_all(&dir).unwrap();
+  let store = open(ws.path(), "s");
+  assert_eq!(neighbours(&store), before, "the rebuilt index has the same neighbours");
+}

@@ -427,6 +427,13 @@ impl MemoryRecord {
     parse_rfc3339_ms(&self.timestamp, "timestamp").unwrap_or(0)
   }
 
+  /// The order memories were captured in: their time, then their id for equal times. Listings
+  /// and the search index's rebuilds use it (the index takes memories added one after the other
+  /// in a session as neighbours, see `search::rank`).
+  pub(super) fn capture_order(&self, other: &MemoryRecord) -> std::cmp::Ordering {
+    self.ts_ms().cmp(&other.ts_ms()).then_with(|| self.id.cmp(&other.id))
+  }
+
   pub(super) fn is_learning(&self) -> bool {
     self.kind == MemoryKind::Learning || self.tags.iter().any(|t| t == "instruction")
   }

@@ -477,7 +477,7 @@ pub(super) fn read_records(dir: &StateDir, strict: bool) -> Result<Vec<MemoryRec
       Err(_) => {}
     }
   }
-  records.sort_by(|a, b| a.ts_ms().cmp(&b.ts_ms()).then_with(|| a.id.cmp(&b.id)));
+  records.sort_by(MemoryRecord::capture_order);
   Ok(records)
 }
 
