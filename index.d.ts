@@ -2832,7 +2832,7 @@ export interface MemoryRefusedRecord {
 /** One memory found. */
 export interface MemorySearchHit {
   id: string
-  /** `relevance × recency × importance`, in [0, 1]. */
+  /** In [0, 1]; `explain` shows its factors. */
   score: number
   type: MemoryType
   /** Redacted, as stored. */
@@ -3233,8 +3233,8 @@ export interface SealedGrimoire {
 }
 
 /**
- * Why a memory came back:
- * `score = min(1, explain.relevance + explain.context) × explain.recency × explain.importance`.
+ * Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
+ * explain.recency × explain.importance × explain.speaker × explain.period`.
  */
 export interface SearchExplain {
   /** The BM25 sum over the matched terms. */
@@ -3262,6 +3262,16 @@ export interface SearchExplain {
    * interactions 0.8.
    */
   importance: number
+  /**
+   * 0.6 when the query names one speaker (a word of it is the label of transcript lines,
+   * `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+   */
+  speaker: number
+  /**
+   * 0.5 when the query names a month of a year or a year (`in March 2026`, `in 2025`) and this
+   * memory was captured outside it (UTC); else 1.
+   */
+  period: number
 }
 
 /** A query term found in a memory. */

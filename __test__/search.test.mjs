@@ -51,7 +51,8 @@ test('search ranks by the words, explains each hit and points into the Markdown 
   assert.equal(hit.type, 'decision')
   assert.ok(hit.score > 0 && hit.score <= 1)
   const e = hit.explain
-  assert.ok(Math.abs(hit.score - Math.min(1, e.relevance + e.context) * e.recency * e.importance) < 1e-12)
+  assert.ok(Math.abs(hit.score - Math.min(1, e.relevance + e.context) * e.recency * e.importance * e.speaker * e.period) < 1e-12)
+  assert.deepEqual([e.speaker, e.period], [1, 1], 'no speaker and no month named')
   assert.deepEqual(e.matched.map((m) => m.queryWord).sort(), ['billing', 'deploy'])
   assert.equal(e.importance, 1, 'decisions weigh most')
   assert.ok(terms.some((term) => term.term === 'deploy'))
@@ -75,6 +76,21 @@ test('search ranks by the words, explains each hit and points into the Markdown 
   assert.deepEqual(kinds.hits.map((h) => h.type), ['learning'])
   assert.equal((await store.search('billing', { since: '2999-01-01T00:00:00Z' })).hits.length, 0)
   assert.equal((await store.search('billing postgres lunch', { limit: 2 })).hits.length, 2)
+})
+
+test('a query naming a speaker of transcript lines, or a month, says so in explain', async (t) => {
+  const ws = workspace(t)
+  const store = open(ws)
+  t.after(() => store.close())
+  const turn = (content, timestamp) => store.captureSync({ type: 'interaction', content, timestamp })
+  turn('Mia: We adopted a beagle puppy from the shelter', '2026-03-10T10:00:00Z')
+  turn('Jonas: My sister adopted a corgi puppy', '2026-04-02T10:00:00Z')
+  const { hits } = await store.search('which puppy did Mia adopt in March 2026?')
+  assert.equal(hits.length, 2)
+  const by = Object.fromEntries(hits.map((h) => [h.content.split(':')[0], h.explain]))
+  assert.deepEqual([by.Mia.speaker, by.Mia.period], [1, 1])
+  assert.deepEqual([by.Jonas.speaker, by.Jonas.period], [0.6, 0.5], 'another speaker, another month')
+  assert.match(hits[0].content, /^Mia:/)
 })
 
 test('hostile queries: empty, huge, regular-expression syntax, wrong types get coded errors or nothing', async (t) => {

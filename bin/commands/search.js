@@ -61,10 +61,14 @@ async function search({ args, values }) {
   for (const hit of found.hits) {
     const e = hit.explain
     const why = e.matched.map((m) => m.queryWord).join(', ')
+    // The factors that did something, in the order of the score's formula.
+    const context = e.context > 0 ? ` + context ${e.context.toFixed(3)}` : ''
+    const speaker = e.speaker < 1 ? ` × other speaker ${e.speaker}` : ''
+    const period = e.period < 1 ? ` × outside the period ${e.period}` : ''
     process.stdout.write(
       `${hit.score.toFixed(3)}  ${hit.type.padEnd(11)} ${hit.timestamp.slice(0, 10)}  ${hit.id.slice(0, 12)}  ${hit.path}#L${hit.startLine}-L${hit.endLine}\n` +
         `       ${oneLine(hit.content)}\n` +
-        `       matched ${why}; relevance ${e.relevance.toFixed(3)} × recency ${e.recency.toFixed(3)} × importance ${e.importance}\n`,
+        `       matched ${why}; relevance ${e.relevance.toFixed(3)}${context} × recency ${e.recency.toFixed(3)} × importance ${e.importance}${speaker}${period}\n`,
     )
   }
   return 0
@@ -166,7 +170,8 @@ module.exports = {
   search: {
     help: `  loa search <query> [--workspace DIR] [--agent ID] [--limit N] [--json]
                                  the memories that best answer the query, each with why
-                                 (matched words, relevance × recency × importance) and its
+                                 (matched words, relevance + context × recency × importance
+                                 × speaker × period, the factors below 1 only) and its
                                  path in the Markdown view`,
     optionHelp: `  --agent ID    search, forget, import: as this agent (its memories, the workspace's and
                 what memory.sharing shares); capture: the memory's agent

@@ -53,8 +53,8 @@ impl From<MemorySearchOptions> for core::SearchOptions {
   }
 }
 
-/// Why a memory came back:
-/// `score = min(1, explain.relevance + explain.context) × explain.recency × explain.importance`.
+/// Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
+/// explain.recency × explain.importance × explain.speaker × explain.period`.
 #[napi(object, object_from_js = false)]
 pub struct SearchExplain {
   /// The BM25 sum over the matched terms.
@@ -78,6 +78,12 @@ pub struct SearchExplain {
   /// In (0, 1]: decisions and instructions 1, learnings and milestones 0.9, errors 0.85,
   /// interactions 0.8.
   pub importance: f64,
+  /// 0.6 when the query names one speaker (a word of it is the label of transcript lines,
+  /// `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+  pub speaker: f64,
+  /// 0.5 when the query names a month of a year or a year (`in March 2026`, `in 2025`) and this
+  /// memory was captured outside it (UTC); else 1.
+  pub period: f64,
 }
 
 /// A query term found in a memory.
@@ -110,7 +116,7 @@ pub struct SearchQueryTerm {
 #[napi(object, object_from_js = false)]
 pub struct MemorySearchHit {
   pub id: String,
-  /// `relevance × recency × importance`, in [0, 1].
+  /// In [0, 1]; `explain` shows its factors.
   pub score: f64,
   #[napi(js_name = "type")]
   pub memory_type: MemoryType,
@@ -168,6 +174,8 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   recency,
   age_ms: f64,
   importance,
+  speaker,
+  period,
 });
 
 js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25 });

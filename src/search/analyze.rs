@@ -30,6 +30,13 @@
 //!    key or base64 blob cannot make the vocabulary huge; queries are cut the same way.
 //!
 //! Every step is linear in the text's length.
+//!
+//! **Speaker labels.** A memory whose text starts like a transcript line, `Name: text` (one to
+//! three words of letters before a colon and a space, see [`speaker_label`]), also gets one
+//! term per word of its label, written `@` + the term (`@zoe`). No text analyses to a term with
+//! `@` (it is punctuation), so a label term is never a word of any memory or query; it does not
+//! count in the memory's BM25 length either. The ranking uses it to tell whose turn a memory is
+//! when a query names a speaker (see [`super::rank`]).
 
 use std::borrow::Cow;
 
@@ -44,7 +51,41 @@ pub const MAX_TERM_BYTES: usize = 64;
 /// text; an index built by another version is rebuilt, never read with mismatched terms.
 /// Version 2: a memory indexes at most `MAX_TERMS_PER_DOCUMENT` distinct terms (an index of
 /// version 1 may hold far more for one memory, and is rebuilt so that it no longer does).
-pub const ANALYZER_VERSION: u32 = 2;
+/// Version 3: speaker label terms (`@name`, see the module docs).
+pub const ANALYZER_VERSION: u32 = 3;
+
+/// What starts a speaker label term (see the module docs).
+pub const SPEAKER_MARK: char = '@';
+
+/// Longest speaker label, in bytes, before its colon.
+pub const MAX_SPEAKER_LABEL_BYTES: usize = 40;
+
+/// The speaker label `text` starts with, if it reads like a transcript line: at most
+/// [`MAX_SPEAKER_LABEL_BYTES`] bytes of one to three capitalised words before the first colon,
+/// each word letters (with `.`, `-` or `'` inside: `Dr. Ada`, `Jean-Luc`, `O'Neil`), and the
+/// colon followed by a space or the end of the text. `Zoe: hi`, `Ana Lima: ok` and `User: hi`
+/// have one; `Standup notes: ...` (a heading, not a name), `10:30 standup`, `https://x` and
+/// `Note:x` do not.
+pub fn speaker_label(text: &str) -> Option<&str> {
+  let head = text.trim_start();
+  // Only the first MAX + 1 bytes are looked at: linear in the label, never in the text.
+  let colon = head.bytes().take(MAX_SPEAKER_LABEL_BYTES + 1).position(|b| b == b':')?;
+  let label = head[..colon].trim_end();
+  let after = &head[colon + 1..];
+  if label.is_empty() || !(after.is_empty() || after.starts_with(char::is_whitespace)) {
+    return None;
+  }
+  let mut words = 0;
+  for word in label.split_whitespace() {
+    words += 1;
+    let mut chars = word.chars();
+    let capital = chars.next().is_some_and(char::is_uppercase);
+    if words > 3 || !capital || !chars.all(|c| c.is_alphabetic() || matches!(c, '.' | '-' | '\'' | '’')) {
+      return None;
+    }
+  }
+  Some(label)
+}
 
 /// How text is analysed. Recorded in the index files: an index built with other settings is not
 /// used (see `docs/search.md`).

@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
-use super::analyze::{Analyzer, AnalyzerConfig};
+use super::analyze::{speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK};
 use super::base::{BaseParts, MappedBase, Rows};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
@@ -95,7 +95,8 @@ pub struct AnalyzedDoc {
   /// [`session_tag`] of its session.
   pub session_tag: u16,
   /// Distinct terms with their counts, in first-occurrence order: at most
-  /// [`MAX_TERMS_PER_DOCUMENT`].
+  /// [`MAX_TERMS_PER_DOCUMENT`], then its speaker label terms (at most three, see
+  /// [`super::analyze::speaker_label`]).
   pub terms: Vec<(String, u32)>,
 }
 
@@ -113,6 +114,18 @@ impl AnalyzedDoc {
       }
     });
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
+    if let Some(label) = speaker_label(&doc.text) {
+      let mut marked = Vec::new();
+      analyzer.analyze(label, |term, _| {
+        let term = format!("{SPEAKER_MARK}{term}");
+        // A label term must fit where every term fits (a longer one is left out, not cut: a
+        // cut one could name another speaker).
+        if term.len() <= MAX_TERM_BYTES && !marked.contains(&term) {
+          marked.push(term);
+        }
+      });
+      terms.extend(marked.into_iter().map(|t| (t, 1)));
+    }
     Ok(AnalyzedDoc {
       id: doc.id.clone(),
       agent_id: doc.agent_id.clone(),
@@ -124,9 +137,9 @@ impl AnalyzedDoc {
     })
   }
 
-  /// Terms counted with repeats (the BM25 document length).
+  /// Terms counted with repeats (the BM25 document length); speaker label terms do not count.
   pub fn len(&self) -> u32 {
-    self.terms.iter().fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
+    self.terms.iter().filter(|(t, _)| !t.starts_with(SPEAKER_MARK)).fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
   }
 
   pub fn is_empty(&self) -> bool {

@@ -31,6 +31,7 @@ pub mod analyze;
 pub mod base;
 pub mod format;
 pub mod index;
+pub mod period;
 mod persist;
 pub mod query;
 pub mod rank;
@@ -40,6 +41,7 @@ pub use format::FORMAT_VERSION;
 pub use index::{
   AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_TERMS_PER_DOCUMENT,
 };
+pub use period::{period_in, Period};
 pub use persist::{
   IndexOptions, IndexStatus, Opened, SearchIndex, BASE_FILE, COMPACT_LOG_BYTES, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES,
   MAX_LOG_BYTES,

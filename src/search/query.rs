@@ -23,7 +23,9 @@ use rustc_hash::FxHashSet;
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
+use super::analyze::SPEAKER_MARK;
 use super::index::{MemoryIndex, Postings, MAX_ID_BYTES};
+use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
 
 /// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
@@ -130,7 +132,7 @@ pub struct QueryTerm {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
   pub id: String,
-  /// `relevance × recency × importance`, in [0, 1].
+  /// `min(1, relevance + context) × recency × importance × speaker × period`, in [0, 1].
   pub score: f64,
   pub kind: MemoryKind,
   pub agent_id: Option<String>,
@@ -229,6 +231,40 @@ impl MemoryIndex {
       return Ok(SearchResults { hits: Vec::new(), terms: terms_out(&terms), dropped_terms: dropped });
     }
 
+    // The one speaker the query names, as the posting list of its label term (see
+    // `analyze::speaker_label`): only a label some visible memory carries counts.
+    let mut speaker: Option<std::borrow::Cow<Postings>> = None;
+    if rank.other_speaker < 1.0 {
+      let mut named = 0;
+      for t in &terms {
+        let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term))? else { continue };
+        let mut any_visible = false;
+        for &d in &list.docs {
+          let s = slots.get(d)?;
+          if s.live && visible[s.agent as usize] {
+            any_visible = true;
+            break;
+          }
+        }
+        if any_visible {
+          named += 1;
+          speaker = Some(list);
+        }
+      }
+      if named != 1 {
+        speaker = None;
+      }
+    }
+    let period = if rank.outside_period < 1.0 { period_in(query) } else { None };
+    let speaker_factor = |d: u32| match &speaker {
+      Some(list) if list.tf_of(d) == 0 => rank.other_speaker,
+      _ => 1.0,
+    };
+    let period_factor = |timestamp_ms: i64| match period {
+      Some(p) if !p.contains(timestamp_ms) => rank.outside_period,
+      _ => 1.0,
+    };
+
     let mut kind_ok = [options.kinds.is_none(); 5];
     for k in options.kinds.iter().flatten() {
       kind_ok[kind_index(*k)] = true;
@@ -276,7 +312,10 @@ impl MemoryIndex {
     // Recency and importance only lower a score (both are in (0, 1]), and never below
     // `lowest` times its BM25: a memory whose BM25 is under `lowest` times the limit-th best
     // BM25 cannot make the list, so its factors are never computed.
-    let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor) * rank.importance.as_ref().map_or(1.0, |w| w.lowest());
+    let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor)
+      * rank.importance.as_ref().map_or(1.0, |w| w.lowest())
+      * if speaker.is_some() { rank.other_speaker } else { 1.0 }
+      * if period.is_some() { rank.outside_period } else { 1.0 };
     let mut cutoff = options.min_score * bm25_max;
     if scratch.touched.len() > options.limit {
       let mut best: Vec<f64> = totals.iter().map(|t| t.0).collect();
@@ -292,7 +331,11 @@ impl MemoryIndex {
       let bm25 = scratch.acc[d as usize];
       let s = slots.get(d)?;
       let relevance = (total / bm25_max).min(1.0);
-      let score = relevance * rank.recency(s.timestamp_ms, options.now_ms) * rank.importance(s.kind, s.instruction);
+      let score = relevance
+        * rank.recency(s.timestamp_ms, options.now_ms)
+        * rank.importance(s.kind, s.instruction)
+        * speaker_factor(d)
+        * period_factor(s.timestamp_ms);
       if score >= options.min_score {
         let context = (total - bm25) / bm25_max;
         candidates.push(Candidate {
@@ -351,6 +394,8 @@ impl MemoryIndex {
           recency: rank.recency(s.timestamp_ms, options.now_ms),
           age_ms: options.now_ms.saturating_sub(s.timestamp_ms),
           importance: rank.importance(s.kind, s.instruction),
+          speaker: speaker_factor(d),
+          period: period_factor(s.timestamp_ms),
         },
       });
     }

@@ -2,7 +2,7 @@
 //! `explain` that shows each part.
 //!
 //! ```text
-//! score      = min(1, relevance + context) × recency × importance    (in [0, 1])
+//! score      = min(1, relevance + context) × recency × importance × speaker × period   (in [0, 1])
 //! relevance  = bm25 / bm25_max                                        (in [0, 1))
 //! context    = c × (bm25 of the memory before + bm25 of the one after) / bm25_max
 //! bm25       = Σ over query terms t in the memory:
@@ -30,6 +30,17 @@
 //! (see `docs/search.md`). Context only reorders what the words found: a memory that holds no
 //! query word gets none and is never returned.
 //!
+//! Speaker: when the query names exactly one speaker of the memories it may see (a word of the
+//! query is a speaker label, `Zoe` for memories written `Zoe: ...`, see
+//! [`super::analyze::speaker_label`]), memories that are not that speaker's turns get the factor
+//! `other_speaker` (default 0.6): "what did Zoe adopt?" is asked about Zoe's turns, and her name
+//! is in half the turns of her conversation, too common for BM25 to weigh it. A query that names
+//! two speakers, or none, changes nothing.
+//!
+//! Period: a query that names a month of a year (`in March 2026`) or a year after `in`
+//! (`in 2025`) is asked about that time: memories captured outside it (UTC) get the factor
+//! `outside_period` (default 0.5). The words stay query words.
+//!
 //! Recency is relative to the `now` the caller passes (never the wall clock, so results are
 //! reproducible) and never reaches zero: with the floor, an old memory that matches well still
 //! beats a new one that matches poorly, while two that match alike are ordered newest first.
@@ -56,6 +67,12 @@ pub struct RankConfig {
   /// Share of a neighbour's BM25 (the memory captured right before or after, in the same
   /// session, when both match) added to a memory's, 0 to 1; 0: none. Default 0.25.
   pub context: f64,
+  /// Factor of a memory that is not the turn of the one speaker the query names, in (0, 1];
+  /// 1: speakers are not looked at. Default 0.6.
+  pub other_speaker: f64,
+  /// Factor of a memory captured outside the month or year the query names, in (0, 1]; 1:
+  /// periods are not looked at. Default 0.5.
+  pub outside_period: f64,
 }
 
 impl Default for RankConfig {
@@ -66,14 +83,24 @@ impl Default for RankConfig {
       recency: Some(Recency::default()),
       importance: Some(ImportanceWeights::default()),
       context: 0.25,
+      other_speaker: 0.6,
+      outside_period: 0.5,
     }
   }
 }
 
 impl RankConfig {
-  /// Plain BM25: no recency decay, no importance weights, no context from neighbours.
+  /// Plain BM25: no recency decay, no importance weights, no context from neighbours, no
+  /// speaker or period factor.
   pub fn bm25_only() -> RankConfig {
-    RankConfig { recency: None, importance: None, context: 0.0, ..RankConfig::default() }
+    RankConfig {
+      recency: None,
+      importance: None,
+      context: 0.0,
+      other_speaker: 1.0,
+      outside_period: 1.0,
+      ..RankConfig::default()
+    }
   }
 
   /// Checks every value's range (`E_INVALID_ARGUMENT` naming the field).
@@ -86,6 +113,11 @@ impl RankConfig {
     }
     if !(self.context.is_finite() && (0.0..=1.0).contains(&self.context)) {
       return invalid("`context` must be a number between 0 and 1");
+    }
+    for (name, factor) in [("otherSpeaker", self.other_speaker), ("outsidePeriod", self.outside_period)] {
+      if !(factor.is_finite() && factor > 0.0 && factor <= 1.0) {
+        return invalid(format!("`{name}` must be a number in (0, 1]"));
+      }
     }
     if let Some(r) = &self.recency {
       if r.half_life_ms == 0 {
@@ -235,6 +267,12 @@ pub struct Explain {
   pub age_ms: i64,
   /// The importance factor, in (0, 1].
   pub importance: f64,
+  /// The speaker factor: `other_speaker` when the query names one speaker and this memory is
+  /// not that speaker's turn, else 1.
+  pub speaker: f64,
+  /// The period factor: `outside_period` when the query names a month or year and this memory
+  /// was captured outside it, else 1.
+  pub period: f64,
 }
 
 /// One query term found in a memory.

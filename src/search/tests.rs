@@ -1118,6 +1118,9 @@ fn conversation() -> Vec<Document> {
 #[test]
 fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   let index = mem(&conversation());
+  // Speakers aside (the query names Mia, whose turns the speaker factor would favour; see
+  // `a_named_speaker_puts_their_turns_first_and_says_why`).
+  let opts = || SearchOptions { rank: RankConfig { other_speaker: 1.0, ..RankConfig::default() }, ..opts() };
   let r = index.search("which language is Mia learning", &opts()).unwrap();
   // `t2` holds the rarest word; `t1`, `t3` and `t4` hold only `mia`, alike. `t1` and `t3` are
   // `t2`'s neighbours in its session and get a quarter of its BM25 each; `t4` follows `t3` in
@@ -1140,6 +1143,7 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   for h in &r.hits {
     let e = &h.explain;
     assert!((h.score - (e.relevance + e.context).min(1.0) * e.recency * e.importance).abs() < 1e-12);
+    assert_eq!((e.speaker, e.period), (1.0, 1.0));
   }
 
   // Context reorders what the words found, and brings back nothing else: `t1` and `t3` hold no
@@ -1199,4 +1203,103 @@ fn session_tags_are_stable_and_never_zero() {
   let tags: std::collections::HashSet<u16> = (0..5000).map(|i| super::index::session_tag(&format!("s{i}"))).collect();
   assert!(!tags.contains(&0));
   assert!(tags.len() > 4900, "{}", tags.len());
+}
+
+/// A two-person transcript: each turn `Name: text`, one a day from 2026-03-29 (so the last two
+/// fall in April 2026).
+fn transcript() -> Vec<Document> {
+  let day0 = crate::timestamp::parse_rfc3339_ms("2026-03-29T09:00:00Z", "t").unwrap();
+  [
+    "Mia: We finally adopted a rescue dog last weekend, a little beagle",
+    "Jonas: My brother adopted a dog too",
+    "Mia: The dog sleeps all day",
+    "Jonas: Did the dog settle in?",
+    "Mia: Jonas, the dog chewed my shoes",
+  ]
+  .iter()
+  .enumerate()
+  .map(|(i, text)| {
+    with(doc(&format!("t{}", i + 1), text), |d| {
+      d.timestamp_ms = day0 + i as i64 * DAY_MS as i64;
+      d.session = Some("s".into());
+    })
+  })
+  .collect()
+}
+
+#[test]
+fn a_named_speaker_puts_their_turns_first_and_says_why() {
+  let index = mem(&transcript());
+  let bm25 = |q: &str| {
+    let rank = RankConfig { other_speaker: 1.0, outside_period: 1.0, ..RankConfig::default() };
+    index.search(q, &SearchOptions { rank, ..opts() }).unwrap()
+  };
+  // Without the speaker factor, Jonas's turn about his brother's dog (short, with both words)
+  // outranks Mia's own.
+  assert_eq!(ids(&bm25("which dog did Mia adopt"))[0], "t2");
+  let r = index.search("which dog did Mia adopt", &opts()).unwrap();
+  assert_eq!(ids(&r)[0], "t1");
+  for h in &r.hits {
+    let e = &h.explain;
+    let mias = ["t1", "t3", "t5"].contains(&h.id.as_str());
+    assert_eq!(e.speaker, if mias { 1.0 } else { 0.6 }, "{}", h.id);
+    let score = (e.relevance + e.context).min(1.0) * e.recency * e.importance * e.speaker * e.period;
+    assert!((h.score - score).abs() < 1e-12);
+  }
+  // `Mia's` names her too; a label word inside a turn (`Jonas, ...` in t5) is not a label.
+  let r = index.search("Mia's dog", &opts()).unwrap();
+  assert!(r.hits.iter().all(|h| h.explain.speaker == if h.id == "t2" || h.id == "t4" { 0.6 } else { 1.0 }));
+  // Two speakers named, or none: no factor.
+  for q in ["did Mia or Jonas adopt a dog", "which dog was adopted"] {
+    assert!(index.search(q, &opts()).unwrap().hits.iter().all(|h| h.explain.speaker == 1.0), "{q}");
+  }
+  // A speaker only another agent's memories have is no speaker for this caller.
+  let mut scoped = MemoryIndex::new(AnalyzerConfig::default());
+  for d in transcript() {
+    let mine = d.text.starts_with("Mia");
+    scoped.add(&with(d, |d| d.agent_id = Some(if mine { "me" } else { "other" }.into()))).unwrap();
+  }
+  let mine_only = SearchOptions { agents: Some(vec!["me".into()]), include_unassigned: false, ..opts() };
+  let r = scoped.search("what did Jonas say about the dog", &mine_only).unwrap();
+  assert!(!r.hits.is_empty() && r.hits.iter().all(|h| h.explain.speaker == 1.0));
+}
+
+#[test]
+fn speaker_labels_are_terms_of_their_own_and_do_not_count_in_lengths() {
+  let analyzer = Analyzer::new(AnalyzerConfig::default());
+  let d = AnalyzedDoc::new(&analyzer, &doc("a", "Dr. Ada Lima: the deploy failed")).unwrap();
+  let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).collect();
+  assert_eq!(terms, ["dr", "ada", "lima", "deploy", "fail", "@dr", "@ada", "@lima"]);
+  assert_eq!(d.len(), 5);
+  for text in
+    ["10:30 standup moved", "https://example.com: down", "Note:x", "One Two Three Four: x", ": x", "Standup notes: x"]
+  {
+    let d = AnalyzedDoc::new(&analyzer, &doc("b", text)).unwrap();
+    assert!(d.terms.iter().all(|(t, _)| !t.starts_with('@')), "{text}");
+  }
+  // No query word is a label term: `@mia` in a query is the word `mia`.
+  let index = mem(&transcript());
+  let r = index.search("@mia", &opts()).unwrap();
+  assert_eq!(r.terms.iter().map(|t| t.term.as_str()).collect::<Vec<_>>(), ["mia"]);
+}
+
+#[test]
+fn a_named_month_prefers_what_was_captured_then() {
+  let index = mem(&transcript());
+  // t4 and t5 are from April 2026, the rest from March.
+  let r = index.search("what did the dog chew in April 2026", &opts()).unwrap();
+  for h in &r.hits {
+    let april = h.id == "t4" || h.id == "t5";
+    assert_eq!(h.explain.period, if april { 1.0 } else { 0.5 }, "{}", h.id);
+  }
+  assert_eq!(ids(&r)[0], "t5");
+  let r = index.search("the dog in March 2026", &opts()).unwrap();
+  assert!(r.hits.iter().all(|h| h.explain.period == if h.id == "t4" || h.id == "t5" { 0.5 } else { 1.0 }));
+  let off = RankConfig { outside_period: 1.0, ..RankConfig::default() };
+  let r = index.search("the dog in March 2026", &SearchOptions { rank: off, ..opts() }).unwrap();
+  assert!(r.hits.iter().all(|h| h.explain.period == 1.0));
+  // Out-of-range factors are refused, naming the option.
+  let bad = RankConfig { outside_period: 0.0, ..RankConfig::default() };
+  let err = index.search("dog", &SearchOptions { rank: bad, ..opts() }).unwrap_err();
+  assert!(err.to_string().contains("outsidePeriod"));
 }

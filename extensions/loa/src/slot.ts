@@ -318,6 +318,9 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
               contextFrom: hit.explain.contextFrom,
               recency: hit.explain.recency,
               importance: hit.explain.importance,
+              // Below 1: the query names another speaker, or a month or year this was not in.
+              speaker: hit.explain.speaker,
+              period: hit.explain.period,
             },
           })),
         })

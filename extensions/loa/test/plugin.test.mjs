@@ -495,6 +495,8 @@ test('in the memory slot: captured in one session, found by memory_search and by
   assert.equal(hit.citation, `${hit.path}#L${hit.startLine}`)
   assert.ok(hit.score > 0 && hit.score <= 1)
   assert.ok(['capacity', 'review'].every((w) => hit.why.matched.includes(w)), JSON.stringify(hit.why))
+  // No speaker and no month named: neither factor lowers it.
+  assert.deepEqual([hit.why.speaker, hit.why.period], [1, 1], JSON.stringify(hit.why))
 
   // ...and the next prompt brings it back, quoted as untrusted data.
   const recalled = await runner.runBeforePromptBuild({ prompt: 'When is the capacity review?', messages: [] }, s2)
