@@ -7,9 +7,11 @@
 //! - [`analyze`]: how text becomes terms (UAX #29 words, NFKC, lowercase, English stop words,
 //!   Snowball English stemming, character bigrams for scripts written without spaces). The same
 //!   analysis applies to memories and queries.
-//! - [`rank`]: the score, `relevance × recency × importance`, with BM25 as relevance, an
-//!   exponential recency decay with a floor, relative to a `now` the caller passes, and weights
-//!   by kind (decisions and instructions above interactions). Every hit carries an [`Explain`].
+//! - [`rank`]: the score, `relevance × recency × importance` and the context, speaker and
+//!   period parts, with BM25 as relevance, an exponential recency decay with a floor, relative to
+//!   a `now` the caller passes, and weights by kind (decisions and instructions above
+//!   interactions). Every hit carries an [`Explain`].
+//! - [`period`]: the month or year a query names (`in March 2026`).
 //! - [`query`]: the query API ([`SearchOptions`]: limit, minimum score, kinds, the agents whose
 //!   memories are visible, since), and the bounds that make hostile queries cheap.
 //! - [`index`]: the inverted index in memory ([`MemoryIndex`]), usable alone.
@@ -22,7 +24,7 @@
 //!   file holds its words, and rebuilt from the memories themselves when missing or damaged.
 //!
 //! What it guarantees: a query's cost is linear in its own size plus the posting lists of its
-//! terms (never a regex, never backtracking); scores never count memories the caller may not
+//! terms and of their speaker labels (never a regex, never backtracking); scores never count memories the caller may not
 //! see; a damaged index is an error (`E_STATE_CORRUPT`) or a rebuild, never silently wrong
 //! results; after [`SearchIndex::remove`] returns, no index file holds a term of the removed
 //! memory that no other memory holds. `docs/search.md` describes the formula and the format.
