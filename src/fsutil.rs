@@ -628,7 +628,13 @@ impl StateFile {
       return Err(too_large(&self.path, size, max));
     }
     let mut out = Vec::with_capacity(size as usize);
-    (&self.file).take(max + 1).read_to_end(&mut out).map_err(|e| io_err("read", &self.path, e))?;
+    #[cfg(any(test, feature = "fault-injection"))]
+    if let Some((at, then)) = faults::take_split(&self.path) {
+      (&self.file).take(at.min(max + 1)).read_to_end(&mut out).map_err(|e| io_err("read", &self.path, e))?;
+      then();
+    }
+    let rest = max + 1 - out.len() as u64;
+    (&self.file).take(rest).read_to_end(&mut out).map_err(|e| io_err("read", &self.path, e))?;
     if out.len() as u64 > max {
       return Err(too_large(&self.path, out.len() as u64, max));
     }
@@ -882,7 +888,8 @@ pub fn quarantine(path: &Path) -> Result<PathBuf> {
 }
 
 /// Failures that tests make the file layer report, to prove that nothing acknowledged is lost
-/// and no partial file is visible when the disk refuses. Compiled into test builds only (and
+/// and no partial file is visible when the disk refuses, and reads that tests split around a
+/// concurrent write, to prove that a reader tells a write in progress from damage. Compiled into test builds only (and
 /// with the `fault-injection` feature); rules are global because WAL writes happen on a writer
 /// thread, and scoped by path prefix so that tests running in parallel do not meet each
 /// other's faults.
@@ -914,6 +921,32 @@ pub mod faults {
 
   static RULES: Mutex<Vec<Rule>> = Mutex::new(Vec::new());
 
+  /// A whole-file read to split in two (see [`split_read`]).
+  struct Split {
+    prefix: PathBuf,
+    at: u64,
+    then: Box<dyn FnOnce() + Send>,
+  }
+
+  static SPLITS: Mutex<Vec<Split>> = Mutex::new(Vec::new());
+
+  /// The next whole-file read ([`super::StateFile::read_to_end_bounded`]) of a state file under
+  /// `prefix` reads its first `at` bytes, runs `then`, and only then reads the rest: what a
+  /// reader sees when the kernel answers its read in two parts and another thread writes the file
+  /// in between (a `read` is not atomic against a concurrent `write` of the same bytes). Fires
+  /// once; the returned guard removes it if it has not fired.
+  pub fn split_read(prefix: &Path, at: u64, then: Box<dyn FnOnce() + Send>) -> Guard {
+    SPLITS.lock().unwrap_or_else(|p| p.into_inner()).push(Split { prefix: prefix.to_path_buf(), at, then });
+    Guard(prefix.to_path_buf())
+  }
+
+  pub(crate) fn take_split(path: &Path) -> Option<(u64, Box<dyn FnOnce() + Send>)> {
+    let mut splits = SPLITS.lock().unwrap_or_else(|p| p.into_inner());
+    let index = splits.iter().position(|s| path.starts_with(&s.prefix))?;
+    let split = splits.remove(index);
+    Some((split.at, split.then))
+  }
+
   /// From now on, the `op` on any state file under `prefix` fails with `errno` (e.g.
   /// `libc::EIO`, `ENOSPC`) after `skip` successes, `times` times. The returned guard removes
   /// every rule of `prefix` when dropped.
@@ -928,6 +961,7 @@ pub mod faults {
   impl Drop for Guard {
     fn drop(&mut self) {
       RULES.lock().unwrap_or_else(|p| p.into_inner()).retain(|r| r.prefix != self.0);
+      SPLITS.lock().unwrap_or_else(|p| p.into_inner()).retain(|s| s.prefix != self.0);
     }
   }
 

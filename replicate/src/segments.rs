@@ -16,8 +16,7 @@ use std::path::Path;
 
 use loa_core::fsutil::{OpenMode, StateDir};
 use loa_core::wal::format::{encode_header, encode_record, scan_segment, Record, SegmentHeader, Tail};
-use loa_core::wal::reader::{segment_file_name, segments_in, session_ids, SESSIONS_DIR};
-use loa_core::wal::MAX_SEGMENT_BYTES;
+use loa_core::wal::reader::{read_segment_file, segment_file_name, segments_in, session_ids, SESSIONS_DIR};
 use loa_core::{LoaError, Result};
 use sha2::{Digest, Sha256};
 
@@ -60,8 +59,9 @@ pub fn shippable(session: &str, sdir: &StateDir, name: &str, sealed: bool) -> Re
     Ok(None) => return Ok(None),
     Err(e) => return Err(format!("{}: {e}", e.code())),
   };
-  let bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES).map_err(|e| format!("{}: {e}", e.code()))?;
-  let scan = scan_segment(&bytes);
+  // The core's segment reader: a write in progress in the live segment is a torn tail, never
+  // damage, however the kernel splits the read.
+  let (bytes, scan) = read_segment_file(&file).map_err(|e| format!("{}: {e}", e.code()))?;
   match (&scan.tail, sealed) {
     (Tail::Clean, _) => {}
     (Tail::Torn { .. }, false) => {}
@@ -165,8 +165,8 @@ pub fn write_segment(root: &StateDir, wal_dir: &Path, session: &str, first_seq: 
 /// none when it does not exist.
 fn tombstone_records(sdir: &StateDir, name: &str) -> Result<Vec<Record>> {
   let Some(file) = sdir.open_file_if_exists(name, OpenMode::READ)? else { return Ok(Vec::new()) };
-  let bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES)?;
-  Ok(scan_segment(&bytes).records.into_iter().filter(|r| r.op == loa_core::memory::TOMBSTONE_OP).collect())
+  let (_, scan) = read_segment_file(&file)?;
+  Ok(scan.records.into_iter().filter(|r| r.op == loa_core::memory::TOMBSTONE_OP).collect())
 }
 
 /// The seqs of the tombstone records of a local segment; none when it vanished or cannot be

@@ -311,6 +311,26 @@ fn classify(bytes: &[u8], offset: usize, reason: &str) -> Tail {
   }
 }
 
+/// The end of the last complete, checksum-valid record that starts at or after `from`, if
+/// there is one. A record found is stepped over whole, so the bytes are gone through once.
+pub fn last_record_end(bytes: &[u8], from: usize) -> Option<usize> {
+  let magic = RECORD_MAGIC.to_le_bytes();
+  let mut at = from;
+  let mut end = None;
+  while at + FRAME_HEADER_LEN <= bytes.len() {
+    let Some(rel) = bytes[at..].windows(4).position(|w| w == magic) else { break };
+    let candidate = at + rel;
+    match read_frame(bytes, candidate) {
+      Frame::Record(_, next) => {
+        end = Some(next);
+        at = next;
+      }
+      _ => at = candidate + 1,
+    }
+  }
+  end
+}
+
 /// Whether any complete, checksum-valid record starts at or after `from`.
 fn find_record_after(bytes: &[u8], from: usize) -> bool {
   let magic = RECORD_MAGIC.to_le_bytes();
@@ -398,6 +418,26 @@ mod tests {
         other => panic!("flip at {bit_at}: {other:?}"),
       }
     }
+  }
+
+  /// What a reader overtaken by the writer sees: records, zeros where the next one goes, then a
+  /// record written after the zeros were read. `last_record_end` finds where the bytes a second
+  /// read must settle end; it steps over whole records and ignores zeros and torn bytes.
+  #[test]
+  fn last_record_end_finds_the_end_of_the_last_valid_record() {
+    let records = vec![record(1, b"one"), record(2, b"two"), record(3, b"three")];
+    let one = segment(&records[..1]).len();
+    let full = segment(&records);
+    let mut seen = full.clone();
+    seen[one..one + 2].fill(0); // the start of record 2, read before it was written
+    seen.extend_from_slice(&[0u8; 100]); // space written ahead
+    assert!(matches!(scan_segment(&seen).tail, Tail::Corrupt { offset, .. } if offset == one as u64));
+    assert_eq!(last_record_end(&seen, one), Some(full.len()));
+    assert_eq!(last_record_end(&seen, full.len()), None);
+    let mut torn = full.clone();
+    torn.extend_from_slice(&segment(&[record(4, b"four")])[SEGMENT_HEADER_LEN..][..9]);
+    assert_eq!(last_record_end(&torn, one), Some(full.len()), "a torn record after it is not one");
+    assert_eq!(last_record_end(&full[..full.len() - 1], one), Some(segment(&records[..2]).len()));
   }
 
   #[test]

@@ -10,7 +10,8 @@
 //! named like a segment that is not a regular file (symlink, FIFO, device, socket, directory) is
 //! `E_NOT_REGULAR_FILE` and is never opened: its type comes from the directory listing. A segment
 //! is read whole, at most [`MAX_SEGMENT_BYTES`] (`E_TOO_LARGE` beyond, also for a file that grows
-//! while it is read).
+//! while it is read), and readers take no lock: a record the writer appends while a segment is
+//! read is a torn tail or a record, never damage ([`read_segment_file`] says how that is told).
 //!
 //! Damage is collected per session ([`SessionRead::corrupt`]) rather than thrown, so that
 //! [`verify_dir`] can report all of it; [`replay_session`] and [`read_dir_merged`] throw the first
@@ -22,9 +23,9 @@ use std::sync::Arc;
 
 use rustix::fs::FileType;
 
-use super::format::{scan_segment, Record, SegmentScan, Tail};
+use super::format::{last_record_end, scan_segment, Record, SegmentScan, Tail};
 use crate::error::{invalid, LoaError, Result};
-use crate::fsutil::{kind_name, OpenMode, StateDir};
+use crate::fsutil::{kind_name, OpenMode, StateDir, StateFile};
 
 pub const SESSIONS_DIR: &str = "sessions";
 pub const SEGMENT_SUFFIX: &str = ".wal";
@@ -146,9 +147,43 @@ pub fn read_segment(sdir: &StateDir, segment: &SegmentFile) -> Result<Option<(Se
     return Err(segment.not_regular());
   }
   let Some(file) = sdir.open_file_if_exists(&segment.name, OpenMode::READ)? else { return Ok(None) };
-  let bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES)?;
-  let len = bytes.len() as u64;
-  Ok(Some((scan_segment(&bytes), len)))
+  let (bytes, scan) = read_segment_file(&file)?;
+  Ok(Some((scan, bytes.len() as u64)))
+}
+
+/// Reads the segment open as `file` whole (at most [`MAX_SEGMENT_BYTES`], `E_TOO_LARGE` beyond)
+/// and scans it, telling a write in progress from damage. Returns the bytes the scan was made of.
+///
+/// A `read` is not atomic against a `write` of the same bytes: the kernel copies a file in parts
+/// (a page fault on the buffer, a preemption between them), and a writer appending meanwhile can
+/// land a record ahead of the reader while bytes behind it were read before they were written:
+/// zeros of the space written ahead. So one read of a live segment can show zeros, or part of a
+/// record, followed by a whole valid record: damage by the look of it, a write in progress in
+/// fact. What settles it is the writer's contract: it only ever writes forward, each byte of a
+/// record once, into space nothing else writes, and it writes a record only after every record
+/// before it. Once a valid record has been read whole, every byte before it was final. So when
+/// the scan finds damage followed by a valid record, the range from the damage to the end of the
+/// last valid record is read again, through the same handle (the same file, even if it was
+/// renamed or removed meanwhile), and the segment is scanned again with those bytes: damage still
+/// there lies in bytes that can no longer change, and is reported with its offset. The bytes past
+/// that range stay those of the first read, where no valid record follows, so whatever the writer
+/// added meanwhile can only read as a torn tail (left out, as an append in progress), never as
+/// corruption. One extra read, of at most the segment, and only for a segment that looked damaged.
+pub fn read_segment_file(file: &StateFile) -> Result<(Vec<u8>, SegmentScan)> {
+  let mut bytes = file.read_to_end_bounded(MAX_SEGMENT_BYTES)?;
+  let scan = scan_segment(&bytes);
+  let Tail::Corrupt { offset, .. } = scan.tail else { return Ok((bytes, scan)) };
+  let from = offset as usize;
+  let Some(settled) = last_record_end(&bytes, from) else { return Ok((bytes, scan)) };
+  let mut again = vec![0u8; settled - from];
+  let n = file.read_at(&mut again, offset)?;
+  if n < again.len() {
+    // Cut back since the first read (a failed append removed): nothing after the cut exists now.
+    bytes.truncate(from + n);
+  }
+  bytes[from..from + n].copy_from_slice(&again[..n]);
+  let scan = scan_segment(&bytes);
+  Ok((bytes, scan))
 }
 
 /// A problem found in a session: damaged bytes in a segment, or something that is not a

@@ -632,6 +632,85 @@ fn readers_racing_with_consolidation_and_pruning_never_fail() {
   assert!(reads.iter().all(|&n| n > 0), "{reads:?}");
 }
 
+/// Why a reader once called a healthy live segment corrupt (`bad record magic` mid-segment):
+/// a `read` is not atomic against a concurrent `write`, and the kernel may answer it in parts
+/// (a page fault on the buffer, a preemption). Here the reader's read is split right after it
+/// took the first two (still zero) bytes where the next record goes, and the real writer appends
+/// two records before it reads on: the bytes it got are zeros, then the rest of one record, then
+/// a whole valid one. Every reader of a live segment must see the records, never damage. The
+/// split is deterministic (a seam in `fsutil`), no timing involved.
+#[test]
+fn a_read_overtaken_by_appends_is_a_write_in_progress_never_corruption() {
+  let dir = tempfile::tempdir().unwrap();
+  let target = tempfile::tempdir().unwrap();
+  let wal = Arc::new(Wal::open(dir.path(), WalOptions { sync: SyncMode::None, ..options("s") }).unwrap());
+  wal.append(write("a.md", b"first")).unwrap();
+  let segment = newest_segment(dir.path(), "s");
+  let mut appended = 1;
+  let readers: [(&str, &dyn Fn() -> Result<usize>); 5] = [
+    ("readWal", &|| read_dir_merged(dir.path()).map(|r| r.len())),
+    ("replay", &|| replay_session(dir.path(), "s", 0, None).map(|r| r.len())),
+    ("Wal.replay", &|| wal.replay(0, None).map(|r| r.len())),
+    ("verifyWal", &|| {
+      let v = verify_dir(dir.path())?;
+      assert!(v.ok() && v.truncated_tails.is_empty(), "{v:?}");
+      Ok(v.records)
+    }),
+    ("consolidateWal", &|| {
+      let options = ConsolidateOptions { prune: false, ..Default::default() };
+      consolidate(dir.path(), target.path(), &options).map(|c| c.records)
+    }),
+  ];
+  for (name, read) in readers {
+    let end = wal.stats().unwrap().bytes;
+    let writer = Arc::clone(&wal);
+    let _split = faults::split_read(
+      &segment,
+      end + 2,
+      Box::new(move || {
+        writer.append(write("b.md", b"appended while a reader reads")).unwrap();
+        writer.append(write("c.md", b"and one more")).unwrap();
+      }),
+    );
+    let seen = read().unwrap_or_else(|e| panic!("{name}: {} {e}", e.code()));
+    appended += 2;
+    // Both records were whole before the reader finished reading: it returns them.
+    assert_eq!(seen, appended, "{name}");
+    let mut on_disk = fs::read(&segment).unwrap();
+    on_disk.truncate(wal.stats().unwrap().bytes as usize);
+    assert_eq!(format::scan_segment(&on_disk).records.len(), appended, "{name}: the log itself is whole");
+  }
+}
+
+/// Damage in the middle of the segment a writer is appending to is still reported, by every
+/// reader, with its offset: the second look a reader takes at a suspicious range sees the same
+/// bad bytes, and bytes a writer finished never change.
+#[test]
+fn damage_in_the_middle_of_a_live_segment_is_still_corruption_with_its_offset() {
+  let dir = tempfile::tempdir().unwrap();
+  let wal = Wal::open(dir.path(), WalOptions { sync: SyncMode::None, ..options("s") }).unwrap();
+  wal.append(write("a.md", b"first")).unwrap();
+  let second = wal.stats().unwrap().bytes;
+  wal.append(write("b.md", b"second")).unwrap();
+  wal.append(write("c.md", b"third")).unwrap();
+  let segment = newest_segment(dir.path(), "s");
+  // Flip one payload bit of the second record through another handle, while the writer holds
+  // the segment open.
+  use std::os::unix::fs::FileExt;
+  let file = fs::OpenOptions::new().read(true).write(true).open(&segment).unwrap();
+  let mut byte = [0u8; 1];
+  file.read_exact_at(&mut byte, second + 20).unwrap();
+  file.write_all_at(&[byte[0] ^ 0x04], second + 20).unwrap();
+
+  let err = read_dir_merged(dir.path()).unwrap_err();
+  assert_eq!(err.code(), "E_WAL_CORRUPT");
+  assert!(err.to_string().contains(&format!("at byte {second}:")), "{err}");
+  let v = verify_dir(dir.path()).unwrap();
+  assert_eq!(v.corrupt.len(), 1, "{v:?}");
+  assert_eq!((v.corrupt[0].offset, v.corrupt[0].reason.as_str()), (second, "checksum mismatch"));
+  assert_eq!(wal.replay(0, None).unwrap_err().code(), "E_WAL_CORRUPT");
+}
+
 /// One 300-byte path component (appended by an older version, before paths were checked on
 /// append), a target that is a directory, a parent that is a file, a FIFO where a file goes: each
 /// record goes to the dead-letter file, the rest is applied, and the next run does not retry.
@@ -1063,4 +1142,60 @@ fn a_segment_or_state_of_another_format_version_is_refused_and_never_repaired() 
   assert_eq!(err.code(), "E_STATE_CORRUPT");
   assert!(err.to_string().contains("version 99"), "{err}");
   assert_eq!(fs::read_to_string(&state_path).unwrap(), newer, "left untouched");
+}
+
+/// The race of [`a_read_overtaken_by_appends_is_a_write_in_progress_never_corruption`] in the
+/// wild, for a loaded machine, run by hand (it proves nothing on an idle one, so it is not part of
+/// the suite): `cargo test --lib stress_readers_of_live_segments -- --ignored --nocapture` while
+/// other work keeps every core busy. One writer appends 60,000 small records as fast as it can
+/// (256 KiB segments) while two readers read the whole log `STRESS_READS` times (150) each.
+/// Before readers settled suspicious ranges, 2 runs of 12 on two busy cores failed with `bad
+/// record magic`; none of 8 since.
+#[test]
+#[ignore = "stress test, run by hand on a loaded machine"]
+fn stress_readers_of_live_segments() {
+  use std::sync::atomic::{AtomicBool, Ordering};
+  let dir = tempfile::tempdir().unwrap();
+  let wal = Arc::new(
+    Wal::open(dir.path(), WalOptions { segment_max_bytes: 256 * 1024, sync: SyncMode::None, ..options("s") }).unwrap(),
+  );
+  let stop = Arc::new(AtomicBool::new(false));
+  let writer = {
+    let (wal, stop) = (Arc::clone(&wal), Arc::clone(&stop));
+    std::thread::spawn(move || {
+      let mut i = 0u64;
+      while !stop.load(Ordering::Relaxed) && i < 60_000 {
+        wal.append(write("f", format!("record {i}").as_bytes())).unwrap();
+        i += 1;
+      }
+      i
+    })
+  };
+  let reads: u32 = std::env::var("STRESS_READS").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
+  let readers: Vec<_> = (0..2)
+    .map(|k| {
+      let dir = dir.path().to_path_buf();
+      std::thread::spawn(move || {
+        let mut failures = Vec::new();
+        for _ in 0..reads {
+          if k == 0 {
+            if let Err(e) = read_dir_merged(&dir) {
+              failures.push(e.to_string());
+            }
+          } else {
+            let v = verify_dir(&dir).unwrap();
+            if !v.ok() {
+              failures.push(format!("{:?}", v.corrupt[0].reason));
+            }
+          }
+        }
+        failures
+      })
+    })
+    .collect();
+  let failures: Vec<String> = readers.into_iter().flat_map(|r| r.join().unwrap()).collect();
+  stop.store(true, Ordering::Relaxed);
+  let appended = writer.join().unwrap();
+  eprintln!("STRESS appended={appended} failures={} {:?}", failures.len(), failures.first());
+  assert!(failures.is_empty());
 }
