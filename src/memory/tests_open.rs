@@ -219,3 +219,26 @@ fn a_store_that_could_not_index_a_capture_does_not_vouch_for_its_session() {
   assert!(store.reconciled_at_open());
   assert!(indexed(&store, &id));
 }
+
+/// The duplicate gate asks the index, which every process keeps in step: content another open
+/// store captured since this one opened is a duplicate here too (it used to pass until reopen).
+#[test]
+fn the_duplicate_gate_sees_what_another_open_store_captured() {
+  let ws = tempfile::tempdir().unwrap();
+  let a = open(ws.path(), "a");
+  let b = open(ws.path(), "b");
+  capture(&a, "The staging database is restored every Sunday night");
+  let again = b
+    .capture(Entry {
+      confidence: Some(0.9),
+      ..Entry::new(MemoryKind::Learning, "the staging database is restored every sunday night.")
+    })
+    .unwrap();
+  assert!(!again.accepted, "captured by a after b opened");
+  // Forgotten there, it is new again here.
+  let id = crate::gates::content_hash("The staging database is restored every Sunday night");
+  drop(b);
+  a.forget(&ForgetSelector::Id(id), &ForgetOptions::default()).unwrap();
+  let b = open(ws.path(), "b");
+  capture(&b, "The staging database is restored every Sunday night");
+}

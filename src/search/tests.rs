@@ -1228,3 +1228,23 @@ fn the_decoded_log_stays_bounded_whatever_the_memories_hold() {
   assert_eq!(index.status().unwrap().documents, 12);
   assert_eq!(ids(&open(&dir).search(&distinct_words(1, 5 * per_memory + 7)[0], &opts()).unwrap()), ["d5"]);
 }
+
+/// A consolidation folds the log half-way to the bound at which an add would (`compaction_due`),
+/// so that captures seldom pay for the rewrite of the base.
+#[test]
+fn compaction_is_due_half_way_to_the_fold() {
+  let (_t, dir) = tmp();
+  let options = IndexOptions { sync: false, ..IndexOptions::default() };
+  let index = SearchIndex::open(StateDir::open_root(&dir).unwrap(), options).unwrap();
+  let words = distinct_words(3000, 11);
+  let mut i = 0;
+  while index.status().unwrap().log_bytes < COMPACT_LOG_BYTES / 2 {
+    let text = words[(i * 50) % 2900..(i * 50) % 2900 + 100].join(" ");
+    index.add(&doc(&format!("d{i}"), &text)).unwrap();
+    i += 1;
+  }
+  assert!(index.compaction_due().unwrap());
+  index.compact().unwrap();
+  assert!(!index.compaction_due().unwrap());
+  assert_eq!(index.status().unwrap().documents, i);
+}
