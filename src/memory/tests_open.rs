@@ -242,3 +242,31 @@ fn the_duplicate_gate_sees_what_another_open_store_captured() {
   let b = open(ws.path(), "b");
   capture(&b, "The staging database is restored every Sunday night");
 }
+
+/// The stamp is a state file like any other: never read through a symlink (a valid stamp put
+/// there by a link is no stamp), and one that is not a regular file never fails an open.
+#[test]
+fn a_stamp_replaced_by_a_symlink_or_a_directory_is_no_stamp() {
+  let (ws, _) = quiet_workspace();
+  let dir = ws.path().join("grimoires/loa/search");
+  let stamp = dir.join(SOURCES_FILE);
+  let elsewhere = ws.path().join("stamp-copy");
+  fs::copy(&stamp, &elsewhere).unwrap();
+  let original = fs::read(&elsewhere).unwrap();
+  // Memories the stamp does not know, behind a link to a stamp that would say nothing changed.
+  let id = written_then_killed(ws.path(), "b", "The firewall rules are reviewed every quarter");
+  fs::remove_file(&stamp).unwrap();
+  std::os::unix::fs::symlink(&elsewhere, &stamp).unwrap();
+  let store = open(ws.path(), "s");
+  assert!(store.reconciled_at_open());
+  assert!(indexed(&store, &id));
+  drop(store);
+  // The link is removed, never written through; the next open stamps anew.
+  assert!(fs::symlink_metadata(&stamp).map_or(true, |m| !m.file_type().is_symlink()));
+  assert_eq!(fs::read(&elsewhere).unwrap(), original, "the link's target is left as it was");
+  let _ = fs::remove_file(&stamp);
+  fs::create_dir(&stamp).unwrap();
+  let store = open(ws.path(), "s");
+  assert!(store.reconciled_at_open());
+  assert_eq!(found(&store, "firewall quarter"), vec![id]);
+}

@@ -366,15 +366,20 @@ impl SearchIndex {
     self.valid_stamp(&st)
   }
 
+  /// The stamp, when it is valid for `st`. A stamp that cannot be read as one (not a regular
+  /// file, too large, unreadable, another version) is no stamp: it only ever saves work.
   fn valid_stamp(&self, st: &State) -> Result<Option<SourcesStamp>> {
-    let Some(file) = self.dir.open_file_if_exists(SOURCES_FILE, OpenMode::READ)? else { return Ok(None) };
-    let stat = rustix::fs::fstat(file.file()).map_err(|e| LoaError::io("stat", file.path(), e.into()))?;
-    let bytes = file.read_to_end_bounded(MAX_SOURCES_BYTES)?;
-    let Ok(stamp) = serde_json::from_slice::<StampFile>(&bytes) else { return Ok(None) };
+    let read = || -> Result<Option<(StampFile, i128)>> {
+      let Some(file) = self.dir.open_file_if_exists(SOURCES_FILE, OpenMode::READ)? else { return Ok(None) };
+      let stat = rustix::fs::fstat(file.file()).map_err(|e| LoaError::io("stat", file.path(), e.into()))?;
+      let bytes = file.read_to_end_bounded(MAX_SOURCES_BYTES)?;
+      let written_ns = i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
+      Ok(serde_json::from_slice::<StampFile>(&bytes).ok().map(|stamp| (stamp, written_ns)))
+    };
+    let Ok(Some((stamp, written_ns))) = read() else { return Ok(None) };
     if stamp.version != 1 || !position_of(st).follows(&stamp.index) {
       return Ok(None);
     }
-    let written_ns = i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
     Ok(Some(SourcesStamp { sources: stamp.sources, written_ns }))
   }
 
