@@ -77,6 +77,7 @@ pub mod notes;
 mod pending;
 pub mod seal;
 mod search;
+mod sources;
 mod store;
 mod tombstone;
 mod traces;
@@ -113,6 +114,8 @@ mod tests_expiry;
 mod tests_forgery;
 #[cfg(test)]
 mod tests_forget;
+#[cfg(test)]
+mod tests_open;
 #[cfg(test)]
 mod tests_seal;
 #[cfg(test)]

@@ -33,8 +33,9 @@ use super::layout::Layout;
 use super::search::{all_documents, index_options, INDEX_DIR};
 
 /// Files of the grimoire a seal leaves out besides the manifest itself: the search index's log
-/// (appended by every capture) and its lock file.
-pub const UNSEALED: [&str; 2] = ["search/search-index.log", "search/search-index.lock"];
+/// (appended by every capture), its lock file, and its sources stamp (rewritten when a store
+/// closes; it only says whether the next open may skip reconciling the index).
+pub const UNSEALED: [&str; 3] = ["search/search-index.log", "search/search-index.lock", "search/search-index.sources"];
 
 /// The manifest's default file name, directly inside the grimoire (config
 /// `signing.manifest_path`, `grimoires/loa/manifest.json`), where recovery looks for it.

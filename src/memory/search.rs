@@ -73,14 +73,34 @@ pub(super) fn all_records(layout: &Layout) -> Result<Vec<MemoryRecord>> {
   Ok(records)
 }
 
-/// Opens (creating, rebuilding when needed) the index of the workspace and reconciles it with
-/// `known`, the ids of every memory.
-pub(super) fn open_index(layout: &Layout, known: &HashSet<String>) -> Result<SearchIndex> {
+/// Opens (creating, rebuilding when needed) the index of the workspace. When the sources stamp
+/// beside it says the memories are as the index last saw them (see `super::sources`), that is
+/// all; otherwise it is reconciled with every memory's id and stamped again. Returns whether
+/// it was reconciled.
+pub(super) fn open_index(layout: &Layout) -> Result<(SearchIndex, bool)> {
   let grimoire = layout.dir(&layout.grimoire, true)?.ok_or_else(|| LoaError::Internal("grimoire vanished".into()))?;
-  open_index_in(layout, grimoire.create_subdir(INDEX_DIR)?, known)
+  let dir = grimoire.create_subdir(INDEX_DIR)?;
+  let (index, opened) = SearchIndex::open_or_rebuild(dir, index_options(layout), || all_documents(layout))?;
+  if opened == search::Opened::Loaded {
+    if let Some(stamp) = index.sources_stamp()? {
+      if super::sources::unchanged(layout, &stamp)? {
+        return Ok((index, false));
+      }
+    }
+  }
+  // Observed before the memories are read: what changes meanwhile is after the stamp.
+  let observed = super::sources::observe(layout)?;
+  let known = super::store::known_hashes(layout)?;
+  reconcile(layout, &index, &known)?;
+  // The stamp only saves work: a disk that refuses it costs the next open a reconcile.
+  if super::sources::stamp_reconciled(layout, &index, observed).is_err() {
+    let _ = index.forget_sources_stamp();
+  }
+  Ok((index, true))
 }
 
-/// [`open_index`] for the index directory `dir`.
+/// Opens the index directory `dir` (rebuilding it when needed) and reconciles it with `known`,
+/// the ids of every memory.
 pub(super) fn open_index_in(layout: &Layout, dir: StateDir, known: &HashSet<String>) -> Result<SearchIndex> {
   let (index, _) = SearchIndex::open_or_rebuild(dir, index_options(layout), || all_documents(layout))?;
   reconcile(layout, &index, known)?;

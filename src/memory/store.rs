@@ -39,8 +39,12 @@ pub struct MemoryStore {
   max_attempts: u64,
   backoff_base_ms: u64,
   wal: Mutex<Option<Arc<Wal>>>,
-  /// Content hashes of every stored or captured memory (the duplicate gate's set).
-  known: Mutex<HashSet<String>>,
+  /// Ids of the memories this store captured (the duplicate gate asks the index, and the
+  /// record files, for the others): reserved before the append, so two concurrent captures of
+  /// the same content cannot both pass.
+  reserved: Mutex<HashSet<String>>,
+  /// Whether opening reconciled the index with every memory (the sources stamp did not match).
+  reconciled_at_open: bool,
   view: MemoryView,
   /// The workspace's search index (shared with every other store of the workspace); `None` in
   /// a read-only store, which searches an index built in memory instead.
@@ -50,7 +54,7 @@ pub struct MemoryStore {
   /// Whether a read-only store was closed (a writable one says it with `wal`).
   closed: AtomicBool,
   /// Set when an index update failed after a capture: the next search reconciles first.
-  index_stale: AtomicBool,
+  pub(super) index_stale: AtomicBool,
   /// Captures hold it shared; forgetting holds it exclusively while it rewrites this
   /// session's log (see `forget`).
   gate: RwLock<()>,
@@ -103,11 +107,10 @@ impl MemoryStore {
     let opened = layout.create().and_then(|()| {
       let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
       let wal = Wal::open(&layout.wal_path(), wal_options.clone())?;
-      let known = known_hashes(&layout)?;
-      let index = msearch::open_index(&layout, &known)?;
-      Ok((wal_options, wal, known, index))
+      let (index, reconciled) = msearch::open_index(&layout)?;
+      Ok((wal_options, wal, index, reconciled))
     });
-    let (wal_options, wal, known, index) = opened.map_err(suggest_read_only)?;
+    let (wal_options, wal, index, reconciled) = opened.map_err(suggest_read_only)?;
     Ok(MemoryStore {
       session_id: options.session_id,
       gates: options.gates,
@@ -115,7 +118,8 @@ impl MemoryStore {
       max_attempts: options.retry.max_attempts.max(1),
       backoff_base_ms: options.retry.backoff_base_ms,
       wal: Mutex::new(Some(Arc::new(wal))),
-      known: Mutex::new(known),
+      reserved: Mutex::new(HashSet::new()),
+      reconciled_at_open: reconciled,
       view: MemoryView::from_layout(layout.clone(), options.context),
       index: Some(index),
       read_only: false,
@@ -136,7 +140,6 @@ impl MemoryStore {
   /// forget, import) is `E_READ_ONLY`.
   pub fn open_read_only(options: StoreOptions) -> Result<MemoryStore> {
     let layout = Layout::resolve(&options)?;
-    let known = known_hashes(&layout)?;
     let wal_options = WalOptions { session_id: options.session_id.clone(), ..options.wal.clone() };
     Ok(MemoryStore {
       session_id: options.session_id,
@@ -145,7 +148,8 @@ impl MemoryStore {
       max_attempts: 1,
       backoff_base_ms: 0,
       wal: Mutex::new(None),
-      known: Mutex::new(known),
+      reserved: Mutex::new(HashSet::new()),
+      reconciled_at_open: false,
       view: MemoryView::from_layout(layout.clone(), options.context),
       index: None,
       read_only: true,
@@ -210,7 +214,11 @@ impl MemoryStore {
     }
     let wal = self.wal.lock().unwrap_or_else(|p| p.into_inner()).take();
     match wal {
-      Some(wal) => wal.close(),
+      Some(wal) => {
+        wal.close()?;
+        self.stamp_own_session(&wal);
+        Ok(())
+      }
       None => Ok(()),
     }
   }
@@ -346,11 +354,11 @@ impl MemoryStore {
     };
     let id = gates::content_hash(&content);
     let evaluation = {
-      let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-      let evaluation = gates::evaluate(&candidate, &self.gates, &|h| known.contains(h), now);
+      let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+      let evaluation = gates::evaluate(&candidate, &self.gates, &|h| reserved.contains(h) || self.is_stored(h), now);
       if evaluation.pass {
         // Reserved under the lock, so two concurrent captures of the same content cannot both pass.
-        known.insert(id.clone());
+        reserved.insert(id.clone());
       }
       evaluation
     };
@@ -413,7 +421,7 @@ impl MemoryStore {
         })
       }
       Err(e) => {
-        self.known.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        self.reserved.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         Err(e)
       }
     }
@@ -432,7 +440,17 @@ impl MemoryStore {
     self.writable("consolidate")?;
     let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
     let own = forget::Own { wal: &self.wal, options: &self.wal_options };
+    let before = super::sources::memory_dir(&self.layout)?;
     let outcome = consolidate::run(&self.layout, Some(own), self.index.as_ref(), seal)?;
+    if let Some(index) = &self.index {
+      // The run changed the memory directory, and knows how: the next open need not list it.
+      let _ = super::sources::stamp_memory_dir(&self.layout, index, before);
+      // Folded here, half-way to the bound, rather than by the capture that would cross it
+      // (a fold rewrites the whole base). The index is derived: a failure is left to the next.
+      if index.compaction_due().unwrap_or(false) {
+        let _ = index.compact();
+      }
+    }
     self.after_forget(&outcome.forgotten);
     Ok(outcome.outcome)
   }
@@ -537,9 +555,53 @@ impl MemoryStore {
   }
 
   fn after_forget(&self, ids: &[String]) {
-    let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+    let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
     for id in ids {
-      known.remove(id);
+      reserved.remove(id);
+    }
+  }
+
+  /// The duplicate gate's question for content hash `id`: is a memory with this id stored? The
+  /// index holds every memory that has not expired (kept in step at open, by every capture and
+  /// forget, in every process), and an expired one not yet forgotten still has its record file.
+  /// When the index cannot answer (damaged, the disk refusing), every memory is listed.
+  fn is_stored(&self, id: &str) -> bool {
+    #[cfg(test)]
+    if RACING.with(|r| r.get()) {
+      return false;
+    }
+    if let Some(index) = &self.index {
+      match index.contains(id) {
+        Ok(true) => return true,
+        Ok(false) => {}
+        Err(_) => return known_hashes(&self.layout).is_ok_and(|known| known.contains(id)),
+      }
+    }
+    let name = format!("{id}.json");
+    if record_name_hash(&name).is_none() {
+      return false;
+    }
+    matches!(self.layout.memory_dir().and_then(|dir| dir.map(|d| d.kind_of(&name)).transpose()), Ok(Some(Some(_))))
+  }
+
+  /// Whether opening this store reconciled its index with every memory (listing the memory
+  /// directory and reading every session's log), because the sources stamp beside the index
+  /// did not match what is on disk; `false` when the stamp matched (or for a read-only store).
+  pub fn reconciled_at_open(&self) -> bool {
+    self.reconciled_at_open
+  }
+
+  /// At close: this session's log ends where the WAL says, and every capture of this store
+  /// reached the index; recorded in the sources stamp so that the next open need not read it.
+  fn stamp_own_session(&self, wal: &Wal) {
+    let Some(index) = &self.index else { return };
+    if self.index_stale.load(Ordering::SeqCst) {
+      return;
+    }
+    let (segment, end) = wal.position();
+    let Some(name) = segment.file_name().and_then(|n| n.to_str()) else { return };
+    if let Ok(Some(stamp)) = super::sources::own_session(&self.layout, &self.session_id, name, end) {
+      let _ = super::sources::stamp_session(index, &self.session_id, stamp);
     }
   }
 
@@ -611,6 +673,22 @@ impl Drop for MemoryStore {
   fn drop(&mut self) {
     let _ = self.close();
   }
+}
+
+#[cfg(test)]
+thread_local! {
+  static RACING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread's captures gated as if no other store had stored anything yet: as
+/// when two processes capture the same content at the same moment (neither gate sees the
+/// other's memory), which leaves the same memory in two sessions' logs.
+#[cfg(test)]
+pub(super) fn racing<R>(f: impl FnOnce() -> R) -> R {
+  RACING.with(|r| r.set(true));
+  let out = f();
+  RACING.with(|r| r.set(false));
+  out
 }
 
 /// An `EROFS` on opening a writable store says how to read the memories anyway.

@@ -297,7 +297,17 @@ pub struct MemoryIndex {
   pub(super) postings: Vec<Postings>,
   /// Slots marked dead by a replacement, not yet compacted away.
   pub(super) dead: u32,
+  /// Bytes of memory the memories added since [`MemoryIndex::new`] or
+  /// [`over_base`](Self::over_base) hold, as counted by [`insert`](Self::insert): what the
+  /// index's log costs once decoded (see [`super::persist::DELTA_HEAP_BYTES`]).
+  pub(super) added_heap: usize,
 }
+
+/// What [`MemoryIndex::insert`] counts per memory and per posting and new term, beside the
+/// bytes of the id and the term: the allocations, map entries and vector slack they bring.
+const SLOT_HEAP: usize = std::mem::size_of::<Slot>() + 16 + 32;
+const POSTING_HEAP: usize = 16;
+const TERM_HEAP: usize = 16 + 16 + 32 + std::mem::size_of::<Postings>() + 2 * 32;
 
 impl MemoryIndex {
   pub fn new(config: AnalyzerConfig) -> MemoryIndex {
@@ -314,6 +324,7 @@ impl MemoryIndex {
       terms: Vec::new(),
       postings: Vec::new(),
       dead: 0,
+      added_heap: 0,
     }
   }
 
@@ -524,10 +535,12 @@ impl MemoryIndex {
     };
     let id: Arc<str> = Arc::from(doc.id.as_str());
     let len = doc.len();
+    self.added_heap += SLOT_HEAP + id.len() + doc.terms.len() * POSTING_HEAP;
     for (term, tf) in &doc.terms {
       let t = match self.term_ord.get(term.as_str()) {
         Some(&t) => t,
         None => {
+          self.added_heap += TERM_HEAP + term.len();
           let t = self.terms.len() as u32;
           let text: Arc<str> = Arc::from(term.as_str());
           self.term_ord.insert(text.clone(), t);

@@ -45,8 +45,8 @@ pub use index::{
 };
 pub use period::{period_in, Period};
 pub use persist::{
-  IndexOptions, IndexStatus, Opened, SearchIndex, BASE_FILE, COMPACT_LOG_BYTES, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES,
-  MAX_LOG_BYTES,
+  IndexOptions, IndexPosition, IndexStatus, Opened, SearchIndex, SourcesStamp, BASE_FILE, COMPACT_LOG_BYTES,
+  DELTA_HEAP_BYTES, LOCK_FILE, LOG_FILE, MAX_BASE_BYTES, MAX_LOG_BYTES, SOURCES_FILE,
 };
 pub use query::{
   QueryTerm, SearchHit, SearchOptions, SearchResults, DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_BYTES, MAX_QUERY_TERMS,

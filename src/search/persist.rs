@@ -48,6 +48,10 @@ use super::query::{SearchOptions, SearchResults};
 pub const BASE_FILE: &str = "search-index.base";
 pub const LOG_FILE: &str = "search-index.log";
 pub const LOCK_FILE: &str = "search-index.lock";
+/// What the index was last found in step with (see [`SearchIndex::update_sources_stamp`]).
+pub const SOURCES_FILE: &str = "search-index.sources";
+/// Largest sources stamp read (a stamp names each WAL session and its segments).
+pub const MAX_SOURCES_BYTES: u64 = 16 << 20;
 /// Largest base file mapped (`E_TOO_LARGE` beyond). 100,000 memories take about 11 MiB.
 pub const MAX_BASE_BYTES: u64 = 1 << 30;
 /// Largest log. An add that would grow it past this compacts first.
@@ -56,6 +60,22 @@ pub const MAX_LOG_BYTES: u64 = 1 << 30;
 /// and by [`SearchIndex::compaction_due`]. Opening reads the whole log (the base is mapped, not
 /// read), so this bounds the time to open, whatever the number of memories.
 pub const COMPACT_LOG_BYTES: u64 = 1 << 20;
+
+/// The memory the log may cost once decoded, at least: a log whose memories hold more (in
+/// [`MemoryIndex`]'s count) than this or the index's size on disk (base and log), whichever is
+/// larger, is folded into the base at the next add. A log of short memories decodes to about
+/// twice its size, but one of memories full of distinct words to 20 times it (each new term is
+/// a map entry, a string and a posting list, against its few bytes in the log), so bounding the
+/// log's bytes alone does not bound what an open holds. With it, what a process holds for the
+/// index is at most the base's pages (at most its size) plus its size on disk (or this): at
+/// most twice its size on disk plus this, whatever the memories hold. Folds stay
+/// amortised: the base grows by what each fold brings, so they come at geometric intervals.
+pub const DELTA_HEAP_BYTES: usize = 1 << 20;
+
+fn delta_budget(base_bytes: u64, log: Option<LogPos>) -> usize {
+  let log = log.filter(|l| !l.stale).map_or(0, |l| l.end);
+  DELTA_HEAP_BYTES.max(usize::try_from(base_bytes + log).unwrap_or(usize::MAX))
+}
 
 /// How an index directory is opened.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +118,48 @@ pub struct IndexStatus {
   pub analyzer_id: u32,
   /// Approximate memory held by the index in this process.
   pub heap_bytes: usize,
+}
+
+/// Where the index's files stand: the base's generation and how far its log goes. An index at
+/// a position with the same generation and log file and a log at least as long holds
+/// everything the index held at the first (the log is only appended to under one generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexPosition {
+  pub generation: u64,
+  /// Device and inode of the log (0, 0: no usable log).
+  pub log_dev: u64,
+  pub log_ino: u64,
+  /// End of the log's whole records.
+  pub log_end: u64,
+}
+
+impl IndexPosition {
+  /// True when the index at `self` holds everything it held at `earlier`.
+  pub fn follows(&self, earlier: &IndexPosition) -> bool {
+    self.generation == earlier.generation
+      && self.log_dev == earlier.log_dev
+      && self.log_ino == earlier.log_ino
+      && self.log_end >= earlier.log_end
+  }
+}
+
+/// A stamp of what the index's sources looked like when the index was known to hold exactly
+/// them, kept beside the index (see [`SearchIndex::update_sources_stamp`]).
+#[derive(Debug, Clone)]
+pub struct SourcesStamp {
+  /// What the caller recorded.
+  pub sources: serde_json::Value,
+  /// The stamp file's ctime, in nanoseconds since the epoch: changes to the sources stamped
+  /// with a time at or after it may have gone unseen (git's racy-index rule).
+  pub written_ns: i128,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StampFile {
+  version: u32,
+  index: IndexPosition,
+  sources: serde_json::Value,
 }
 
 /// The log as this process last read it.
@@ -285,13 +347,82 @@ impl SearchIndex {
     })
   }
 
-  /// True when the log has grown to [`COMPACT_LOG_BYTES`] (opening reads it whole), or
-  /// replaced memories left garbage.
+  /// Where the index's files stand now.
+  pub fn position(&self) -> Result<IndexPosition> {
+    self.refresh()?;
+    Ok(position_of(&self.read_state()))
+  }
+
+  /// The sources stamp, when the index still holds everything it held when the stamp was
+  /// written (same base generation and log, the log no shorter; a rewrite of the base carries a
+  /// stamp over). `None`: no stamp, a stamp that does not parse, or an index that lost or
+  /// replaced what it held since (a log removed or replaced, a base of another generation).
+  pub fn sources_stamp(&self) -> Result<Option<SourcesStamp>> {
+    self.refresh()?;
+    let st = self.read_state();
+    if st.reload {
+      return Ok(None);
+    }
+    self.valid_stamp(&st)
+  }
+
+  /// The stamp, when it is valid for `st`. A stamp that cannot be read as one (not a regular
+  /// file, too large, unreadable, another version) is no stamp: it only ever saves work.
+  fn valid_stamp(&self, st: &State) -> Result<Option<SourcesStamp>> {
+    let read = || -> Result<Option<(StampFile, i128)>> {
+      let Some(file) = self.dir.open_file_if_exists(SOURCES_FILE, OpenMode::READ)? else { return Ok(None) };
+      let stat = rustix::fs::fstat(file.file()).map_err(|e| LoaError::io("stat", file.path(), e.into()))?;
+      let bytes = file.read_to_end_bounded(MAX_SOURCES_BYTES)?;
+      let written_ns = i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
+      Ok(serde_json::from_slice::<StampFile>(&bytes).ok().map(|stamp| (stamp, written_ns)))
+    };
+    let Ok(Some((stamp, written_ns))) = read() else { return Ok(None) };
+    if stamp.version != 1 || !position_of(st).follows(&stamp.index) {
+      return Ok(None);
+    }
+    Ok(Some(SourcesStamp { sources: stamp.sources, written_ns }))
+  }
+
+  /// Under the index's lock, replaces the sources stamp by what `update` returns (given the
+  /// current one, when still valid: see [`sources_stamp`](Self::sources_stamp)), recorded at the
+  /// index's position now; `None` leaves it as it is. The caller vouches that the index holds
+  /// exactly the sources it describes.
+  pub fn update_sources_stamp(
+    &self,
+    update: impl FnOnce(Option<SourcesStamp>) -> Option<serde_json::Value>,
+  ) -> Result<()> {
+    self.write(|index, st| {
+      let current = if st.reload { None } else { index.valid_stamp(st)? };
+      if let Some(sources) = update(current) {
+        index.write_stamp(position_of(st), sources)?;
+      }
+      Ok(())
+    })
+  }
+
+  /// Removes the sources stamp: the next reader reconciles the index with its sources.
+  pub fn forget_sources_stamp(&self) -> Result<()> {
+    self.dir.remove_file(SOURCES_FILE).map(drop)
+  }
+
+  fn write_stamp(&self, index: IndexPosition, sources: serde_json::Value) -> Result<()> {
+    let bytes = serde_json::to_vec(&StampFile { version: 1, index, sources })
+      .map_err(|e| LoaError::Internal(format!("sources stamp: {e}")))?;
+    self.dir.write_atomic(SOURCES_FILE, &bytes, None)
+  }
+
+  /// True when the log has grown to half the size (or its decoded memories to half the
+  /// memory) at which an add folds it into the base, or replaced memories left garbage: for a
+  /// consolidation to fold it, so that a capture seldom has to.
   pub fn compaction_due(&self) -> Result<bool> {
     self.refresh()?;
     let st = self.read_state();
     let log = st.log.filter(|l| !l.stale).map_or(0, |l| l.end);
-    Ok(log >= COMPACT_LOG_BYTES || st.index.has_garbage())
+    Ok(
+      log >= COMPACT_LOG_BYTES / 2
+        || st.index.added_heap >= delta_budget(st.base_bytes, st.log) / 2
+        || st.index.has_garbage(),
+    )
   }
 
   /// Adds one memory (replacing an indexed memory with the same id): one log record, fsynced
@@ -328,6 +459,13 @@ impl SearchIndex {
       st.log_records += 1;
       if outcome.is_err() {
         st.reload = true;
+      }
+      // So is the log whose decoded form (what every open holds) outgrew the index: memories
+      // of many distinct words cost far more in memory than in the log. Folded now, with this
+      // add in it, so that no reader holds more. The add is durable either way: a failed fold
+      // reloads from the files at the next call.
+      if outcome.is_ok() && st.index.added_heap > delta_budget(st.base_bytes, st.log) {
+        let _ = index.rewrite(st);
       }
       outcome
     })
@@ -379,6 +517,8 @@ impl SearchIndex {
       }
     }
     *st = State { index: fresh, generation, ..empty_state(self.options.analyzer) };
+    // Built from the memories as they are now, not from what a stamp describes.
+    self.dir.remove_file(SOURCES_FILE)?;
     let result = self.rewrite(&mut st);
     if result.is_err() {
       st.reload = true;
@@ -424,6 +564,9 @@ impl SearchIndex {
   /// Compacts in memory, writes the base of a new generation, then an empty log for it, and
   /// maps the new base (so that what this process holds is paged from the file again).
   fn rewrite(&self, st: &mut State) -> Result<()> {
+    // A stamp valid before the rewrite describes the new base as well: it holds the same
+    // memories. Read before anything changes; written once the new files are in place.
+    let stamp = if st.reload { None } else { self.valid_stamp(st).ok().flatten() };
     if let Err(e) = st.index.materialize().and_then(|()| st.index.compact()) {
       st.reload = true;
       return Err(e);
@@ -446,6 +589,10 @@ impl SearchIndex {
       let _ = self.dir.sync();
       st.reload = true;
       return Err(e);
+    }
+    // Best effort: a stamp left behind names the old generation, so it is not valid any more.
+    if let Some(stamp) = stamp {
+      let _ = self.write_stamp(position_of(st), stamp.sources);
     }
     self.dir.clean_stale_temps()?;
     // Nobody else writes while we hold the lock: the file is the one just written. Should it
@@ -519,6 +666,13 @@ impl SearchIndex {
 }
 
 use super::analyze::Analyzer;
+
+fn position_of(st: &State) -> IndexPosition {
+  match st.log.filter(|l| !l.stale) {
+    Some(l) => IndexPosition { generation: st.generation, log_dev: l.dev, log_ino: l.ino, log_end: l.end },
+    None => IndexPosition { generation: st.generation, log_dev: 0, log_ino: 0, log_end: 0 },
+  }
+}
 
 fn empty_state(config: AnalyzerConfig) -> State {
   State { index: MemoryIndex::new(config), generation: 0, log: None, base_bytes: 0, log_records: 0, reload: false }

@@ -316,6 +316,13 @@ impl Wal {
     &self.options.session_id
   }
 
+  /// The segment being appended to and the end of its last record written (after
+  /// [`close`](Self::close): where the log ends).
+  pub fn position(&self) -> (PathBuf, u64) {
+    let progress = self.shared.progress.lock().unwrap_or_else(|p| p.into_inner());
+    (progress.active_segment.clone(), progress.active_len)
+  }
+
   pub fn is_closed(&self) -> bool {
     let queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
     queue.closing || queue.closed.is_some()
