@@ -1304,6 +1304,7 @@ fn a_named_month_prefers_what_was_captured_then() {
   let bad = RankConfig { outside_period: 0.0, ..RankConfig::default() };
   let err = index.search("dog", &SearchOptions { rank: bad, ..opts() }).unwrap_err();
   assert!(err.to_string().contains("outsidePeriod"));
+}
 
 /// What the log costs once decoded is bounded by the index's size, whatever the memories hold:
 /// memories of distinct words cost 15 to 20 times their log bytes in memory (each new term is a
