@@ -24,8 +24,8 @@
 //!   file holds its words, and rebuilt from the memories themselves when missing or damaged.
 //!
 //! What it guarantees: a query's cost is linear in its own size plus the posting lists of its
-//! terms and of their speaker labels (never a regex, never backtracking); scores never count memories the caller may not
-//! see; a damaged index is an error (`E_STATE_CORRUPT`) or a rebuild, never silently wrong
+//! terms and of their speaker labels (never a regex, never backtracking); scores never count
+//! memories the caller may not see; a damaged index is an error (`E_STATE_CORRUPT`) or a rebuild, never silently wrong
 //! results; after [`SearchIndex::remove`] returns, no index file holds a term of the removed
 //! memory that no other memory holds. `docs/search.md` describes the formula and the format.
 

@@ -311,48 +311,127 @@ fn classify(bytes: &[u8], offset: usize, reason: &str) -> Tail {
   }
 }
 
-/// The end of the last complete, checksum-valid record that starts at or after `from`, if
-/// there is one. A record found is stepped over whole, so the bytes are gone through once.
-pub fn last_record_end(bytes: &[u8], from: usize) -> Option<usize> {
+/// How many payload bytes a search for records in damaged bytes may checksum: twice the input
+/// and one largest payload. Each record magic found is a candidate whose checksum covers the
+/// length its header claims, and candidates overlap: damage (or a hostile file) with a magic and
+/// a long length every few bytes would otherwise cost the square of its size (a 10 MiB segment:
+/// hours). Real damage has a few candidates; records found are stepped over whole, so a search
+/// that stays in the budget reads each byte a bounded number of times.
+fn checksum_budget(bytes: &[u8]) -> usize {
+  bytes.len().saturating_mul(2).saturating_add(MAX_PAYLOAD_BYTES)
+}
+
+/// The payload bytes [`read_frame`] would checksum for a candidate at `offset` (0 when it stops
+/// before: a header cut short, a length over the limit or past the end).
+fn checksum_cost(bytes: &[u8], offset: usize) -> usize {
+  let rest = &bytes[offset..];
+  if rest.len() < FRAME_HEADER_LEN {
+    return 0;
+  }
+  let len = u32_at(rest, 4) as usize;
+  if len > MAX_PAYLOAD_BYTES || rest.len() < FRAME_HEADER_LEN + len {
+    0
+  } else {
+    len
+  }
+}
+
+#[cfg(test)]
+thread_local! {
+  /// Payload bytes the record searches checksummed on this thread (tests bound the work).
+  static CHECKSUMMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Candidate record starts at or after `from`: calls `found` with each frame read, in order,
+/// until it returns false, the bytes end or the checksum budget is spent (then `Err(())`).
+fn search_records(bytes: &[u8], from: usize, mut found: impl FnMut(Frame) -> bool) -> Result<(), ()> {
   let magic = RECORD_MAGIC.to_le_bytes();
+  let budget = checksum_budget(bytes);
+  let mut spent = 0usize;
   let mut at = from;
-  let mut end = None;
   while at + FRAME_HEADER_LEN <= bytes.len() {
     let Some(rel) = bytes[at..].windows(4).position(|w| w == magic) else { break };
     let candidate = at + rel;
-    match read_frame(bytes, candidate) {
-      Frame::Record(_, next) => {
-        end = Some(next);
-        at = next;
-      }
-      _ => at = candidate + 1,
+    let cost = checksum_cost(bytes, candidate);
+    spent = spent.saturating_add(cost);
+    if spent > budget {
+      return Err(());
     }
+    #[cfg(test)]
+    CHECKSUMMED.with(|c| c.set(c.get() + cost));
+    let frame = read_frame(bytes, candidate);
+    // A record is stepped over whole; anything else moves one byte on.
+    let next = match &frame {
+      Frame::Record(_, next) => *next,
+      _ => candidate + 1,
+    };
+    if !found(frame) {
+      break;
+    }
+    at = next;
   }
+  Ok(())
+}
+
+/// The end of the last complete, checksum-valid record that starts at or after `from`, if
+/// there is one. A record found is stepped over whole, so the bytes are gone through once; past
+/// the checksum budget (see [`checksum_budget`]) the search stops with what it found so far, so
+/// a caller sees less of the segment as settled, never more.
+pub fn last_record_end(bytes: &[u8], from: usize) -> Option<usize> {
+  let mut end = None;
+  let _ = search_records(bytes, from, |frame| {
+    if let Frame::Record(_, next) = frame {
+      end = Some(next);
+    }
+    true
+  });
   end
 }
 
-/// Whether any complete, checksum-valid record starts at or after `from`.
+/// Whether any complete, checksum-valid record starts at or after `from`. Past the checksum
+/// budget the answer is yes: damage too dense to search is called corruption, never a torn tail.
 fn find_record_after(bytes: &[u8], from: usize) -> bool {
-  let magic = RECORD_MAGIC.to_le_bytes();
-  let mut at = from;
-  while at + FRAME_HEADER_LEN <= bytes.len() {
-    match bytes[at..].windows(4).position(|w| w == magic) {
-      Some(rel) => {
-        let candidate = at + rel;
-        if let Frame::Record(..) = read_frame(bytes, candidate) {
-          return true;
-        }
-        at = candidate + 1;
-      }
-      None => return false,
-    }
-  }
-  false
+  let mut any = false;
+  let searched = search_records(bytes, from, |frame| {
+    any = matches!(frame, Frame::Record(..));
+    !any
+  });
+  any || searched.is_err()
 }
 
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  /// Damage with a record magic and a length reaching near the end every 12 bytes: each is a
+  /// candidate whose checksum covers most of what follows. Both searches stay linear (before the
+  /// budget, 1 MiB of it checksummed about 45 GB), and a hostile tail is corruption.
+  #[test]
+  fn dense_fake_record_headers_cost_linear_work() {
+    let n = 1 << 20;
+    let mut bytes = vec![0u8; n];
+    let mut at = 0;
+    while at + FRAME_HEADER_LEN <= n {
+      let claimed = (n - at - FRAME_HEADER_LEN) as u32;
+      bytes[at..at + 4].copy_from_slice(&RECORD_MAGIC.to_le_bytes());
+      bytes[at + 4..at + 8].copy_from_slice(&claimed.to_le_bytes());
+      bytes[at + 8..at + 12].copy_from_slice(&[0xAB; 4]);
+      at += FRAME_HEADER_LEN;
+    }
+    let checksummed = || CHECKSUMMED.with(std::cell::Cell::get);
+    let before = checksummed();
+    assert_eq!(last_record_end(&bytes, 0), None);
+    assert!(find_record_after(&bytes, 0), "too dense to search: corruption");
+    let spent = checksummed() - before;
+    assert!(spent <= 2 * checksum_budget(&bytes), "{spent} bytes checksummed for {n}");
+    // A real record after a little damage is still found, and its end.
+    let mut segment = vec![0x55u8; 40];
+    let start = segment.len();
+    encode_record(&record(7, b"after the damage"), &mut segment);
+    assert!(find_record_after(&segment, 0));
+    assert_eq!(last_record_end(&segment, 0), Some(segment.len()));
+    assert_eq!(last_record_end(&segment, start + 1), None);
+  }
 
   fn record(seq: u64, data: &[u8]) -> Record {
     Record {
