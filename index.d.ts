@@ -3263,8 +3263,8 @@ export interface SearchExplain {
    */
   importance: number
   /**
-   * 0.6 when the query names one speaker (a word of it is the label of transcript lines,
-   * `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+   * 0.6 when the query names one speaker (a capitalised word of it is the label of transcript
+   * lines, `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
    */
   speaker: number
   /**

@@ -27,7 +27,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { writeReport } from './lib.mjs'
+import { ftsQuery, writeReport } from './lib.mjs'
 
 const require = createRequire(import.meta.url)
 const { MemoryStore } = require('../index.js')
@@ -58,12 +58,6 @@ const questions = jsonl('questions.jsonl').filter((q) => conversations.includes(
 
 /** What a turn becomes as a memory's text, for both engines. */
 const contentOf = (turn) => `${turn.speaker}: ${turn.text}`
-
-/** The FTS5 query for plain words: each word a quoted string (no operators), any of them. */
-function ftsQuery(text) {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
-  return [...new Set(words)].map((w) => `"${w}"`).join(' OR ')
-}
 
 /** Per engine: for each question, the turn ids of its top 10 (a memory may stand for several). */
 const ranked = { loa: new Map(), fts: new Map() }

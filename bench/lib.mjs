@@ -1,4 +1,5 @@
-// Shared by the *.bench.mjs files and the corpus generators: where reports go, the PRNG.
+// Shared by the *.bench.mjs files and the corpus generators: where reports go, the PRNG, how
+// figures are printed, and what the store and FTS5 benchmarks give both engines.
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -25,3 +26,44 @@ export function rng(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+
+export const now = () => performance.now()
+/** The `q` quantile of an ascending array. */
+export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+export const ms = (x) => `${x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`
+export const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+
+/** Quality gates that accept every generated memory: the gates judge real conversation, not a
+ * generated corpus. */
+export const ACCEPT_ALL_GATES = { minConfidence: 0, speculationMinConfidence: 0, minContentLength: 1, repetitionMinUniqueRatio: 0 }
+
+/** The capture entry of a memory of bench/search-corpus.mjs. */
+export function captureEntry(m) {
+  return {
+    type: m.kind,
+    content: m.text,
+    confidence: 0.9,
+    timestamp: m.timestamp,
+    ...(m.agentId ? { agentId: m.agentId } : {}),
+    ...(m.instruction ? { tags: ['instruction'] } : {}),
+  }
+}
+
+/** Bytes of the files under `dir`. */
+export function dirBytes(dir) {
+  let total = 0
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name)
+    total += entry.isDirectory() ? dirBytes(p) : fs.statSync(p).size
+  }
+  return total
+}
+
+/** The FTS5 query for plain words: each word a quoted string (no operators), any of them. */
+export function ftsQuery(text) {
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+  return [...new Set(words)].map((w) => `"${w}"`).join(' OR ')
+}
+
+/** The FTS5 table of bench/search-corpus.mjs's memories, as both store benchmarks create it. */
+export const CORPUS_FTS_TABLE = "CREATE VIRTUAL TABLE m USING fts5(text, agent UNINDEXED, id UNINDEXED, tokenize = 'porter unicode61')"

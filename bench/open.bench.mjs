@@ -24,7 +24,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { writeReport } from './lib.mjs'
+import { ACCEPT_ALL_GATES, CORPUS_FTS_TABLE, captureEntry, dirBytes, ftsQuery, mib, ms, now, quantile, writeReport } from './lib.mjs'
 import { memories as corpusMemories, queries as corpusQueries } from './search-corpus.mjs'
 
 const require = createRequire(import.meta.url)
@@ -37,18 +37,7 @@ const QUERIES = QUICK ? 200 : 500
 const SEED = 4242
 const QUERY_SEED = 99
 const SESSION = 'bench-open'
-/** Accept every generated memory: the gates judge real conversation, not a generated corpus. */
-const GATES = { minConfidence: 0, speculationMinConfidence: 0, minContentLength: 1, repetitionMinUniqueRatio: 0 }
 
-const now = () => performance.now()
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
-const ms = (x) => `${x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`
-const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
-
-function ftsQuery(text) {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
-  return [...new Set(words)].map((w) => `"${w}"`).join(' OR ')
-}
 
 function latencies(run, queries) {
   const times = []
@@ -72,7 +61,7 @@ if (process.argv[2] === '--child') {
   let search
   if (engine === 'loa') {
     const { MemoryStore } = require(ADDON)
-    open = (dir) => MemoryStore.open({ workspaceDir: dir, sessionId: SESSION, gates: GATES })
+    open = (dir) => MemoryStore.open({ workspaceDir: dir, sessionId: SESSION, gates: ACCEPT_ALL_GATES })
     search = (store, q) => store.searchSync(q.query, { limit: 5, ...(q.agentIds ? { agentId: q.agentIds[0] } : {}) }).hits.length
   } else {
     const Database = require('better-sqlite3')
@@ -96,7 +85,7 @@ if (process.argv[2] === '--child') {
     const file = path.join(scratch, 'warm.db')
     const Database = require('better-sqlite3')
     const db = new Database(file)
-    db.exec("CREATE VIRTUAL TABLE m USING fts5(text, agent UNINDEXED, id UNINDEXED, tokenize = 'porter unicode61')")
+    db.exec(CORPUS_FTS_TABLE)
     db.close()
     const warm = open(file)
     search(warm, queries[0])
@@ -136,26 +125,6 @@ const key = (n) =>
   crypto.createHash('sha256').update(JSON.stringify({ generator: 'search-corpus', seed: SEED, n, version, layout: 1 })).digest('hex').slice(0, 16)
 const cacheDir = path.join(here, 'results', 'open-cache')
 
-function dirBytes(dir) {
-  let total = 0
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name)
-    total += entry.isDirectory() ? dirBytes(p) : fs.statSync(p).size
-  }
-  return total
-}
-
-function entryOf(m) {
-  return {
-    type: m.kind,
-    content: m.text,
-    confidence: 0.9,
-    timestamp: m.timestamp,
-    ...(m.agentId ? { agentId: m.agentId } : {}),
-    ...(m.instruction ? { tags: ['instruction'] } : {}),
-  }
-}
-
 /** The store of the first `n` memories: from the cache, or captured and consolidated now. */
 function store(n, mems) {
   const dir = path.join(cacheDir, `loa-${n}-${key(n)}`)
@@ -164,10 +133,10 @@ function store(n, mems) {
   fs.mkdirSync(dir, { recursive: true })
   fs.writeFileSync(path.join(dir, '.loa.config.yaml'), 'wal:\n  sync: none\n')
   const { MemoryStore } = require(ADDON)
-  const s = MemoryStore.open({ workspaceDir: dir, sessionId: 'bench-build', gates: GATES })
+  const s = MemoryStore.open({ workspaceDir: dir, sessionId: 'bench-build', gates: ACCEPT_ALL_GATES })
   const t = now()
   for (let i = 0; i < n; i++) {
-    const r = s.captureSync(entryOf(mems[i]))
+    const r = s.captureSync(captureEntry(mems[i]))
     if (!r.accepted && !r.gates.some((g) => g.name === 'duplicate' && !g.pass)) throw new Error(`memory ${i} was not accepted`)
     if (i % 5_000 === 4_999) s.consolidateSync()
   }
@@ -186,7 +155,7 @@ function ftsDb(n, mems) {
   const tmp = `${file}.partial`
   fs.rmSync(tmp, { force: true })
   const db = new Database(tmp)
-  db.exec("CREATE VIRTUAL TABLE m USING fts5(text, agent UNINDEXED, id UNINDEXED, tokenize = 'porter unicode61')")
+  db.exec(CORPUS_FTS_TABLE)
   const insert = db.prepare('INSERT INTO m (text, agent, id) VALUES (?, ?, ?)')
   db.transaction(() => {
     for (const x of mems.slice(0, n)) insert.run(x.text, x.agentId, x.id)

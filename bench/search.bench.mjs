@@ -26,7 +26,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { writeReport } from './lib.mjs'
+import { ACCEPT_ALL_GATES, CORPUS_FTS_TABLE, captureEntry, dirBytes, ftsQuery, mib, ms, now, quantile, writeReport } from './lib.mjs'
 import { memories as corpusMemories, queries as corpusQueries } from './search-corpus.mjs'
 
 const require = createRequire(import.meta.url)
@@ -42,14 +42,8 @@ const CONTEXT_QUERIES = QUICK ? 50 : 300
 const REPEAT = 5 // captures + consolidations measured at each step (median reported)
 const here = path.dirname(fileURLToPath(import.meta.url))
 
-const now = () => performance.now()
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
 const median = (xs) => quantile([...xs].sort((a, b) => a - b), 0.5)
-const ms = (x) => `${x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`
-const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 
-/** Accept every generated memory: the gates judge real conversation, not a generated corpus. */
-const GATES = { minConfidence: 0, speculationMinConfidence: 0, minContentLength: 1, repetitionMinUniqueRatio: 0 }
 
 function workspace(name, sync) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `loa-bench-${name}-`))
@@ -61,39 +55,13 @@ function setSync(dir, sync) {
   fs.writeFileSync(path.join(dir, '.loa.config.yaml'), `wal:\n  sync: ${sync}\n`)
 }
 
-const open = (dir, sessionId) => MemoryStore.open({ workspaceDir: dir, sessionId, gates: GATES })
-
-function entryOf(m) {
-  return {
-    type: m.kind,
-    content: m.text,
-    confidence: 0.9,
-    timestamp: m.timestamp,
-    ...(m.agentId ? { agentId: m.agentId } : {}),
-    ...(m.instruction ? { tags: ['instruction'] } : {}),
-  }
-}
-
-function dirBytes(dir) {
-  let total = 0
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name)
-    total += entry.isDirectory() ? dirBytes(p) : fs.statSync(p).size
-  }
-  return total
-}
-
-/** The FTS5 query for plain words: each word a quoted string (no operators), any of them. */
-function ftsQuery(text) {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
-  return [...new Set(words)].map((w) => `"${w}"`).join(' OR ')
-}
+const open = (dir, sessionId) => MemoryStore.open({ workspaceDir: dir, sessionId, gates: ACCEPT_ALL_GATES })
 
 function fts(dbPath, mems) {
   const Database = require('better-sqlite3')
   const db = new Database(dbPath)
   db.pragma('journal_mode = WAL')
-  db.exec("CREATE VIRTUAL TABLE m USING fts5(text, agent UNINDEXED, id UNINDEXED, tokenize = 'porter unicode61')")
+  db.exec(CORPUS_FTS_TABLE)
   const insert = db.prepare('INSERT INTO m (text, agent, id) VALUES (?, ?, ?)')
   db.transaction(() => {
     for (const x of mems) insert.run(x.text, x.agentId, x.id)
@@ -168,7 +136,7 @@ for (const target of STEPS) {
   let store = open(ws, 'bench-build')
   const t = now()
   while (captured < target) {
-    const r = store.captureSync(entryOf(corpus[captured++]))
+    const r = store.captureSync(captureEntry(corpus[captured++]))
     if (r.accepted) continue
     // The generator repeats a short template now and then: stored once (content-addressed).
     if (r.gates.some((g) => g.name === 'duplicate' && !g.pass)) duplicates++
@@ -186,7 +154,7 @@ for (const target of STEPS) {
     const m = { ...extra[steps.length * REPEAT + i] }
     m.text = `${m.text} (measured capture ${steps.length}.${i})`
     let c = now()
-    const r = store.captureSync(entryOf(m))
+    const r = store.captureSync(captureEntry(m))
     capture.push(now() - c)
     if (!r.accepted) throw new Error('the measured capture was not accepted')
     c = now()
@@ -270,7 +238,7 @@ const idOfText = new Map()
 let refused = 0
 const refusedBy = new Map()
 for (const m of labelled) {
-  const r = rstore.captureSync(entryOf(m))
+  const r = rstore.captureSync(captureEntry(m))
   if (r.accepted) {
     loaIdOf.set(m.id, r.id)
     idOfText.set(m.text, r.id)

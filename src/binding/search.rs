@@ -78,8 +78,8 @@ pub struct SearchExplain {
   /// In (0, 1]: decisions and instructions 1, learnings and milestones 0.9, errors 0.85,
   /// interactions 0.8.
   pub importance: f64,
-  /// 0.6 when the query names one speaker (a word of it is the label of transcript lines,
-  /// `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+  /// 0.6 when the query names one speaker (a capitalised word of it is the label of transcript
+  /// lines, `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
   pub speaker: f64,
   /// 0.5 when the query names a month of a year or a year (`in March 2026`, `in 2025`) and this
   /// memory was captured outside it (UTC); else 1.

@@ -559,7 +559,7 @@ impl Rng {
   }
 }
 
-fn record(kind: MemoryKind, session: &str, content: &str, ts: &str) -> MemoryRecord {
+pub(super) fn record(kind: MemoryKind, session: &str, content: &str, ts: &str) -> MemoryRecord {
   MemoryRecord {
     version: 1,
     id: gates::content_hash(content),

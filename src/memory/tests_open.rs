@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use super::layout::Layout;
-use super::types::{record_path, RECORD_VERSION};
+use super::types::record_path;
 use super::*;
 use crate::search::{LOG_FILE, SOURCES_FILE};
 use crate::timestamp::{format_ms, now_ms};
@@ -38,21 +38,7 @@ fn indexed(store: &MemoryStore, id: &str) -> bool {
 }
 
 fn record(session: &str, text: &str) -> MemoryRecord {
-  MemoryRecord {
-    version: RECORD_VERSION,
-    id: crate::gates::content_hash(text),
-    kind: MemoryKind::Learning,
-    content: text.into(),
-    session_id: session.into(),
-    agent_id: None,
-    timestamp: format_ms(now_ms()),
-    confidence: Some(0.9),
-    score: 0.9,
-    tags: Vec::new(),
-    metadata: None,
-    redactions: Vec::new(),
-    expires_at: None,
-  }
+  super::tests::record(MemoryKind::Learning, session, text, &format_ms(now_ms()))
 }
 
 /// A memory written to the WAL of `session` as a capture writes it, by a process that died

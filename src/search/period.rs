@@ -30,21 +30,6 @@ impl Period {
 /// Years read as years (outside: a number, not a time).
 const YEARS: std::ops::RangeInclusive<i32> = 1900..=2199;
 
-const MONTHS: [(&str, Month); 12] = [
-  ("january", Month::January),
-  ("february", Month::February),
-  ("march", Month::March),
-  ("april", Month::April),
-  ("may", Month::May),
-  ("june", Month::June),
-  ("july", Month::July),
-  ("august", Month::August),
-  ("september", Month::September),
-  ("october", Month::October),
-  ("november", Month::November),
-  ("december", Month::December),
-];
-
 /// The period the query names, if exactly one (see the module docs). Two different ones ("in
 /// March 2026 or in 2025") name none: ranking then prefers no time.
 pub fn period_in(query: &str) -> Option<Period> {
@@ -79,8 +64,14 @@ fn year_of(word: &str) -> Option<i32> {
   word.parse().ok().filter(|y| YEARS.contains(y))
 }
 
+/// A month's English name in any case, read by the `time` crate (which takes `March`).
 fn month_of(word: &str) -> Option<Month> {
-  MONTHS.iter().find(|(name, _)| word.eq_ignore_ascii_case(name)).map(|&(_, m)| m)
+  if !(3..=9).contains(&word.len()) || !word.is_ascii() {
+    return None;
+  }
+  let mut name = word.to_ascii_lowercase();
+  name[..1].make_ascii_uppercase();
+  name.parse().ok()
 }
 
 fn first_of(year: i32, month: Month) -> Option<i64> {
@@ -90,8 +81,8 @@ fn first_of(year: i32, month: Month) -> Option<i64> {
 }
 
 fn month_period(year: i32, month: Month) -> Option<Period> {
-  let (next_year, next) = if month == Month::December { (year + 1, Month::January) } else { (year, month.next()) };
-  Some(Period { start_ms: first_of(year, month)?, end_ms: first_of(next_year, next)? })
+  let start_ms = first_of(year, month)?;
+  Some(Period { start_ms, end_ms: start_ms + i64::from(month.length(year)) * super::DAY_MS as i64 })
 }
 
 fn year_period(year: i32) -> Option<Period> {

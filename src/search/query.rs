@@ -236,7 +236,9 @@ impl MemoryIndex {
     let mut speaker: Option<std::borrow::Cow<Postings>> = None;
     if rank.other_speaker < 1.0 {
       let mut named = 0;
-      for t in &terms {
+      // Only a capitalised query word names someone (`Zoe`, `Zoe's`): `goal` in "what is the
+      // goal" is no speaker, even where memories start `Goal: ...`.
+      for t in terms.iter().filter(|t| t.query_word.starts_with(char::is_uppercase)) {
         let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term))? else { continue };
         let mut any_visible = false;
         for &d in &list.docs {

@@ -30,8 +30,8 @@
 //! (see `docs/search.md`). Context only reorders what the words found: a memory that holds no
 //! query word gets none and is never returned.
 //!
-//! Speaker: when the query names exactly one speaker of the memories it may see (a word of the
-//! query is a speaker label, `Zoe` for memories written `Zoe: ...`, see
+//! Speaker: when the query names exactly one speaker of the memories it may see (a capitalised
+//! word of the query is a speaker label, `Zoe` for memories written `Zoe: ...`, see
 //! [`super::analyze::speaker_label`]), memories that are not that speaker's turns get the factor
 //! `other_speaker` (default 0.6): "what did Zoe adopt?" is asked about Zoe's turns, and her name
 //! is in half the turns of her conversation, too common for BM25 to weigh it. A query that names
