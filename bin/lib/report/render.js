@@ -272,8 +272,10 @@ function memoriesSection(model) {
   const shownCount = count(memories.shown) ?? items.length
   let truncated = ''
   if (memories.truncated === true) {
-    const hidden = Math.max(0, (total ?? shownCount) - shownCount)
-    truncated = html`<p class="badge warn" data-testid="memories-truncated" data-count="${String(hidden)}">${formatNumber(hidden)} ${hidden === 1 ? 'memory is' : 'memories are'} not shown (showing ${formatNumber(shownCount)} of ${total === null ? '?' : formatNumber(total)})</p>`
+    const hidden = total === null ? null : Math.max(0, total - shownCount)
+    truncated = hidden === null
+      ? html`<p class="badge warn" data-testid="memories-truncated">Not every memory is shown (showing ${formatNumber(shownCount)})</p>`
+      : html`<p class="badge warn" data-testid="memories-truncated"><strong data-testid="memories-not-shown" data-count="${String(hidden)}">${String(hidden)}</strong> ${hidden === 1 ? 'memory is' : 'memories are'} not shown (showing ${formatNumber(shownCount)} of ${formatNumber(total)})</p>`
   }
   const intro = html`<p class="note">Grouped by agent, then by type, newest first. Each memory's anchor (#m-…) can be appended to this page's address.</p>`
   return html`<section class="part" id="memories" data-testid="memories">${head}${intro}${truncated}${sections.length ? sections : html`<p class="note" data-testid="memories-empty">No memories.</p>`}</section>`
