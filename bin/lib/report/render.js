@@ -37,7 +37,7 @@ dl.meta dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
 .big { display: block; font-size: 26px; font-weight: 650; line-height: 1.2; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 .caption { font-size: 12px; color: #5b6472; }
 .unknown { color: #8a93a3; }
-.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #eef1f5; color: #3d4554; }
+.badge { display: inline-block; white-space: nowrap; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #eef1f5; color: #3d4554; }
 .good { background: #e3f4e8; color: #1f6b3a; }
 .warn { background: #fdf3d7; color: #7a5a00; }
 .bad { background: #fbe3e3; color: #9b1c1c; }
@@ -54,14 +54,14 @@ dl.facts { display: flex; flex-wrap: wrap; gap: 2px 18px; margin: 4px 0 0; font-
 dl.facts div, dl.kv div { display: flex; gap: 6px; }
 dl.facts dt { color: #5b6472; }
 dl.facts dd, dl.kv dd { margin: 0; overflow-wrap: anywhere; }
-dl.kv { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 4px 24px; margin: 6px 0; }
+dl.kv { display: grid; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); gap: 4px 24px; margin: 6px 0; }
 ul.inline { display: inline; list-style: none; margin: 0; padding: 0; }
 ul.inline li { display: inline-block; margin: 0 4px 2px 0; padding: 0 6px; border-radius: 4px; background: #eef1f5; }
 .warn-text { color: #7a5a00; }
 .bad-text { color: #9b1c1c; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 13px; }
 th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom: 1px solid #e3e6eb; overflow-wrap: anywhere; }
-th { font-size: 12px; color: #5b6472; font-weight: 600; }
+th { font-size: 12px; color: #5b6472; font-weight: 600; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .health-grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0 28px; }
 .chart { display: block; max-width: 100%; height: auto; margin: 6px 0 16px; }
@@ -109,6 +109,9 @@ const decimal = (v) => (count(v) === null ? '—' : v.toFixed(2))
 
 /** A number with thousands separators, or a dash. */
 const number = (v) => (count(v) === null ? '—' : formatNumber(v))
+
+/** `1 entry`, `12 entries`, `— entries`. */
+const counted = (v, one, many) => `${number(v)} ${v === 1 ? one : many}`
 
 /** A ratio as a whole percentage, or a dash. */
 function percent(v) {
@@ -287,14 +290,14 @@ function walPart(wal) {
   const rows = list(wal.bySession)
     .filter(isObject)
     .map((s) => html`<tr data-testid="wal-session"><td>${shown(s.id)}</td><td class="num">${number(s.records)}</td><td class="num">${number(s.lastSeq)}</td><td>${shown(s.lastWrite)}</td></tr>`)
-  return html`<p>${wal.ok === true ? html`<span class="badge good" data-testid="wal-ok">ok</span>` : wal.ok === false ? html`<span class="badge bad" data-testid="wal-ok">problems</span>` : ''} ${number(wal.sessions)} sessions, ${number(wal.segments)} segments, ${number(wal.bytes)} bytes, ${number(wal.records)} records, last sequence ${number(wal.lastSeq)}</p>${rows.length ? html`<table data-testid="wal-table"><thead><tr><th>session</th><th class="num">records</th><th class="num">last seq</th><th>last write</th></tr></thead><tbody>${rows}</tbody></table>` : ''}`
+  return html`<p>${wal.ok === true ? html`<span class="badge good" data-testid="wal-ok">ok</span>` : wal.ok === false ? html`<span class="badge bad" data-testid="wal-ok">problems</span>` : ''} ${counted(wal.sessions, 'session', 'sessions')}, ${counted(wal.segments, 'segment', 'segments')}, ${counted(wal.bytes, 'byte', 'bytes')}, ${counted(wal.records, 'record', 'records')}, last sequence ${number(wal.lastSeq)}</p>${rows.length ? html`<table data-testid="wal-table"><thead><tr><th>session</th><th class="num">records</th><th class="num">last seq</th><th>last write</th></tr></thead><tbody>${rows}</tbody></table>` : ''}`
 }
 
 function deadLettersPart(part) {
   if (failed(part)) return errorNote(part, 'dead-letters')
   if (!isObject(part)) return html`<p class="note">not reported</p>`
   const unreadable = count(part.unreadable)
-  return html`<p data-testid="health-dead-letters">${number(part.count)} dead letters${unreadable ? html`, ${formatNumber(unreadable)} unreadable` : ''}</p>`
+  return html`<p data-testid="health-dead-letters">${counted(part.count, 'dead letter', 'dead letters')}${unreadable ? html`, ${formatNumber(unreadable)} unreadable` : ''}</p>`
 }
 
 function quarantinedPart(part) {
@@ -325,19 +328,19 @@ function auditPart(part) {
   const problems = list(part.problems)
     .filter(isObject)
     .map((p) => html`<li data-testid="audit-problem">${shown(p.kind)}: ${shown(p.detail)}</li>`)
-  return html`<p data-testid="health-audit">${part.ok === true ? html`<span class="badge good">intact</span>` : part.ok === false ? html`<span class="badge bad">broken</span>` : ''} ${number(part.entries)} entries in ${number(part.segments)} segments</p><dl class="kv"><div><dt>head</dt><dd>${head ? html`seq ${number(head.seq)} <span class="anchor">${shortHash(head.hash)}</span>` : 'none'}</dd></div><div><dt>checkpoint</dt><dd>${checkpoint ? html`seq ${number(checkpoint.seq)} at ${shown(checkpoint.ts)}` : 'none'}</dd></div></dl>${problems.length ? html`<ul>${problems}</ul>` : html`<p class="note">no problems</p>`}`
+  return html`<p data-testid="health-audit">${part.ok === true ? html`<span class="badge good">intact</span>` : part.ok === false ? html`<span class="badge bad">broken</span>` : ''} ${counted(part.entries, 'entry', 'entries')} in ${counted(part.segments, 'segment', 'segments')}</p><dl class="kv"><div><dt>head</dt><dd>${head ? html`seq ${number(head.seq)} <span class="anchor">${shortHash(head.hash)}</span>` : 'none'}</dd></div><div><dt>checkpoint</dt><dd>${checkpoint ? html`seq ${number(checkpoint.seq)} at ${shown(checkpoint.ts)}` : 'none'}</dd></div></dl>${problems.length ? html`<ul>${problems}</ul>` : html`<p class="note">no problems</p>`}`
 }
 
 function recoveryPart(part) {
   if (failed(part)) return errorNote(part, 'recovery')
   if (!isObject(part)) return html`<p class="note">not reported</p>`
   const cycles = count(part.degradedCycles)
-  return html`<p>${badge(part.state, 'health-recovery-state', ['running'], ['never run'])} trust: ${shown(part.trust)}</p>${cycles || str(part.degradedSince) ? html`<p class="note">degraded for ${number(cycles)} cycles since ${shown(part.degradedSince)}</p>` : ''}`
+  return html`<p>${badge(part.state, 'health-recovery-state', ['running'], ['never run'])} trust: ${shown(part.trust)}</p>${cycles || str(part.degradedSince) ? html`<p class="note">degraded for ${counted(cycles, 'cycle', 'cycles')} since ${shown(part.degradedSince)}</p>` : ''}`
 }
 
 function tombstonesPart(part) {
   if (failed(part)) return errorNote(part, 'tombstones')
-  return html`<p data-testid="health-tombstones">${number(part)} tombstones</p>`
+  return html`<p data-testid="health-tombstones">${counted(part, 'tombstone', 'tombstones')}</p>`
 }
 
 function healthSection(model) {
@@ -402,7 +405,7 @@ function ledgerSection(model) {
   const groundingErrors = g ? list(g.errors).map(str).filter(Boolean) : []
   return html`<section class="part" id="ledger" data-testid="ledger">${head}<h3>Active context</h3>${active.length ? html`<dl class="kv" data-testid="ledger-active">${active.map((a) => html`<div><dt>${shown(a.key)}</dt><dd>${shown(a.value)}</dd></div>`)}</dl>` : none}<h3>Decisions</h3>${decisions.length ? html`<ul>${decisions.map((d) => html`<li data-testid="ledger-decision"><time>${shown(d.date, 'undated')}</time>: ${str(d.text)}</li>`)}</ul>` : none}<h3>Open questions</h3>${questions.length ? html`<ul>${questions.map((q) => html`<li data-testid="ledger-question">${q}</li>`)}</ul>` : none}<h3>Beads</h3>${beads.length ? beads.map((b) => {
     const steps = list(b.nextSteps).map(str)
-    return html`<div data-testid="ledger-bead"><p><span class="anchor">${shown(b.id)}</span>${str(b.title) ? html` ${str(b.title)}` : ''}${str(b.status) ? html` <span class="badge">${str(b.status)}</span>` : ''} <span class="note">${number(b.decisions)} decisions</span></p>${steps.length ? html`<ul>${steps.map((s) => html`<li>${s}</li>`)}</ul>` : ''}</div>`
+    return html`<div data-testid="ledger-bead"><p><span class="anchor">${shown(b.id)}</span>${str(b.title) ? html` ${str(b.title)}` : ''}${str(b.status) ? html` <span class="badge">${str(b.status)}</span>` : ''} <span class="note">${counted(b.decisions, 'decision', 'decisions')}</span></p>${steps.length ? html`<ul>${steps.map((s) => html`<li>${s}</li>`)}</ul>` : ''}</div>`
   }) : none}<h3>Grounding of the day</h3>${g ? html`<p data-testid="grounding" data-status="${str(g.status)}">${badge(g.status, 'grounding-status', ['pass'], ['warn', 'disabled'])} ${percent(g.ratio)} grounded (${number(g.groundedClaims)} of ${number(g.totalClaims)} claims), threshold ${percent(g.threshold)}</p>${groundingErrors.length ? html`<ul>${groundingErrors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}` : none}</section>`
 }
 

@@ -163,12 +163,19 @@ function perDayChart(perDay) {
     if (across) parts.push(html`<text x="${px(cx)}" y="${px(y - 4)}" text-anchor="middle" font-size="11">${formatNumber(count)}</text>`)
     else if (upright) parts.push(html`<text x="${px(cx + 3)}" y="${px(y - 4)}" transform="rotate(-90 ${px(cx + 3)} ${px(y - 4)})" font-size="${slot >= 9 ? 10 : 7}">${formatNumber(count)}</text>`)
   }
+  // Every bar is named under it when there is room; otherwise the axis ends are.
+  let xLabels
+  if (slot >= 80) {
+    xLabels = bars.map(([key], i) => html`<text x="${px(left + i * slot + slot / 2)}" y="${base + 18}" text-anchor="middle" font-size="11">${key}</text>`)
+  } else {
+    xLabels = html`<text x="${left}" y="${base + 18}" font-size="11">${bars[0][0]}</text>${n > 1 ? html`<text x="${WIDTH - right}" y="${base + 18}" text-anchor="end" font-size="11">${bars[n - 1][0]}</text>` : ''}`
+  }
   const unitName = unit === 'day' ? 'day' : unit === 'week' ? 'week starting' : 'month'
   return frame(
     testid,
     height,
     description,
-    html`<line x1="${left}" y1="${topPad}" x2="${left}" y2="${base}" stroke="#8a93a3"></line><line x1="${left}" y1="${base}" x2="${WIDTH - right}" y2="${base}" stroke="#8a93a3"></line><text x="${left - 6}" y="${base + 4}" text-anchor="end" font-size="11">0</text><text x="${left - 6}" y="${topPad + 4}" text-anchor="end" font-size="11">${formatNumber(top)}</text><text x="12" y="${px(topPad + plotHeight / 2)}" transform="rotate(-90 12 ${px(topPad + plotHeight / 2)})" text-anchor="middle" font-size="11" fill="#5b6472">memories</text>${parts}<text x="${left}" y="${base + 18}" font-size="11">${bars[0][0]}</text>${n > 1 ? html`<text x="${WIDTH - right}" y="${base + 18}" text-anchor="end" font-size="11">${bars[n - 1][0]}</text>` : ''}<text x="${px(left + plotWidth / 2)}" y="${base + 36}" text-anchor="middle" font-size="11" fill="#5b6472">${unitName}</text>`,
+    html`<line x1="${left}" y1="${topPad}" x2="${left}" y2="${base}" stroke="#8a93a3"></line><line x1="${left}" y1="${base}" x2="${WIDTH - right}" y2="${base}" stroke="#8a93a3"></line><text x="${left - 6}" y="${base + 4}" text-anchor="end" font-size="11">0</text><text x="${left - 6}" y="${topPad + 4}" text-anchor="end" font-size="11">${formatNumber(top)}</text><text x="12" y="${px(topPad + plotHeight / 2)}" transform="rotate(-90 12 ${px(topPad + plotHeight / 2)})" text-anchor="middle" font-size="11" fill="#5b6472">memories</text>${parts}${xLabels}<text x="${px(left + plotWidth / 2)}" y="${base + 36}" text-anchor="middle" font-size="11" fill="#5b6472">${unitName}</text>`,
   )
 }
 
