@@ -46,7 +46,10 @@ function px(value) {
  */
 function formatNumber(value) {
   const n = finite(value)
-  return n.toLocaleString('en-US', { maximumFractionDigits: Number.isInteger(n) ? 0 : 2 })
+  // Integers are most of what is shown, thousands of times on a large page: grouped by hand, as
+  // the locale formatter costs ten microseconds a call.
+  if (Number.isSafeInteger(n)) return String(n).replace(/\B(?=(\d{3})+$)/g, ',')
+  return n.toLocaleString('en-US', { maximumFractionDigits: 2 })
 }
 
 /** A sum that stays finite however large the counts a model claims. */
