@@ -78,8 +78,11 @@ function checkMarkup(page) {
       continue
     }
     counts.set(name, (counts.get(name) ?? 0) + 1)
-    for (const [, attr] of m[3].matchAll(attribute)) {
+    for (const [, attr, value] of m[3].matchAll(attribute)) {
       assert.ok(ATTRIBUTES.has(attr) || /^data-[a-z][a-z-]*$/.test(attr), `attribute ${attr} on <${name}> is allowed`)
+      // A hostile `javascript:` may be shown, or kept in an inert data attribute or description; no
+      // attribute here takes a URL, and none but those may hold one.
+      if (/javascript:/i.test(value)) assert.ok(attr.startsWith('data-') || attr === 'aria-label', `javascript: in ${attr}`)
     }
   }
   return counts
@@ -277,7 +280,10 @@ test('a truncated list says how many memories are not shown; duplicate or malfor
   model.memories.truncated = true
   model.memories.items[1].anchor = model.memories.items[0].anchor
   model.memories.items[2].anchor = 'm-1 onclick=x'
+  // An agent that is not a string is still not "shared": only null is.
+  model.memories.items[3].agent = 7
   const page = renderReport(model)
+  assert.match(page, /data-testid="agent-group" data-agent="7"><h3>7 /)
   checkPage(page)
   assert.match(page, /data-testid="memories-truncated"><strong data-testid="memories-not-shown" data-count="7">7<\/strong> memories are not shown \(showing 5 of 12\)/)
   assert.equal(page.split(`id="${model.memories.items[0].anchor}"`).length - 1, 1, 'an id appears once')

@@ -195,7 +195,7 @@ function memoryArticle(m, usedIds) {
   // Only a well-formed, unused anchor becomes an id: a page's ids must be unique for #anchors to work.
   const id = ANCHOR.test(anchor) && !usedIds.has(anchor) ? anchor : ''
   if (id) usedIds.add(id)
-  const agent = typeof m.agent === 'string' ? m.agent : ''
+  const agent = str(m.agent)
   const type = str(m.type)
   const pending = m.pending === true
   const tags = list(m.tags).map(str).filter(Boolean)
@@ -232,7 +232,7 @@ function memoriesSection(model) {
   const SHARED_KEY = Symbol('shared')
   const groups = new Map()
   const group = (agent) => {
-    const key = typeof agent === 'string' ? agent : SHARED_KEY
+    const key = agent === null || agent === undefined ? SHARED_KEY : str(agent)
     let g = groups.get(key)
     if (!g) groups.set(key, (g = { agent: key === SHARED_KEY ? null : key, total: null, byType: null, types: new Map() }))
     return g
