@@ -148,8 +148,7 @@ function hostileModel(base = exampleModel(), samples = HOSTILE) {
 
 // Fields not shown verbatim, by design: a memory's full id (its anchor is shown), a context
 // item's memory id and timestamp (the anchor and day are shown), the audit head's full hash
-// (shortened), and the charts' days beyond the axis ends (in each bar's <title> only when the
-// chart is by day; grouped charts show the bucket).
+// (shortened).
 const NOT_VERBATIM = [/^\$\.memories\.items\[\d+\]\.id$/, /^\$\.context\.items\[\d+\]\.memory\.(id|timestamp)$/, /^\$\.health\.audit\.head\.hash$/]
 
 test('every string of the model is escaped text: no script, no handler, no link, no inline style; the policy hashes the one stylesheet', () => {

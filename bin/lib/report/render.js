@@ -77,6 +77,7 @@ footer { color: #5b6472; font-size: 12px; text-align: center; padding: 12px; }
 
 if (escapeHtml(CSS) !== CSS || CSS.includes('url(')) throw new Error('report CSS must not need escaping nor load anything')
 
+/** Base64 SHA-256 of the page's one stylesheet, as its Content-Security-Policy names it. */
 const STYLE_HASH = crypto.createHash('sha256').update(CSS, 'utf8').digest('base64')
 
 const SHARED = 'shared (every agent)'
