@@ -811,6 +811,23 @@ export declare class Ledger {
  */
 export declare class MemoryStore {
   /**
+   * Every memory visible to the reader, newest first, with whether it is consolidated yet, and
+   * the counts a person checks: per agent and type, not yet consolidated, forgotten
+   * (tombstones), quarantined files. A read: takes no lock and writes nothing (a `readOnly`
+   * store will do). Memory content is redacted, as stored; each memory's `redactions` says
+   * what was replaced in it (kinds and counts, never values).
+   */
+  inventory(options?: MemoryInventoryOptions): Promise<MemoryInventory>
+  /** Synchronous twin of `inventory`. */
+  inventorySync(options?: MemoryInventoryOptions): MemoryInventory
+  /**
+   * `buildContext`, with what each item stands for: the session of each `session` item, and
+   * the learning, or for a query the memory hit and its `explain`, of each `learning` item
+   * (by the items' `index`, included and dropped alike). For showing a person why the next
+   * prompt holds what it holds.
+   */
+  buildContextExplained(options?: MemoryContextOptions): ExplainedContext
+  /**
    * Opens the memory of a workspace for one session: reads `.loa.config.yaml`, creates the
    * grimoire and WAL directories and takes the session's WAL lock, waiting up to
    * `lockTimeoutMs` for another store of the same session (`E_WAL_LOCKED`). Directories must
@@ -999,6 +1016,18 @@ export declare class Wal {
    * appends reject with `E_WAL_CLOSED`. Calling it again does nothing.
    */
   close(): void
+}
+
+/** How many memories one agent has (or the workspace, `agentId` absent), per type. */
+export interface AgentMemoryCounts {
+  /** Absent for the workspace's memories (captured without an agent; every agent sees them). */
+  agentId?: string
+  total: number
+  interaction: number
+  decision: number
+  learning: number
+  error: number
+  milestone: number
 }
 
 /**
@@ -1500,6 +1529,17 @@ export interface ConsolidateWalOptions {
  */
 export declare function contentHash(content: string): string
 
+/** What one `learning` item of an explained context stands for. */
+export interface ContextLearningSource {
+  /**
+   * Without a query, the learning's id in learnings.json; with one, the id of the memory hit
+   * (what `get` takes).
+   */
+  id: string
+  /** Why the search found it, for a query's context. */
+  explain?: SearchExplain
+}
+
 /** One part of the agent's context, as the runtime tracks it. */
 export interface ContextPart {
   /** Unique; what the runtime clears by. */
@@ -1761,6 +1801,18 @@ export declare function estimateTokens(text: string): number
  * Throws `E_INVALID_ARGUMENT` for a bad candidate or threshold.
  */
 export declare function evaluateGates(candidate: GateCandidate, options?: GateOptions & GateComparisonOptions): GateEvaluation
+
+/**
+ * `MemoryStore.buildContextExplained`'s answer: the context, and what each of its items (by
+ * `index`, included or dropped) stands for.
+ */
+export interface ExplainedContext {
+  context: BuiltContext
+  /** Items of kind `session`: the session's id (none for a query's context). */
+  sessions: Array<string>
+  /** Items of kind `learning`: the learning, or for a query's context the memory hit. */
+  learnings: Array<ContextLearningSource>
+}
 
 /** A Markdown file a forgotten memory was imported from (`importMarkdown`). */
 export interface ForgetImportedFile {
@@ -2553,6 +2605,16 @@ export interface LedgerWorkflowState {
  */
 export declare function listDeadLetters(options: DeadLetterOptions): DeadLetterList
 
+/** One memory of an inventory. */
+export interface ListedMemory {
+  memory: StoredMemory
+  /**
+   * Its record file is in the grimoire; `false` while it is only in the WAL (the next
+   * consolidation applies it).
+   */
+  consolidated: boolean
+}
+
 /**
  * Reads `<workspaceDir>/.loa.config.yaml` into a configuration with a value for every key (the
  * file's, or the default). A missing file gives all defaults. Keys the seeds spell two ways
@@ -2775,6 +2837,42 @@ export interface MemoryImportOptions {
   agentId?: string
   /** Confidence given to imported blocks, 0..1. Default 0.8. */
   confidence?: number
+}
+
+/** A workspace's memory at one moment, as `MemoryStore.inventory` lists it. */
+export interface MemoryInventory {
+  /** Newest first (ties by id), at most `limit`. Expired memories are never listed. */
+  memories: Array<ListedMemory>
+  /** Every memory visible to the reader that has not expired, listed or not. */
+  total: number
+  /** Of `total`, those only in the WAL so far (not yet consolidated). */
+  pending: number
+  /** `total` per agent and type: the workspace's first, then agents by id. */
+  byAgent: Array<AgentMemoryCounts>
+  /**
+   * Memories forgotten in this workspace. Tombstones hold keyed ids, never content, so this is
+   * a count only.
+   */
+  tombstones: number
+  /**
+   * Quarantined files (`<name>.corrupt-<time>`, kept for a human to look at) below the
+   * workspace's state directories, workspace-relative, sorted.
+   */
+  quarantined: Array<string>
+}
+
+/** What `MemoryStore.inventory` lists. */
+export interface MemoryInventoryOptions {
+  /**
+   * Only the memories this agent may see (its own, those `memory.sharing` shares with it, and
+   * the workspace's); the counts then cover only those too. Default: every memory.
+   */
+  agentId?: string
+  /**
+   * Most memories in `memories` (newest first), 1 to 100000. Default 1000. The counts cover
+   * every memory whatever the limit.
+   */
+  limit?: number
 }
 
 /** What a MEMORY.md line records: a `learning` (written when one is found), a `completion` (mandatory when a workflow enters `completed`) or a `checkpoint` (a major phase transition). */
@@ -3175,6 +3273,13 @@ export declare function redactAsync(text: string, options?: RedactOptions): Prom
  */
 export declare function redactBatch(texts: string[], options?: RedactOptions): Redaction[]
 
+/** One kind of value redaction replaced in a memory, and how many times. */
+export interface RedactedKind {
+  /** `email`, `phone`, ... (see `redactionKinds()`). */
+  kind: string
+  count: number
+}
+
 /** Every `kind` a finding can have. */
 export declare function redactionKinds(): Array<string>
 
@@ -3389,6 +3494,8 @@ export interface StoredMemory {
   expiresAt?: string
   /** Its file in the Markdown view (see `MemorySearchHit.path`). */
   path: string
+  /** What redaction replaced in it before it was stored: kinds and counts, never values. */
+  redactions: Array<RedactedKind>
 }
 
 /**

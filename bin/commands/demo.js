@@ -11,6 +11,8 @@ const path = require('node:path')
 const { spawn } = require('node:child_process')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
+const { gatherReport } = require('../lib/report/gather.js')
+const { renderReport } = require('../lib/report/render.js')
 
 const CONTEXT_BUDGET = 400
 
@@ -124,7 +126,14 @@ async function runDemo({ workspace } = {}) {
   for (const p of tampered.problems) say(`detected: ${p.kind} ${p.path}`)
   say(tampered.ok ? 'NOT detected (this is a bug)' : 'verification fails: recovery would restore a verified copy instead of trusting this one')
 
-  process.stdout.write(`\nDone in ${Date.now() - started} ms. Look around: ${root}\n  loa context --workspace ${root}\n  loa manifest verify ${grimoire} --manifest ${manifestPath} --keys ${path.join(root, '.loa', 'keys')}\n`)
+  step(8, 'See it: one self-contained HTML page of what the memory keeps')
+  const reportFile = path.join(root, 'loa-report.html')
+  const model = gatherReport(root, { manifest: manifestPath, query: 'backup' })
+  core.writeFileAtomicSync(reportFile, renderReport(model))
+  say(`${model.memories.total ?? 0} memories, manifest ${model.health.manifest.state ?? 'unreadable'}, context ${model.context.tokens ?? 0} tokens for "backup"`)
+  say(`report: ${reportFile}`)
+
+  process.stdout.write(`\nDone in ${Date.now() - started} ms. Look around: ${root}\n  open ${reportFile}\n  loa context --workspace ${root}\n  loa manifest verify ${grimoire} --manifest ${manifestPath} --keys ${path.join(root, '.loa', 'keys')}\n`)
   return clean.ok && !tampered.ok ? 0 : 1
 }
 

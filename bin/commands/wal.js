@@ -6,6 +6,7 @@ const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
 const { printJson } = cli
+const { walStatsOf } = require('../lib/wal-stats.js')
 
 function showData(buffer) {
   const text = buffer.toString('utf8')
@@ -55,26 +56,16 @@ function walVerify(dir, { json }) {
 }
 
 function walStats(dir, { json }) {
-  const v = core.verifyWal(dir)
-  const sessions = {}
-  if (v.ok) {
-    for (const r of core.readWal(dir)) {
-      const s = (sessions[r.sessionId] ??= { records: 0, lastSeq: 0, firstTs: r.ts, lastTs: r.ts })
-      s.records += 1
-      s.lastSeq = Math.max(s.lastSeq, r.seq)
-      s.lastTs = Math.max(s.lastTs, r.ts)
-    }
-  }
-  const stats = { ok: v.ok, sessions: v.sessions, segments: v.segments, bytes: v.bytes, records: v.records, bySession: sessions }
+  const stats = walStatsOf(dir)
   if (json) {
     printJson(stats)
   } else {
-    process.stdout.write(`${v.sessions} session(s), ${v.segments} segment(s), ${v.bytes} bytes, ${v.records} record(s)${v.ok ? '' : ' (CORRUPT: run loa wal verify)'}\n`)
-    for (const [id, s] of Object.entries(sessions)) {
+    process.stdout.write(`${stats.sessions} session(s), ${stats.segments} segment(s), ${stats.bytes} bytes, ${stats.records} record(s)${stats.ok ? '' : ' (CORRUPT: run loa wal verify)'}\n`)
+    for (const [id, s] of Object.entries(stats.bySession)) {
       process.stdout.write(`  ${id}: ${s.records} record(s), last seq ${s.lastSeq}, last write ${new Date(s.lastTs).toISOString()}\n`)
     }
   }
-  return v.ok ? 0 : 1
+  return stats.ok ? 0 : 1
 }
 
 module.exports = {

@@ -477,7 +477,7 @@ impl From<MemoryContextOptions> for core::ContextRequest {
   }
 }
 
-fn context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
+pub(super) fn context_request(options: Option<Unknown>) -> Result<core::ContextRequest> {
   opt_object::<MemoryContextOptions, _>(options, "options")
 }
 
@@ -524,7 +524,7 @@ fn limit(limit: Unknown) -> Result<usize> {
 }
 
 /// A built context as the `BuiltContext` object (made by `context`'s JavaScript helper).
-fn built_to_js(env: &Env, built: Result<crate::context::BuiltContext>) -> napi::Result<RawJs> {
+pub(super) fn built_to_js(env: &Env, built: Result<crate::context::BuiltContext>) -> napi::Result<RawJs> {
   // SAFETY: on the JS thread with its env.
   to_napi(env, built.and_then(|built| unsafe { super::context::built_to_js(env, &built) })).map(RawJs)
 }

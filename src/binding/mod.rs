@@ -34,6 +34,7 @@ mod dead_letter;
 mod fs;
 mod gates;
 mod glue;
+mod inventory;
 mod json;
 mod ledger;
 mod memory;

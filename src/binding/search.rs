@@ -214,11 +214,14 @@ pub struct StoredMemory {
   pub expires_at: Option<String>,
   /// Its file in the Markdown view (see `MemorySearchHit.path`).
   pub path: String,
+  /// What redaction replaced in it before it was stored: kinds and counts, never values.
+  pub redactions: Vec<super::inventory::RedactedKind>,
 }
 
 impl From<core::MemoryRecord> for StoredMemory {
   fn from(r: core::MemoryRecord) -> StoredMemory {
     let path = core::markdown::path_of(&r);
+    let redactions = super::inventory::redaction_counts(&r.redactions);
     StoredMemory {
       id: r.id,
       memory_type: r.kind.into(),
@@ -232,6 +235,7 @@ impl From<core::MemoryRecord> for StoredMemory {
       metadata: r.metadata,
       expires_at: r.expires_at,
       path,
+      redactions,
     }
   }
 }

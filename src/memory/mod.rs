@@ -70,6 +70,7 @@ mod admit;
 mod consolidate;
 mod forget;
 pub mod import;
+pub mod inventory;
 mod layout;
 pub mod learnings;
 pub mod markdown;
@@ -104,7 +105,7 @@ pub use types::{
   DEFAULT_KEYS_DIR, DEFAULT_WAL_DIR, MAX_AGENT_ID_BYTES, MAX_CONTENT_BYTES, MAX_LEARNINGS_BYTES, MAX_METADATA_BYTES,
   MAX_NOTES_BYTES, MAX_RECORD_BYTES, MAX_TAGS, MAX_TAG_BYTES, MEMORY_DIR, NOTES_MAX_DECISIONS, NOTES_MAX_SESSIONS,
 };
-pub use view::MemoryView;
+pub use view::{ContextLearningSource, ContextSources, MemoryView};
 
 #[cfg(test)]
 mod tests;
@@ -114,6 +115,8 @@ mod tests_expiry;
 mod tests_forgery;
 #[cfg(test)]
 mod tests_forget;
+#[cfg(test)]
+mod tests_inventory;
 #[cfg(test)]
 mod tests_open;
 #[cfg(test)]

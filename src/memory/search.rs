@@ -399,7 +399,7 @@ pub(super) fn query_context(
   query: &str,
   request: &ContextRequest,
   mut packing: ContextOptions,
-) -> Result<BuiltContext> {
+) -> Result<(BuiltContext, super::view::ContextSources)> {
   let now = now_ms();
   let limit_tokens = crate::tokens::budget_limit(packing.budget, packing.safety_margin);
   // Enough candidates to fill the budget with short memories; only those used are read.
@@ -418,5 +418,11 @@ pub(super) fn query_context(
   };
   packing.session_share = 0.0;
   packing.header = Some(QUERY_HEADER.to_string());
-  context::build_context_from(&[], &keys, &source, &packing)
+  let built = context::build_context_from(&[], &keys, &source, &packing)?;
+  let learnings = results
+    .hits
+    .iter()
+    .map(|h| super::view::ContextLearningSource { id: h.id.clone(), explain: Some(h.explain.clone()) })
+    .collect();
+  Ok((built, super::view::ContextSources { sessions: Vec::new(), learnings }))
 }

@@ -617,10 +617,23 @@ impl MemoryStore {
 
   /// See [`MemoryView::build_context`]; with a query, searched through this store's index.
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    self.build_context_explained(options).map(|(built, _)| built)
+  }
+
+  /// [`build_context`](Self::build_context), with what each of its items stands for.
+  pub fn build_context_explained(
+    &self,
+    options: &ContextRequest,
+  ) -> Result<(crate::context::BuiltContext, super::view::ContextSources)> {
     match &options.query {
       Some(query) => self.view.query_context(&self.searcher()?, query, options),
-      None => self.view.build_context(options),
+      None => self.view.build_context_explained(options),
     }
+  }
+
+  /// See [`super::inventory`].
+  pub fn inventory(&self, options: &super::inventory::InventoryOptions) -> Result<super::inventory::Inventory> {
+    self.view.inventory(options)
   }
 
   /// The memories that best answer `query`, best first, each with why it came back (see

@@ -201,6 +201,38 @@ pub(super) fn sweep_recovery_copies(layout: &Layout, root: &StateDir, needles: &
 /// the recovery state, the audit log, and the dead-letter queue's directory. Returns them,
 /// workspace-relative.
 pub(super) fn sweep_quarantined(layout: &Layout, root: &StateDir, needles: &Needles) -> Result<Vec<String>> {
+  let mut removed = Vec::new();
+  walk_quarantined(layout, root, |dir, name, rel| {
+    if !needles.in_file(dir, name)? {
+      return Ok(false);
+    }
+    dir.remove_file(name)?;
+    removed.push(shown(rel, name));
+    Ok(true)
+  })?;
+  Ok(removed)
+}
+
+/// The quarantined files (`*.corrupt-*`) below every state directory of the workspace (those
+/// [`sweep_quarantined`] walks), workspace-relative and sorted. Reads directory entries only.
+pub(super) fn quarantined_files(layout: &Layout, root: &StateDir) -> Result<Vec<String>> {
+  let mut found = Vec::new();
+  walk_quarantined(layout, root, |_, name, rel| {
+    found.push(shown(rel, name));
+    Ok(false)
+  })?;
+  found.sort();
+  Ok(found)
+}
+
+/// Calls `visit(dir, name, dir's workspace-relative path)` for each quarantined file below the
+/// workspace's state directories, each directory once (one below another is walked as part of
+/// it); a directory where `visit` returned true (it removed something) is synced after.
+fn walk_quarantined(
+  layout: &Layout,
+  root: &StateDir,
+  mut visit: impl FnMut(&StateDir, &OsStr, &Path) -> Result<bool>,
+) -> Result<()> {
   let mut tops: Vec<PathBuf> = vec![
     layout.grimoire.clone(),
     layout.wal.clone(),
@@ -214,9 +246,7 @@ pub(super) fn sweep_quarantined(layout: &Layout, root: &StateDir, needles: &Need
   tops.retain(|t| !t.as_os_str().is_empty());
   tops.sort();
   tops.dedup();
-  // A directory below another listed one is walked as part of it.
   let tops: Vec<PathBuf> = tops.iter().filter(|t| !tops.iter().any(|o| o != *t && t.starts_with(o))).cloned().collect();
-  let mut removed = Vec::new();
   for top in tops {
     let Some(dir) = layout.dir_in(root, &top, false)? else { continue };
     let mut stack: Vec<(StateDir, PathBuf)> = vec![(dir, top)];
@@ -227,10 +257,8 @@ pub(super) fn sweep_quarantined(layout: &Layout, root: &StateDir, needles: &Need
           if let Some(sub) = d.subdir(&entry.name)? {
             stack.push((sub, rel.join(&entry.name)));
           }
-        } else if entry.is_file() && is_quarantine_name(&entry.name) && needles.in_file(&d, &entry.name)? {
-          d.remove_file(&entry.name)?;
-          changed = true;
-          removed.push(shown(&rel, &entry.name));
+        } else if entry.is_file() && is_quarantine_name(&entry.name) {
+          changed |= visit(&d, &entry.name, &rel)?;
         }
       }
       if changed {
@@ -238,7 +266,7 @@ pub(super) fn sweep_quarantined(layout: &Layout, root: &StateDir, needles: &Need
       }
     }
   }
-  Ok(removed)
+  Ok(())
 }
 
 fn shown(rel: &Path, name: &OsStr) -> String {

@@ -297,6 +297,14 @@ impl MemoryView {
   /// `context.activeLearnings` top learnings, packed by [`crate::context::build_context`] within
   /// the configured budget (`options` overrides what it sets; its defaults are the workspace's).
   pub fn build_context(&self, options: &ContextRequest) -> Result<crate::context::BuiltContext> {
+    self.build_context_explained(options).map(|(built, _)| built)
+  }
+
+  /// [`build_context`](Self::build_context), with what each of its items stands for.
+  pub fn build_context_explained(
+    &self,
+    options: &ContextRequest,
+  ) -> Result<(crate::context::BuiltContext, ContextSources)> {
     if let Some(agent) = &options.agent_id {
       super::search::check_agent_id(agent)?;
     }
@@ -322,12 +330,17 @@ impl MemoryView {
     let active = self.active_learnings(learnings_limit)?;
     // A memory shown as a learning is not repeated in its session's summary.
     let shown: HashSet<&str> = active.iter().map(|l| l.content.as_str()).collect();
+    let mut sources = ContextSources::default();
     let sessions: Vec<crate::context::Session> = self
       .recent_sessions(sessions_limit)?
       .into_iter()
       .filter_map(|s| {
         let latest: Vec<&str> = s.latest.iter().map(String::as_str).filter(|c| !shown.contains(c)).collect();
-        (!latest.is_empty()).then(|| crate::context::Session {
+        if latest.is_empty() {
+          return None;
+        }
+        sources.sessions.push(s.session_id.clone());
+        Some(crate::context::Session {
           timestamp: s.last_active_at.clone(),
           summary: latest.join("\n"),
           importance: None,
@@ -336,14 +349,22 @@ impl MemoryView {
       .collect();
     let learnings: Vec<crate::context::Learning> = active
       .into_iter()
-      .map(|l| crate::context::Learning {
-        trigger: learning_trigger(&l),
-        solution: l.content,
-        importance: Some(l.importance),
-        last_used: Some(l.created_at),
+      .map(|l| {
+        sources.learnings.push(ContextLearningSource { id: l.id.clone(), explain: None });
+        crate::context::Learning {
+          trigger: learning_trigger(&l),
+          solution: l.content,
+          importance: Some(l.importance),
+          last_used: Some(l.created_at),
+        }
       })
       .collect();
-    crate::context::build_context(&sessions, &learnings, &packing)
+    Ok((crate::context::build_context(&sessions, &learnings, &packing)?, sources))
+  }
+
+  /// See [`super::inventory`].
+  pub fn inventory(&self, options: &super::inventory::InventoryOptions) -> Result<super::inventory::Inventory> {
+    super::inventory::inventory(&self.layout, options)
   }
 }
 
@@ -392,9 +413,27 @@ impl MemoryView {
     searcher: &super::search::Searcher,
     query: &str,
     options: &ContextRequest,
-  ) -> Result<crate::context::BuiltContext> {
+  ) -> Result<(crate::context::BuiltContext, ContextSources)> {
     super::search::query_context(&self.layout, searcher, query, options, self.packing(options))
   }
+}
+
+/// What the items of a built context stand for, by the `index` its items carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextSources {
+  /// Items of kind `session`: the session's id.
+  pub sessions: Vec<String>,
+  /// Items of kind `learning`: without a query, the learning (its id in learnings.json); with a
+  /// query, the memory hit (its memory id) and why it was found.
+  pub learnings: Vec<ContextLearningSource>,
+}
+
+/// One learning-kind item of a built context (see [`ContextSources`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextLearningSource {
+  pub id: String,
+  /// The search's explanation, for a query's context.
+  pub explain: Option<crate::search::Explain>,
 }
 
 /// What a learning is about, for the `trigger: solution` line: its tags, else its kind.
