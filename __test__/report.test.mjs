@@ -206,3 +206,25 @@ test('loa report writes only --out, never inside the workspace state, and refuse
   assert.equal(model.memories.total, 1)
   assert.equal(model.health.manifest.state, 'absent')
 })
+
+test('a page stays a page: a 1 MiB memory is shown in part, saying how much is left out', async (t) => {
+  const ws = tempDir(t)
+  const store = core.MemoryStore.open({ workspaceDir: ws, sessionId: 'big' })
+  const words = ['deploy', 'billing', 'cluster', 'rotate', 'staging', 'release', 'window', 'backup']
+  for (let n = 0; n < 2; n++) {
+    let text = `Note ${n}:`
+    for (let i = 0; text.length < 1024 * 1024 - 16; i++) text += ` ${words[(i * 7 + n) % words.length]}${i}`
+    const r = store.captureSync({ type: 'learning', content: text, confidence: 0.9 })
+    assert.ok(r.accepted)
+  }
+  store.close()
+  const out = join(tempDir(t), 'big.html')
+  const made = await runCli(['report', '--workspace', ws, '--out', out])
+  assert.equal(made.code, 0, made.stderr)
+  const size = statSync(out).size
+  assert.ok(size < 512 * 1024, `the page is ${size} bytes for 2 MiB of memories`)
+  assert.match(readFileSync(out, 'utf8'), /more characters not shown/)
+  const model = await json(['report', '--workspace', ws])
+  assert.equal(model.memories.total, 2)
+  assert.equal(model.memories.shown, 2)
+})

@@ -20,6 +20,14 @@ const MAX_BEADS = 200
 /** The grimoire files that the library's own writes (consolidation, forget, the ledger) change between seals. */
 const LIBRARY_WRITTEN = [/^NOTES\.md$/, /^learnings\.json$/, /^learnings\.json\.d\//, /^memory-summary\.json$/, /^memory\//, /^search\//]
 const NEW_MEMORY_RECORD = /^memory\/[0-9a-f]{64}\.json$/
+/**
+ * The page stays a page whatever the workspace holds (a memory may be 1 MiB, NOTES.md 64 MiB):
+ * each text is shown up to TEXT_SHOWN characters, the memories' texts up to PAGE_TEXT in all
+ * (the list stops there, like `--limit`), and each ledger list up to LIST_SHOWN entries.
+ */
+const TEXT_SHOWN = 16 * 1024
+const PAGE_TEXT = 8 * 1024 * 1024
+const LIST_SHOWN = 1000
 
 /** Whether anything is at `p` (a symlink counts: what reads it then refuses it with a code). */
 function exists(p) {
@@ -56,6 +64,17 @@ function part(read) {
 
 const anchorOf = (id) => `m-${id.slice(0, 12)}`
 
+/** `text` cut to `max` characters (never inside a surrogate pair), saying how much was left out. */
+function shownText(text, max = TEXT_SHOWN) {
+  if (typeof text !== 'string' || text.length <= max) return text
+  let end = max
+  const last = text.charCodeAt(end - 1)
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1
+  return `${text.slice(0, end)}\n… [${text.length - end} more characters not shown]`
+}
+
+const firstOf = (list) => list.slice(0, LIST_SHOWN)
+
 function listedItem({ memory: m, consolidated }) {
   return {
     id: m.id,
@@ -72,24 +91,32 @@ function listedItem({ memory: m, consolidated }) {
     redacted: m.redactions.map(({ kind, count }) => ({ kind, count })),
     pending: !consolidated,
     expiresAt: m.expiresAt ?? null,
-    content: m.content,
+    content: shownText(m.content),
   }
 }
 const GATES = ['temporal', 'speculation', 'instruction', 'confidence', 'content', 'duplicate']
 
 function memoriesPart(inventory, limit) {
+  const items = []
+  let text = 0
+  for (const listed of inventory.memories) {
+    if (text >= PAGE_TEXT) break
+    const item = listedItem(listed)
+    text += item.content.length
+    items.push(item)
+  }
   return {
     total: inventory.total,
     pending: inventory.pending,
-    shown: inventory.memories.length,
-    truncated: inventory.memories.length < inventory.total,
+    shown: items.length,
+    truncated: items.length < inventory.total,
     limit,
     byAgent: inventory.byAgent.map((a) => ({
       agent: a.agentId ?? null,
       total: a.total,
       byType: { interaction: a.interaction, decision: a.decision, learning: a.learning, error: a.error, milestone: a.milestone },
     })),
-    items: inventory.memories.map(listedItem),
+    items,
   }
 }
 
@@ -115,7 +142,8 @@ function manifestPart(ws, config, values) {
   }
   const ring = core.KeyRing.open(keysDir)
   const v = core.verifyManifest(path.resolve(ws, config.grimoiresDir), signed, ring.verificationKeys())
-  const base = { path: shownPath, signedBy: v.signedBy ?? null, files: v.files, createdAt: signed.createdAt ?? null, problems: v.problems }
+  // Every problem counts for the state; the page lists the first LIST_SHOWN.
+  const base = { path: shownPath, signedBy: v.signedBy ?? null, files: v.files, createdAt: signed.createdAt ?? null, problems: firstOf(v.problems), problemCount: v.problems.length }
   if (v.ok) return { ...base, state: 'verified', note: `every file matches the manifest signed by ${v.signedBy}` }
   const signatureOk = v.problems.every((p) => p.kind === 'missing' || p.kind === 'modified' || p.kind === 'unexpected')
   const libraryOnly = v.problems.every((p) => LIBRARY_WRITTEN.some((re) => re.test(p.path)))
@@ -157,16 +185,16 @@ function ledgerPart(ws, agent) {
     const bead = part(() => ledger.readBead(id))
     if (!bead || bead.error) return { id, title: null, status: null, decisions: 0, nextSteps: [], error: bead?.error ?? null }
     const text = (v) => (typeof v === 'string' ? v : null)
-    return { id, title: text(bead.other.title), status: text(bead.other.status), decisions: bead.decisions.length, nextSteps: bead.nextSteps }
+    return { id, title: shownText(text(bead.other.title)), status: shownText(text(bead.other.status)), decisions: bead.decisions.length, nextSteps: firstOf(bead.nextSteps).map((n) => shownText(n)) }
   })
   const g = part(() => ledger.groundingCheckSync(agent ? { agent } : {}))
   const grounding = g.error
     ? g
     : { status: g.status, ratio: g.ratio ?? null, totalClaims: g.totalClaims, groundedClaims: g.groundedClaims, threshold: g.threshold, errors: g.errors }
   return {
-    activeContext: notes.activeContext.map(({ key, value }) => ({ key, value })),
-    decisions: notes.decisions.map((d) => ({ date: d.timestamp ? d.timestamp.slice(0, 10) : null, text: decisionText(d) })),
-    openQuestions: notes.pendingQuestions.filter((q) => !q.done).map((q) => q.text),
+    activeContext: firstOf(notes.activeContext).map(({ key, value }) => ({ key: shownText(key), value: shownText(value) })),
+    decisions: firstOf(notes.decisions).map((d) => ({ date: d.timestamp ? d.timestamp.slice(0, 10) : null, text: shownText(decisionText(d)) })),
+    openQuestions: firstOf(notes.pendingQuestions.filter((q) => !q.done)).map((q) => shownText(q.text)),
     beads,
     grounding,
   }
