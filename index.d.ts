@@ -3392,6 +3392,11 @@ export interface SearchMatchedTerm {
   idf: number
   /** Its part of `bm25`. */
   bm25: number
+  /**
+   * Set when the memory does not hold the word but a related one (`moved` for `relocated`,
+   * see docs/search.md): their similarity, 0 to 1; `tf` is then 0.
+   */
+  related?: number
 }
 
 /** A query term as searched. */

@@ -100,6 +100,9 @@ pub struct SearchMatchedTerm {
   pub idf: f64,
   /// Its part of `bm25`.
   pub bm25: f64,
+  /// Set when the memory does not hold the word but a related one (`moved` for `relocated`,
+  /// see docs/search.md): their similarity, 0 to 1; `tf` is then 0.
+  pub related: Option<f64>,
 }
 
 /// A query term as searched.
@@ -178,7 +181,7 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   period,
 });
 
-js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25 });
+js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25, related });
 
 js_from!(|t: crate::search::QueryTerm| SearchQueryTerm { term, query_word, df, idf });
 

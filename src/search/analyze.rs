@@ -52,7 +52,8 @@ pub const MAX_TERM_BYTES: usize = 64;
 /// Version 2: a memory indexes at most `MAX_TERMS_PER_DOCUMENT` distinct terms (an index of
 /// version 1 may hold far more for one memory, and is rebuilt so that it no longer does).
 /// Version 3: speaker label terms (`@name`, see the module docs).
-pub const ANALYZER_VERSION: u32 = 3;
+/// Version 4: related-word terms (`~term`, see [`super::related`]).
+pub const ANALYZER_VERSION: u32 = 4;
 
 /// What starts a speaker label term (see the module docs).
 pub const SPEAKER_MARK: char = '@';

@@ -17,6 +17,7 @@ use crate::memory::MemoryKind;
 
 use super::analyze::{speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK};
 use super::base::{BaseParts, MappedBase, Rows};
+use super::related::{self, RELATED_MARK};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
 /// 1 MiB; the rest leaves room for what a caller adds to it (tags).
@@ -106,14 +107,20 @@ impl AnalyzedDoc {
     doc.validate()?;
     let mut slots: FxHashMap<String, usize> = FxHashMap::default();
     let mut terms: Vec<(String, u32)> = Vec::new();
-    analyzer.analyze(&doc.text, |term, _| match slots.get(term) {
+    // Its distinct words of English letters, lowercased: what related words are looked up by.
+    let mut words: Vec<String> = Vec::new();
+    analyzer.analyze(&doc.text, |term, surface| match slots.get(term) {
       Some(&i) => terms[i].1 = terms[i].1.saturating_add(1),
       None => {
         slots.insert(term.to_string(), terms.len());
         terms.push((term.to_string(), 1));
+        if surface.len() <= 24 && surface.bytes().all(|b| b.is_ascii_alphabetic()) {
+          words.push(surface.to_ascii_lowercase());
+        }
       }
     });
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
+    let related = related_terms(analyzer, &words, &terms);
     if let Some(label) = speaker_label(&doc.text) {
       let mut marked = Vec::new();
       analyzer.analyze(label, |term, _| {
@@ -126,6 +133,7 @@ impl AnalyzedDoc {
       });
       terms.extend(marked.into_iter().map(|t| (t, 1)));
     }
+    terms.extend(related);
     Ok(AnalyzedDoc {
       id: doc.id.clone(),
       agent_id: doc.agent_id.clone(),
@@ -137,14 +145,49 @@ impl AnalyzedDoc {
     })
   }
 
-  /// Terms counted with repeats (the BM25 document length); speaker label terms do not count.
+  /// Terms counted with repeats (the BM25 document length); speaker label terms and related
+  /// words do not count.
   pub fn len(&self) -> u32 {
-    self.terms.iter().filter(|(t, _)| !t.starts_with(SPEAKER_MARK)).fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
+    self
+      .terms
+      .iter()
+      .filter(|(t, _)| !t.starts_with(SPEAKER_MARK) && !t.starts_with(RELATED_MARK))
+      .fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
   }
 
   pub fn is_empty(&self) -> bool {
     self.terms.is_empty()
   }
+}
+
+/// Most related-word terms one memory indexes (the most similar kept).
+pub const MAX_RELATED_PER_DOCUMENT: usize = 256;
+
+/// The related-word terms of a memory whose words are `words` and terms `own` (see
+/// [`super::related`]): for each word, its [`related::PER_WORD`] nearest related words that
+/// analyse to a term the memory does not hold, as `~term` with the highest similarity (in
+/// hundredths) in place of a count; sorted by similarity, then term.
+fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -> Vec<(String, u32)> {
+  let own: FxHashSet<&str> = own.iter().map(|(t, _)| t.as_str()).collect();
+  let mut best: FxHashMap<String, u32> = FxHashMap::default();
+  for word in words {
+    let mut kept = 0;
+    for &(other, similarity) in related::related(word) {
+      if kept == related::PER_WORD {
+        break;
+      }
+      let mut term = None;
+      analyzer.analyze(other, |t, _| term = Some(t.to_string()));
+      let Some(term) = term.filter(|t| !own.contains(t.as_str())) else { continue };
+      kept += 1;
+      let slot = best.entry(format!("{RELATED_MARK}{term}")).or_default();
+      *slot = (*slot).max(u32::from(similarity));
+    }
+  }
+  let mut related: Vec<(String, u32)> = best.into_iter().collect();
+  related.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+  related.truncate(MAX_RELATED_PER_DOCUMENT);
+  related
 }
 
 /// A 16-bit tag of a session id, never 0 (0: no session). Two memories next to each other in

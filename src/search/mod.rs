@@ -37,11 +37,13 @@ pub mod period;
 mod persist;
 pub mod query;
 pub mod rank;
+pub mod related;
 
 pub use analyze::{Analyzer, AnalyzerConfig, ANALYZER_VERSION, MAX_TERM_BYTES};
 pub use format::FORMAT_VERSION;
 pub use index::{
-  AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_TERMS_PER_DOCUMENT,
+  AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_RELATED_PER_DOCUMENT,
+  MAX_TERMS_PER_DOCUMENT,
 };
 pub use period::{period_in, Period};
 pub use persist::{

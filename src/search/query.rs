@@ -27,6 +27,7 @@ use super::analyze::SPEAKER_MARK;
 use super::index::{MemoryIndex, Postings, MAX_ID_BYTES};
 use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
+use super::related::RELATED_MARK;
 
 /// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
 /// cut to its last part by the caller.
@@ -151,11 +152,22 @@ pub fn check_query(query: &str) -> Result<()> {
   Ok(())
 }
 
+/// Related-word matches of a query term count only while at most one visible memory in this
+/// many holds the term as a related word (see [`super::related`]).
+const RELATED_MAX_SHARE: u64 = 8;
+
+/// ... and always while at most this many do (a small memory has few memories to share them).
+const RELATED_ALWAYS: u64 = 64;
+
 struct Term<'a> {
   term: String,
   query_word: String,
   /// Its posting list, when the term is in the vocabulary.
   list: Option<std::borrow::Cow<'a, Postings>>,
+  /// The memories that hold it as a related word (see [`super::related`]), with its
+  /// similarity in hundredths in place of a count.
+  related: Option<std::borrow::Cow<'a, Postings>>,
+  /// Visible memories holding it, as a word or a related word.
   df: u32,
   idf: f64,
 }
@@ -179,11 +191,21 @@ impl MemoryIndex {
         dropped += 1;
         return;
       }
-      terms.push(Term { term: term.to_string(), query_word: surface.to_string(), list: None, df: 0, idf: 0.0 });
+      terms.push(Term {
+        term: term.to_string(),
+        query_word: surface.to_string(),
+        list: None,
+        related: None,
+        df: 0,
+        idf: 0.0,
+      });
     });
     // Posting lists are read after the analysis: reading one from a base may fail (damage).
     for t in &mut terms {
       t.list = self.postings_of(&t.term)?;
+      if options.rank.related > 0.0 {
+        t.related = self.postings_of(&format!("{RELATED_MARK}{}", t.term))?;
+      }
     }
 
     // The scope: which agent slots are visible, and BM25's collection statistics over them.
@@ -203,19 +225,30 @@ impl MemoryIndex {
     let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
     for t in &mut terms {
-      let Some(list) = &t.list else { continue };
-      t.df = if everything {
-        list.docs.len() as u32
-      } else {
-        let mut df = 0u32;
-        for &d in &list.docs {
-          let s = slots.get(d)?;
-          if s.live && visible[s.agent as usize] {
-            df += 1;
+      // A memory holds a term either as a word or as a related word, never both.
+      let mut dfs = [0u32; 2];
+      for (df, list) in dfs.iter_mut().zip([&t.list, &t.related]) {
+        let Some(list) = list else { continue };
+        *df = if everything {
+          list.docs.len() as u32
+        } else {
+          let mut visible_df = 0u32;
+          for &d in &list.docs {
+            let s = slots.get(d)?;
+            if s.live && visible[s.agent as usize] {
+              visible_df += 1;
+            }
           }
-        }
-        df
-      };
+          visible_df
+        };
+      }
+      // A word related to more than one memory in RELATED_MAX_SHARE says little about any of
+      // them, and its list would cost the most to read: only the word itself counts then.
+      if u64::from(dfs[1]) > (u64::from(n) / RELATED_MAX_SHARE).max(RELATED_ALWAYS) {
+        t.related = None;
+        dfs[1] = 0;
+      }
+      t.df = dfs[0] + dfs[1];
       if t.df > 0 {
         t.idf = rank.idf(t.df, n);
         bm25_max += rank.term_max(t.idf);
@@ -273,14 +306,18 @@ impl MemoryIndex {
     }
     let since = options.since_ms.unwrap_or(i64::MIN);
     let mut scratch = Scratch::take(self.slot_count());
-    for t in &terms {
-      let (Some(list), true) = (&t.list, t.df > 0) else { continue };
-      for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-        let s = slots.get(d)?;
-        if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
-          continue;
+    for t in terms.iter().filter(|t| t.df > 0) {
+      for (list, related) in [(&t.list, false), (&t.related, true)] {
+        let Some(list) = list else { continue };
+        for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
+          let s = slots.get(d)?;
+          if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
+            continue;
+          }
+          let weight =
+            if related { rank.related_weight(tf, s.len, avg_len) } else { rank.tf_weight(tf, s.len, avg_len) };
+          scratch.add(d, t.idf * weight);
         }
-        scratch.add(d, t.idf * rank.tf_weight(tf, s.len, avg_len));
       }
     }
 
@@ -369,14 +406,21 @@ impl MemoryIndex {
         .iter()
         .filter(|t| t.df > 0)
         .filter_map(|t| {
-          let tf = t.list.as_ref()?.tf_of(d);
-          (tf > 0).then(|| MatchedTerm {
+          let tf = t.list.as_ref().map_or(0, |l| l.tf_of(d));
+          let similarity = if tf == 0 { t.related.as_ref().map_or(0, |l| l.tf_of(d)) } else { 0 };
+          (tf > 0 || similarity > 0).then(|| MatchedTerm {
             term: t.term.clone(),
             query_word: t.query_word.clone(),
             tf,
             df: t.df,
             idf: t.idf,
-            bm25: t.idf * rank.tf_weight(tf, s.len, avg_len),
+            bm25: t.idf
+              * if tf > 0 {
+                rank.tf_weight(tf, s.len, avg_len)
+              } else {
+                rank.related_weight(similarity, s.len, avg_len)
+              },
+            related: (tf == 0).then(|| f64::from(similarity) / 100.0),
           })
         })
         .collect();

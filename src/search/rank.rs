@@ -73,6 +73,10 @@ pub struct RankConfig {
   /// Factor of a memory captured outside the month or year the query names, in (0, 1]; 1:
   /// periods are not looked at. Default 0.5.
   pub outside_period: f64,
+  /// What a query word counts for in a memory that holds it only as a related word (see
+  /// [`super::related`]): the memory counts as holding it `related × similarity` times, 0 to 1;
+  /// 0: related words are not looked at. Default 0.5.
+  pub related: f64,
 }
 
 impl Default for RankConfig {
@@ -85,6 +89,7 @@ impl Default for RankConfig {
       context: 0.25,
       other_speaker: 0.6,
       outside_period: 0.5,
+      related: 0.5,
     }
   }
 }
@@ -99,6 +104,7 @@ impl RankConfig {
       context: 0.0,
       other_speaker: 1.0,
       outside_period: 1.0,
+      related: 0.0,
       ..RankConfig::default()
     }
   }
@@ -113,6 +119,9 @@ impl RankConfig {
     }
     if !(self.context.is_finite() && (0.0..=1.0).contains(&self.context)) {
       return invalid("`context` must be a number between 0 and 1");
+    }
+    if !(self.related.is_finite() && (0.0..=1.0).contains(&self.related)) {
+      return invalid("`related` must be a number between 0 and 1");
     }
     for (name, factor) in [("otherSpeaker", self.other_speaker), ("outsidePeriod", self.outside_period)] {
       if !(factor.is_finite() && factor > 0.0 && factor <= 1.0) {
@@ -145,6 +154,14 @@ impl RankConfig {
   /// The BM25 weight of one term occurring `tf` times in a memory of `len` terms, without idf.
   pub fn tf_weight(&self, tf: u32, len: u32, avg_len: f64) -> f64 {
     let tf = f64::from(tf);
+    let norm = if avg_len > 0.0 { 1.0 - self.b + self.b * f64::from(len) / avg_len } else { 1.0 };
+    tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+  }
+
+  /// [`tf_weight`](Self::tf_weight) of a memory holding the term only as a related word of
+  /// this similarity (in hundredths): it counts as `related × similarity` occurrences.
+  pub fn related_weight(&self, similarity: u32, len: u32, avg_len: f64) -> f64 {
+    let tf = self.related * f64::from(similarity.min(100)) / 100.0;
     let norm = if avg_len > 0.0 { 1.0 - self.b + self.b * f64::from(len) / avg_len } else { 1.0 };
     tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
   }
@@ -289,6 +306,9 @@ pub struct MatchedTerm {
   pub idf: f64,
   /// This term's part of `bm25`.
   pub bm25: f64,
+  /// When the memory holds the term only as a related word (see [`super::related`]): its
+  /// similarity, 0 to 1 (`tf` is then 0).
+  pub related: Option<f64>,
 }
 
 #[cfg(test)]

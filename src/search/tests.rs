@@ -117,7 +117,9 @@ fn stemming_finds_other_forms_and_explain_adds_up() {
   for d in corpus() {
     plain.add(&d).unwrap();
   }
-  assert!(plain.search("deployment", &opts()).unwrap().hits.is_empty());
+  // (Related words off: `deploy`'s related words include `deployment`.)
+  let words_only = SearchOptions { rank: RankConfig { related: 0.0, ..RankConfig::default() }, ..opts() };
+  assert!(plain.search("deployment", &words_only).unwrap().hits.is_empty());
 }
 
 #[test]
@@ -172,7 +174,8 @@ fn decisions_and_instructions_rank_above_interactions() {
 #[test]
 fn agents_see_only_their_scope_and_scores_do_not_depend_on_other_agents() {
   let a = with(doc("a1", "The deploy key for alpha lives in the vault"), |d| d.agent_id = Some("alpha".into()));
-  let b = with(doc("b1", "The deploy key for beta lives in the vault"), |d| d.agent_id = Some("beta".into()));
+  // `zqx`: a word of beta's alone (`beta` itself is a related word of alpha's `alpha`).
+  let b = with(doc("b1", "The deploy key for zqx lives in the vault"), |d| d.agent_id = Some("beta".into()));
   let shared = doc("w1", "Vault tokens expire after one hour");
   let index = mem(&[a.clone(), b.clone(), shared.clone()]);
   let scoped = |agents: &[&str], unassigned: bool| SearchOptions {
@@ -188,11 +191,11 @@ fn agents_see_only_their_scope_and_scores_do_not_depend_on_other_agents() {
   assert_eq!(index.search("vault", &opts()).unwrap().hits.len(), 3, "no scope: the whole workspace");
   // What alpha sees scores exactly as if beta's memories did not exist.
   let alone = mem(&[a, shared]);
-  let with_beta = index.search("vault deploy key beta", &scoped(&["alpha"], true)).unwrap();
-  let without = alone.search("vault deploy key beta", &scoped(&["alpha"], true)).unwrap();
+  let with_beta = index.search("vault deploy key zqx", &scoped(&["alpha"], true)).unwrap();
+  let without = alone.search("vault deploy key zqx", &scoped(&["alpha"], true)).unwrap();
   assert_eq!(with_beta.hits, without.hits);
   assert_eq!(with_beta.terms, without.terms);
-  assert_eq!(with_beta.terms.iter().find(|t| t.term == "beta").unwrap().df, 0);
+  assert_eq!(with_beta.terms.iter().find(|t| t.term == "zqx").unwrap().df, 0);
 }
 
 #[test]
@@ -1091,17 +1094,19 @@ fn one_memory_adds_a_bounded_number_of_terms() {
   let before = index.status().unwrap().log_bytes;
   index.add(&doc("huge", &text)).unwrap();
   let status = index.status().unwrap();
-  assert_eq!(status.terms, MAX_TERMS_PER_DOCUMENT);
+  // Its own words up to the bound, and related words up to theirs.
+  let bound = MAX_TERMS_PER_DOCUMENT + MAX_RELATED_PER_DOCUMENT;
+  assert!(status.terms > MAX_TERMS_PER_DOCUMENT && status.terms <= bound, "{}", status.terms);
   let per_term = MAX_TERM_BYTES as u64 + 16;
-  assert!(status.log_bytes - before <= MAX_TERMS_PER_DOCUMENT as u64 * per_term, "{}", status.log_bytes);
+  assert!(status.log_bytes - before <= bound as u64 * per_term, "{}", status.log_bytes);
   assert_eq!(ids(&index.search("billing deploy", &opts()).unwrap()), ["huge"]);
   // Read back from its files, it is the same size.
-  assert_eq!(open(&dir).status().unwrap().terms, MAX_TERMS_PER_DOCUMENT);
+  assert_eq!(open(&dir).status().unwrap().terms, status.terms);
 
   // A second such memory adds at most as many again.
   let more: String = distinct_words(200_000, 1 << 21).join(" ");
   index.add(&doc("huge2", &more)).unwrap();
-  assert!(index.status().unwrap().terms <= 2 * MAX_TERMS_PER_DOCUMENT);
+  assert!(index.status().unwrap().terms <= 2 * bound);
 
   // A memory with fewer distinct terms than the bound is indexed whole.
   let ordinary = distinct_words(MAX_TERMS_PER_DOCUMENT, 1 << 22).join(" ");
@@ -1275,7 +1280,7 @@ fn a_named_speaker_puts_their_turns_first_and_says_why() {
 fn speaker_labels_are_terms_of_their_own_and_do_not_count_in_lengths() {
   let analyzer = Analyzer::new(AnalyzerConfig::default());
   let d = AnalyzedDoc::new(&analyzer, &doc("a", "Dr. Ada Lima: the deploy failed")).unwrap();
-  let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).collect();
+  let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).filter(|t| !t.starts_with('~')).collect();
   assert_eq!(terms, ["dr", "ada", "lima", "deploy", "fail", "@dr", "@ada", "@lima"]);
   assert_eq!(d.len(), 5);
   for text in
@@ -1353,4 +1358,53 @@ fn compaction_is_due_half_way_to_the_fold() {
   index.compact().unwrap();
   assert!(!index.compaction_due().unwrap());
   assert_eq!(index.status().unwrap().documents, i);
+}
+
+/// A memory is found by a word it does not use but a related one (`relocated` for `moved`),
+/// for less than the word itself would count, and explain says which match was related.
+#[test]
+fn related_words_find_a_memory_for_less_than_its_own_words() {
+  let analyzer = Analyzer::new(AnalyzerConfig::default());
+  let moved = doc("moved", "My colleague Sunita just packed up and moved to Melbourne");
+  let analysed = AnalyzedDoc::new(&analyzer, &moved).unwrap();
+  let related: Vec<(&str, u32)> =
+    analysed.terms.iter().filter(|(t, _)| t.starts_with('~')).map(|(t, s)| (t.as_str(), *s)).collect();
+  assert!(related.iter().any(|(t, s)| *t == "~reloc" && (60..=100).contains(s)), "{related:?}");
+  assert!(related.iter().all(|(t, _)| !analysed.terms.iter().any(|(own, _)| *own == t[1..])), "never a word it holds");
+  let own: u32 = analysed.terms.iter().filter(|(t, _)| !t.starts_with('~')).map(|(_, n)| n).sum();
+  assert!(own > 0 && !related.is_empty());
+  assert_eq!(analysed.len(), own, "related words do not count in its length");
+
+  let relocated = doc("relocated", "Sunita relocated to Melbourne last spring");
+  let index = mem(&[moved, relocated, doc("lunch", "Lunch at the canteen was fine")]);
+  let r = index.search("who relocated", &opts()).unwrap();
+  assert_eq!(ids(&r), ["relocated", "moved"], "the word itself first, then the related one");
+  let m = &r.hits[1].explain.matched;
+  assert_eq!(m.len(), 1);
+  assert_eq!((m[0].term.as_str(), m[0].tf), ("reloc", 0));
+  let similarity = m[0].related.expect("a related match says so");
+  assert!((0.6..=1.0).contains(&similarity), "{similarity}");
+  assert_eq!(r.hits[0].explain.matched[0].related, None);
+  assert_eq!(r.terms[0].df, 2, "df counts memories holding it either way");
+  // Off, only the word itself finds.
+  let words_only = SearchOptions { rank: RankConfig { related: 0.0, ..RankConfig::default() }, ..opts() };
+  assert_eq!(ids(&index.search("who relocated", &words_only).unwrap()), ["relocated"]);
+  // No text analyses to a related-word term: `~reloc` in a query is the word `reloc`.
+  let r = index.search("~reloc", &opts()).unwrap();
+  assert_eq!(r.terms.iter().map(|t| t.term.as_str()).collect::<Vec<_>>(), ["reloc"]);
+}
+
+/// A word related to more than one memory in eight (and to more than 64) counts only as itself:
+/// it says little about any of them, and its list would be the longest to read.
+#[test]
+fn a_related_word_of_too_many_memories_does_not_count() {
+  let moved = |n: usize| -> Vec<Document> {
+    (0..n).map(|i| doc(&format!("m{i}"), &format!("Colleague number {i} packed up and moved abroad"))).collect()
+  };
+  let few = mem(&moved(50));
+  assert_eq!(few.search("relocated", &opts()).unwrap().hits.len(), 10, "50 memories: related words count");
+  let many = mem(&moved(100));
+  let r = many.search("relocated", &opts()).unwrap();
+  assert!(r.hits.is_empty(), "100 memories sharing it: only the word itself counts");
+  assert_eq!(r.terms[0].df, 0);
 }
