@@ -176,7 +176,8 @@ fn another_process_forgetting_or_consolidating_between_opens_is_seen() {
   other.consolidate().unwrap();
   other.close().unwrap();
   let store = open(ws.path(), "s");
-  assert!(found(&store, "billing fridays").is_empty());
+  // (The retro memory may match through a related word: `tuesday` is near `friday`.)
+  assert!(!found(&store, "billing fridays").contains(&ids[0]));
   assert!(!indexed(&store, &ids[0]));
   assert_eq!(found(&store, "retro tuesday"), vec![id]);
   capture(&store, "The billing service deploys on Fridays");

@@ -38,6 +38,7 @@ mod persist;
 pub mod query;
 pub mod rank;
 pub mod related;
+pub mod speaker;
 
 pub use analyze::{Analyzer, AnalyzerConfig, ANALYZER_VERSION, MAX_TERM_BYTES};
 pub use format::FORMAT_VERSION;

@@ -28,6 +28,7 @@ use super::index::{MemoryIndex, Postings, MAX_ID_BYTES};
 use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
 use super::related::RELATED_MARK;
+use super::speaker::possessive_relations;
 
 /// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
 /// cut to its last part by the caller.
@@ -270,8 +271,13 @@ impl MemoryIndex {
     if rank.other_speaker < 1.0 {
       let mut named = 0;
       // Only a capitalised query word names someone (`Zoe`, `Zoe's`): `goal` in "what is the
-      // goal" is no speaker, even where memories start `Goal: ...`.
-      for t in terms.iter().filter(|t| t.query_word.starts_with(char::is_uppercase)) {
+      // goal" is no speaker, even where memories start `Goal: ...`. `Jonas's friend` asks about
+      // someone else than Jonas (see `speaker::possessive_relations`).
+      let others = possessive_relations(query);
+      for t in terms
+        .iter()
+        .filter(|t| t.query_word.starts_with(char::is_uppercase) && !others.contains(&t.query_word.as_str()))
+      {
         let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term))? else { continue };
         let mut any_visible = false;
         for &d in &list.docs {
