@@ -166,6 +166,7 @@ impl MemoryIndex {
     check_query(query)?;
     options.validate()?;
     let rank = &options.rank;
+    let mut scratch = Scratch::take(self.slot_count());
 
     let mut seen: FxHashSet<String> = FxHashSet::default();
     let mut terms: Vec<Term> = Vec::new();
@@ -183,7 +184,7 @@ impl MemoryIndex {
     });
     // Posting lists are read after the analysis: reading one from a base may fail (damage).
     for t in &mut terms {
-      t.list = self.postings_of(&t.term)?;
+      t.list = self.postings_of(&t.term, &mut scratch.b.spare)?;
     }
 
     // The scope: which agent slots are visible, and BM25's collection statistics over them.
@@ -200,25 +201,51 @@ impl MemoryIndex {
       self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
     let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
     let everything = options.agents.is_none() && self.dead == 0;
+    let mut kind_ok = [options.kinds.is_none(); 5];
+    for k in options.kinds.iter().flatten() {
+      kind_ok[kind_index(*k)] = true;
+    }
+    let since = options.since_ms.unwrap_or(i64::MIN);
+    // Nothing to filter: every posting counts and passes, and only its memory's length is read.
+    let unfiltered = everything && options.kinds.is_none() && options.since_ms.is_none();
     let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
+    // Each list is read once: its document frequency in the scope, and the BM25 weight (before
+    // idf, which needs the frequency) of each memory that passes every filter. A term's idf
+    // depends on its own frequency only, so its weights are added as soon as its list is read;
+    // each memory's sum is still made in query-term order, as before.
     for t in &mut terms {
       let Some(list) = &t.list else { continue };
-      t.df = if everything {
-        list.docs.len() as u32
-      } else {
-        let mut df = 0u32;
-        for &d in &list.docs {
-          let s = slots.get(d)?;
-          if s.live && visible[s.agent as usize] {
-            df += 1;
-          }
-        }
-        df
-      };
-      if t.df > 0 {
+      if unfiltered {
+        t.df = list.docs.len() as u32;
         t.idf = rank.idf(t.df, n);
         bm25_max += rank.term_max(t.idf);
+        for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
+          scratch.add(d, t.idf * rank.tf_weight(tf, slots.len(d)?, avg_len));
+        }
+        continue;
+      }
+      let mut df = 0u32;
+      let pending = &mut scratch.b.pending;
+      pending.clear();
+      for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
+        let s = slots.get(d)?;
+        if s.live && visible[s.agent as usize] {
+          df += 1;
+          if kind_ok[kind_index(s.kind)] && s.timestamp_ms >= since {
+            pending.push((d, rank.tf_weight(tf, s.len, avg_len)));
+          }
+        }
+      }
+      t.df = df;
+      if df > 0 {
+        t.idf = rank.idf(df, n);
+        bm25_max += rank.term_max(t.idf);
+        let idf = t.idf;
+        let Scratch { b } = &mut scratch;
+        for &(d, weight) in &b.pending {
+          add(&mut b.acc, &mut b.touched, d, idf * weight);
+        }
       }
     }
     let terms_out = |terms: &[Term]| {
@@ -228,7 +255,9 @@ impl MemoryIndex {
         .collect()
     };
     if bm25_max <= 0.0 {
-      return Ok(SearchResults { hits: Vec::new(), terms: terms_out(&terms), dropped_terms: dropped });
+      let terms_used = terms_out(&terms);
+      scratch.keep(terms.into_iter().filter_map(|t| t.list));
+      return Ok(SearchResults { hits: Vec::new(), terms: terms_used, dropped_terms: dropped });
     }
 
     // The one speaker the query names, as the posting list of its label term (see
@@ -239,7 +268,9 @@ impl MemoryIndex {
       // Only a capitalised query word names someone (`Zoe`, `Zoe's`): `goal` in "what is the
       // goal" is no speaker, even where memories start `Goal: ...`.
       for t in terms.iter().filter(|t| t.query_word.starts_with(char::is_uppercase)) {
-        let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term))? else { continue };
+        let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term), &mut scratch.b.spare)? else {
+          continue;
+        };
         let mut any_visible = false;
         for &d in &list.docs {
           let s = slots.get(d)?;
@@ -250,11 +281,13 @@ impl MemoryIndex {
         }
         if any_visible {
           named += 1;
-          speaker = Some(list);
+          scratch.keep(speaker.replace(list));
+        } else {
+          scratch.keep(Some(list));
         }
       }
       if named != 1 {
-        speaker = None;
+        scratch.keep(speaker.take());
       }
     }
     let period = if rank.outside_period < 1.0 { period_in(query) } else { None };
@@ -267,23 +300,6 @@ impl MemoryIndex {
       _ => 1.0,
     };
 
-    let mut kind_ok = [options.kinds.is_none(); 5];
-    for k in options.kinds.iter().flatten() {
-      kind_ok[kind_index(*k)] = true;
-    }
-    let since = options.since_ms.unwrap_or(i64::MIN);
-    let mut scratch = Scratch::take(self.slot_count());
-    for t in &terms {
-      let (Some(list), true) = (&t.list, t.df > 0) else { continue };
-      for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-        let s = slots.get(d)?;
-        if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
-          continue;
-        }
-        scratch.add(d, t.idf * rank.tf_weight(tf, s.len, avg_len));
-      }
-    }
-
     // Context: each memory that matched lends `rank.context` of its BM25 to the memories
     // captured right before and right after it in the same session (ordinals are capture order)
     // that matched too. Context reorders what the words found; it never brings back a memory
@@ -291,23 +307,25 @@ impl MemoryIndex {
     // Per matching memory, in `touched` order: its BM25 with what its neighbours lend, and who
     // lends. Read from the accumulators; nothing allocated per memory.
     let count = self.slot_count() as u32;
-    let mut totals: Vec<(f64, [Option<u32>; 2])> = Vec::with_capacity(scratch.touched.len());
-    for &d in &scratch.touched {
-      let own = scratch.acc[d as usize];
+    let Scratch { b } = &mut scratch;
+    let (acc, touched, totals) = (&b.acc, &b.touched, &mut b.totals);
+    totals.reserve(touched.len());
+    for &d in touched {
+      let own = acc[d as usize];
       let mut from = [None, None];
-      let tag = if rank.context > 0.0 { slots.get(d)?.session_tag } else { 0 };
+      let tag = if rank.context > 0.0 { slots.session_tag(d)? } else { 0 };
       if tag != 0 {
         for (i, n) in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().enumerate() {
           // A memory that matched passed every filter of the query (scope, kinds, `since`, not
           // forgotten): only those lend and receive.
-          if let Some(n) = n.filter(|&n| scratch.acc[n as usize] > 0.0) {
-            if slots.get(n)?.session_tag == tag {
+          if let Some(n) = n.filter(|&n| acc[n as usize] > 0.0) {
+            if slots.session_tag(n)? == tag {
               from[i] = Some(n);
             }
           }
         }
       }
-      let lent: f64 = from.iter().flatten().map(|&n| scratch.acc[n as usize]).sum();
+      let lent: f64 = from.iter().flatten().map(|&n| acc[n as usize]).sum();
       totals.push((own + rank.context * lent, from));
     }
 
@@ -319,18 +337,19 @@ impl MemoryIndex {
       * if speaker.is_some() { rank.other_speaker } else { 1.0 }
       * if period.is_some() { rank.outside_period } else { 1.0 };
     let mut cutoff = options.min_score * bm25_max;
-    if scratch.touched.len() > options.limit {
-      let mut best: Vec<f64> = totals.iter().map(|t| t.0).collect();
+    if touched.len() > options.limit {
+      let best = &mut b.best;
+      best.extend(totals.iter().map(|t| t.0));
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
       cutoff = cutoff.max(*kth * lowest);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
-    for (&d, &(total, from)) in scratch.touched.iter().zip(&totals) {
+    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
       if total < cutoff {
         continue;
       }
-      let bm25 = scratch.acc[d as usize];
+      let bm25 = acc[d as usize];
       let s = slots.get(d)?;
       let relevance = (total / bm25_max).min(1.0);
       let score = relevance
@@ -351,7 +370,6 @@ impl MemoryIndex {
         });
       }
     }
-    drop(scratch);
     let order = |a: &Candidate, b: &Candidate| {
       b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
     };
@@ -401,7 +419,9 @@ impl MemoryIndex {
         },
       });
     }
-    Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
+    let terms_used = terms_out(&terms);
+    scratch.keep(terms.into_iter().filter_map(|t| t.list).chain(speaker));
+    Ok(SearchResults { hits, terms: terms_used, dropped_terms: dropped })
   }
 }
 
@@ -418,44 +438,96 @@ struct Candidate<'a> {
   id: &'a str,
 }
 
-thread_local! {
-  /// Per-thread score accumulators, one slot per memory, kept between queries so that a query
-  /// does not allocate and zero a buffer the size of the index: only the slots it touched are
-  /// zeroed again, when its [`Scratch`] is dropped (also on unwinding).
-  static ACCUMULATORS: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+/// Posting lists decoded from a base kept for the next query of the thread: enough for the
+/// words of an ordinary query; each holds at most one posting per memory.
+const SPARE_LISTS: usize = 8;
+
+/// What a query works in, kept per thread between queries so that a query allocates and zeroes
+/// nothing in proportion to the index or to its posting lists: the score accumulators (one
+/// slot per memory; only the slots a query touched are zeroed again), and the buffers of the
+/// lists, weights and totals, emptied but not freed.
+#[derive(Default)]
+struct Buffers {
+  acc: Vec<f64>,
+  /// Memories with a score, in the order they got it.
+  touched: Vec<u32>,
+  /// One list's weights before its idf is known.
+  pending: Vec<(u32, f64)>,
+  /// Per touched memory: its BM25 with context, and who lent it.
+  totals: Vec<(f64, [Option<u32>; 2])>,
+  best: Vec<f64>,
+  spare: Vec<Postings>,
 }
 
-/// One query's accumulators: BM25 so far per memory, and which memories were touched.
+impl Buffers {
+  const fn new() -> Buffers {
+    Buffers {
+      acc: Vec::new(),
+      touched: Vec::new(),
+      pending: Vec::new(),
+      totals: Vec::new(),
+      best: Vec::new(),
+      spare: Vec::new(),
+    }
+  }
+}
+
+thread_local! {
+  static BUFFERS: std::cell::RefCell<Buffers> = const { std::cell::RefCell::new(Buffers::new()) };
+}
+
+/// One query's buffers, handed back to the thread (accumulators zeroed) when dropped, also on
+/// unwinding and on errors.
 struct Scratch {
-  acc: Vec<f64>,
-  touched: Vec<u32>,
+  b: Buffers,
 }
 
 impl Scratch {
   fn take(slots: usize) -> Scratch {
-    let mut acc = ACCUMULATORS.with(|a| std::mem::take(&mut *a.borrow_mut()));
-    if acc.len() < slots {
-      acc.resize(slots, 0.0);
+    let mut b = BUFFERS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if b.acc.len() < slots {
+      b.acc.resize(slots, 0.0);
     }
-    Scratch { acc, touched: Vec::new() }
+    Scratch { b }
   }
 
+  #[inline]
   fn add(&mut self, doc: u32, weight: f64) {
-    let slot = &mut self.acc[doc as usize];
-    if *slot == 0.0 {
-      self.touched.push(doc);
-    }
-    *slot += weight;
+    add(&mut self.b.acc, &mut self.b.touched, doc, weight);
   }
+
+  /// Keeps decoded lists' buffers for the next query.
+  fn keep<'a>(&mut self, lists: impl IntoIterator<Item = std::borrow::Cow<'a, Postings>>) {
+    for list in lists {
+      if let std::borrow::Cow::Owned(list) = list {
+        if self.b.spare.len() < SPARE_LISTS {
+          self.b.spare.push(list);
+        }
+      }
+    }
+  }
+}
+
+#[inline]
+fn add(acc: &mut [f64], touched: &mut Vec<u32>, doc: u32, weight: f64) {
+  let slot = &mut acc[doc as usize];
+  if *slot == 0.0 {
+    touched.push(doc);
+  }
+  *slot += weight;
 }
 
 impl Drop for Scratch {
   fn drop(&mut self) {
-    for &d in &self.touched {
-      self.acc[d as usize] = 0.0;
+    let mut b = std::mem::take(&mut self.b);
+    for &d in &b.touched {
+      b.acc[d as usize] = 0.0;
     }
-    let acc = std::mem::take(&mut self.acc);
-    ACCUMULATORS.with(|a| *a.borrow_mut() = acc);
+    b.touched.clear();
+    b.pending.clear();
+    b.totals.clear();
+    b.best.clear();
+    BUFFERS.with(|a| *a.borrow_mut() = b);
   }
 }
 
