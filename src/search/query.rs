@@ -210,6 +210,8 @@ impl MemoryIndex {
     let unfiltered = everything && options.kinds.is_none() && options.since_ms.is_none();
     let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
+    scratch.b.weights.clear();
+    scratch.b.weights.resize(WEIGHTS_TF * WEIGHTS_LEN, f64::NAN);
     // Each list is read once: its document frequency in the scope, and the BM25 weight (before
     // idf, which needs the frequency) of each memory that passes every filter. A term's idf
     // depends on its own frequency only, so its weights are added as soon as its list is read;
@@ -220,20 +222,22 @@ impl MemoryIndex {
         t.df = list.docs.len() as u32;
         t.idf = rank.idf(t.df, n);
         bm25_max += rank.term_max(t.idf);
+        let Scratch { b } = &mut scratch;
         for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-          scratch.add(d, t.idf * rank.tf_weight(tf, slots.len(d)?, avg_len));
+          let weight = tf_weight(&mut b.weights, rank, tf, slots.len(d)?, avg_len);
+          add(&mut b.acc, &mut b.touched, d, t.idf * weight);
         }
         continue;
       }
       let mut df = 0u32;
-      let pending = &mut scratch.b.pending;
-      pending.clear();
+      let Scratch { b } = &mut scratch;
+      b.pending.clear();
       for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
         let s = slots.get(d)?;
         if s.live && visible[s.agent as usize] {
           df += 1;
           if kind_ok[kind_index(s.kind)] && s.timestamp_ms >= since {
-            pending.push((d, rank.tf_weight(tf, s.len, avg_len)));
+            b.pending.push((d, tf_weight(&mut b.weights, rank, tf, s.len, avg_len)));
           }
         }
       }
@@ -457,6 +461,8 @@ struct Buffers {
   totals: Vec<(f64, [Option<u32>; 2])>,
   best: Vec<f64>,
   spare: Vec<Postings>,
+  /// [`tf_weight`]'s memo.
+  weights: Vec<f64>,
 }
 
 impl Buffers {
@@ -468,6 +474,7 @@ impl Buffers {
       totals: Vec::new(),
       best: Vec::new(),
       spare: Vec::new(),
+      weights: Vec::new(),
     }
   }
 }
@@ -491,11 +498,6 @@ impl Scratch {
     Scratch { b }
   }
 
-  #[inline]
-  fn add(&mut self, doc: u32, weight: f64) {
-    add(&mut self.b.acc, &mut self.b.touched, doc, weight);
-  }
-
   /// Keeps decoded lists' buffers for the next query.
   fn keep<'a>(&mut self, lists: impl IntoIterator<Item = std::borrow::Cow<'a, Postings>>) {
     for list in lists {
@@ -506,6 +508,27 @@ impl Scratch {
       }
     }
   }
+}
+
+/// Term counts (1 to this) and memory lengths (below [`WEIGHTS_LEN`]) whose BM25 weights a
+/// query remembers.
+const WEIGHTS_TF: usize = 4;
+const WEIGHTS_LEN: usize = 256;
+
+/// `rank.tf_weight(tf, len, avg_len)`, remembered in `memo` (NaN: not yet known) for the
+/// common small counts and lengths: a query reads tens of thousands of postings, and their
+/// weights repeat. The same function on the same values, so the same bits.
+#[inline]
+fn tf_weight(memo: &mut [f64], rank: &RankConfig, tf: u32, len: u32, avg_len: f64) -> f64 {
+  let (tf_at, len_at) = (tf as usize, len as usize);
+  if tf_at == 0 || tf_at > WEIGHTS_TF || len_at >= WEIGHTS_LEN {
+    return rank.tf_weight(tf, len, avg_len);
+  }
+  let Some(slot) = memo.get_mut((tf_at - 1) * WEIGHTS_LEN + len_at) else { return rank.tf_weight(tf, len, avg_len) };
+  if slot.is_nan() {
+    *slot = rank.tf_weight(tf, len, avg_len);
+  }
+  *slot
 }
 
 #[inline]
