@@ -341,18 +341,17 @@ impl MemoryIndex {
       * if speaker.is_some() { rank.other_speaker } else { 1.0 }
       * if period.is_some() { rank.outside_period } else { 1.0 };
     let mut cutoff = options.min_score * bm25_max;
+    // The limit-th best BM25 (with context); none when every memory that matched makes the list.
+    let mut kth_total = f64::NEG_INFINITY;
     if touched.len() > options.limit {
       let best = &mut b.best;
       best.extend(totals.iter().map(|t| t.0));
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
-      cutoff = cutoff.max(*kth * lowest);
+      kth_total = *kth;
+      cutoff = cutoff.max(kth_total * lowest);
     }
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
-      if total < cutoff {
-        continue;
-      }
+    let candidate = |d: u32, total: f64, from: [Option<u32>; 2]| -> Result<Option<Candidate>> {
       let bm25 = acc[d as usize];
       let s = slots.get(d)?;
       let relevance = (total / bm25_max).min(1.0);
@@ -361,22 +360,36 @@ impl MemoryIndex {
         * rank.importance(s.kind, s.instruction)
         * speaker_factor(d)
         * period_factor(s.timestamp_ms);
-      if score >= options.min_score {
-        let context = (total - bm25) / bm25_max;
-        candidates.push(Candidate {
-          score,
-          bm25,
-          context,
-          from,
-          doc: d,
-          timestamp_ms: s.timestamp_ms,
-          id: self.slot_id(d)?,
-        });
+      if score < options.min_score {
+        return Ok(None);
       }
-    }
+      let context = (total - bm25) / bm25_max;
+      Ok(Some(Candidate { score, bm25, context, from, doc: d, timestamp_ms: s.timestamp_ms, id: self.slot_id(d)? }))
+    };
     let order = |a: &Candidate, b: &Candidate| {
       b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
     };
+    // First the memories whose total is at least the limit-th best (at least `limit` of them):
+    // the limit-th best of their scores is a bar for the others. A score is its relevance times
+    // factors in (0, 1], and a product of doubles by a factor at most 1 never exceeds what it
+    // multiplies, so a memory whose relevance is under that bar scores under it too, below
+    // `limit` memories already found: it cannot make the list, and its factors are not computed.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
+      if total >= cutoff && total >= kth_total {
+        candidates.extend(candidate(d, total, from)?);
+      }
+    }
+    let mut bar = f64::NEG_INFINITY;
+    if candidates.len() >= options.limit {
+      candidates.select_nth_unstable_by(options.limit - 1, order);
+      bar = candidates[options.limit - 1].score;
+    }
+    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
+      if total >= cutoff && total < kth_total && (total / bm25_max).min(1.0) >= bar {
+        candidates.extend(candidate(d, total, from)?);
+      }
+    }
     if candidates.len() > options.limit {
       candidates.select_nth_unstable_by(options.limit - 1, order);
       candidates.truncate(options.limit);
