@@ -185,6 +185,17 @@ impl Rows<'_> {
 /// top 4 bits) at `*at`, advancing it; `None` when the bytes end or the varint is too long.
 #[inline]
 fn varint(b: &[u8], at: &mut usize) -> Option<u32> {
+  // Most gaps and term counts fit in one byte.
+  let first = *b.get(*at)?;
+  if first < 0x80 {
+    *at += 1;
+    return Some(u32::from(first));
+  }
+  varint_long(b, at)
+}
+
+/// [`varint`] of two bytes or more.
+fn varint_long(b: &[u8], at: &mut usize) -> Option<u32> {
   let mut value = 0u32;
   let mut shift = 0;
   loop {
