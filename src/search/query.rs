@@ -364,11 +364,12 @@ impl MemoryIndex {
         return Ok(None);
       }
       let context = (total - bm25) / bm25_max;
-      Ok(Some(Candidate { score, bm25, context, from, doc: d, timestamp_ms: s.timestamp_ms, id: self.slot_id(d)? }))
+      Ok(Some(Candidate { score, bm25, context, from, doc: d, timestamp_ms: s.timestamp_ms }))
     };
-    let order = |a: &Candidate, b: &Candidate| {
-      b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
-    };
+    // Best first: by score, then newer first, then by id. Ids are read last, only for the
+    // memories that may still make the list: they decide between equal scores and times only.
+    let by_score =
+      |a: &Candidate, b: &Candidate| b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms));
     // First the memories whose total is at least the limit-th best (at least `limit` of them):
     // the limit-th best of their scores is a bar for the others. A score is its relevance times
     // factors in (0, 1], and a product of doubles by a factor at most 1 never exceeds what it
@@ -382,7 +383,7 @@ impl MemoryIndex {
     }
     let mut bar = f64::NEG_INFINITY;
     if candidates.len() >= options.limit {
-      candidates.select_nth_unstable_by(options.limit - 1, order);
+      candidates.select_nth_unstable_by(options.limit - 1, by_score);
       bar = candidates[options.limit - 1].score;
     }
     for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
@@ -391,13 +392,21 @@ impl MemoryIndex {
       }
     }
     if candidates.len() > options.limit {
-      candidates.select_nth_unstable_by(options.limit - 1, order);
-      candidates.truncate(options.limit);
+      // Those after the limit-th by score and time are after it whatever their ids.
+      candidates.select_nth_unstable_by(options.limit - 1, by_score);
+      let last = candidates[options.limit - 1];
+      candidates.retain(|c| by_score(c, &last).is_le());
     }
-    candidates.sort_unstable_by(order);
+    let mut listed = candidates.into_iter().map(|c| Ok((c, self.slot_id(c.doc)?))).collect::<Result<Vec<_>>>()?;
+    let order = |a: &(Candidate, &str), b: &(Candidate, &str)| by_score(&a.0, &b.0).then_with(|| a.1.cmp(b.1));
+    if listed.len() > options.limit {
+      listed.select_nth_unstable_by(options.limit - 1, order);
+      listed.truncate(options.limit);
+    }
+    listed.sort_unstable_by(order);
 
-    let mut hits = Vec::with_capacity(candidates.len());
-    for Candidate { score, bm25, context, from, doc: d, id, .. } in candidates {
+    let mut hits = Vec::with_capacity(listed.len());
+    for (Candidate { score, bm25, context, from, doc: d, .. }, id) in listed {
       let s = slots.get(d)?;
       let context_from = from.iter().flatten().map(|&n| self.slot_id(n).map(str::to_string)).collect::<Result<_>>()?;
       let matched: Vec<MatchedTerm> = terms
@@ -442,8 +451,9 @@ impl MemoryIndex {
   }
 }
 
-/// A memory that may make the list, with what ordering it needs.
-struct Candidate<'a> {
+/// A memory that may make the list, with what ordering it needs but its id.
+#[derive(Clone, Copy)]
+struct Candidate {
   score: f64,
   bm25: f64,
   /// What its neighbours lent, on the scale of relevance.
@@ -452,7 +462,6 @@ struct Candidate<'a> {
   from: [Option<u32>; 2],
   doc: u32,
   timestamp_ms: i64,
-  id: &'a str,
 }
 
 /// Posting lists decoded from a base kept for the next query of the thread: enough for the
