@@ -317,12 +317,15 @@ impl MemoryIndex {
     for &d in touched {
       let own = acc[d as usize];
       let mut from = [None, None];
-      let tag = if rank.context > 0.0 { slots.session_tag(d)? } else { 0 };
+      // A memory that matched passed every filter of the query (scope, kinds, `since`, not
+      // forgotten): only those lend and receive. Session tags are read only when a neighbour
+      // matched.
+      let matched =
+        [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].map(|n| n.filter(|&n| acc[n as usize] > 0.0));
+      let tag = if rank.context > 0.0 && matched.iter().any(Option::is_some) { slots.session_tag(d)? } else { 0 };
       if tag != 0 {
-        for (i, n) in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().enumerate() {
-          // A memory that matched passed every filter of the query (scope, kinds, `since`, not
-          // forgotten): only those lend and receive.
-          if let Some(n) = n.filter(|&n| acc[n as usize] > 0.0) {
+        for (i, n) in matched.into_iter().enumerate() {
+          if let Some(n) = n {
             if slots.session_tag(n)? == tag {
               from[i] = Some(n);
             }
