@@ -158,12 +158,44 @@ impl Rows<'_> {
       _ => Err(self.base.corrupt("bad row")),
     }
   }
+
+  /// The BM25 length of memory `ord` alone: what the loop over a query's postings reads when
+  /// the query filters nothing (the table's checksum was checked when it was opened).
+  #[inline]
+  pub fn len(&self, ord: u32) -> Result<u32> {
+    let at = ord as usize * ROW_BYTES + 8;
+    match self.bytes.get(at..at + 4) {
+      Some(&[l0, l1, l2, l3]) => Ok(u32::from_le_bytes([l0, l1, l2, l3])),
+      _ => Err(self.base.corrupt("row out of range")),
+    }
+  }
+
+  /// The session tag of memory `ord` alone (context from neighbours reads nothing else).
+  #[inline]
+  pub fn session_tag(&self, ord: u32) -> Result<u16> {
+    let at = ord as usize * ROW_BYTES + 22;
+    match self.bytes.get(at..at + 2) {
+      Some(&[s0, s1]) => Ok(u16::from_le_bytes([s0, s1])),
+      _ => Err(self.base.corrupt("row out of range")),
+    }
+  }
 }
 
 /// Reads a varint `u32` as postcard writes it (LEB128, at most 5 bytes, the fifth holding the
 /// top 4 bits) at `*at`, advancing it; `None` when the bytes end or the varint is too long.
 #[inline]
 fn varint(b: &[u8], at: &mut usize) -> Option<u32> {
+  // Most gaps and term counts fit in one byte.
+  let first = *b.get(*at)?;
+  if first < 0x80 {
+    *at += 1;
+    return Some(u32::from(first));
+  }
+  varint_long(b, at)
+}
+
+/// [`varint`] of two bytes or more.
+fn varint_long(b: &[u8], at: &mut usize) -> Option<u32> {
   let mut value = 0u32;
   let mut shift = 0;
   loop {
@@ -351,15 +383,16 @@ impl MappedBase {
     Ok(self.map(VOCAB)?.contains_key(term))
   }
 
-  /// The posting list of `term`, checked.
-  pub(super) fn postings(&self, term: &str) -> Result<Option<Postings>> {
+  /// The posting list of `term`, checked, into `into` (whose buffers a query reuses); false
+  /// when the vocabulary does not hold it.
+  pub(super) fn postings_into(&self, term: &str, into: &mut Postings) -> Result<bool> {
     match self.map(VOCAB)?.get(term) {
-      None => Ok(None),
-      Some(offset) => self.postings_at(offset).map(Some),
+      None => Ok(false),
+      Some(offset) => self.postings_at(offset, into).map(|()| true),
     }
   }
 
-  fn postings_at(&self, offset: u64) -> Result<Postings> {
+  fn postings_at(&self, offset: u64, into: &mut Postings) -> Result<()> {
     let s = self.sections[POSTINGS];
     let all = &self.bytes[s.start..s.end];
     let at = usize::try_from(offset).ok().filter(|&a| a <= all.len().saturating_sub(8));
@@ -371,18 +404,23 @@ impl MappedBase {
     }
     // postcard's encoding of (gaps, counts), read by a loop of our own: this runs for every
     // posting a query reads, where serde's generic path costs several times more.
-    self.decode_postings(body).ok_or_else(|| self.corrupt("bad posting list"))
+    self.decode_postings(body, into).ok_or_else(|| self.corrupt("bad posting list"))
   }
 
-  /// Decodes and checks a posting list's body: ordinals strictly increasing and in range, term
-  /// counts positive, every byte used. Allocations are bounded by the body's length.
-  fn decode_postings(&self, body: &[u8]) -> Option<Postings> {
+  /// Decodes and checks a posting list's body into `into` (cleared first): ordinals strictly
+  /// increasing and in range, term counts positive, every byte used. Allocations are bounded by
+  /// the body's length.
+  fn decode_postings(&self, body: &[u8], into: &mut Postings) -> Option<()> {
     let mut at = 0usize;
     let n = varint(body, &mut at)? as usize;
     if n == 0 || n > body.len() - at {
       return None;
     }
-    let mut docs = Vec::with_capacity(n);
+    let Postings { docs, tfs } = into;
+    docs.clear();
+    tfs.clear();
+    docs.reserve(n);
+    tfs.reserve(n);
     let mut ord = 0u64;
     for i in 0..n {
       let gap = varint(body, &mut at)?;
@@ -398,7 +436,6 @@ impl MappedBase {
     if varint(body, &mut at)? as usize != n {
       return None;
     }
-    let mut tfs = Vec::with_capacity(n);
     for _ in 0..n {
       let tf = varint(body, &mut at)?;
       if tf == 0 {
@@ -406,7 +443,7 @@ impl MappedBase {
       }
       tfs.push(tf);
     }
-    (at == body.len()).then_some(Postings { docs, tfs })
+    (at == body.len()).then_some(())
   }
 
   /// Each section's name and size in bytes, for reports.
@@ -441,7 +478,9 @@ impl MappedBase {
       if term.is_empty() || term.len() > MAX_TERM_BYTES {
         return Err(self.corrupt("bad term"));
       }
-      out.push((Arc::from(term), self.postings_at(offset)?));
+      let mut list = Postings::default();
+      self.postings_at(offset, &mut list)?;
+      out.push((Arc::from(term), list));
     }
     Ok(out)
   }

@@ -275,7 +275,6 @@ pub(super) struct SlotView {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
-  pub session_tag: u16,
   pub live: bool,
 }
 
@@ -298,7 +297,6 @@ impl SlotReader<'_> {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
-        session_tag: r.session_tag,
         live: self.dead.is_empty() || !self.dead.contains(&ord),
       });
     }
@@ -309,9 +307,27 @@ impl SlotReader<'_> {
       agent: s.agent,
       kind: s.kind,
       instruction: s.instruction,
-      session_tag: s.session_tag,
       live: s.live,
     })
+  }
+
+  /// The BM25 length of memory `ord` alone, for a query that filters nothing (no scope, no
+  /// kinds, no `since`, no dead memories).
+  #[inline]
+  pub fn len(&self, ord: u32) -> Result<u32> {
+    match &self.rows {
+      Some(rows) if ord < self.base_len => rows.len(ord),
+      _ => Ok(self.slots[(ord - self.base_len) as usize].len),
+    }
+  }
+
+  /// The session tag of memory `ord` alone.
+  #[inline]
+  pub fn session_tag(&self, ord: u32) -> Result<u16> {
+    match &self.rows {
+      Some(rows) if ord < self.base_len => rows.session_tag(ord),
+      _ => Ok(self.slots[(ord - self.base_len) as usize].session_tag),
+    }
   }
 }
 
@@ -464,21 +480,27 @@ impl MemoryIndex {
     }
   }
 
-  /// The posting list of `term`: the base's, then the memories added over it.
-  pub(super) fn postings_of(&self, term: &str) -> Result<Option<std::borrow::Cow<'_, Postings>>> {
+  /// The posting list of `term`: the base's, then the memories added over it. A list read
+  /// from the base is decoded into a buffer of `spare` (a query's, handed back when it ends), so
+  /// that a query does not allocate its lists anew.
+  pub(super) fn postings_of(
+    &self,
+    term: &str,
+    spare: &mut Vec<Postings>,
+  ) -> Result<Option<std::borrow::Cow<'_, Postings>>> {
     use std::borrow::Cow;
     let added = self.term_ord.get(term).map(|&t| &self.postings[t as usize]);
     let Some(base) = &self.base else { return Ok(added.map(Cow::Borrowed)) };
-    Ok(match (base.postings(term)?, added) {
-      (None, None) => None,
-      (None, Some(a)) => Some(Cow::Borrowed(a)),
-      (Some(b), None) => Some(Cow::Owned(b)),
-      (Some(mut b), Some(a)) => {
-        b.docs.extend_from_slice(&a.docs);
-        b.tfs.extend_from_slice(&a.tfs);
-        Some(Cow::Owned(b))
-      }
-    })
+    let mut list = spare.pop().unwrap_or_default();
+    if !base.postings_into(term, &mut list)? {
+      spare.push(list);
+      return Ok(added.map(Cow::Borrowed));
+    }
+    if let Some(a) = added {
+      list.docs.extend_from_slice(&a.docs);
+      list.tfs.extend_from_slice(&a.tfs);
+    }
+    Ok(Some(Cow::Owned(list)))
   }
 
   /// Checks every byte of the base this index reads in place (nothing to check without one).

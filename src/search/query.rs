@@ -160,6 +160,12 @@ const RELATED_MAX_SHARE: u64 = 8;
 /// ... and always while at most this many do (a small memory has few memories to share them).
 const RELATED_ALWAYS: u64 = 64;
 
+/// Whether a query term held as a related word by `related_df` of the `n` visible memories is too
+/// common for its related matches to count (see [`RELATED_MAX_SHARE`]).
+fn too_common(related_df: u32, n: u32) -> bool {
+  u64::from(related_df) > (u64::from(n) / RELATED_MAX_SHARE).max(RELATED_ALWAYS)
+}
+
 struct Term<'a> {
   term: String,
   query_word: String,
@@ -179,6 +185,7 @@ impl MemoryIndex {
     check_query(query)?;
     options.validate()?;
     let rank = &options.rank;
+    let mut scratch = Scratch::take(self.slot_count());
 
     let mut seen: FxHashSet<String> = FxHashSet::default();
     let mut terms: Vec<Term> = Vec::new();
@@ -203,9 +210,9 @@ impl MemoryIndex {
     });
     // Posting lists are read after the analysis: reading one from a base may fail (damage).
     for t in &mut terms {
-      t.list = self.postings_of(&t.term)?;
+      t.list = self.postings_of(&t.term, &mut scratch.b.spare)?;
       if options.rank.related > 0.0 {
-        t.related = self.postings_of(&format!("{RELATED_MARK}{}", t.term))?;
+        t.related = self.postings_of(&format!("{RELATED_MARK}{}", t.term), &mut scratch.b.spare)?;
       }
     }
 
@@ -223,36 +230,93 @@ impl MemoryIndex {
       self.stats.iter().zip(&visible).filter(|(_, v)| **v).fold((0u32, 0u64), |(n, l), (s, _)| (n + s.docs, l + s.len));
     let avg_len = if n > 0 { total_len as f64 / f64::from(n) } else { 0.0 };
     let everything = options.agents.is_none() && self.dead == 0;
+    let mut kind_ok = [options.kinds.is_none(); 5];
+    for k in options.kinds.iter().flatten() {
+      kind_ok[kind_index(*k)] = true;
+    }
+    let since = options.since_ms.unwrap_or(i64::MIN);
+    // Nothing to filter: every posting counts and passes, and only its memory's length is read.
+    let unfiltered = everything && options.kinds.is_none() && options.since_ms.is_none();
     let slots = self.slot_reader()?;
     let mut bm25_max = 0.0;
+    scratch.b.weights.clear();
+    scratch.b.weights.resize(WEIGHTS_TF * WEIGHTS_LEN, f64::NAN);
+    // Each list is read once: its document frequency in the scope, and the BM25 weight (before
+    // idf, which needs the frequency) of each memory that passes every filter. A term's idf
+    // depends on its own frequency only, so its weights are added as soon as its list is read;
+    // each memory's sum is still made in query-term order, as before.
     for t in &mut terms {
-      // A memory holds a term either as a word or as a related word, never both.
+      // A memory holds a term either as a word or as a related word, never both: its
+      // frequency counts both lists, and a related word's weight is `rank.related_weight`.
+      if unfiltered {
+        let own_df = t.list.as_ref().map_or(0, |l| l.docs.len() as u32);
+        let mut related_df = t.related.as_ref().map_or(0, |l| l.docs.len() as u32);
+        if too_common(related_df, n) {
+          scratch.keep(t.related.take());
+          related_df = 0;
+        }
+        t.df = own_df + related_df;
+        if t.df == 0 {
+          continue;
+        }
+        t.idf = rank.idf(t.df, n);
+        bm25_max += rank.term_max(t.idf);
+        let Scratch { b } = &mut scratch;
+        if let Some(list) = &t.list {
+          for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
+            let weight = tf_weight(&mut b.weights, rank, tf, slots.len(d)?, avg_len);
+            add(&mut b.acc, &mut b.touched, d, t.idf * weight);
+          }
+        }
+        if let Some(list) = &t.related {
+          for (&d, &similarity) in list.docs.iter().zip(&list.tfs) {
+            let weight = rank.related_weight(similarity, slots.len(d)?, avg_len);
+            add(&mut b.acc, &mut b.touched, d, t.idf * weight);
+          }
+        }
+        continue;
+      }
       let mut dfs = [0u32; 2];
-      for (df, list) in dfs.iter_mut().zip([&t.list, &t.related]) {
-        let Some(list) = list else { continue };
-        *df = if everything {
-          list.docs.len() as u32
-        } else {
-          let mut visible_df = 0u32;
-          for &d in &list.docs {
+      let mut own_pending = 0;
+      let Scratch { b } = &mut scratch;
+      b.pending.clear();
+      for (i, list) in [&t.list, &t.related].into_iter().enumerate() {
+        if let Some(list) = list {
+          for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
             let s = slots.get(d)?;
             if s.live && visible[s.agent as usize] {
-              visible_df += 1;
+              dfs[i] += 1;
+              if kind_ok[kind_index(s.kind)] && s.timestamp_ms >= since {
+                let weight = if i == 0 {
+                  tf_weight(&mut b.weights, rank, tf, s.len, avg_len)
+                } else {
+                  rank.related_weight(tf, s.len, avg_len)
+                };
+                b.pending.push((d, weight));
+              }
             }
           }
-          visible_df
-        };
+        }
+        if i == 0 {
+          own_pending = b.pending.len();
+        }
       }
-      // A word related to more than one memory in RELATED_MAX_SHARE says little about any of
-      // them, and its list would cost the most to read: only the word itself counts then.
-      if u64::from(dfs[1]) > (u64::from(n) / RELATED_MAX_SHARE).max(RELATED_ALWAYS) {
-        t.related = None;
+      let dropped_related = too_common(dfs[1], n);
+      if dropped_related {
+        b.pending.truncate(own_pending);
         dfs[1] = 0;
       }
       t.df = dfs[0] + dfs[1];
       if t.df > 0 {
         t.idf = rank.idf(t.df, n);
         bm25_max += rank.term_max(t.idf);
+        let idf = t.idf;
+        for &(d, weight) in &b.pending {
+          add(&mut b.acc, &mut b.touched, d, idf * weight);
+        }
+      }
+      if dropped_related {
+        scratch.keep(t.related.take());
       }
     }
     let terms_out = |terms: &[Term]| {
@@ -262,7 +326,9 @@ impl MemoryIndex {
         .collect()
     };
     if bm25_max <= 0.0 {
-      return Ok(SearchResults { hits: Vec::new(), terms: terms_out(&terms), dropped_terms: dropped });
+      let terms_used = terms_out(&terms);
+      scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related]).flatten());
+      return Ok(SearchResults { hits: Vec::new(), terms: terms_used, dropped_terms: dropped });
     }
 
     // The one speaker the query names, as the posting list of its label term (see
@@ -278,7 +344,9 @@ impl MemoryIndex {
         .iter()
         .filter(|t| t.query_word.starts_with(char::is_uppercase) && !others.contains(&t.query_word.as_str()))
       {
-        let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term))? else { continue };
+        let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term), &mut scratch.b.spare)? else {
+          continue;
+        };
         let mut any_visible = false;
         for &d in &list.docs {
           let s = slots.get(d)?;
@@ -289,11 +357,13 @@ impl MemoryIndex {
         }
         if any_visible {
           named += 1;
-          speaker = Some(list);
+          scratch.keep(speaker.replace(list));
+        } else {
+          scratch.keep(Some(list));
         }
       }
       if named != 1 {
-        speaker = None;
+        scratch.keep(speaker.take());
       }
     }
     let period = if rank.outside_period < 1.0 { period_in(query) } else { None };
@@ -306,27 +376,6 @@ impl MemoryIndex {
       _ => 1.0,
     };
 
-    let mut kind_ok = [options.kinds.is_none(); 5];
-    for k in options.kinds.iter().flatten() {
-      kind_ok[kind_index(*k)] = true;
-    }
-    let since = options.since_ms.unwrap_or(i64::MIN);
-    let mut scratch = Scratch::take(self.slot_count());
-    for t in terms.iter().filter(|t| t.df > 0) {
-      for (list, related) in [(&t.list, false), (&t.related, true)] {
-        let Some(list) = list else { continue };
-        for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
-          let s = slots.get(d)?;
-          if !s.live || !visible[s.agent as usize] || !kind_ok[kind_index(s.kind)] || s.timestamp_ms < since {
-            continue;
-          }
-          let weight =
-            if related { rank.related_weight(tf, s.len, avg_len) } else { rank.tf_weight(tf, s.len, avg_len) };
-          scratch.add(d, t.idf * weight);
-        }
-      }
-    }
-
     // Context: each memory that matched lends `rank.context` of its BM25 to the memories
     // captured right before and right after it in the same session (ordinals are capture order)
     // that matched too. Context reorders what the words found; it never brings back a memory
@@ -334,23 +383,28 @@ impl MemoryIndex {
     // Per matching memory, in `touched` order: its BM25 with what its neighbours lend, and who
     // lends. Read from the accumulators; nothing allocated per memory.
     let count = self.slot_count() as u32;
-    let mut totals: Vec<(f64, [Option<u32>; 2])> = Vec::with_capacity(scratch.touched.len());
-    for &d in &scratch.touched {
-      let own = scratch.acc[d as usize];
+    let Scratch { b } = &mut scratch;
+    let (acc, touched, totals) = (&b.acc, &b.touched, &mut b.totals);
+    totals.reserve(touched.len());
+    for &d in touched {
+      let own = acc[d as usize];
       let mut from = [None, None];
-      let tag = if rank.context > 0.0 { slots.get(d)?.session_tag } else { 0 };
+      // A memory that matched passed every filter of the query (scope, kinds, `since`, not
+      // forgotten): only those lend and receive. Session tags are read only when a neighbour
+      // matched.
+      let matched =
+        [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].map(|n| n.filter(|&n| acc[n as usize] > 0.0));
+      let tag = if rank.context > 0.0 && matched.iter().any(Option::is_some) { slots.session_tag(d)? } else { 0 };
       if tag != 0 {
-        for (i, n) in [d.checked_sub(1), d.checked_add(1).filter(|&n| n < count)].into_iter().enumerate() {
-          // A memory that matched passed every filter of the query (scope, kinds, `since`, not
-          // forgotten): only those lend and receive.
-          if let Some(n) = n.filter(|&n| scratch.acc[n as usize] > 0.0) {
-            if slots.get(n)?.session_tag == tag {
+        for (i, n) in matched.into_iter().enumerate() {
+          if let Some(n) = n {
+            if slots.session_tag(n)? == tag {
               from[i] = Some(n);
             }
           }
         }
       }
-      let lent: f64 = from.iter().flatten().map(|&n| scratch.acc[n as usize]).sum();
+      let lent: f64 = from.iter().flatten().map(|&n| acc[n as usize]).sum();
       totals.push((own + rank.context * lent, from));
     }
 
@@ -362,18 +416,18 @@ impl MemoryIndex {
       * if speaker.is_some() { rank.other_speaker } else { 1.0 }
       * if period.is_some() { rank.outside_period } else { 1.0 };
     let mut cutoff = options.min_score * bm25_max;
-    if scratch.touched.len() > options.limit {
-      let mut best: Vec<f64> = totals.iter().map(|t| t.0).collect();
+    // The limit-th best BM25 (with context); none when every memory that matched makes the list.
+    let mut kth_total = f64::NEG_INFINITY;
+    if touched.len() > options.limit {
+      let best = &mut b.best;
+      best.extend(totals.iter().map(|t| t.0));
       let at = best.len() - options.limit;
       let (_, kth, _) = best.select_nth_unstable_by(at, f64::total_cmp);
-      cutoff = cutoff.max(*kth * lowest);
+      kth_total = *kth;
+      cutoff = cutoff.max(kth_total * lowest);
     }
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (&d, &(total, from)) in scratch.touched.iter().zip(&totals) {
-      if total < cutoff {
-        continue;
-      }
-      let bm25 = scratch.acc[d as usize];
+    let candidate = |d: u32, total: f64, from: [Option<u32>; 2]| -> Result<Option<Candidate>> {
+      let bm25 = acc[d as usize];
       let s = slots.get(d)?;
       let relevance = (total / bm25_max).min(1.0);
       let score = relevance
@@ -381,31 +435,53 @@ impl MemoryIndex {
         * rank.importance(s.kind, s.instruction)
         * speaker_factor(d)
         * period_factor(s.timestamp_ms);
-      if score >= options.min_score {
-        let context = (total - bm25) / bm25_max;
-        candidates.push(Candidate {
-          score,
-          bm25,
-          context,
-          from,
-          doc: d,
-          timestamp_ms: s.timestamp_ms,
-          id: self.slot_id(d)?,
-        });
+      if score < options.min_score {
+        return Ok(None);
+      }
+      let context = (total - bm25) / bm25_max;
+      Ok(Some(Candidate { score, bm25, context, from, doc: d, timestamp_ms: s.timestamp_ms }))
+    };
+    // Best first: by score, then newer first, then by id. Ids are read last, only for the
+    // memories that may still make the list: they decide between equal scores and times only.
+    let by_score =
+      |a: &Candidate, b: &Candidate| b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms));
+    // First the memories whose total is at least the limit-th best (at least `limit` of them):
+    // the limit-th best of their scores is a bar for the others. A score is its relevance times
+    // factors in (0, 1], and a product of doubles by a factor at most 1 never exceeds what it
+    // multiplies, so a memory whose relevance is under that bar scores under it too, below
+    // `limit` memories already found: it cannot make the list, and its factors are not computed.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
+      if total >= cutoff && total >= kth_total {
+        candidates.extend(candidate(d, total, from)?);
       }
     }
-    drop(scratch);
-    let order = |a: &Candidate, b: &Candidate| {
-      b.score.total_cmp(&a.score).then_with(|| b.timestamp_ms.cmp(&a.timestamp_ms)).then_with(|| a.id.cmp(b.id))
-    };
-    if candidates.len() > options.limit {
-      candidates.select_nth_unstable_by(options.limit - 1, order);
-      candidates.truncate(options.limit);
+    let mut bar = f64::NEG_INFINITY;
+    if candidates.len() >= options.limit {
+      candidates.select_nth_unstable_by(options.limit - 1, by_score);
+      bar = candidates[options.limit - 1].score;
     }
-    candidates.sort_unstable_by(order);
+    for (&d, &(total, from)) in touched.iter().zip(totals.iter()) {
+      if total >= cutoff && total < kth_total && (total / bm25_max).min(1.0) >= bar {
+        candidates.extend(candidate(d, total, from)?);
+      }
+    }
+    if candidates.len() > options.limit {
+      // Those after the limit-th by score and time are after it whatever their ids.
+      candidates.select_nth_unstable_by(options.limit - 1, by_score);
+      let last = candidates[options.limit - 1];
+      candidates.retain(|c| by_score(c, &last).is_le());
+    }
+    let mut listed = candidates.into_iter().map(|c| Ok((c, self.slot_id(c.doc)?))).collect::<Result<Vec<_>>>()?;
+    let order = |a: &(Candidate, &str), b: &(Candidate, &str)| by_score(&a.0, &b.0).then_with(|| a.1.cmp(b.1));
+    if listed.len() > options.limit {
+      listed.select_nth_unstable_by(options.limit - 1, order);
+      listed.truncate(options.limit);
+    }
+    listed.sort_unstable_by(order);
 
-    let mut hits = Vec::with_capacity(candidates.len());
-    for Candidate { score, bm25, context, from, doc: d, id, .. } in candidates {
+    let mut hits = Vec::with_capacity(listed.len());
+    for (Candidate { score, bm25, context, from, doc: d, .. }, id) in listed {
       let s = slots.get(d)?;
       let context_from = from.iter().flatten().map(|&n| self.slot_id(n).map(str::to_string)).collect::<Result<_>>()?;
       let matched: Vec<MatchedTerm> = terms
@@ -451,12 +527,15 @@ impl MemoryIndex {
         },
       });
     }
-    Ok(SearchResults { hits, terms: terms_out(&terms), dropped_terms: dropped })
+    let terms_used = terms_out(&terms);
+    scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related]).flatten().chain(speaker));
+    Ok(SearchResults { hits, terms: terms_used, dropped_terms: dropped })
   }
 }
 
-/// A memory that may make the list, with what ordering it needs.
-struct Candidate<'a> {
+/// A memory that may make the list, with what ordering it needs but its id.
+#[derive(Clone, Copy)]
+struct Candidate {
   score: f64,
   bm25: f64,
   /// What its neighbours lent, on the scale of relevance.
@@ -465,47 +544,117 @@ struct Candidate<'a> {
   from: [Option<u32>; 2],
   doc: u32,
   timestamp_ms: i64,
-  id: &'a str,
+}
+
+/// Posting lists decoded from a base kept for the next query of the thread: enough for the
+/// words of an ordinary query; each holds at most one posting per memory.
+const SPARE_LISTS: usize = 8;
+
+/// What a query works in, kept per thread between queries so that a query allocates and zeroes
+/// nothing in proportion to the index or to its posting lists: the score accumulators (one
+/// slot per memory; only the slots a query touched are zeroed again), and the buffers of the
+/// lists, weights and totals, emptied but not freed.
+#[derive(Default)]
+struct Buffers {
+  acc: Vec<f64>,
+  /// Memories with a score, in the order they got it.
+  touched: Vec<u32>,
+  /// One list's weights before its idf is known.
+  pending: Vec<(u32, f64)>,
+  /// Per touched memory: its BM25 with context, and who lent it.
+  totals: Vec<(f64, [Option<u32>; 2])>,
+  best: Vec<f64>,
+  spare: Vec<Postings>,
+  /// [`tf_weight`]'s memo.
+  weights: Vec<f64>,
+}
+
+impl Buffers {
+  const fn new() -> Buffers {
+    Buffers {
+      acc: Vec::new(),
+      touched: Vec::new(),
+      pending: Vec::new(),
+      totals: Vec::new(),
+      best: Vec::new(),
+      spare: Vec::new(),
+      weights: Vec::new(),
+    }
+  }
 }
 
 thread_local! {
-  /// Per-thread score accumulators, one slot per memory, kept between queries so that a query
-  /// does not allocate and zero a buffer the size of the index: only the slots it touched are
-  /// zeroed again, when its [`Scratch`] is dropped (also on unwinding).
-  static ACCUMULATORS: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+  static BUFFERS: std::cell::RefCell<Buffers> = const { std::cell::RefCell::new(Buffers::new()) };
 }
 
-/// One query's accumulators: BM25 so far per memory, and which memories were touched.
+/// One query's buffers, handed back to the thread (accumulators zeroed) when dropped, also on
+/// unwinding and on errors.
 struct Scratch {
-  acc: Vec<f64>,
-  touched: Vec<u32>,
+  b: Buffers,
 }
 
 impl Scratch {
   fn take(slots: usize) -> Scratch {
-    let mut acc = ACCUMULATORS.with(|a| std::mem::take(&mut *a.borrow_mut()));
-    if acc.len() < slots {
-      acc.resize(slots, 0.0);
+    let mut b = BUFFERS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if b.acc.len() < slots {
+      b.acc.resize(slots, 0.0);
     }
-    Scratch { acc, touched: Vec::new() }
+    Scratch { b }
   }
 
-  fn add(&mut self, doc: u32, weight: f64) {
-    let slot = &mut self.acc[doc as usize];
-    if *slot == 0.0 {
-      self.touched.push(doc);
+  /// Keeps decoded lists' buffers for the next query.
+  fn keep<'a>(&mut self, lists: impl IntoIterator<Item = std::borrow::Cow<'a, Postings>>) {
+    for list in lists {
+      if let std::borrow::Cow::Owned(list) = list {
+        if self.b.spare.len() < SPARE_LISTS {
+          self.b.spare.push(list);
+        }
+      }
     }
-    *slot += weight;
   }
+}
+
+/// Term counts (1 to this) and memory lengths (below [`WEIGHTS_LEN`]) whose BM25 weights a
+/// query remembers.
+const WEIGHTS_TF: usize = 4;
+const WEIGHTS_LEN: usize = 256;
+
+/// `rank.tf_weight(tf, len, avg_len)`, remembered in `memo` (NaN: not yet known) for the
+/// common small counts and lengths: a query reads tens of thousands of postings, and their
+/// weights repeat. The same function on the same values, so the same bits.
+#[inline]
+fn tf_weight(memo: &mut [f64], rank: &RankConfig, tf: u32, len: u32, avg_len: f64) -> f64 {
+  let (tf_at, len_at) = (tf as usize, len as usize);
+  if tf_at == 0 || tf_at > WEIGHTS_TF || len_at >= WEIGHTS_LEN {
+    return rank.tf_weight(tf, len, avg_len);
+  }
+  let Some(slot) = memo.get_mut((tf_at - 1) * WEIGHTS_LEN + len_at) else { return rank.tf_weight(tf, len, avg_len) };
+  if slot.is_nan() {
+    *slot = rank.tf_weight(tf, len, avg_len);
+  }
+  *slot
+}
+
+#[inline]
+fn add(acc: &mut [f64], touched: &mut Vec<u32>, doc: u32, weight: f64) {
+  let slot = &mut acc[doc as usize];
+  if *slot == 0.0 {
+    touched.push(doc);
+  }
+  *slot += weight;
 }
 
 impl Drop for Scratch {
   fn drop(&mut self) {
-    for &d in &self.touched {
-      self.acc[d as usize] = 0.0;
+    let mut b = std::mem::take(&mut self.b);
+    for &d in &b.touched {
+      b.acc[d as usize] = 0.0;
     }
-    let acc = std::mem::take(&mut self.acc);
-    ACCUMULATORS.with(|a| *a.borrow_mut() = acc);
+    b.touched.clear();
+    b.pending.clear();
+    b.totals.clear();
+    b.best.clear();
+    BUFFERS.with(|a| *a.borrow_mut() = b);
   }
 }
 
