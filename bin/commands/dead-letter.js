@@ -3,14 +3,10 @@
 // and storing them once the cause is gone. Prints ids, sessions, counts and error codes; never
 // what was captured.
 
-const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
+const { workspace } = cli
 
 /** The queue's options: `--dir` is the `deadLetterDir` the writer was given (relative: below the workspace). */
 function queue(ws, values) {

@@ -9,24 +9,12 @@ const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const { printJson } = cli
+const { printJson, workspace, positiveInteger } = cli
 
 /** Largest `--input` JSON read (a checkpoint or bead input). */
 const MAX_INPUT_BYTES = 4 * 1024 * 1024
 
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
-
 const open = (values) => core.Ledger.open({ workspaceDir: workspace(values) })
-
-function positiveInteger(text, flag) {
-  if (text === undefined) return undefined
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
-  return n
-}
 
 function nonEmpty(text, flag) {
   if (text !== undefined && text.trim() === '') throw cli.usage(`${flag} needs a value`)

@@ -1,20 +1,13 @@
 'use strict'
 // `loa capture` and `loa consolidate`: the memory pipeline from scripts and hooks.
 
-const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const { printJson } = cli
+const { printJson, workspace, positiveInteger } = cli
 
 /** The largest content `capture` takes (the store's limit); stdin beyond it is refused unread. */
 const MAX_CONTENT_BYTES = 1024 * 1024
-
-/** --workspace (default: the current directory), which must be an existing directory. */
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
 
 function readContent(values) {
   if (values.content !== undefined) return values.content
@@ -93,13 +86,6 @@ async function consolidate({ args, values }) {
     process.stderr.write(`loa: WAL record ${r.sessionId} #${r.seq} not applied: ${r.code}: ${r.reason}\n`)
   }
   return 0
-}
-
-function positiveInteger(text, flag) {
-  if (text === undefined) return undefined
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
-  return n
 }
 
 function context({ args, values }) {

@@ -11,16 +11,11 @@ const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const { printJson } = cli
+const { printJson, workspace, positiveInteger } = cli
 
 /** A `--trust` file is a key list, not a store: larger is refused unread. */
 const MAX_TRUST_FILE_BYTES = 1024 * 1024
 const HEX_KEY = /^[0-9a-fA-F]{64}$/
-
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
 
 /**
  * The pinned keys of `--trust`: each a public key (64 hex digits) or a file holding either
@@ -53,13 +48,6 @@ function trustedKeys(values) {
     }
   }
   return keys
-}
-
-function positiveInteger(text, flag) {
-  if (text === undefined) return undefined
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
-  return n
 }
 
 /**

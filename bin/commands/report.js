@@ -7,24 +7,15 @@ const fs = require('node:fs')
 const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
+
+const { workspace, positiveInteger } = cli
+
 const { gatherReport, DEFAULT_LIMIT } = require('../lib/report/gather.js')
 const { renderReport } = require('../lib/report/render.js')
 const { hmacKey } = require('./audit.js')
 
 /** The longest `--query`: the store's own limit on a query (32 KiB). */
 const MAX_QUERY_BYTES = 32 * 1024
-
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
-
-function positiveInteger(text, flag) {
-  if (text === undefined) return undefined
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
-  return n
-}
 
 /** `dir` with its symlinks resolved when it exists; else its nearest existing parent's, joined. */
 function realPath(dir) {

@@ -4,26 +4,13 @@
 // paths, scores and counts; `loa search` prints the memories it finds (that is what was asked),
 // `loa forget` never prints what it removed.
 
-const path = require('node:path')
 const core = require('../../index.js')
 const cli = require('../lib/cli.js')
 
-const { printJson } = cli
+const { printJson, workspace, positiveInteger } = cli
 
 /** The CLI's own WAL session: one store at a time per workspace runs these commands. */
 const SESSION = 'cli'
-
-function workspace(values) {
-  if (values.workspace === '') throw cli.usage('--workspace needs a directory')
-  return cli.requireDir(path.resolve(values.workspace ?? '.'), 'workspace')
-}
-
-function positiveInteger(text, flag) {
-  if (text === undefined) return undefined
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw cli.usage(`${flag} must be a positive integer`)
-  return n
-}
 
 /**
  * Runs `fn` with a store of the workspace; `readOnly` for the commands that only read, so that

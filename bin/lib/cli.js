@@ -220,6 +220,20 @@ function expectArgs(args, max, command) {
   if (args.length > max) throw usage(`'loa ${command}' takes ${max === 0 ? 'no' : `at most ${max}`} argument${max === 1 ? '' : 's'}; got ${args.length}`)
 }
 
+/** `--workspace` (default: the current directory), which must be an existing directory. */
+function workspace(values) {
+  if (values.workspace === '') throw usage('--workspace needs a directory')
+  return requireDir(require('node:path').resolve(values.workspace ?? '.'), 'workspace')
+}
+
+/** A positive integer option (`--budget 400`), or undefined when not given. */
+function positiveInteger(text, flag) {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw usage(`${flag} must be a positive integer`)
+  return n
+}
+
 function printJson(value) {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n')
 }
@@ -265,4 +279,6 @@ module.exports = {
   badAction,
   printJson,
   keysDir,
+  workspace,
+  positiveInteger,
 }

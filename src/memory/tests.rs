@@ -20,7 +20,7 @@ fn at(kind: &str, content: &str, ts: &str) -> Entry {
 }
 
 /// Every file under `dir` (relative path -> bytes).
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(super) fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
   let mut out = BTreeMap::new();
   let mut stack = vec![dir.to_path_buf()];
   while let Some(d) = stack.pop() {

@@ -1,7 +1,6 @@
 //! Listing a workspace's memory for a person (`inventory`) and explaining a built context: both
 //! reads, exact about what is consolidated, forgotten and quarantined.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
@@ -26,23 +25,6 @@ fn capture(store: &MemoryStore, kind: MemoryKind, agent: Option<&str>, text: &st
 
 fn all(limit: usize) -> InventoryOptions {
   InventoryOptions { agent_id: None, limit }
-}
-
-/// Every file under `dir`, with its bytes.
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-  let mut out = BTreeMap::new();
-  let mut stack = vec![dir.to_path_buf()];
-  while let Some(d) = stack.pop() {
-    for e in fs::read_dir(&d).unwrap() {
-      let p = e.unwrap().path();
-      if p.is_dir() {
-        stack.push(p);
-      } else {
-        out.insert(p.strip_prefix(dir).unwrap().display().to_string(), fs::read(&p).unwrap());
-      }
-    }
-  }
-  out
 }
 
 #[test]
@@ -83,7 +65,7 @@ fn inventory_lists_newest_first_with_what_is_consolidated_forgotten_and_quaranti
   let quarantined = ws.path().join("grimoires/loa/learnings.json.corrupt-20260105T100000Z");
   fs::write(&quarantined, b"{").unwrap();
 
-  let before = tree(ws.path());
+  let before = super::tests::snapshot(ws.path());
   let reader = MemoryStore::open_read_only(options(ws.path(), "s1")).unwrap();
   let inv = reader.inventory(&all(10)).unwrap();
   let ids: Vec<&str> = inv.memories.iter().map(|m| m.record.id.as_str()).collect();
@@ -109,7 +91,7 @@ fn inventory_lists_newest_first_with_what_is_consolidated_forgotten_and_quaranti
     assert_eq!(reader.inventory(&bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
   }
   reader.close().unwrap();
-  assert_eq!(tree(ws.path()), before, "listing wrote nothing");
+  assert_eq!(super::tests::snapshot(ws.path()), before, "listing wrote nothing");
 }
 
 #[test]
