@@ -289,9 +289,15 @@ function gatherReport(ws, { agent = null, query = null, limit = DEFAULT_LIMIT, m
   const values = { manifest, keys }
   const store = core.MemoryStore.open({ workspaceDir: ws, sessionId: 'report', readOnly: true })
   try {
-    // A bad --agent or --limit is the caller's error, not a part of the page that failed.
-    store.inventorySync({ limit, ...(agent ? { agentId: agent } : {}) })
-    const inventory = part(() => store.inventorySync({ limit, ...(agent ? { agentId: agent } : {}) }))
+    // Read once. A bad --agent or --limit is the caller's error, not a part of the page that
+    // failed.
+    let inventory
+    try {
+      inventory = store.inventorySync({ limit, ...(agent ? { agentId: agent } : {}) })
+    } catch (err) {
+      if (err?.code === 'E_INVALID_ARGUMENT') throw err
+      inventory = failed(err)
+    }
     const memories = inventory.error ? inventory : memoriesPart(inventory, limit)
     const items = memories.items ?? []
     const byId = new Map((inventory.memories ?? []).map((m) => [m.memory.id, m.memory]))
