@@ -231,7 +231,12 @@ fn may_name_provider<'a>(n: usize, word: &impl Fn(usize) -> &'a [u8]) -> bool {
   let ac = AC.get_or_init(|| {
     let mut keywords: Vec<&[u8]> = keyword_set().iter().copied().collect();
     keywords.sort_unstable();
-    aho_corasick::AhoCorasick::new(keywords).expect("provider keywords")
+    // A DFA: with more than a hundred keywords the crate would choose an NFA, whose search
+    // cost twice as much per identifier (a text of random tokens asks for one per token).
+    aho_corasick::AhoCorasick::builder()
+      .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+      .build(keywords)
+      .expect("provider keywords")
   });
   len >= 3 && ac.is_match(&buf[..len])
 }
