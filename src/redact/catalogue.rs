@@ -218,7 +218,6 @@ const SPAN_SCAN: usize = 256;
 /// (`x7Kq...` splits at every change of case) cost a hash look-up per one, two and three
 /// adjacent words otherwise, a fifth of the time of a text of such tokens.
 fn may_name_provider<'a>(n: usize, word: &impl Fn(usize) -> &'a [u8]) -> bool {
-  static AC: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
   let mut buf = [0u8; SPAN_SCAN];
   let mut len = 0;
   for w in (0..n).map(word) {
@@ -228,7 +227,34 @@ fn may_name_provider<'a>(n: usize, word: &impl Fn(usize) -> &'a [u8]) -> bool {
     buf[len..len + w.len()].copy_from_slice(w);
     len += w.len();
   }
-  let ac = AC.get_or_init(|| {
+  len >= 3 && provider_keywords().is_match(&buf[..len])
+}
+
+/// [`may_name_provider`] asked of an identifier before it is split into words: its letters and
+/// digits (lowercased, of its first [`IDENT_WORDS_MAX`] bytes) written together hold every
+/// run of its words written together, so no keyword among them rules out every provider name
+/// [`provider_span`] could find in its words. Cheaper than the split for the identifiers that
+/// name none (a random token before another).
+pub fn may_name_provider_in(ident: &[u8]) -> bool {
+  const _: () = assert!(IDENT_WORDS_MAX <= SPAN_SCAN);
+  let mut buf = [0u8; IDENT_WORDS_MAX];
+  let mut len = 0;
+  for &b in &ident[..ident.len().min(IDENT_WORDS_MAX)] {
+    if b.is_ascii_alphanumeric() {
+      buf[len] = b.to_ascii_lowercase();
+      len += 1;
+    }
+  }
+  len >= 3 && provider_keywords().is_match(&buf[..len])
+}
+
+/// Bytes of an identifier that `secrets::ident_words` splits into words (it ignores the rest).
+pub const IDENT_WORDS_MAX: usize = 160;
+
+/// Every provider keyword, for [`may_name_provider`].
+fn provider_keywords() -> &'static aho_corasick::AhoCorasick {
+  static AC: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
+  AC.get_or_init(|| {
     let mut keywords: Vec<&[u8]> = keyword_set().iter().copied().collect();
     keywords.sort_unstable();
     // A DFA: with more than a hundred keywords the crate would choose an NFA, whose search
@@ -237,8 +263,7 @@ fn may_name_provider<'a>(n: usize, word: &impl Fn(usize) -> &'a [u8]) -> bool {
       .kind(Some(aho_corasick::AhoCorasickKind::DFA))
       .build(keywords)
       .expect("provider keywords")
-  });
-  len >= 3 && ac.is_match(&buf[..len])
+  })
 }
 
 /// The words `start..end` of the first provider name in a run of identifier words (lowercased):

@@ -3,7 +3,9 @@
 //! configuration files whose secrets follow no operator (`.netrc`, Kubernetes `kind: Secret`
 //! manifests), and generic high-entropy tokens.
 
-use super::catalogue::{fits_shape, provider_span, providers, providers_named, MAX_KEYWORD};
+use super::catalogue::{
+  fits_shape, may_name_provider_in, provider_span, providers, providers_named, IDENT_WORDS_MAX, MAX_KEYWORD,
+};
 use super::ctx::{Ctx, P_ENTROPY, P_JWT, P_PASSWORD, P_PRIVATE_KEY, P_SECRET, P_URL_CRED};
 use super::engine::{ident_key, ident_slot};
 use super::letters::{is_random_letters, MIN_RANDOM_LETTERS};
@@ -548,7 +550,7 @@ struct IdentClass {
 /// Words of an identifier, lowercased: `DB_PASSWORD` -> [db, password], `alibabaToken` ->
 /// [alibaba, token], `X-Api-Key` -> [x, api, key], `token3` -> [token, 3]. No allocation.
 struct Words {
-  lower: [u8; 160],
+  lower: [u8; IDENT_WORDS_MAX],
   spans: [(u8, u8); 24],
   n: usize,
 }
@@ -590,8 +592,8 @@ fn starts_with_any(v: &[u8], prefixes: &[&str]) -> bool {
 }
 
 fn ident_words(ident: &[u8]) -> Words {
-  let mut w = Words { lower: [0; 160], spans: [(0, 0); 24], n: 0 };
-  let ident = &ident[..ident.len().min(160)];
+  let mut w = Words { lower: [0; IDENT_WORDS_MAX], spans: [(0, 0); 24], n: 0 };
+  let ident = &ident[..ident.len().min(IDENT_WORDS_MAX)];
   let mut start: Option<usize> = None;
   for (i, &b) in ident.iter().enumerate() {
     w.lower[i] = b.to_ascii_lowercase();
@@ -881,6 +883,11 @@ fn classify_ident(ident: &[u8]) -> Option<IdentClass> {
 /// and holds none of [`SECRET_PIECES`], as the full classification would (a random token or an
 /// ordinary name: most of those asked, and the full one costs a few lexicon look-ups per word).
 fn classify_ident_with(ident: &[u8], quick: bool) -> Option<IdentClass> {
+  // The quick answer below, asked before the split into words when it can be: most identifiers
+  // asked name no provider and hold no secret piece.
+  if quick && !is_bundler_auth(ident) && !SECRET_PIECES.in_text(ident) && !may_name_provider_in(ident) {
+    return None;
+  }
   let all = ident_words(ident);
   if all.n == 0 {
     return None;
