@@ -36,6 +36,7 @@ pub mod index;
 pub mod period;
 mod persist;
 pub mod query;
+pub mod isa;
 pub mod rank;
 pub mod related;
 pub mod speaker;
