@@ -191,13 +191,11 @@ fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -
   let mut best: FxHashMap<String, u32> = FxHashMap::default();
   for word in words {
     let mut kept = 0;
-    for &(other, similarity) in related::related(word) {
+    for (term, similarity) in related::related(word, analyzer) {
       if kept == related::PER_WORD {
         break;
       }
-      let mut term = None;
-      analyzer.analyze(other, |t, _| term = Some(t.to_string()));
-      let Some(term) = term.filter(|t| !own.contains(t.as_str())) else { continue };
+      let Some(term) = term.filter(|t| !own.contains(t)) else { continue };
       kept += 1;
       let slot = best.entry(format!("{RELATED_MARK}{term}")).or_default();
       *slot = (*slot).max(u32::from(similarity));
@@ -232,10 +230,8 @@ fn isa_terms<'w>(
   let mut found: FxHashMap<String, (usize, u32)> = FxHashMap::default();
   for word in words {
     let Some((id, above)) = isa::lookup(word) else { continue };
-    for (rank, hypernym) in above.iter().take(ISA_PER_WORD).enumerate() {
-      let mut term = None;
-      analyzer.analyze(hypernym, |t, _| term = Some(t.to_string()));
-      let Some(term) = term.filter(|t| !own.contains(t.as_str()) && !related.contains(t.as_str())) else { continue };
+    for (rank, term) in above.iter().take(ISA_PER_WORD).map(|&h| isa::term(h, analyzer)).enumerate() {
+      let Some(term) = term.filter(|t| !own.contains(t) && !related.contains(t)) else { continue };
       found.entry(format!("{ISA_MARK}{term}")).or_insert((rank, isa_code(id, rank)));
     }
   }

@@ -17,6 +17,9 @@
 
 use std::sync::OnceLock;
 
+use super::analyze::Analyzer;
+use super::related::TableWords;
+
 /// What starts an is-a term (`^languag`): no text analyses to a term with `^`.
 pub const ISA_MARK: char = '^';
 
@@ -27,7 +30,9 @@ const TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/isa-words.bin"));
 struct Table<'a> {
   /// The lemmas, sorted (their index is the id [`lookup`] gives), each with its list's index.
   lemmas: Vec<(Box<str>, u16)>,
-  lists: Vec<Vec<&'a str>>,
+  /// Lists of is-a words, as indexes into `hypernyms`.
+  lists: Vec<Vec<u16>>,
+  hypernyms: Vec<&'a str>,
 }
 
 /// Reads `n` bytes at `*at`, advancing it; `None` past the end.
@@ -49,7 +54,8 @@ fn parse(bytes: &[u8]) -> Option<Table<'_>> {
     lists.push(
       ids
         .chunks_exact(2)
-        .filter_map(|id| hypernyms.get(usize::from(u16::from_le_bytes([id[0], id[1]]))).copied())
+        .map(|id| u16::from_le_bytes([id[0], id[1]]))
+        .filter(|&id| usize::from(id) < hypernyms.len())
         .collect(),
     );
   }
@@ -67,27 +73,32 @@ fn parse(bytes: &[u8]) -> Option<Table<'_>> {
     previous.push_str(rest);
     lemmas.push((previous.as_str().into(), list));
   }
-  Some(Table { lemmas, lists })
+  Some(Table { lemmas, lists, hypernyms })
 }
 
-fn table() -> &'static Table<'static> {
-  static PARSED: OnceLock<Table<'static>> = OnceLock::new();
-  PARSED.get_or_init(|| parse(TABLE).unwrap_or_default())
+fn table() -> &'static (Table<'static>, TableWords) {
+  static PARSED: OnceLock<(Table<'static>, TableWords)> = OnceLock::new();
+  PARSED.get_or_init(|| {
+    let table = parse(TABLE).unwrap_or_default();
+    let words = TableWords::new(table.hypernyms.clone());
+    (table, words)
+  })
 }
 
 /// The is-a words of a lemma (lowercase; two words joined by `_`), nearest first, with the
 /// lemma's id (for [`lemma`]); `None` when the table does not hold it.
-fn exact(lemma: &str) -> Option<(u32, &'static [&'static str])> {
-  let t = table();
+fn exact(lemma: &str) -> Option<(u32, &'static [u16])> {
+  let (t, _) = table();
   let i = t.lemmas.binary_search_by(|(l, _)| l.as_ref().cmp(lemma)).ok()?;
   let list = t.lists.get(usize::from(t.lemmas[i].1))?;
   Some((i as u32, list.as_slice()))
 }
 
-/// The is-a words of a word as written (lowercase: `eagles`, `water_polo`), nearest first, with
-/// the id of the lemma found: the word itself, or else its singular by the regular English
-/// plural (`eagles`, `boxes`, `ponies`), which is what WordNet lists.
-pub fn lookup(word: &str) -> Option<(u32, &'static [&'static str])> {
+/// The is-a words of a word as written (lowercase: `eagles`, `water_polo`), nearest first, as
+/// ids for [`term`] and [`hypernym`], with the id of the lemma found: the word itself, or else
+/// its singular by the regular English plural (`eagles`, `boxes`, `ponies`), which is what
+/// WordNet lists.
+pub fn lookup(word: &str) -> Option<(u32, &'static [u16])> {
   exact(word).or_else(|| {
     let singulars = [
       word.strip_suffix("ies").map(|stem| format!("{stem}y")),
@@ -101,7 +112,18 @@ pub fn lookup(word: &str) -> Option<(u32, &'static [&'static str])> {
 /// The lemma of an id [`lookup`] gave (`water polo` for `water_polo`); `None` for any other
 /// number (an index from damaged bytes may hold anything).
 pub fn lemma(id: u32) -> Option<String> {
-  table().lemmas.get(id as usize).map(|(l, _)| l.replace('_', " "))
+  table().0.lemmas.get(id as usize).map(|(l, _)| l.replace('_', " "))
+}
+
+/// An is-a word of a list [`lookup`] gave (`language`).
+pub fn hypernym(id: u16) -> Option<&'static str> {
+  table().1.word(id)
+}
+
+/// The term `analyzer` makes of an is-a word of a list [`lookup`] gave (`languag`), computed
+/// once per process.
+pub fn term(id: u16, analyzer: &Analyzer) -> Option<&'static str> {
+  table().1.term(id, analyzer)
 }
 
 #[cfg(test)]
@@ -110,7 +132,8 @@ mod tests {
 
   #[test]
   fn the_table_names_categories_of_members() {
-    let above = |w: &str| lookup(w).map(|(_, h)| h.to_vec()).unwrap_or_default();
+    let above =
+      |w: &str| lookup(w).map(|(_, h)| h.iter().filter_map(|&id| hypernym(id)).collect::<Vec<_>>()).unwrap_or_default();
     assert!(above("turkish").contains(&"language"), "{:?}", above("turkish"));
     assert!(above("violin").contains(&"instrument"), "{:?}", above("violin"));
     assert!(above("eagles").contains(&"bird"), "{:?}", above("eagles"));
