@@ -13,7 +13,7 @@
 // class lemmas that are themselves frequent words (a question says `bird`, not `raptorial_bird`
 // or `eutherian`). Left out:
 // - classes too general to tell anything, those with more than MAX_BELOW classes below them
-//   (entity, object, organism, act, ...): decided by counting, not by a list;
+//   (entity, object, organism, person, artifact, ...): decided by counting, not by a list;
 // - lemmas WordNet's own sense-tagged corpus tags more often (by more than OTHERWISE_MARGIN) as
 //   a verb, adjective or adverb than as a noun (`run`, `play`, `talk`, `back`).
 // The defaults are what measured best on the development set (docs/search.md, "Is-a words");
