@@ -3397,6 +3397,12 @@ export interface SearchMatchedTerm {
    * see docs/search.md): their similarity, 0 to 1; `tf` is then 0.
    */
   related?: number
+  /**
+   * Set when the memory does not hold the word but a word of that kind: the memory's word it
+   * came through (`turkish` for the query word `language`, `water polo` for `sport`; an is-a
+   * match from WordNet's noun hierarchy, see docs/search.md); `tf` is then 0.
+   */
+  isa?: string
 }
 
 /** A query term as searched. */

@@ -93,6 +93,22 @@ test('a query naming a speaker of transcript lines, or a month, says so in expla
   assert.match(hits[0].content, /^Mia:/)
 })
 
+test('a memory naming a thing is found by its kind, below one naming the kind, and explain says through which word', async (t) => {
+  const ws = workspace(t)
+  const store = open(ws)
+  t.after(() => store.close())
+  const turn = (content) => store.captureSync({ type: 'interaction', content })
+  turn('Zoe: Three hundred days of Turkish on the app now')
+  turn('Rafael: Learning a language takes patience')
+  turn('Zoe: The canteen lunch was fine')
+  const { hits } = store.searchSync('which language')
+  assert.deepEqual(hits.map((h) => h.content.split(':')[0]), ['Rafael', 'Zoe'])
+  const [own, isa] = hits.map((h) => h.explain.matched[0])
+  assert.equal(own.isa, undefined)
+  assert.deepEqual([isa.term, isa.tf, isa.isa, isa.related], ['languag', 0, 'turkish', undefined])
+  assert.ok(isa.bm25 < own.bm25)
+})
+
 test('hostile queries: empty, huge, regular-expression syntax, wrong types get coded errors or nothing', async (t) => {
   const ws = workspace(t)
   const store = open(ws)

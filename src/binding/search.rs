@@ -103,6 +103,10 @@ pub struct SearchMatchedTerm {
   /// Set when the memory does not hold the word but a related one (`moved` for `relocated`,
   /// see docs/search.md): their similarity, 0 to 1; `tf` is then 0.
   pub related: Option<f64>,
+  /// Set when the memory does not hold the word but a word of that kind: the memory's word it
+  /// came through (`turkish` for the query word `language`, `water polo` for `sport`; an is-a
+  /// match from WordNet's noun hierarchy, see docs/search.md); `tf` is then 0.
+  pub isa: Option<String>,
 }
 
 /// A query term as searched.
@@ -181,7 +185,7 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   period,
 });
 
-js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25, related });
+js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25, related, isa });
 
 js_from!(|t: crate::search::QueryTerm| SearchQueryTerm { term, query_word, df, idf });
 

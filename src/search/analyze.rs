@@ -53,7 +53,9 @@ pub const MAX_TERM_BYTES: usize = 64;
 /// version 1 may hold far more for one memory, and is rebuilt so that it no longer does).
 /// Version 3: speaker label terms (`@name`, see the module docs).
 /// Version 4: related-word terms (`~term`, see [`super::related`]).
-pub const ANALYZER_VERSION: u32 = 4;
+/// Version 5: is-a terms (`^term`, see [`super::isa`]); a change of the is-a table changes them
+/// too (and the word ids their postings hold), so it bumps this version as well.
+pub const ANALYZER_VERSION: u32 = 5;
 
 /// What starts a speaker label term (see the module docs).
 pub const SPEAKER_MARK: char = '@';

@@ -122,6 +122,8 @@ fn recall_report() {
     ("without stemming".into(), &plain, full.clone()),
     ("without recency".into(), &stemmed, RankConfig { recency: None, ..full.clone() }),
     ("without importance".into(), &stemmed, RankConfig { importance: None, ..full.clone() }),
+    ("without is-a words".into(), &stemmed, RankConfig { isa: 0.0, ..full.clone() }),
+    ("without related or is-a words".into(), &stemmed, RankConfig { isa: 0.0, related: 0.0, ..full.clone() }),
     ("BM25 + stemming".into(), &stemmed, RankConfig::bm25_only()),
     ("plain BM25 (no stemming, recency, importance)".into(), &plain, RankConfig::bm25_only()),
   ];

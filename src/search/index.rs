@@ -17,6 +17,7 @@ use crate::memory::MemoryKind;
 
 use super::analyze::{speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK};
 use super::base::{BaseParts, MappedBase, Rows};
+use super::isa::{self, ISA_MARK};
 use super::related::{self, RELATED_MARK};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
@@ -109,18 +110,35 @@ impl AnalyzedDoc {
     let mut terms: Vec<(String, u32)> = Vec::new();
     // Its distinct words of English letters, lowercased: what related words are looked up by.
     let mut words: Vec<String> = Vec::new();
-    analyzer.analyze(&doc.text, |term, surface| match slots.get(term) {
-      Some(&i) => terms[i].1 = terms[i].1.saturating_add(1),
-      None => {
-        slots.insert(term.to_string(), terms.len());
-        terms.push((term.to_string(), 1));
-        if surface.len() <= 24 && surface.bytes().all(|b| b.is_ascii_alphabetic()) {
-          words.push(surface.to_ascii_lowercase());
+    // ... and its distinct pairs of such words in a row that the is-a table holds (`water_polo`).
+    let mut pairs: Vec<String> = Vec::new();
+    let mut pairs_seen: FxHashSet<String> = FxHashSet::default();
+    let mut previous: Option<String> = None;
+    analyzer.analyze(&doc.text, |term, surface| {
+      let word =
+        (surface.len() <= 24 && surface.bytes().all(|b| b.is_ascii_alphabetic())).then(|| surface.to_ascii_lowercase());
+      if let (Some(first), Some(second)) = (&previous, &word) {
+        let pair = format!("{first}_{second}");
+        if !pairs_seen.contains(&pair) {
+          pairs_seen.insert(pair.clone());
+          if isa::lookup(&pair).is_some() {
+            pairs.push(pair);
+          }
         }
       }
+      match slots.get(term) {
+        Some(&i) => terms[i].1 = terms[i].1.saturating_add(1),
+        None => {
+          slots.insert(term.to_string(), terms.len());
+          terms.push((term.to_string(), 1));
+          words.extend(word.clone());
+        }
+      }
+      previous = word;
     });
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
     let related = related_terms(analyzer, &words, &terms);
+    let isa = isa_terms(analyzer, pairs.iter().chain(&words), &terms, &related);
     if let Some(label) = speaker_label(&doc.text) {
       let mut marked = Vec::new();
       analyzer.analyze(label, |term, _| {
@@ -134,6 +152,7 @@ impl AnalyzedDoc {
       terms.extend(marked.into_iter().map(|t| (t, 1)));
     }
     terms.extend(related);
+    terms.extend(isa);
     Ok(AnalyzedDoc {
       id: doc.id.clone(),
       agent_id: doc.agent_id.clone(),
@@ -145,13 +164,13 @@ impl AnalyzedDoc {
     })
   }
 
-  /// Terms counted with repeats (the BM25 document length); speaker label terms and related
-  /// words do not count.
+  /// Terms counted with repeats (the BM25 document length); speaker label terms, related words
+  /// and is-a words do not count.
   pub fn len(&self) -> u32 {
     self
       .terms
       .iter()
-      .filter(|(t, _)| !t.starts_with(SPEAKER_MARK) && !t.starts_with(RELATED_MARK))
+      .filter(|(t, _)| !t.starts_with([SPEAKER_MARK, RELATED_MARK, ISA_MARK]))
       .fold(0u32, |n, (_, tf)| n.saturating_add(*tf))
   }
 
@@ -172,13 +191,11 @@ fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -
   let mut best: FxHashMap<String, u32> = FxHashMap::default();
   for word in words {
     let mut kept = 0;
-    for &(other, similarity) in related::related(word) {
+    for (term, similarity) in related::related(word, analyzer) {
       if kept == related::PER_WORD {
         break;
       }
-      let mut term = None;
-      analyzer.analyze(other, |t, _| term = Some(t.to_string()));
-      let Some(term) = term.filter(|t| !own.contains(t.as_str())) else { continue };
+      let Some(term) = term.filter(|t| !own.contains(t)) else { continue };
       kept += 1;
       let slot = best.entry(format!("{RELATED_MARK}{term}")).or_default();
       *slot = (*slot).max(u32::from(similarity));
@@ -188,6 +205,52 @@ fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -
   related.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
   related.truncate(MAX_RELATED_PER_DOCUMENT);
   related
+}
+
+/// Most is-a terms one memory indexes (the nearest kept).
+pub const MAX_ISA_PER_DOCUMENT: usize = 64;
+
+/// Is-a terms kept per word of a memory (the nearest).
+pub const ISA_PER_WORD: usize = 8;
+
+/// The is-a terms of a memory whose words (and pairs of words, first) are `words`, terms `own`
+/// and related-word terms `related` (see [`super::isa`]): for each word, its
+/// [`ISA_PER_WORD`] nearest is-a words that analyse to a term the memory holds neither itself nor
+/// as a related word (so a memory holds a term one way only), as `^term`. In place of a count,
+/// [`isa_code`] of the first word that gave it, so that a hit can say which word it stands for.
+/// Sorted nearest first, then by term.
+fn isa_terms<'w>(
+  analyzer: &Analyzer,
+  words: impl Iterator<Item = &'w String>,
+  own: &[(String, u32)],
+  related: &[(String, u32)],
+) -> Vec<(String, u32)> {
+  let own: FxHashSet<&str> = own.iter().map(|(t, _)| t.as_str()).collect();
+  let related: FxHashSet<&str> = related.iter().map(|(t, _)| &t[RELATED_MARK.len_utf8()..]).collect();
+  let mut found: FxHashMap<String, (usize, u32)> = FxHashMap::default();
+  for word in words {
+    let Some((id, above)) = isa::lookup(word) else { continue };
+    for (rank, term) in above.iter().take(ISA_PER_WORD).map(|&h| isa::term(h, analyzer)).enumerate() {
+      let Some(term) = term.filter(|t| !own.contains(t) && !related.contains(t)) else { continue };
+      found.entry(format!("{ISA_MARK}{term}")).or_insert((rank, isa_code(id, rank)));
+    }
+  }
+  let mut isa: Vec<(String, (usize, u32))> = found.into_iter().collect();
+  isa.sort_unstable_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| a.0.cmp(&b.0)));
+  isa.truncate(MAX_ISA_PER_DOCUMENT);
+  isa.into_iter().map(|(t, (_, code))| (t, code)).collect()
+}
+
+/// What an is-a posting holds in place of a count: the id of the memory's word in the is-a
+/// table and how near the is-a word is to it (0: nearest), never 0.
+pub(super) fn isa_code(word_id: u32, rank: usize) -> u32 {
+  word_id.saturating_mul(ISA_PER_WORD as u32).saturating_add(rank.min(ISA_PER_WORD - 1) as u32).saturating_add(1)
+}
+
+/// The word id and nearness [`isa_code`] wrote.
+pub(super) fn isa_decode(code: u32) -> (u32, u32) {
+  let c = code.saturating_sub(1);
+  (c / ISA_PER_WORD as u32, c % ISA_PER_WORD as u32)
 }
 
 /// A 16-bit tag of a session id, never 0 (0: no session). Two memories next to each other in

@@ -33,6 +33,7 @@ pub mod analyze;
 pub mod base;
 pub mod format;
 pub mod index;
+pub mod isa;
 pub mod period;
 mod persist;
 pub mod query;
@@ -43,8 +44,8 @@ pub mod speaker;
 pub use analyze::{Analyzer, AnalyzerConfig, ANALYZER_VERSION, MAX_TERM_BYTES};
 pub use format::FORMAT_VERSION;
 pub use index::{
-  AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_RELATED_PER_DOCUMENT,
-  MAX_TERMS_PER_DOCUMENT,
+  AddOutcome, AnalyzedDoc, Document, MemoryIndex, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_ISA_PER_DOCUMENT,
+  MAX_RELATED_PER_DOCUMENT, MAX_TERMS_PER_DOCUMENT,
 };
 pub use period::{period_in, Period};
 pub use persist::{

@@ -24,7 +24,8 @@ use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
 use super::analyze::SPEAKER_MARK;
-use super::index::{MemoryIndex, Postings, MAX_ID_BYTES};
+use super::index::{isa_decode, MemoryIndex, Postings, MAX_ID_BYTES};
+use super::isa::{self, ISA_MARK};
 use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
 use super::related::RELATED_MARK;
@@ -153,17 +154,19 @@ pub fn check_query(query: &str) -> Result<()> {
   Ok(())
 }
 
-/// Related-word matches of a query term count only while at most one visible memory in this
-/// many holds the term as a related word (see [`super::related`]).
+/// Related-word (or is-a) matches of a query term count only while at most one visible memory in
+/// this many holds the term as a related word (as an is-a word; see [`super::related`],
+/// [`super::isa`]): such a word says little about any of them, and its list is the longest to
+/// read. Each kind is counted and dropped on its own.
 const RELATED_MAX_SHARE: u64 = 8;
 
 /// ... and always while at most this many do (a small memory has few memories to share them).
 const RELATED_ALWAYS: u64 = 64;
 
-/// Whether a query term held as a related word by `related_df` of the `n` visible memories is too
-/// common for its related matches to count (see [`RELATED_MAX_SHARE`]).
-fn too_common(related_df: u32, n: u32) -> bool {
-  u64::from(related_df) > (u64::from(n) / RELATED_MAX_SHARE).max(RELATED_ALWAYS)
+/// Whether a query term held as a related (or is-a) word by `derived_df` of the `n` visible
+/// memories is too common for those matches to count (see [`RELATED_MAX_SHARE`]).
+fn too_common(derived_df: u32, n: u32) -> bool {
+  u64::from(derived_df) > (u64::from(n) / RELATED_MAX_SHARE).max(RELATED_ALWAYS)
 }
 
 struct Term<'a> {
@@ -174,7 +177,10 @@ struct Term<'a> {
   /// The memories that hold it as a related word (see [`super::related`]), with its
   /// similarity in hundredths in place of a count.
   related: Option<std::borrow::Cow<'a, Postings>>,
-  /// Visible memories holding it, as a word or a related word.
+  /// The memories that hold it as an is-a word (see [`super::isa`]), with
+  /// [`super::index::isa_code`] in place of a count.
+  isa: Option<std::borrow::Cow<'a, Postings>>,
+  /// Visible memories holding it, as a word, a related word or an is-a word.
   df: u32,
   idf: f64,
 }
@@ -204,6 +210,7 @@ impl MemoryIndex {
         query_word: surface.to_string(),
         list: None,
         related: None,
+        isa: None,
         df: 0,
         idf: 0.0,
       });
@@ -213,6 +220,9 @@ impl MemoryIndex {
       t.list = self.postings_of(&t.term, &mut scratch.b.spare)?;
       if options.rank.related > 0.0 {
         t.related = self.postings_of(&format!("{RELATED_MARK}{}", t.term), &mut scratch.b.spare)?;
+      }
+      if options.rank.isa > 0.0 {
+        t.isa = self.postings_of(&format!("{ISA_MARK}{}", t.term), &mut scratch.b.spare)?;
       }
     }
 
@@ -246,8 +256,9 @@ impl MemoryIndex {
     // depends on its own frequency only, so its weights are added as soon as its list is read;
     // each memory's sum is still made in query-term order, as before.
     for t in &mut terms {
-      // A memory holds a term either as a word or as a related word, never both: its
-      // frequency counts both lists, and a related word's weight is `rank.related_weight`.
+      // A memory holds a term one way only, as a word, a related word or an is-a word: its
+      // frequency counts the three lists, and a related or is-a word's weight is
+      // `rank.related_weight` or `rank.isa_weight`.
       if unfiltered {
         let own_df = t.list.as_ref().map_or(0, |l| l.docs.len() as u32);
         let mut related_df = t.related.as_ref().map_or(0, |l| l.docs.len() as u32);
@@ -255,7 +266,12 @@ impl MemoryIndex {
           scratch.keep(t.related.take());
           related_df = 0;
         }
-        t.df = own_df + related_df;
+        let mut isa_df = t.isa.as_ref().map_or(0, |l| l.docs.len() as u32);
+        if too_common(isa_df, n) {
+          scratch.keep(t.isa.take());
+          isa_df = 0;
+        }
+        t.df = own_df + related_df + isa_df;
         if t.df == 0 {
           continue;
         }
@@ -274,39 +290,50 @@ impl MemoryIndex {
             add(&mut b.acc, &mut b.touched, d, t.idf * weight);
           }
         }
+        if let Some(list) = &t.isa {
+          for &d in &list.docs {
+            let weight = rank.isa_weight(slots.len(d)?, avg_len);
+            add(&mut b.acc, &mut b.touched, d, t.idf * weight);
+          }
+        }
         continue;
       }
-      let mut dfs = [0u32; 2];
-      let mut own_pending = 0;
+      let mut dfs = [0u32; 3];
+      // Where each list's memories start in `pending` (the third's end is its length).
+      let mut starts = [0usize; 3];
       let Scratch { b } = &mut scratch;
       b.pending.clear();
-      for (i, list) in [&t.list, &t.related].into_iter().enumerate() {
+      for (i, list) in [&t.list, &t.related, &t.isa].into_iter().enumerate() {
+        starts[i] = b.pending.len();
         if let Some(list) = list {
           for (&d, &tf) in list.docs.iter().zip(&list.tfs) {
             let s = slots.get(d)?;
             if s.live && visible[s.agent as usize] {
               dfs[i] += 1;
               if kind_ok[kind_index(s.kind)] && s.timestamp_ms >= since {
-                let weight = if i == 0 {
-                  tf_weight(&mut b.weights, rank, tf, s.len, avg_len)
-                } else {
-                  rank.related_weight(tf, s.len, avg_len)
+                let weight = match i {
+                  0 => tf_weight(&mut b.weights, rank, tf, s.len, avg_len),
+                  1 => rank.related_weight(tf, s.len, avg_len),
+                  _ => rank.isa_weight(s.len, avg_len),
                 };
                 b.pending.push((d, weight));
               }
             }
           }
         }
-        if i == 0 {
-          own_pending = b.pending.len();
-        }
+      }
+      // The is-a list is last: dropping it cuts the end, then the related list its middle.
+      let dropped_isa = too_common(dfs[2], n);
+      if dropped_isa {
+        b.pending.truncate(starts[2]);
+        dfs[2] = 0;
       }
       let dropped_related = too_common(dfs[1], n);
       if dropped_related {
-        b.pending.truncate(own_pending);
+        b.pending.drain(starts[1]..starts[2].min(b.pending.len()));
         dfs[1] = 0;
       }
-      t.df = dfs[0] + dfs[1];
+      t.df = dfs[0] + dfs[1] + dfs[2];
       if t.df > 0 {
         t.idf = rank.idf(t.df, n);
         bm25_max += rank.term_max(t.idf);
@@ -318,6 +345,9 @@ impl MemoryIndex {
       if dropped_related {
         scratch.keep(t.related.take());
       }
+      if dropped_isa {
+        scratch.keep(t.isa.take());
+      }
     }
     let terms_out = |terms: &[Term]| {
       terms
@@ -327,7 +357,7 @@ impl MemoryIndex {
     };
     if bm25_max <= 0.0 {
       let terms_used = terms_out(&terms);
-      scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related]).flatten());
+      scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related, t.isa]).flatten());
       return Ok(SearchResults { hits: Vec::new(), terms: terms_used, dropped_terms: dropped });
     }
 
@@ -490,7 +520,8 @@ impl MemoryIndex {
         .filter_map(|t| {
           let tf = t.list.as_ref().map_or(0, |l| l.tf_of(d));
           let similarity = if tf == 0 { t.related.as_ref().map_or(0, |l| l.tf_of(d)) } else { 0 };
-          (tf > 0 || similarity > 0).then(|| MatchedTerm {
+          let isa_code = if tf == 0 && similarity == 0 { t.isa.as_ref().map_or(0, |l| l.tf_of(d)) } else { 0 };
+          (tf > 0 || similarity > 0 || isa_code > 0).then(|| MatchedTerm {
             term: t.term.clone(),
             query_word: t.query_word.clone(),
             tf,
@@ -499,10 +530,13 @@ impl MemoryIndex {
             bm25: t.idf
               * if tf > 0 {
                 rank.tf_weight(tf, s.len, avg_len)
-              } else {
+              } else if similarity > 0 {
                 rank.related_weight(similarity, s.len, avg_len)
+              } else {
+                rank.isa_weight(s.len, avg_len)
               },
-            related: (tf == 0).then(|| f64::from(similarity) / 100.0),
+            related: (similarity > 0).then(|| f64::from(similarity) / 100.0),
+            isa: (isa_code > 0).then(|| isa::lemma(isa_decode(isa_code).0).unwrap_or_default()),
           })
         })
         .collect();
@@ -528,7 +562,7 @@ impl MemoryIndex {
       });
     }
     let terms_used = terms_out(&terms);
-    scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related]).flatten().chain(speaker));
+    scratch.keep(terms.into_iter().flat_map(|t| [t.list, t.related, t.isa]).flatten().chain(speaker));
     Ok(SearchResults { hits, terms: terms_used, dropped_terms: dropped })
   }
 }

@@ -77,6 +77,10 @@ pub struct RankConfig {
   /// [`super::related`]): the memory counts as holding it `related × similarity` times, 0 to 1;
   /// 0: related words are not looked at. Default 0.5.
   pub related: f64,
+  /// What a query word counts for in a memory that holds it only as an is-a word (see
+  /// [`super::isa`]: `language` in a memory saying `Turkish`): the memory counts as holding it
+  /// this many times, 0 to 1; 0: is-a words are not looked at. Default 0.5.
+  pub isa: f64,
 }
 
 impl Default for RankConfig {
@@ -90,6 +94,7 @@ impl Default for RankConfig {
       other_speaker: 0.6,
       outside_period: 0.5,
       related: 0.5,
+      isa: 0.5,
     }
   }
 }
@@ -105,6 +110,7 @@ impl RankConfig {
       other_speaker: 1.0,
       outside_period: 1.0,
       related: 0.0,
+      isa: 0.0,
       ..RankConfig::default()
     }
   }
@@ -122,6 +128,9 @@ impl RankConfig {
     }
     if !(self.related.is_finite() && (0.0..=1.0).contains(&self.related)) {
       return invalid("`related` must be a number between 0 and 1");
+    }
+    if !(self.isa.is_finite() && (0.0..=1.0).contains(&self.isa)) {
+      return invalid("`isa` must be a number between 0 and 1");
     }
     for (name, factor) in [("otherSpeaker", self.other_speaker), ("outsidePeriod", self.outside_period)] {
       if !(factor.is_finite() && factor > 0.0 && factor <= 1.0) {
@@ -162,6 +171,14 @@ impl RankConfig {
   /// this similarity (in hundredths): it counts as `related × similarity` occurrences.
   pub fn related_weight(&self, similarity: u32, len: u32, avg_len: f64) -> f64 {
     let tf = self.related * f64::from(similarity.min(100)) / 100.0;
+    let norm = if avg_len > 0.0 { 1.0 - self.b + self.b * f64::from(len) / avg_len } else { 1.0 };
+    tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+  }
+
+  /// [`tf_weight`](Self::tf_weight) of a memory holding the term only as an is-a word: it counts
+  /// as `isa` occurrences.
+  pub fn isa_weight(&self, len: u32, avg_len: f64) -> f64 {
+    let tf = self.isa;
     let norm = if avg_len > 0.0 { 1.0 - self.b + self.b * f64::from(len) / avg_len } else { 1.0 };
     tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
   }
@@ -309,6 +326,10 @@ pub struct MatchedTerm {
   /// When the memory holds the term only as a related word (see [`super::related`]): its
   /// similarity, 0 to 1 (`tf` is then 0).
   pub related: Option<f64>,
+  /// When the memory holds the term only as an is-a word (see [`super::isa`]): the memory's word
+  /// it stands for (`turkish` for the query word `language`; `tf` is then 0). Empty when that
+  /// word is unknown to this build's table (an index from damaged bytes).
+  pub isa: Option<String>,
 }
 
 #[cfg(test)]

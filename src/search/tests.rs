@@ -109,8 +109,9 @@ fn stemming_finds_other_forms_and_explain_adds_up() {
   assert!(e.relevance > 0.0 && e.relevance < 1.0);
   assert_eq!(e.age_ms, DAY_MS as i64);
   assert_eq!(e.importance, ImportanceWeights::default().interaction);
-  // "services" also matches the lunch memory, ranked below.
-  assert_eq!(ids(&r), ["billing", "lunch"]);
+  // "services" also matches the lunch memory, and `bill` the tabs memory as an is-a word (a
+  // tab is a bill), ranked below.
+  assert_eq!(ids(&r), ["billing", "lunch", "tabs"]);
   assert_eq!(r.terms.iter().map(|t| t.term.as_str()).collect::<Vec<_>>(), ["deploy", "bill", "servic"]);
   // Without stemming the other forms do not match.
   let mut plain = MemoryIndex::new(AnalyzerConfig { stem: false });
@@ -426,7 +427,7 @@ fn a_damaged_base_is_detected_and_rebuilt_never_read() {
       SearchIndex::open_or_rebuild(StateDir::open_root(copy.path()).unwrap(), IndexOptions::default(), || Ok(corpus()))
         .unwrap();
     assert!(matches!(how, Opened::RebuiltDamaged(_)), "byte {at}: {how:?}");
-    assert_eq!(ids(&rebuilt.search("billing", &opts()).unwrap()), ["billing"]);
+    assert_eq!(ids(&rebuilt.search("billing", &opts()).unwrap())[0], "billing");
   }
   // In a section: found when that section is read (a query, `verify`), never read as data.
   for at in [format::BASE_HEADER_BYTES + 2, len / 2, len - 1] {
@@ -444,7 +445,7 @@ fn a_damaged_base_is_detected_and_rebuilt_never_read() {
     }
     index.rebuild(corpus()).unwrap();
     index.verify().unwrap();
-    assert_eq!(ids(&index.search("billing", &opts()).unwrap()), ["billing"]);
+    assert_eq!(ids(&index.search("billing", &opts()).unwrap())[0], "billing");
   }
   // Missing: rebuilt too; intact: loaded.
   let empty = tempfile::tempdir().unwrap();
@@ -992,7 +993,7 @@ fn a_version_1_base_is_rebuilt() {
   let (index, how) =
     SearchIndex::open_or_rebuild(StateDir::open_root(&dir).unwrap(), IndexOptions::default(), || Ok(corpus())).unwrap();
   assert!(matches!(how, Opened::RebuiltDamaged(_)), "{how:?}");
-  assert_eq!(ids(&index.search("billing", &opts()).unwrap()), ["billing"]);
+  assert_eq!(ids(&index.search("billing", &opts()).unwrap())[0], "billing");
   assert_eq!(&fs::read(dir.join(BASE_FILE)).unwrap()[8..12], &format::FORMAT_VERSION.to_le_bytes());
 }
 
@@ -1130,8 +1131,9 @@ fn conversation() -> Vec<Document> {
 fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   let index = mem(&conversation());
   // Speakers aside (the query names Mia, whose turns the speaker factor would favour; see
-  // `a_named_speaker_puts_their_turns_first_and_says_why`).
-  let opts = || SearchOptions { rank: RankConfig { other_speaker: 1.0, ..RankConfig::default() }, ..opts() };
+  // `a_named_speaker_puts_their_turns_first_and_says_why`), and is-a words (`Turkish` is a
+  // language: `isa_words_find_a_memory_for_less_than_its_own_words`).
+  let opts = || SearchOptions { rank: RankConfig { other_speaker: 1.0, isa: 0.0, ..RankConfig::default() }, ..opts() };
   let r = index.search("which language is Mia learning", &opts()).unwrap();
   // `t2` holds the rarest word; `t1`, `t3` and `t4` hold only `mia`, alike. `t1` and `t3` are
   // `t2`'s neighbours in its session and get a quarter of its BM25 each; `t4` follows `t3` in
@@ -1162,7 +1164,7 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   assert_eq!(ids(&index.search("which language", &opts()).unwrap()), ["t2"]);
   // Plain BM25, or a context share of 0: of the three `mia` turns the shortest, `t4`, ranks
   // first (BM25's length normalisation); context is what put `t1` and `t3` above it.
-  for rank in [RankConfig::bm25_only(), RankConfig { context: 0.0, ..RankConfig::default() }] {
+  for rank in [RankConfig::bm25_only(), RankConfig { context: 0.0, isa: 0.0, ..RankConfig::default() }] {
     let r = index.search("which language is Mia learning", &SearchOptions { rank, ..opts() }).unwrap();
     assert_eq!(ids(&r)[..2], ["t2", "t4"]);
     assert!(r.hits.iter().all(|h| h.explain.context == 0.0));
@@ -1177,6 +1179,8 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
 fn context_never_comes_from_or_goes_to_a_memory_the_query_may_not_see() {
   // `t2` (the match on the rare word) belongs to another agent: a search scoped to `mia` must
   // not rank her turns by it, or their order would tell what the other agent's memory says.
+  // (Is-a words aside: through them `Turkish` in `t1` is a language.)
+  let opts = || SearchOptions { rank: RankConfig { isa: 0.0, ..RankConfig::default() }, ..opts() };
   let docs: Vec<Document> = conversation()
     .into_iter()
     .map(|d| with(d, |d| d.agent_id = Some(if d.id == "t2" { "jonas" } else { "mia" }.into())))
@@ -1280,7 +1284,7 @@ fn a_named_speaker_puts_their_turns_first_and_says_why() {
 fn speaker_labels_are_terms_of_their_own_and_do_not_count_in_lengths() {
   let analyzer = Analyzer::new(AnalyzerConfig::default());
   let d = AnalyzedDoc::new(&analyzer, &doc("a", "Dr. Ada Lima: the deploy failed")).unwrap();
-  let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).filter(|t| !t.starts_with('~')).collect();
+  let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).filter(|t| !t.starts_with(['~', '^'])).collect();
   assert_eq!(terms, ["dr", "ada", "lima", "deploy", "fail", "@dr", "@ada", "@lima"]);
   assert_eq!(d.len(), 5);
   for text in
@@ -1371,7 +1375,7 @@ fn related_words_find_a_memory_for_less_than_its_own_words() {
     analysed.terms.iter().filter(|(t, _)| t.starts_with('~')).map(|(t, s)| (t.as_str(), *s)).collect();
   assert!(related.iter().any(|(t, s)| *t == "~reloc" && (60..=100).contains(s)), "{related:?}");
   assert!(related.iter().all(|(t, _)| !analysed.terms.iter().any(|(own, _)| *own == t[1..])), "never a word it holds");
-  let own: u32 = analysed.terms.iter().filter(|(t, _)| !t.starts_with('~')).map(|(_, n)| n).sum();
+  let own: u32 = analysed.terms.iter().filter(|(t, _)| !t.starts_with(['~', '^'])).map(|(_, n)| n).sum();
   assert!(own > 0 && !related.is_empty());
   assert_eq!(analysed.len(), own, "related words do not count in its length");
 
@@ -1407,4 +1411,108 @@ fn a_related_word_of_too_many_memories_does_not_count() {
   let r = many.search("relocated", &opts()).unwrap();
   assert!(r.hits.is_empty(), "100 memories sharing it: only the word itself counts");
   assert_eq!(r.terms[0].df, 0);
+}
+
+/// A memory is found by a category its words belong to (`language` for `Turkish`, WordNet's
+/// is-a), below a memory holding the word itself, and explain says which word it came through.
+#[test]
+fn isa_words_find_a_memory_for_less_than_its_own_words() {
+  let analyzer = Analyzer::new(AnalyzerConfig::default());
+  let turkish = doc("turkish", "Zoe: Three hundred days of Turkish on the app now");
+  let analysed = AnalyzedDoc::new(&analyzer, &turkish).unwrap();
+  let isa: Vec<&str> = analysed.terms.iter().filter(|(t, _)| t.starts_with('^')).map(|(t, _)| t.as_str()).collect();
+  assert!(isa.contains(&"^languag"), "{isa:?}");
+  assert!(isa.iter().all(|t| !analysed.terms.iter().any(|(own, _)| *own == t[1..])), "never a word it holds");
+  let own: u32 = analysed.terms.iter().filter(|(t, _)| !t.starts_with(['^', '~', '@'])).map(|(_, n)| n).sum();
+  assert_eq!(analysed.len(), own, "is-a words do not count in its length");
+
+  let index = mem(&[
+    turkish,
+    doc("language", "Zoe: Learning a language takes patience"),
+    doc("lunch", "Lunch at the canteen was fine"),
+  ]);
+  let r = index.search("which language", &opts()).unwrap();
+  assert_eq!(ids(&r), ["language", "turkish"], "the word itself first, then the member of its kind");
+  let m = &r.hits[1].explain.matched;
+  assert_eq!(m.len(), 1);
+  assert_eq!((m[0].term.as_str(), m[0].tf, m[0].related), ("languag", 0, None));
+  assert_eq!(m[0].isa.as_deref(), Some("turkish"), "explain names the memory's word");
+  assert_eq!(r.hits[0].explain.matched[0].isa, None);
+  assert!(m[0].bm25 < r.hits[0].explain.matched[0].bm25);
+  assert_eq!(r.terms[0].df, 2, "df counts memories holding it either way");
+  // Off, only the word itself finds.
+  let words_only = SearchOptions { rank: RankConfig { isa: 0.0, ..RankConfig::default() }, ..opts() };
+  assert_eq!(ids(&index.search("which language", &words_only).unwrap()), ["language"]);
+  // No text analyses to an is-a term: `^languag` in a query is the word `languag`.
+  let r = index.search("^languag", &opts()).unwrap();
+  assert_eq!(r.terms.iter().map(|t| t.term.as_str()).collect::<Vec<_>>(), ["languag"]);
+}
+
+/// Two words in a row that WordNet lists as one lemma (`water polo`) get its is-a words, and
+/// plurals find their singular's.
+#[test]
+fn isa_words_of_two_word_lemmas_and_plurals() {
+  let index = mem(&[
+    doc("polo", "I joined the Thursday water polo group"),
+    doc("eagles", "Two eagles crossed the trail"),
+    doc("lunch", "Lunch at the canteen was fine"),
+  ]);
+  let r = index.search("sport", &opts()).unwrap();
+  assert_eq!(ids(&r), ["polo"]);
+  assert_eq!(r.hits[0].explain.matched[0].isa.as_deref(), Some("water polo"));
+  let r = index.search("bird", &opts()).unwrap();
+  assert_eq!(ids(&r), ["eagles"]);
+  assert_eq!(r.hits[0].explain.matched[0].isa.as_deref(), Some("eagle"));
+}
+
+/// A memory indexes at most `MAX_ISA_PER_DOCUMENT` is-a terms, at most `ISA_PER_WORD` per word.
+#[test]
+fn isa_words_are_capped_per_word_and_per_memory() {
+  let analyzer = Analyzer::new(AnalyzerConfig::default());
+  let one = AnalyzedDoc::new(&analyzer, &doc("one", "beagle")).unwrap();
+  let per_word = one.terms.iter().filter(|(t, _)| t.starts_with('^')).count();
+  assert!(per_word > 0 && per_word <= index::ISA_PER_WORD, "{per_word}");
+  let nouns = "violin guitar eagle salmon beagle tennis kayak pumpkin sedan turkish spanish cathedral \
+    hammer diamond tuberculosis hurricane lawyer surgeon carpenter mortgage sonnet telescope volcano \
+    glacier cinnamon broccoli chess jazz ballet penicillin bicycle tractor submarine parrot oak tulip";
+  let many = AnalyzedDoc::new(&analyzer, &doc("many", nouns)).unwrap();
+  let isa = many.terms.iter().filter(|(t, _)| t.starts_with('^')).count();
+  assert_eq!(isa, MAX_ISA_PER_DOCUMENT, "the cap holds, and these nouns reach it");
+}
+
+/// An is-a word of more than one visible memory in eight (and of more than 64) counts only as
+/// itself: the query's reading of its list stays bounded.
+#[test]
+fn an_isa_word_of_too_many_memories_does_not_count() {
+  let violins = |n: usize| -> Vec<Document> {
+    (0..n).map(|i| doc(&format!("m{i}"), &format!("Player number {i} practised the violin"))).collect()
+  };
+  let few = mem(&violins(50));
+  assert_eq!(few.search("instrument", &opts()).unwrap().hits.len(), 10, "50 memories: is-a words count");
+  let many = mem(&violins(100));
+  let r = many.search("instrument", &opts()).unwrap();
+  assert!(r.hits.is_empty(), "100 memories sharing it: only the word itself counts");
+  assert_eq!(r.terms[0].df, 0);
+  // The same through the filtered path (a scope), which reads the lists one memory at a time.
+  let scoped = SearchOptions { kinds: Some(vec![MemoryKind::Interaction]), ..opts() };
+  assert!(many.search("instrument", &scoped).unwrap().hits.is_empty());
+  assert_eq!(few.search("instrument", &scoped).unwrap().hits.len(), 10);
+}
+
+/// Forgetting a memory removes its is-a terms with it, from the files too.
+#[test]
+fn forgetting_removes_isa_terms() {
+  let (_t, dir) = tmp();
+  let index = open(&dir);
+  index.add(&doc("keep", "We talked about lunch")).unwrap();
+  index.compact().unwrap();
+  let isa_terms = |dir: &Path| vocabulary(dir).into_iter().filter(|t| t.starts_with('^')).collect::<Vec<_>>();
+  let before = isa_terms(&dir);
+  index.add(&doc("gone", "I practised the violin")).unwrap();
+  index.compact().unwrap();
+  assert!(isa_terms(&dir).iter().any(|t| t == "^instrument"), "{:?}", isa_terms(&dir));
+  assert_eq!(ids(&index.search("instrument", &opts()).unwrap()), ["gone"]);
+  assert_eq!(index.remove(["gone"]).unwrap(), 1);
+  assert_eq!(isa_terms(&dir), before, "only the kept memory's is-a terms are left");
+  assert!(index.search("instrument", &opts()).unwrap().hits.is_empty());
 }
