@@ -114,9 +114,22 @@ impl AnalyzedDoc {
     let mut pairs: Vec<String> = Vec::new();
     let mut pairs_seen: FxHashSet<String> = FxHashSet::default();
     let mut previous: Option<String> = None;
+    // The words of a speaker label (`John:`, `Dr. Ada Lima:`) name a person: their related and
+    // is-a words would say what the name means as a common noun (`john` a toilet, `ada` an
+    // enzyme). The label starts the text, so its words are the first the analyser emits.
+    let label = speaker_label(&doc.text);
+    let mut label_left = label.map_or(0, |l| {
+      let mut n = 0usize;
+      analyzer.analyze(l, |_, _| n += 1);
+      n
+    });
+    // Terms first seen in the label: a later word of the text with the same term is looked up.
+    let mut label_terms: FxHashSet<String> = FxHashSet::default();
     analyzer.analyze(&doc.text, |term, surface| {
-      let word =
-        (surface.len() <= 24 && surface.bytes().all(|b| b.is_ascii_alphabetic())).then(|| surface.to_ascii_lowercase());
+      let in_label = label_left > 0;
+      label_left = label_left.saturating_sub(1);
+      let word = (!in_label && surface.len() <= 24 && surface.bytes().all(|b| b.is_ascii_alphabetic()))
+        .then(|| surface.to_ascii_lowercase());
       if let (Some(first), Some(second)) = (&previous, &word) {
         let pair = format!("{first}_{second}");
         if !pairs_seen.contains(&pair) {
@@ -127,10 +140,18 @@ impl AnalyzedDoc {
         }
       }
       match slots.get(term) {
-        Some(&i) => terms[i].1 = terms[i].1.saturating_add(1),
+        Some(&i) => {
+          terms[i].1 = terms[i].1.saturating_add(1);
+          if word.is_some() && label_terms.remove(term) {
+            words.extend(word.clone());
+          }
+        }
         None => {
           slots.insert(term.to_string(), terms.len());
           terms.push((term.to_string(), 1));
+          if in_label {
+            label_terms.insert(term.to_string());
+          }
           words.extend(word.clone());
         }
       }
@@ -139,7 +160,7 @@ impl AnalyzedDoc {
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
     let related = related_terms(analyzer, &words, &terms);
     let isa = isa_terms(analyzer, pairs.iter().chain(&words), &terms, &related);
-    if let Some(label) = speaker_label(&doc.text) {
+    if let Some(label) = label {
       let mut marked = Vec::new();
       analyzer.analyze(label, |term, _| {
         let term = format!("{SPEAKER_MARK}{term}");

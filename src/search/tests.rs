@@ -1465,6 +1465,26 @@ fn isa_words_of_two_word_lemmas_and_plurals() {
   assert_eq!(r.hits[0].explain.matched[0].isa.as_deref(), Some("eagle"));
 }
 
+/// A speaker label's words name a person, not a thing: `John:` gets no is-a or related words
+/// (WordNet's first `john` is a toilet, a room); the same word later in the text does.
+#[test]
+fn a_speaker_label_gets_no_isa_or_related_words() {
+  let index = mem(&[
+    doc("label", "John: the weather was lovely today"),
+    doc("label-again", "John: we finally fixed the john"),
+    doc("no-label", "the john is broken again"),
+  ]);
+  let r = index.search("room", &opts()).unwrap();
+  let mut found = ids(&r);
+  found.sort_unstable();
+  assert_eq!(found, ["label-again", "no-label"]);
+  for hit in &r.hits {
+    assert!(hit.explain.matched.iter().any(|m| m.isa.as_deref() == Some("john")), "{}: {:?}", hit.id, hit.explain.matched);
+  }
+  // Nor by a related word of the name (GloVe's neighbours of `john` are other names).
+  assert!(!ids(&index.search("paul", &opts()).unwrap()).contains(&"label"));
+}
+
 /// A memory indexes at most `MAX_ISA_PER_DOCUMENT` is-a terms, at most `ISA_PER_WORD` per word.
 #[test]
 fn isa_words_are_capped_per_word_and_per_memory() {
