@@ -1479,7 +1479,12 @@ fn a_speaker_label_gets_no_isa_or_related_words() {
   found.sort_unstable();
   assert_eq!(found, ["label-again", "no-label"]);
   for hit in &r.hits {
-    assert!(hit.explain.matched.iter().any(|m| m.isa.as_deref() == Some("john")), "{}: {:?}", hit.id, hit.explain.matched);
+    assert!(
+      hit.explain.matched.iter().any(|m| m.isa.as_deref() == Some("john")),
+      "{}: {:?}",
+      hit.id,
+      hit.explain.matched
+    );
   }
   // Nor by a related word of the name (GloVe's neighbours of `john` are other names).
   assert!(!ids(&index.search("paul", &opts()).unwrap()).contains(&"label"));
