@@ -18,7 +18,8 @@
 //   a verb, adjective or adverb than as a noun (`run`, `play`, `talk`, `back`).
 // The defaults are what measured best on the development set (docs/search.md, "Is-a words");
 // each can be overridden for a measurement (ISA_SENSES=2 ...).
-// Output lines: `lemma class-word ...`, sorted by lemma.
+// Output lines: `lemma class-word ...`, sorted by lemma; a lemma's senses that WordNet writes
+// capitalised (`Turkish`, `SAM`) under `+lemma`, its others under `lemma` (see below).
 import fs from 'node:fs'
 
 const SENSES = Number(process.env.ISA_SENSES ?? 1)
@@ -40,15 +41,23 @@ for (const line of read('data.noun')) {
   const p = line.split(' ')
   const count = parseInt(p[3], 16)
   const lemmas = []
+  const forms = []
   let i = 4
-  for (let k = 0; k < count; k++, i += 2) lemmas.push(p[i].replace(/\(.*\)$/, '').toLowerCase())
+  for (let k = 0; k < count; k++, i += 2) {
+    forms.push(p[i].replace(/\(.*\)$/, ''))
+    lemmas.push(forms[k].toLowerCase())
+  }
   const pointers = parseInt(p[i], 10)
   i += 1
   const up = []
+  let instanceOnly = true
   for (let k = 0; k < pointers; k++, i += 4) {
-    if ((p[i] === '@' || p[i] === '@i') && p[i + 2] === 'n') up.push(p[i + 1])
+    if ((p[i] === '@' || p[i] === '@i') && p[i + 2] === 'n') {
+      up.push(p[i + 1])
+      if (p[i] === '@') instanceOnly = false
+    }
   }
-  synsets.set(p[0], { lemmas, up, down: [] })
+  synsets.set(p[0], { lemmas, forms, up, instanceOnly, down: [] })
 }
 for (const [offset, s] of synsets) for (const u of s.up) synsets.get(u)?.down.push(offset)
 
@@ -94,9 +103,28 @@ for (const line of read('index.noun')) {
   const pointerCount = parseInt(p[3], 10)
   const tagged = parseInt(p[4 + pointerCount + 1], 10)
   if ((taggedOtherwise.get(lemma) ?? 0) > tagged + OTHERWISE_MARGIN) continue
-  const senses = p.slice(4 + pointerCount + 2).slice(0, SENSES)
+  const all = p.slice(4 + pointerCount + 2).filter((o) => synsets.has(o))
+  // How the sense writes the lemma: `john` (a toilet) or `John` (a king, an apostle), `SAM`.
+  const form = (o) => synsets.get(o).forms[synsets.get(o).lemmas.indexOf(lemma)] ?? ''
+  const capital = (o) => /[A-Z]/.test(form(o))
+  // `Turkish`, `Karen`: written as a name would be (an acronym, `SAM`, is not: `Sam` is a name).
+  const titled = (o) => /^[A-Z][^A-Z]*$/.test(form(o))
+  // A word written in lowercase (or starting a sentence) is read by its common senses; one
+  // capitalised inside a sentence is a name, read only by senses WordNet writes the same way, and
+  // not by those that are instances only (a person, a city: `Sarah`, `Kelly`, `Lima`), whose
+  // meaning a first name would take (`+` marks these entries).
+  const common = all.filter((o) => !capital(o))
+  const proper = parts.length === 1 ? all.filter((o) => titled(o) && !synsets.get(o).instanceOnly) : []
+  for (const [key, senses] of [[lemma, common], [`+${lemma}`, proper]]) {
+    const out = kinds(lemma, senses.slice(0, SENSES))
+    if (out.length) lines.push(`${key} ${out.join(' ')}`)
+  }
+}
+
+// The class lemmas above `senses` of `lemma`, nearest first (see the top of the file).
+function kinds(lemma, senses) {
   const out = []
-  let level = senses.filter((o) => synsets.has(o))
+  let level = senses
   const visited = new Set(level)
   for (let depth = 1; depth <= DEPTH && level.length && out.length < PER_WORD; depth++) {
     const next = []
@@ -112,7 +140,7 @@ for (const line of read('index.noun')) {
     }
     level = next
   }
-  if (out.length) lines.push(`${lemma} ${out.join(' ')}`)
+  return out
 }
 lines.sort()
 const target = new URL('../src/search/isa-words.txt', import.meta.url)

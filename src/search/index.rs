@@ -110,6 +110,8 @@ impl AnalyzedDoc {
     let mut terms: Vec<(String, u32)> = Vec::new();
     // Its distinct words of English letters, lowercased: what related words are looked up by.
     let mut words: Vec<String> = Vec::new();
+    // ... and whether each is written as a name (capitalised inside a sentence), for is-a words.
+    let mut as_name: Vec<bool> = Vec::new();
     // ... and its distinct pairs of such words in a row that the is-a table holds (`water_polo`).
     let mut pairs: Vec<String> = Vec::new();
     let mut pairs_seen: FxHashSet<String> = FxHashSet::default();
@@ -144,6 +146,7 @@ impl AnalyzedDoc {
           terms[i].1 = terms[i].1.saturating_add(1);
           if word.is_some() && label_terms.remove(term) {
             words.extend(word.clone());
+            as_name.push(written_as_name(&doc.text, surface));
           }
         }
         None => {
@@ -152,14 +155,18 @@ impl AnalyzedDoc {
           if in_label {
             label_terms.insert(term.to_string());
           }
-          words.extend(word.clone());
+          if word.is_some() {
+            words.extend(word.clone());
+            as_name.push(written_as_name(&doc.text, surface));
+          }
         }
       }
       previous = word;
     });
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
     let related = related_terms(analyzer, &words, &terms);
-    let isa = isa_terms(analyzer, pairs.iter().chain(&words), &terms, &related);
+    let written = pairs.iter().map(|p| (p.as_str(), false)).chain(words.iter().map(String::as_str).zip(as_name));
+    let isa = isa_terms(analyzer, written, &terms, &related);
     if let Some(label) = label {
       let mut marked = Vec::new();
       analyzer.analyze(label, |term, _| {
@@ -228,6 +235,27 @@ fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -
   related
 }
 
+/// Whether `surface`, a word the analyser gave of `text`, is written as a name: capitalised and
+/// not the first word of a sentence (nothing before it but spaces, quotes and brackets since the
+/// start of the text, a line break or a `.`, `!`, `?`, `:` or `;`). A word of a normalised copy
+/// of the text (not a slice of `text`) is taken as not a name.
+fn written_as_name(text: &str, surface: &str) -> bool {
+  if !surface.starts_with(|c: char| c.is_ascii_uppercase()) {
+    return false;
+  }
+  let (base, at) = (text.as_ptr() as usize, surface.as_ptr() as usize);
+  if at < base || at > base + text.len() {
+    return false;
+  }
+  let before = &text[..at - base];
+  let kept =
+    before.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | '[' | '*' | '_' | '“' | '‘'));
+  if before[kept.len()..].contains('\n') {
+    return false;
+  }
+  !matches!(kept.chars().next_back(), None | Some('.' | '!' | '?' | ':' | ';'))
+}
+
 /// Most is-a terms one memory indexes (the nearest kept).
 pub const MAX_ISA_PER_DOCUMENT: usize = 64;
 
@@ -242,15 +270,15 @@ pub const ISA_PER_WORD: usize = 8;
 /// Sorted nearest first, then by term.
 fn isa_terms<'w>(
   analyzer: &Analyzer,
-  words: impl Iterator<Item = &'w String>,
+  words: impl Iterator<Item = (&'w str, bool)>,
   own: &[(String, u32)],
   related: &[(String, u32)],
 ) -> Vec<(String, u32)> {
   let own: FxHashSet<&str> = own.iter().map(|(t, _)| t.as_str()).collect();
   let related: FxHashSet<&str> = related.iter().map(|(t, _)| &t[RELATED_MARK.len_utf8()..]).collect();
   let mut found: FxHashMap<String, (usize, u32)> = FxHashMap::default();
-  for word in words {
-    let Some((id, above)) = isa::lookup(word) else { continue };
+  for (word, as_name) in words {
+    let Some((id, above)) = isa::lookup_written(word, as_name) else { continue };
     for (rank, term) in above.iter().take(ISA_PER_WORD).map(|&h| isa::term(h, analyzer)).enumerate() {
       let Some(term) = term.filter(|t| !own.contains(t) && !related.contains(t)) else { continue };
       found.entry(format!("{ISA_MARK}{term}")).or_insert((rank, isa_code(id, rank)));

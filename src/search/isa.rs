@@ -109,10 +109,27 @@ pub fn lookup(word: &str) -> Option<(u32, &'static [u16])> {
   })
 }
 
+/// Marks the table's entries of the senses WordNet writes as a name (`+turkish`: `Turkish`).
+const NAME_SENSES: char = '+';
+
+/// [`lookup`] for a word as the text writes it (lowercased in `word`). Capitalised inside a
+/// sentence (`as_name`), it is read only by the senses WordNet writes the same way and that are
+/// not a single person or place: `Turkish` is a language, but `Sam` is no missile (`SAM`),
+/// `John` no toilet (`john`) and `Sarah` no wife. Otherwise by its common senses, or else by
+/// those (`turkish` typed in lowercase, `Turkish` starting a sentence).
+pub fn lookup_written(word: &str, as_name: bool) -> Option<(u32, &'static [u16])> {
+  let named = || lookup(&format!("{NAME_SENSES}{word}"));
+  if as_name {
+    named()
+  } else {
+    lookup(word).or_else(named)
+  }
+}
+
 /// The lemma of an id [`lookup`] gave (`water polo` for `water_polo`); `None` for any other
 /// number (an index from damaged bytes may hold anything).
 pub fn lemma(id: u32) -> Option<String> {
-  table().0.lemmas.get(id as usize).map(|(l, _)| l.replace('_', " "))
+  table().0.lemmas.get(id as usize).map(|(l, _)| l.trim_start_matches(NAME_SENSES).replace('_', " "))
 }
 
 /// An is-a word of a list [`lookup`] gave (`language`).
@@ -134,11 +151,25 @@ mod tests {
   fn the_table_names_categories_of_members() {
     let above =
       |w: &str| lookup(w).map(|(_, h)| h.iter().filter_map(|&id| hypernym(id)).collect::<Vec<_>>()).unwrap_or_default();
-    assert!(above("turkish").contains(&"language"), "{:?}", above("turkish"));
+    assert!(above("+turkish").contains(&"language"), "{:?}", above("+turkish"));
     assert!(above("violin").contains(&"instrument"), "{:?}", above("violin"));
     assert!(above("eagles").contains(&"bird"), "{:?}", above("eagles"));
     assert!(above("water_polo").contains(&"sport"), "{:?}", above("water_polo"));
     assert!(above("zzzz").is_empty());
+    // A name is read by the senses WordNet writes as a name, and only those.
+    let written = |w: &str, as_name: bool| {
+      lookup_written(w, as_name)
+        .map(|(_, h)| h.iter().filter_map(|&id| hypernym(id)).collect::<Vec<_>>())
+        .unwrap_or_default()
+    };
+    assert!(written("turkish", true).contains(&"language"));
+    assert!(written("turkish", false).contains(&"language"), "lowercase falls back to the named senses");
+    assert!(written("john", false).contains(&"room"));
+    assert!(written("john", true).is_empty(), "{:?}", written("john", true));
+    assert!(written("sam", true).is_empty(), "{:?}", written("sam", true));
+    assert!(written("sarah", true).is_empty(), "{:?}", written("sarah", true));
+    assert!(written("eagle", true).is_empty());
+    assert_eq!(lookup_written("turkish", true).and_then(|(id, _)| lemma(id)).as_deref(), Some("turkish"));
     let (id, _) = lookup("eagles").unwrap();
     assert_eq!(lemma(id).as_deref(), Some("eagle"));
     assert_eq!(lemma(lookup("water_polo").unwrap().0).as_deref(), Some("water polo"));

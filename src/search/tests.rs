@@ -1490,6 +1490,23 @@ fn a_speaker_label_gets_no_isa_or_related_words() {
   assert!(!ids(&index.search("paul", &opts()).unwrap()).contains(&"label"));
 }
 
+/// A word capitalised inside a sentence is a name: read only by the senses WordNet writes as a
+/// name (`Turkish` a language), never as the common noun (`John` a toilet, a room) or an acronym
+/// (`SAM` a missile). Starting a sentence, a capital says nothing (`Eagles ...` are birds).
+#[test]
+fn a_name_inside_a_sentence_is_not_read_as_a_common_noun() {
+  let index = mem(&[
+    doc("names", "Yesterday I had lunch with John and Sam downtown"),
+    doc("turkish", "Three hundred days of Turkish on the app"),
+    doc("eagles", "Eagles crossed the trail"),
+    doc("john", "the john is broken again"),
+  ]);
+  assert_eq!(ids(&index.search("room", &opts()).unwrap()), ["john"]);
+  assert!(ids(&index.search("weapon", &opts()).unwrap()).is_empty());
+  assert_eq!(ids(&index.search("language", &opts()).unwrap()), ["turkish"]);
+  assert_eq!(ids(&index.search("bird", &opts()).unwrap()), ["eagles"]);
+}
+
 /// A memory indexes at most `MAX_ISA_PER_DOCUMENT` is-a terms, at most `ISA_PER_WORD` per word.
 #[test]
 fn isa_words_are_capped_per_word_and_per_memory() {
