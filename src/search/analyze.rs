@@ -55,7 +55,9 @@ pub const MAX_TERM_BYTES: usize = 64;
 /// Version 4: related-word terms (`~term`, see [`super::related`]).
 /// Version 5: is-a terms (`^term`, see [`super::isa`]); a change of the is-a table changes them
 /// too (and the word ids their postings hold), so it bumps this version as well.
-pub const ANALYZER_VERSION: u32 = 5;
+/// Version 6: is-a words by how a word is written (a name inside a sentence, see
+/// `index::written_as_name`), none for a speaker label; the table gained `+` entries.
+pub const ANALYZER_VERSION: u32 = 6;
 
 /// What starts a speaker label term (see the module docs).
 pub const SPEAKER_MARK: char = '@';
