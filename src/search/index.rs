@@ -108,23 +108,30 @@ impl AnalyzedDoc {
     doc.validate()?;
     let mut slots: FxHashMap<String, usize> = FxHashMap::default();
     let mut terms: Vec<(String, u32)> = Vec::new();
-    // Its distinct words of English letters, lowercased: what related words are looked up by.
-    let mut words: Vec<String> = Vec::new();
-    // ... and whether each is written as a name (capitalised inside a sentence), for is-a words.
-    let mut as_name: Vec<bool> = Vec::new();
+    // Its distinct words of English letters, lowercased, each with whether it is written as a
+    // name (capitalised inside a sentence): what related and is-a words are looked up by.
+    let mut words: Vec<(String, bool)> = Vec::new();
     // ... and its distinct pairs of such words in a row that the is-a table holds (`water_polo`).
     let mut pairs: Vec<String> = Vec::new();
     let mut pairs_seen: FxHashSet<String> = FxHashSet::default();
     let mut previous: Option<String> = None;
     // The words of a speaker label (`John:`, `Dr. Ada Lima:`) name a person: their related and
     // is-a words would say what the name means as a common noun (`john` a toilet, `ada` an
-    // enzyme). The label starts the text, so its words are the first the analyser emits.
+    // enzyme). The label starts the text, so its words are the first the analyser emits. Its
+    // terms are indexed marked as well (at most one each; a term must fit where every term fits,
+    // a longer one is left out, not cut: a cut one could name another speaker).
     let label = speaker_label(&doc.text);
-    let mut label_left = label.map_or(0, |l| {
-      let mut n = 0usize;
-      analyzer.analyze(l, |_, _| n += 1);
-      n
-    });
+    let mut label_left = 0usize;
+    let mut marked: Vec<String> = Vec::new();
+    if let Some(label) = label {
+      analyzer.analyze(label, |term, _| {
+        label_left += 1;
+        let term = format!("{SPEAKER_MARK}{term}");
+        if term.len() <= MAX_TERM_BYTES && !marked.contains(&term) {
+          marked.push(term);
+        }
+      });
+    }
     // Terms first seen in the label: a later word of the text with the same term is looked up.
     let mut label_terms: FxHashSet<String> = FxHashSet::default();
     analyzer.analyze(&doc.text, |term, surface| {
@@ -134,20 +141,14 @@ impl AnalyzedDoc {
         .then(|| surface.to_ascii_lowercase());
       if let (Some(first), Some(second)) = (&previous, &word) {
         let pair = format!("{first}_{second}");
-        if !pairs_seen.contains(&pair) {
-          pairs_seen.insert(pair.clone());
-          if isa::lookup(&pair).is_some() {
-            pairs.push(pair);
-          }
+        if pairs_seen.insert(pair.clone()) && isa::lookup(&pair).is_some() {
+          pairs.push(pair);
         }
       }
-      match slots.get(term) {
+      let new_word = match slots.get(term) {
         Some(&i) => {
           terms[i].1 = terms[i].1.saturating_add(1);
-          if word.is_some() && label_terms.remove(term) {
-            words.extend(word.clone());
-            as_name.push(written_as_name(&doc.text, surface));
-          }
+          word.is_some() && label_terms.remove(term)
         }
         None => {
           slots.insert(term.to_string(), terms.len());
@@ -155,30 +156,22 @@ impl AnalyzedDoc {
           if in_label {
             label_terms.insert(term.to_string());
           }
-          if word.is_some() {
-            words.extend(word.clone());
-            as_name.push(written_as_name(&doc.text, surface));
-          }
+          true
+        }
+      };
+      if new_word {
+        if let Some(w) = &word {
+          words.push((w.clone(), written_as_name(&doc.text, surface)));
         }
       }
       previous = word;
     });
     keep_most_frequent(&mut terms, MAX_TERMS_PER_DOCUMENT);
-    let related = related_terms(analyzer, &words, &terms);
-    let written = pairs.iter().map(|p| (p.as_str(), false)).chain(words.iter().map(String::as_str).zip(as_name));
-    let isa = isa_terms(analyzer, written, &terms, &related);
-    if let Some(label) = label {
-      let mut marked = Vec::new();
-      analyzer.analyze(label, |term, _| {
-        let term = format!("{SPEAKER_MARK}{term}");
-        // A label term must fit where every term fits (a longer one is left out, not cut: a
-        // cut one could name another speaker).
-        if term.len() <= MAX_TERM_BYTES && !marked.contains(&term) {
-          marked.push(term);
-        }
-      });
-      terms.extend(marked.into_iter().map(|t| (t, 1)));
-    }
+    let own: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
+    let related = related_terms(analyzer, words.iter().map(|(w, _)| w.as_str()), &own);
+    let written = pairs.iter().map(|p| (p.as_str(), false)).chain(words.iter().map(|(w, n)| (w.as_str(), *n)));
+    let isa = isa_terms(analyzer, written, &own, &related);
+    terms.extend(marked.into_iter().map(|t| (t, 1)));
     terms.extend(related);
     terms.extend(isa);
     Ok(AnalyzedDoc {
@@ -214,8 +207,11 @@ pub const MAX_RELATED_PER_DOCUMENT: usize = 256;
 /// [`super::related`]): for each word, its [`related::PER_WORD`] nearest related words that
 /// analyse to a term the memory does not hold, as `~term` with the highest similarity (in
 /// hundredths) in place of a count; sorted by similarity, then term.
-fn related_terms(analyzer: &Analyzer, words: &[String], own: &[(String, u32)]) -> Vec<(String, u32)> {
-  let own: FxHashSet<&str> = own.iter().map(|(t, _)| t.as_str()).collect();
+fn related_terms<'w>(
+  analyzer: &Analyzer,
+  words: impl Iterator<Item = &'w str>,
+  own: &FxHashSet<&str>,
+) -> Vec<(String, u32)> {
   let mut best: FxHashMap<String, u32> = FxHashMap::default();
   for word in words {
     let mut kept = 0;
@@ -271,10 +267,9 @@ pub const ISA_PER_WORD: usize = 8;
 fn isa_terms<'w>(
   analyzer: &Analyzer,
   words: impl Iterator<Item = (&'w str, bool)>,
-  own: &[(String, u32)],
+  own: &FxHashSet<&str>,
   related: &[(String, u32)],
 ) -> Vec<(String, u32)> {
-  let own: FxHashSet<&str> = own.iter().map(|(t, _)| t.as_str()).collect();
   let related: FxHashSet<&str> = related.iter().map(|(t, _)| &t[RELATED_MARK.len_utf8()..]).collect();
   let mut found: FxHashMap<String, (usize, u32)> = FxHashMap::default();
   for (word, as_name) in words {

@@ -5,11 +5,12 @@
 //! not near `language`.
 //!
 //! The table (`isa-words.txt`, made by `scripts/isa-words.mjs` from Princeton WordNet 3.1's noun
-//! hierarchy; its licence is in `isa-words.LICENSE`) lists, for about 71,000 noun lemmas of one
+//! hierarchy; its licence is in `isa-words.LICENSE`) lists, for about 62,600 noun lemmas of one
 //! word or two (`water_polo`), the frequent words among the lemmas of the classes above the
 //! lemma's most frequent sense, nearest first, leaving out classes too general to tell anything
-//! (measured by how many classes lie below them, not listed by hand). Packed, 0.7 MB of the
-//! library (`build.rs`).
+//! (measured by how many classes lie below them, not listed by hand); the senses WordNet writes
+//! as a name under `+lemma` (see [`lookup_written`]). Packed, 0.65 MB of the library
+//! (`build.rs`).
 //!
 //! The index adds a memory's is-a words as terms of their own (`^` + the term, see [`ISA_MARK`]);
 //! a query word that is one of them matches the memory for a share of a real match (see
