@@ -3339,7 +3339,7 @@ export interface SealedGrimoire {
 
 /**
  * Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
- * explain.recency × explain.importance × explain.speaker × explain.period`.
+ * explain.recency × explain.importance × explain.speaker × explain.period × explain.asks`.
  */
 export interface SearchExplain {
   /** The BM25 sum over the matched terms. */
@@ -3369,7 +3369,9 @@ export interface SearchExplain {
   importance: number
   /**
    * 0.6 when the query names one speaker (a capitalised word of it is the label of transcript
-   * lines, `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+   * lines, `Zoe` for `Zoe: ...`), or points at one with `she` or `he` (a speaker whose first
+   * name is nearly always a woman's or a man's), and this memory is not that speaker's line;
+   * else 1.
    */
   speaker: number
   /**
@@ -3377,6 +3379,11 @@ export interface SearchExplain {
    * memory was captured outside it (UTC); else 1.
    */
   period: number
+  /**
+   * 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
+   * with a full stop: "A new job! How does it feel?"); else 1. A question states nothing.
+   */
+  asks: number
 }
 
 /** A query term found in a memory. */

@@ -62,6 +62,7 @@ const contentOf = (turn) => `${turn.speaker}: ${turn.text}`
 /** Per engine: for each question, the turn ids of its top 10 (a memory may stand for several). */
 const ranked = { loa: new Map(), fts: new Map() }
 const contextHolds = new Map()
+const dumped = new Map() // question id -> loa's top 30 and their scores (LOA_BENCH_RANKS)
 const refusedBy = new Map()
 const answeringRefused = new Set()
 let loaSearchMs = 0
@@ -102,6 +103,10 @@ for (const conv of conversations) {
     const hits = store.searchSync(q.question, { limit: 10 }).hits
     loaSearchMs += performance.now() - t
     ranked.loa.set(q.id, hits.map((h) => turnsOf.get(h.id) ?? []))
+    if (process.env.LOA_BENCH_RANKS) {
+      const deep = store.searchSync(q.question, { limit: 30 }).hits
+      dumped.set(q.id, deep.map((h) => ({ turns: turnsOf.get(h.id) ?? [], score: h.score })))
+    }
     const text = store.buildContext({ query: q.question, budget: 2000 }).text ?? ''
     // Each memory is quoted as a JSON string; the last may be cut to fit: only whole ones count.
     contextHolds.set(q.id, q.evidence.some((id) => text.includes(JSON.stringify(contentOf(convTurns.find((t) => t.id === id))))))
@@ -212,3 +217,17 @@ for (const type of TYPES) {
 say()
 say(`Search time over the questions (top 10): loa ${loaSearchMs.toFixed(0)} ms, FTS5 ${ftsSearchMs.toFixed(0)} ms; whole run ${((performance.now() - t0) / 1000).toFixed(1)} s.`)
 writeReport('conversations', lines.join('\n') + '\n')
+
+// For looking at misses while developing: LOA_BENCH_RANKS=/tmp/ranks.jsonl writes, per question,
+// the rank of its first answering turn in loa's top 10 (-1: none) and loa's top 30 with scores.
+if (process.env.LOA_BENCH_RANKS) {
+  const turnById = new Map(turns.map((t) => [t.id, t]))
+  const out = questions.map((q) => {
+    const lists = ranked.loa.get(q.id)
+    const rank = lists.findIndex((ids) => ids.some((id) => q.evidence.includes(id)))
+    const answer = q.evidence.map((id) => contentOf(turnById.get(id)))
+    const top = dumped.get(q.id).map((h) => ({ ...h, text: contentOf(turnById.get(h.turns[0])) }))
+    return JSON.stringify({ id: q.id, type: q.type, style: q.style, question: q.question, evidence: q.evidence, rank, answer, top })
+  })
+  fs.writeFileSync(process.env.LOA_BENCH_RANKS, out.join('\n') + '\n')
+}

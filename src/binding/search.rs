@@ -54,7 +54,7 @@ impl From<MemorySearchOptions> for core::SearchOptions {
 }
 
 /// Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
-/// explain.recency × explain.importance × explain.speaker × explain.period`.
+/// explain.recency × explain.importance × explain.speaker × explain.period × explain.asks`.
 #[napi(object, object_from_js = false)]
 pub struct SearchExplain {
   /// The BM25 sum over the matched terms.
@@ -79,11 +79,16 @@ pub struct SearchExplain {
   /// interactions 0.8.
   pub importance: f64,
   /// 0.6 when the query names one speaker (a capitalised word of it is the label of transcript
-  /// lines, `Zoe` for `Zoe: ...`) and this memory is not that speaker's line; else 1.
+  /// lines, `Zoe` for `Zoe: ...`), or points at one with `she` or `he` (a speaker whose first
+  /// name is nearly always a woman's or a man's), and this memory is not that speaker's line;
+  /// else 1.
   pub speaker: f64,
   /// 0.5 when the query names a month of a year or a year (`in March 2026`, `in 2025`) and this
   /// memory was captured outside it (UTC); else 1.
   pub period: f64,
+  /// 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
+  /// with a full stop: "A new job! How does it feel?"); else 1. A question states nothing.
+  pub asks: f64,
 }
 
 /// A query term found in a memory.
@@ -183,6 +188,7 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   importance,
   speaker,
   period,
+  asks,
 });
 
 js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25, related, isa });

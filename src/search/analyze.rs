@@ -57,7 +57,9 @@ pub const MAX_TERM_BYTES: usize = 64;
 /// too (and the word ids their postings hold), so it bumps this version as well.
 /// Version 6: is-a words by how a word is written (a name inside a sentence, see
 /// `index::written_as_name`), none for a speaker label; the table gained `+` entries.
-pub const ANALYZER_VERSION: u32 = 6;
+/// Version 7: a speaker label whose first name tells a woman or a man also indexes
+/// `speaker::FEMALE_SPEAKER` or `speaker::MALE_SPEAKER`.
+pub const ANALYZER_VERSION: u32 = 7;
 
 /// What starts a speaker label term (see the module docs).
 pub const SPEAKER_MARK: char = '@';
@@ -90,6 +92,25 @@ pub fn speaker_label(text: &str) -> Option<&str> {
     }
   }
   Some(label)
+}
+
+/// What `text` says after its speaker label (see [`speaker_label`]); all of it when it has none.
+pub fn after_speaker_label(text: &str) -> &str {
+  match speaker_label(text) {
+    Some(label) => text.trim_start()[label.len()..].trim_start_matches(|c: char| c == ':' || c.is_whitespace()),
+    None => text,
+  }
+}
+
+/// Whether `text` only asks: after its speaker label (see [`speaker_label`]), it ends with a
+/// question mark and no word of it ends with a full stop. "A live concert! Was the band any
+/// good?" reacts to news and asks about it; the news itself, "Front row for Saint Ember last
+/// night.", is in another turn. A turn that states something as well ("I adopted a dog. Have you
+/// ever had one?") does not only ask. Ranking weighs such memories less (see [`super::rank`]).
+/// One pass over the text.
+pub fn only_asks(text: &str) -> bool {
+  let body = after_speaker_label(text).trim_end();
+  body.ends_with('?') && !body.split_whitespace().any(|word| word.ends_with('.'))
 }
 
 /// How text is analysed. Recorded in the index files: an index built with other settings is not
@@ -383,6 +404,22 @@ pub fn is_stop_word(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn a_text_only_asks_when_it_ends_asking_and_states_nothing() {
+    for asks in ["Zoe: A live concert! Was the band any good?", "how was it?", "Dr. Ada: ready?  ", "?"] {
+      assert!(only_asks(asks), "{asks}");
+    }
+    for states in [
+      "Zoe: I adopted a dog. Have you ever had one?",
+      "Front row for Saint Ember last night.",
+      "Is it done? Yes",
+      "",
+      "Dr. Ada: fine",
+    ] {
+      assert!(!only_asks(states), "{states}");
+    }
+  }
 
   fn terms(config: AnalyzerConfig, text: &str) -> Vec<String> {
     let mut out = Vec::new();

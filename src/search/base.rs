@@ -20,7 +20,8 @@
 //!             — BM25's N and total length per agent scope, so nothing is counted at open
 //!   rows      one 24-byte row per memory, by ordinal: timestamp_ms i64, len u32 (terms counted
 //!             with repeats), agent u32 (0 none, else index + 1), id_end u32 (end of its id in
-//!             `ids`; it starts where the previous row's ends), kind u8, instruction u8,
+//!             `ids`; it starts where the previous row's ends), kind u8, flags u8 (bit 0 instruction,
+//!             bit 1 the memory only asks, see `analyze::only_asks`),
 //!             session tag u16 LE (0: none; see `index::session_tag`)
 //!   ids       the memories' ids, back to back, UTF-8
 //!   id map    fst::Map: id -> ordinal
@@ -126,6 +127,7 @@ pub(super) struct Row {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+  pub asks: bool,
   pub session_tag: u16,
 }
 
@@ -144,15 +146,16 @@ impl Rows<'_> {
     let row: Option<&[u8; ROW_BYTES]> = self.bytes.get(at..at + ROW_BYTES).and_then(|r| r.try_into().ok());
     let Some(&row) = row else { return Err(self.base.corrupt("row out of range")) };
     // Destructured, so that no field read is bounds-checked again.
-    let [t0, t1, t2, t3, t4, t5, t6, t7, l0, l1, l2, l3, a0, a1, a2, a3, _, _, _, _, kind, instruction, s0, s1] = row;
+    let [t0, t1, t2, t3, t4, t5, t6, t7, l0, l1, l2, l3, a0, a1, a2, a3, _, _, _, _, kind, flags, s0, s1] = row;
     let agent = u32::from_le_bytes([a0, a1, a2, a3]);
     match MemoryKind::ALL.get(kind as usize) {
-      Some(&kind) if instruction <= 1 && agent as usize <= self.agents => Ok(Row {
+      Some(&kind) if flags <= 3 && agent as usize <= self.agents => Ok(Row {
         timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
         len: u32::from_le_bytes([l0, l1, l2, l3]),
         agent,
         kind,
-        instruction: instruction == 1,
+        instruction: flags & 1 != 0,
+        asks: flags & 2 != 0,
         session_tag: u16::from_le_bytes([s0, s1]),
       }),
       _ => Err(self.base.corrupt("bad row")),
@@ -514,7 +517,7 @@ pub(super) fn encode(parts: &BaseParts<'_>, analyzer_id: u32, generation: u64) -
     rows.extend_from_slice(&s.len.to_le_bytes());
     rows.extend_from_slice(&s.agent.to_le_bytes());
     rows.extend_from_slice(&(ids.len() as u32).to_le_bytes());
-    rows.extend_from_slice(&[kind_code(s.kind), u8::from(s.instruction)]);
+    rows.extend_from_slice(&[kind_code(s.kind), u8::from(s.instruction) | u8::from(s.asks) << 1]);
     rows.extend_from_slice(&s.session_tag.to_le_bytes());
   }
 

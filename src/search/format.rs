@@ -14,8 +14,8 @@
 //! 24  header CRC-32C  u32 LE, over bytes 0..24
 //! 28  records: length u32 LE | CRC-32C u32 LE over (length bytes ++ payload) | payload
 //!       payload: postcard of the enum LogOp; variant 0 = Add { id: string,
-//!       agent_id: option<string>, kind: u8, instruction: bool, timestamp_ms: i64,
-//!       terms: [(string, u32)] }
+//!       agent_id: option<string>, kind: u8, instruction: bool, asks: bool, timestamp_ms: i64,
+//!       session_tag: u16, terms: [(string, u32)] }
 //! ```
 //!
 //! A record that fails its checks and reaches the end of the file is a torn tail (a writer was
@@ -173,6 +173,7 @@ struct AddOut<'a> {
   agent_id: Option<&'a str>,
   kind: u8,
   instruction: bool,
+  asks: bool,
   timestamp_ms: i64,
   session_tag: u16,
   terms: &'a [(String, u32)],
@@ -189,6 +190,7 @@ struct AddIn {
   agent_id: Option<String>,
   kind: u8,
   instruction: bool,
+  asks: bool,
   timestamp_ms: i64,
   session_tag: u16,
   terms: Vec<(String, u32)>,
@@ -201,6 +203,7 @@ pub fn encode_add(doc: &AnalyzedDoc) -> Vec<u8> {
     agent_id: doc.agent_id.as_deref(),
     kind: kind_code(doc.kind),
     instruction: doc.instruction,
+    asks: doc.asks,
     timestamp_ms: doc.timestamp_ms,
     session_tag: doc.session_tag,
     terms: &doc.terms,
@@ -271,6 +274,7 @@ pub fn next_record(rest: &[u8]) -> Result<Next, FormatError> {
     agent_id: add.agent_id,
     kind: kind_of_code(add.kind)?,
     instruction: add.instruction,
+    asks: add.asks,
     timestamp_ms: add.timestamp_ms,
     session_tag: add.session_tag,
     terms: add.terms,

@@ -15,10 +15,13 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
-use super::analyze::{speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK};
+use super::analyze::{
+  after_speaker_label, only_asks, speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK,
+};
 use super::base::{BaseParts, MappedBase, Rows};
 use super::isa::{self, ISA_MARK};
 use super::related::{self, RELATED_MARK};
+use super::speaker::{label_pronoun_term, speaks_only_to_the_listener};
 
 /// Longest memory text indexed, in bytes (`E_TOO_LARGE` beyond): a memory's content is at most
 /// 1 MiB; the rest leaves room for what a caller adds to it (tags).
@@ -93,12 +96,15 @@ pub struct AnalyzedDoc {
   pub agent_id: Option<String>,
   pub kind: MemoryKind,
   pub instruction: bool,
+  /// Its text only asks (see [`super::analyze::only_asks`]).
+  pub asks: bool,
   pub timestamp_ms: i64,
   /// [`session_tag`] of its session.
   pub session_tag: u16,
   /// Distinct terms with their counts, in first-occurrence order: at most
   /// [`MAX_TERMS_PER_DOCUMENT`], then its speaker label terms (at most three, see
-  /// [`super::analyze::speaker_label`]).
+  /// [`super::analyze::speaker_label`], and one for the kind of person it names, see
+  /// [`super::speaker`]).
   pub terms: Vec<(String, u32)>,
 }
 
@@ -131,6 +137,14 @@ impl AnalyzedDoc {
           marked.push(term);
         }
       });
+      // Whom `she` or `he` in a query may point at (see `speaker`'s module docs).
+      marked.extend(label_pronoun_term(label).map(str::to_string));
+      // A turn that speaks only to its listener is not its speaker's own account: "A proper
+      // holiday, you deserved that trip" does not answer where its speaker went on holiday. It
+      // is then no one's turn for the speaker factor (the label's words stay words).
+      if speaks_only_to_the_listener(after_speaker_label(&doc.text)) {
+        marked.clear();
+      }
     }
     // Terms first seen in the label: a later word of the text with the same term is looked up.
     let mut label_terms: FxHashSet<String> = FxHashSet::default();
@@ -179,6 +193,7 @@ impl AnalyzedDoc {
       agent_id: doc.agent_id.clone(),
       kind: doc.kind,
       instruction: doc.instruction,
+      asks: only_asks(&doc.text),
       timestamp_ms: doc.timestamp_ms,
       session_tag: doc.session.as_deref().map_or(0, session_tag),
       terms,
@@ -348,6 +363,8 @@ pub(super) struct Slot {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+  /// Its text only asks (see [`super::analyze::only_asks`]).
+  pub asks: bool,
   /// [`session_tag`] of its session (0: none).
   pub session_tag: u16,
   pub live: bool,
@@ -382,6 +399,7 @@ pub(super) struct SlotView {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
+  pub asks: bool,
   pub live: bool,
 }
 
@@ -404,6 +422,7 @@ impl SlotReader<'_> {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
+        asks: r.asks,
         live: self.dead.is_empty() || !self.dead.contains(&ord),
       });
     }
@@ -414,6 +433,7 @@ impl SlotReader<'_> {
       agent: s.agent,
       kind: s.kind,
       instruction: s.instruction,
+      asks: s.asks,
       live: s.live,
     })
   }
@@ -638,6 +658,7 @@ impl MemoryIndex {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
+        asks: r.asks,
         session_tag: r.session_tag,
         live,
       });
@@ -733,6 +754,7 @@ impl MemoryIndex {
       agent,
       kind: doc.kind,
       instruction: doc.instruction,
+      asks: doc.asks,
       session_tag: doc.session_tag,
       live: true,
     });

@@ -29,7 +29,7 @@ use super::isa::{self, ISA_MARK};
 use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
 use super::related::RELATED_MARK;
-use super::speaker::possessive_relations;
+use super::speaker::{possessive_relations, pronoun_term};
 
 /// Largest query accepted, in bytes (`E_TOO_LARGE` beyond). A prompt used as a query should be
 /// cut to its last part by the caller.
@@ -365,6 +365,15 @@ impl MemoryIndex {
     // `analyze::speaker_label`): only a label some visible memory carries counts.
     let mut speaker: Option<std::borrow::Cow<Postings>> = None;
     if rank.other_speaker < 1.0 {
+      let any_visible = |list: &Postings| -> Result<bool> {
+        for &d in &list.docs {
+          let s = slots.get(d)?;
+          if s.live && visible[s.agent as usize] {
+            return Ok(true);
+          }
+        }
+        Ok(false)
+      };
       let mut named = 0;
       // Only a capitalised query word names someone (`Zoe`, `Zoe's`): `goal` in "what is the
       // goal" is no speaker, even where memories start `Goal: ...`. `Jonas's friend` asks about
@@ -377,15 +386,7 @@ impl MemoryIndex {
         let Some(list) = self.postings_of(&format!("{SPEAKER_MARK}{}", t.term), &mut scratch.b.spare)? else {
           continue;
         };
-        let mut any_visible = false;
-        for &d in &list.docs {
-          let s = slots.get(d)?;
-          if s.live && visible[s.agent as usize] {
-            any_visible = true;
-            break;
-          }
-        }
-        if any_visible {
+        if any_visible(&list)? {
           named += 1;
           scratch.keep(speaker.replace(list));
         } else {
@@ -394,6 +395,19 @@ impl MemoryIndex {
       }
       if named != 1 {
         scratch.keep(speaker.take());
+      }
+      // A query that names nobody may still point at someone: "what did she adopt?" in a
+      // conversation between Mia and Jonas (see `speaker::pronoun_term`).
+      if named == 0 {
+        if let Some(term) = pronoun_term(query) {
+          if let Some(list) = self.postings_of(term, &mut scratch.b.spare)? {
+            if any_visible(&list)? {
+              speaker = Some(list);
+            } else {
+              scratch.keep(Some(list));
+            }
+          }
+        }
       }
     }
     let period = if rank.outside_period < 1.0 { period_in(query) } else { None };
@@ -405,6 +419,7 @@ impl MemoryIndex {
       Some(p) if !p.contains(timestamp_ms) => rank.outside_period,
       _ => 1.0,
     };
+    let asks_factor = |asks: bool| if asks { rank.only_asks } else { 1.0 };
 
     // Context: each memory that matched lends `rank.context` of its BM25 to the memories
     // captured right before and right after it in the same session (ordinals are capture order)
@@ -444,7 +459,8 @@ impl MemoryIndex {
     let lowest = rank.recency.as_ref().map_or(1.0, |r| r.floor)
       * rank.importance.as_ref().map_or(1.0, |w| w.lowest())
       * if speaker.is_some() { rank.other_speaker } else { 1.0 }
-      * if period.is_some() { rank.outside_period } else { 1.0 };
+      * if period.is_some() { rank.outside_period } else { 1.0 }
+      * rank.only_asks;
     let mut cutoff = options.min_score * bm25_max;
     // The limit-th best BM25 (with context); none when every memory that matched makes the list.
     let mut kth_total = f64::NEG_INFINITY;
@@ -464,7 +480,8 @@ impl MemoryIndex {
         * rank.recency(s.timestamp_ms, options.now_ms)
         * rank.importance(s.kind, s.instruction)
         * speaker_factor(d)
-        * period_factor(s.timestamp_ms);
+        * period_factor(s.timestamp_ms)
+        * asks_factor(s.asks);
       if score < options.min_score {
         return Ok(None);
       }
@@ -558,6 +575,7 @@ impl MemoryIndex {
           importance: rank.importance(s.kind, s.instruction),
           speaker: speaker_factor(d),
           period: period_factor(s.timestamp_ms),
+          asks: asks_factor(s.asks),
         },
       });
     }

@@ -850,7 +850,10 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
       .collect();
     Document {
       id: format!("m{i:05}"),
-      text: text.join(" ") + if i.is_multiple_of(7) { " billing deploy" } else { "" },
+      // Every fifth only asks: the flag goes through the log and the base as well.
+      text: text.join(" ")
+        + if i.is_multiple_of(7) { " billing deploy" } else { "" }
+        + if i % 5 == 3 { "?" } else { "" },
       kind: kinds[next(kinds.len())],
       agent_id: agents[next(agents.len())].map(String::from),
       timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
@@ -1131,9 +1134,11 @@ fn conversation() -> Vec<Document> {
 fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   let index = mem(&conversation());
   // Speakers aside (the query names Mia, whose turns the speaker factor would favour; see
-  // `a_named_speaker_puts_their_turns_first_and_says_why`), and is-a words (`Turkish` is a
-  // language: `isa_words_find_a_memory_for_less_than_its_own_words`).
-  let opts = || SearchOptions { rank: RankConfig { other_speaker: 1.0, isa: 0.0, ..RankConfig::default() }, ..opts() };
+  // `a_named_speaker_puts_their_turns_first_and_says_why`), is-a words (`Turkish` is a
+  // language: `isa_words_find_a_memory_for_less_than_its_own_words`) and the asking factor (`t2`
+  // and `t4` only ask: `a_memory_that_only_asks_ranks_below_one_that_states_and_says_why`).
+  let rank = RankConfig { other_speaker: 1.0, isa: 0.0, only_asks: 1.0, ..RankConfig::default() };
+  let opts = || SearchOptions { rank: rank.clone(), ..opts() };
   let r = index.search("which language is Mia learning", &opts()).unwrap();
   // `t2` holds the rarest word; `t1`, `t3` and `t4` hold only `mia`, alike. `t1` and `t3` are
   // `t2`'s neighbours in its session and get a quarter of its BM25 each; `t4` follows `t3` in
@@ -1164,7 +1169,8 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   assert_eq!(ids(&index.search("which language", &opts()).unwrap()), ["t2"]);
   // Plain BM25, or a context share of 0: of the three `mia` turns the shortest, `t4`, ranks
   // first (BM25's length normalisation); context is what put `t1` and `t3` above it.
-  for rank in [RankConfig::bm25_only(), RankConfig { context: 0.0, isa: 0.0, ..RankConfig::default() }] {
+  for rank in [RankConfig::bm25_only(), RankConfig { context: 0.0, isa: 0.0, only_asks: 1.0, ..RankConfig::default() }]
+  {
     let r = index.search("which language is Mia learning", &SearchOptions { rank, ..opts() }).unwrap();
     assert_eq!(ids(&r)[..2], ["t2", "t4"]);
     assert!(r.hits.iter().all(|h| h.explain.context == 0.0));
@@ -1179,8 +1185,9 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
 fn context_never_comes_from_or_goes_to_a_memory_the_query_may_not_see() {
   // `t2` (the match on the rare word) belongs to another agent: a search scoped to `mia` must
   // not rank her turns by it, or their order would tell what the other agent's memory says.
-  // (Is-a words aside: through them `Turkish` in `t1` is a language.)
-  let opts = || SearchOptions { rank: RankConfig { isa: 0.0, ..RankConfig::default() }, ..opts() };
+  // (Is-a words aside: through them `Turkish` in `t1` is a language; and the asking factor, which
+  // would put `t4` below the others.)
+  let opts = || SearchOptions { rank: RankConfig { isa: 0.0, only_asks: 1.0, ..RankConfig::default() }, ..opts() };
   let docs: Vec<Document> = conversation()
     .into_iter()
     .map(|d| with(d, |d| d.agent_id = Some(if d.id == "t2" { "jonas" } else { "mia" }.into())))
@@ -1258,7 +1265,7 @@ fn a_named_speaker_puts_their_turns_first_and_says_why() {
     let e = &h.explain;
     let mias = ["t1", "t3", "t5"].contains(&h.id.as_str());
     assert_eq!(e.speaker, if mias { 1.0 } else { 0.6 }, "{}", h.id);
-    let score = (e.relevance + e.context).min(1.0) * e.recency * e.importance * e.speaker * e.period;
+    let score = (e.relevance + e.context).min(1.0) * e.recency * e.importance * e.speaker * e.period * e.asks;
     assert!((h.score - score).abs() < 1e-12);
   }
   // `Mia's` names her too; a label word inside a turn (`Jonas, ...` in t5) is not a label.
@@ -1281,11 +1288,77 @@ fn a_named_speaker_puts_their_turns_first_and_says_why() {
 }
 
 #[test]
+fn a_pronoun_points_at_the_speaker_of_its_kind_and_says_why() {
+  let index = mem(&transcript());
+  let speaker_of = |q: &str| -> Vec<(String, f64)> {
+    index.search(q, &opts()).unwrap().hits.into_iter().map(|h| (h.id, h.explain.speaker)).collect()
+  };
+  // "she" is Mia (a woman's name in the table), "he" Jonas: the other's turns get the factor.
+  let hits = speaker_of("which dog did she adopt");
+  assert_eq!(hits[0].0, "t1");
+  for (id, factor) in &hits {
+    assert_eq!(*factor, if ["t1", "t3", "t5"].contains(&id.as_str()) { 1.0 } else { 0.6 }, "{id}");
+  }
+  let hits = speaker_of("did his dog settle in");
+  assert!(hits.iter().all(|(id, f)| *f == if ["t2", "t4"].contains(&id.as_str()) { 1.0 } else { 0.6 }));
+  // Both kinds of pronoun, or a name that says whom: the pronoun is not read.
+  assert!(speaker_of("did he give her a dog").iter().all(|(_, f)| *f == 1.0));
+  assert!(speaker_of("which dog did Jonas say she adopted")
+    .iter()
+    .all(|(id, f)| *f == if ["t2", "t4"].contains(&id.as_str()) { 1.0 } else { 0.6 }));
+  // Speakers whose names tell nothing (given to both, or to no one counted) are no one's `she`.
+  let unknown: Vec<Document> = transcript()
+    .into_iter()
+    .map(|d| with(d, |d| d.text = d.text.replacen("Mia:", "Robin:", 1).replacen("Jonas:", "Xq:", 1)))
+    .collect();
+  let index = mem(&unknown);
+  assert!(index.search("which dog did she adopt", &opts()).unwrap().hits.iter().all(|h| h.explain.speaker == 1.0));
+}
+
+#[test]
+fn a_turn_that_speaks_only_to_its_listener_is_not_its_speakers_account() {
+  let docs = [
+    doc("own", "Tariq: Finished my first race today, the Lakeside 10K, with blisters on my feet"),
+    doc("to-her", "Tariq: A race finished, you deserved that medal"),
+    doc("hers", "Leila: I finished my first race, a 5K"),
+  ];
+  let index = mem(&docs);
+  for q in ["which race did Tariq finish", "which race did he finish"] {
+    let r = index.search(q, &opts()).unwrap();
+    assert_eq!(ids(&r)[0], "own", "{q}");
+    for h in &r.hits {
+      assert_eq!(h.explain.speaker, if h.id == "own" { 1.0 } else { 0.6 }, "{q} {}", h.id);
+    }
+  }
+  // Its label's words are still words of it.
+  assert!(ids(&index.search("tariq medal", &opts()).unwrap()).contains(&"to-her"));
+}
+
+#[test]
+fn a_memory_that_only_asks_ranks_below_one_that_states_and_says_why() {
+  let docs = [doc("q", "Zoe: A new job! How does the new job feel?"), doc("s", "Zoe: My new job starts Monday.")];
+  let index = mem(&docs);
+  let r = index.search("new job", &opts()).unwrap();
+  assert_eq!(ids(&r), ["s", "q"]);
+  for h in &r.hits {
+    assert_eq!(h.explain.asks, if h.id == "q" { 0.7 } else { 1.0 });
+  }
+  // Without the factor the question, which says `job` twice, is first.
+  let off = SearchOptions { rank: RankConfig { only_asks: 1.0, ..RankConfig::default() }, ..opts() };
+  let r = index.search("new job", &off).unwrap();
+  assert_eq!(ids(&r), ["q", "s"]);
+  assert!(r.hits.iter().all(|h| h.explain.asks == 1.0));
+  let bad = SearchOptions { rank: RankConfig { only_asks: 0.0, ..RankConfig::default() }, ..opts() };
+  assert_eq!(index.search("new job", &bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
+}
+
+#[test]
 fn speaker_labels_are_terms_of_their_own_and_do_not_count_in_lengths() {
   let analyzer = Analyzer::new(AnalyzerConfig::default());
   let d = AnalyzedDoc::new(&analyzer, &doc("a", "Dr. Ada Lima: the deploy failed")).unwrap();
   let terms: Vec<&str> = d.terms.iter().map(|(t, _)| t.as_str()).filter(|t| !t.starts_with(['~', '^'])).collect();
-  assert_eq!(terms, ["dr", "ada", "lima", "deploy", "fail", "@dr", "@ada", "@lima"]);
+  // `@:she`: Ada is a woman's name (see `speaker::label_pronoun_term`).
+  assert_eq!(terms, ["dr", "ada", "lima", "deploy", "fail", "@dr", "@ada", "@lima", "@:she"]);
   assert_eq!(d.len(), 5);
   for text in
     ["10:30 standup moved", "https://example.com: down", "Note:x", "One Two Three Four: x", ": x", "Standup notes: x"]

@@ -318,9 +318,11 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
               contextFrom: hit.explain.contextFrom,
               recency: hit.explain.recency,
               importance: hit.explain.importance,
-              // Below 1: the query names another speaker, or a month or year this was not in.
+              // Below 1: the query names another speaker, or a month or year this was not in;
+              // or this memory only asks (a question states nothing).
               speaker: hit.explain.speaker,
               period: hit.explain.period,
+              asks: hit.explain.asks,
             },
           })),
         })
