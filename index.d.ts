@@ -3339,7 +3339,7 @@ export interface SealedGrimoire {
 
 /**
  * Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
- * explain.recency × explain.importance × explain.speaker × explain.period × explain.asks`.
+ * explain.recency × explain.importance × explain.speaker × explain.period × explain.mood`.
  */
 export interface SearchExplain {
   /** The BM25 sum over the matched terms. */
@@ -3381,9 +3381,11 @@ export interface SearchExplain {
   period: number
   /**
    * 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
-   * with a full stop: "A new job! How does it feel?"); else 1. A question states nothing.
+   * with a full stop: "A new job! How does it feel?"): a question states nothing. 0.6 when it
+   * voices a wish or plan of its speaker ("I want to learn the violin") and the query asks
+   * about none: what did not happen yet does not answer what happened. Else 1.
    */
-  asks: number
+  mood: number
 }
 
 /** A query term found in a memory. */

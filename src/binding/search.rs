@@ -54,7 +54,7 @@ impl From<MemorySearchOptions> for core::SearchOptions {
 }
 
 /// Why a memory came back: `score = min(1, explain.relevance + explain.context) ×
-/// explain.recency × explain.importance × explain.speaker × explain.period × explain.asks`.
+/// explain.recency × explain.importance × explain.speaker × explain.period × explain.mood`.
 #[napi(object, object_from_js = false)]
 pub struct SearchExplain {
   /// The BM25 sum over the matched terms.
@@ -87,8 +87,10 @@ pub struct SearchExplain {
   /// memory was captured outside it (UTC); else 1.
   pub period: f64,
   /// 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
-  /// with a full stop: "A new job! How does it feel?"); else 1. A question states nothing.
-  pub asks: f64,
+  /// with a full stop: "A new job! How does it feel?"): a question states nothing. 0.6 when it
+  /// voices a wish or plan of its speaker ("I want to learn the violin") and the query asks
+  /// about none: what did not happen yet does not answer what happened. Else 1.
+  pub mood: f64,
 }
 
 /// A query term found in a memory.
@@ -188,7 +190,7 @@ js_from!(|e: crate::search::Explain| SearchExplain {
   importance,
   speaker,
   period,
-  asks,
+  mood,
 });
 
 js_from!(|m: crate::search::MatchedTerm| SearchMatchedTerm { term, query_word, tf, df, idf, bm25, related, isa });

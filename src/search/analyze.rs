@@ -102,17 +102,6 @@ pub fn after_speaker_label(text: &str) -> &str {
   }
 }
 
-/// Whether `text` only asks: after its speaker label (see [`speaker_label`]), it ends with a
-/// question mark and no word of it ends with a full stop. "A live concert! Was the band any
-/// good?" reacts to news and asks about it; the news itself, "Front row for Saint Ember last
-/// night.", is in another turn. A turn that states something as well ("I adopted a dog. Have you
-/// ever had one?") does not only ask. Ranking weighs such memories less (see [`super::rank`]).
-/// One pass over the text.
-pub fn only_asks(text: &str) -> bool {
-  let body = after_speaker_label(text).trim_end();
-  body.ends_with('?') && !body.split_whitespace().any(|word| word.ends_with('.'))
-}
-
 /// How text is analysed. Recorded in the index files: an index built with other settings is not
 /// used (see `docs/search.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,22 +393,6 @@ pub fn is_stop_word(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
   use super::*;
-
-  #[test]
-  fn a_text_only_asks_when_it_ends_asking_and_states_nothing() {
-    for asks in ["Zoe: A live concert! Was the band any good?", "how was it?", "Dr. Ada: ready?  ", "?"] {
-      assert!(only_asks(asks), "{asks}");
-    }
-    for states in [
-      "Zoe: I adopted a dog. Have you ever had one?",
-      "Front row for Saint Ember last night.",
-      "Is it done? Yes",
-      "",
-      "Dr. Ada: fine",
-    ] {
-      assert!(!only_asks(states), "{states}");
-    }
-  }
 
   fn terms(config: AnalyzerConfig, text: &str) -> Vec<String> {
     let mut out = Vec::new();

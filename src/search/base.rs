@@ -21,7 +21,7 @@
 //!   rows      one 24-byte row per memory, by ordinal: timestamp_ms i64, len u32 (terms counted
 //!             with repeats), agent u32 (0 none, else index + 1), id_end u32 (end of its id in
 //!             `ids`; it starts where the previous row's ends), kind u8, flags u8 (bit 0 instruction,
-//!             bit 1 the memory only asks, see `analyze::only_asks`),
+//!             bits 1-2 the code of its mood, see `mood::Mood`),
 //!             session tag u16 LE (0: none; see `index::session_tag`)
 //!   ids       the memories' ids, back to back, UTF-8
 //!   id map    fst::Map: id -> ordinal
@@ -49,6 +49,7 @@ use crate::memory::MemoryKind;
 use super::analyze::MAX_TERM_BYTES;
 use super::format::{kind_code, FormatError, BASE_MAGIC, FORMAT_VERSION};
 use super::index::{Postings, ScopeStats, Slot, MAX_ID_BYTES};
+use super::mood::Mood;
 
 /// Bytes of the fixed header (section table and its checksum included).
 pub const BASE_HEADER_BYTES: usize = 180;
@@ -127,7 +128,7 @@ pub(super) struct Row {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
-  pub asks: bool,
+  pub mood: Mood,
   pub session_tag: u16,
 }
 
@@ -149,15 +150,17 @@ impl Rows<'_> {
     let [t0, t1, t2, t3, t4, t5, t6, t7, l0, l1, l2, l3, a0, a1, a2, a3, _, _, _, _, kind, flags, s0, s1] = row;
     let agent = u32::from_le_bytes([a0, a1, a2, a3]);
     match MemoryKind::ALL.get(kind as usize) {
-      Some(&kind) if flags <= 3 && agent as usize <= self.agents => Ok(Row {
-        timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
-        len: u32::from_le_bytes([l0, l1, l2, l3]),
-        agent,
-        kind,
-        instruction: flags & 1 != 0,
-        asks: flags & 2 != 0,
-        session_tag: u16::from_le_bytes([s0, s1]),
-      }),
+      Some(&kind) if flags >> 3 == 0 && Mood::from_code(flags >> 1).is_some() && agent as usize <= self.agents => {
+        Ok(Row {
+          timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
+          len: u32::from_le_bytes([l0, l1, l2, l3]),
+          agent,
+          kind,
+          instruction: flags & 1 != 0,
+          mood: Mood::from_code(flags >> 1).unwrap_or_default(),
+          session_tag: u16::from_le_bytes([s0, s1]),
+        })
+      }
       _ => Err(self.base.corrupt("bad row")),
     }
   }
@@ -517,7 +520,7 @@ pub(super) fn encode(parts: &BaseParts<'_>, analyzer_id: u32, generation: u64) -
     rows.extend_from_slice(&s.len.to_le_bytes());
     rows.extend_from_slice(&s.agent.to_le_bytes());
     rows.extend_from_slice(&(ids.len() as u32).to_le_bytes());
-    rows.extend_from_slice(&[kind_code(s.kind), u8::from(s.instruction) | u8::from(s.asks) << 1]);
+    rows.extend_from_slice(&[kind_code(s.kind), u8::from(s.instruction) | s.mood.code() << 1]);
     rows.extend_from_slice(&s.session_tag.to_le_bytes());
   }
 

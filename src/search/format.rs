@@ -14,7 +14,7 @@
 //! 24  header CRC-32C  u32 LE, over bytes 0..24
 //! 28  records: length u32 LE | CRC-32C u32 LE over (length bytes ++ payload) | payload
 //!       payload: postcard of the enum LogOp; variant 0 = Add { id: string,
-//!       agent_id: option<string>, kind: u8, instruction: bool, asks: bool, timestamp_ms: i64,
+//!       agent_id: option<string>, kind: u8, instruction: bool, mood: u8, timestamp_ms: i64,
 //!       session_tag: u16, terms: [(string, u32)] }
 //! ```
 //!
@@ -25,6 +25,7 @@
 //! damaged file; decoded content is checked for consistency (ids and terms of bounded size, no
 //! term twice in a record, term counts positive). The base's checks are in [`super::base`].
 
+use super::mood::Mood;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -173,7 +174,7 @@ struct AddOut<'a> {
   agent_id: Option<&'a str>,
   kind: u8,
   instruction: bool,
-  asks: bool,
+  mood: u8,
   timestamp_ms: i64,
   session_tag: u16,
   terms: &'a [(String, u32)],
@@ -190,7 +191,7 @@ struct AddIn {
   agent_id: Option<String>,
   kind: u8,
   instruction: bool,
-  asks: bool,
+  mood: u8,
   timestamp_ms: i64,
   session_tag: u16,
   terms: Vec<(String, u32)>,
@@ -203,7 +204,7 @@ pub fn encode_add(doc: &AnalyzedDoc) -> Vec<u8> {
     agent_id: doc.agent_id.as_deref(),
     kind: kind_code(doc.kind),
     instruction: doc.instruction,
-    asks: doc.asks,
+    mood: doc.mood.code(),
     timestamp_ms: doc.timestamp_ms,
     session_tag: doc.session_tag,
     terms: &doc.terms,
@@ -274,7 +275,10 @@ pub fn next_record(rest: &[u8]) -> Result<Next, FormatError> {
     agent_id: add.agent_id,
     kind: kind_of_code(add.kind)?,
     instruction: add.instruction,
-    asks: add.asks,
+    mood: match Mood::from_code(add.mood) {
+      Some(mood) => mood,
+      None => return damaged("unknown mood"),
+    },
     timestamp_ms: add.timestamp_ms,
     session_tag: add.session_tag,
     terms: add.terms,

@@ -15,11 +15,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{invalid, LoaError, Result};
 use crate::memory::MemoryKind;
 
-use super::analyze::{
-  after_speaker_label, only_asks, speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK,
-};
+use super::analyze::{after_speaker_label, speaker_label, Analyzer, AnalyzerConfig, MAX_TERM_BYTES, SPEAKER_MARK};
 use super::base::{BaseParts, MappedBase, Rows};
 use super::isa::{self, ISA_MARK};
+use super::mood::Mood;
 use super::related::{self, RELATED_MARK};
 use super::speaker::{label_pronoun_term, speaks_only_to_the_listener};
 
@@ -96,8 +95,8 @@ pub struct AnalyzedDoc {
   pub agent_id: Option<String>,
   pub kind: MemoryKind,
   pub instruction: bool,
-  /// Its text only asks (see [`super::analyze::only_asks`]).
-  pub asks: bool,
+  /// What its text does: states, asks, wishes (see [`super::mood`]).
+  pub mood: Mood,
   pub timestamp_ms: i64,
   /// [`session_tag`] of its session.
   pub session_tag: u16,
@@ -193,7 +192,7 @@ impl AnalyzedDoc {
       agent_id: doc.agent_id.clone(),
       kind: doc.kind,
       instruction: doc.instruction,
-      asks: only_asks(&doc.text),
+      mood: Mood::of(&doc.text),
       timestamp_ms: doc.timestamp_ms,
       session_tag: doc.session.as_deref().map_or(0, session_tag),
       terms,
@@ -363,8 +362,8 @@ pub(super) struct Slot {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
-  /// Its text only asks (see [`super::analyze::only_asks`]).
-  pub asks: bool,
+  /// What its text does: states, asks, wishes (see [`super::mood`]).
+  pub mood: Mood,
   /// [`session_tag`] of its session (0: none).
   pub session_tag: u16,
   pub live: bool,
@@ -399,7 +398,7 @@ pub(super) struct SlotView {
   pub agent: u32,
   pub kind: MemoryKind,
   pub instruction: bool,
-  pub asks: bool,
+  pub mood: Mood,
   pub live: bool,
 }
 
@@ -422,7 +421,7 @@ impl SlotReader<'_> {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
-        asks: r.asks,
+        mood: r.mood,
         live: self.dead.is_empty() || !self.dead.contains(&ord),
       });
     }
@@ -433,7 +432,7 @@ impl SlotReader<'_> {
       agent: s.agent,
       kind: s.kind,
       instruction: s.instruction,
-      asks: s.asks,
+      mood: s.mood,
       live: s.live,
     })
   }
@@ -658,7 +657,7 @@ impl MemoryIndex {
         agent: r.agent,
         kind: r.kind,
         instruction: r.instruction,
-        asks: r.asks,
+        mood: r.mood,
         session_tag: r.session_tag,
         live,
       });
@@ -754,7 +753,7 @@ impl MemoryIndex {
       agent,
       kind: doc.kind,
       instruction: doc.instruction,
-      asks: doc.asks,
+      mood: doc.mood,
       session_tag: doc.session_tag,
       live: true,
     });

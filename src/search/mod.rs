@@ -7,11 +7,13 @@
 //! - [`analyze`]: how text becomes terms (UAX #29 words, NFKC, lowercase, English stop words,
 //!   Snowball English stemming, character bigrams for scripts written without spaces). The same
 //!   analysis applies to memories and queries.
-//! - [`rank`]: the score, `relevance × recency × importance` and the context, speaker and
-//!   period parts, with BM25 as relevance, an exponential recency decay with a floor, relative to
+//! - [`rank`]: the score, `relevance × recency × importance` and the context, speaker, period
+//!   and mood parts, with BM25 as relevance, an exponential recency decay with a floor, relative to
 //!   a `now` the caller passes, and weights by kind (decisions and instructions above
 //!   interactions). Every hit carries an [`Explain`].
 //! - [`period`]: the month or year a query names (`in March 2026`).
+//! - [`speaker`]: who a query is about (`Jonas's friend`, `she`), and whose account a turn is.
+//! - [`mood`]: whether a memory states, only asks, or voices a wish or plan.
 //! - [`query`]: the query API ([`SearchOptions`]: limit, minimum score, kinds, the agents whose
 //!   memories are visible, since), and the bounds that make hostile queries cheap.
 //! - [`index`]: the inverted index in memory ([`MemoryIndex`]), usable alone.
@@ -34,6 +36,7 @@ pub mod base;
 pub mod format;
 pub mod index;
 pub mod isa;
+pub mod mood;
 pub mod period;
 mod persist;
 pub mod query;

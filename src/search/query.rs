@@ -26,6 +26,7 @@ use crate::memory::MemoryKind;
 use super::analyze::SPEAKER_MARK;
 use super::index::{isa_decode, MemoryIndex, Postings, MAX_ID_BYTES};
 use super::isa::{self, ISA_MARK};
+use super::mood::{asks_about_wishes, Mood};
 use super::period::period_in;
 use super::rank::{Explain, MatchedTerm, RankConfig};
 use super::related::RELATED_MARK;
@@ -419,7 +420,12 @@ impl MemoryIndex {
       Some(p) if !p.contains(timestamp_ms) => rank.outside_period,
       _ => 1.0,
     };
-    let asks_factor = |asks: bool| if asks { rank.only_asks } else { 1.0 };
+    let wishes = if asks_about_wishes(query) { 1.0 } else { rank.wishes };
+    let mood_factor = |mood: Mood| match mood {
+      Mood::States => 1.0,
+      Mood::Asks => rank.only_asks,
+      Mood::Wishes => wishes,
+    };
 
     // Context: each memory that matched lends `rank.context` of its BM25 to the memories
     // captured right before and right after it in the same session (ordinals are capture order)
@@ -460,7 +466,7 @@ impl MemoryIndex {
       * rank.importance.as_ref().map_or(1.0, |w| w.lowest())
       * if speaker.is_some() { rank.other_speaker } else { 1.0 }
       * if period.is_some() { rank.outside_period } else { 1.0 }
-      * rank.only_asks;
+      * rank.only_asks.min(wishes);
     let mut cutoff = options.min_score * bm25_max;
     // The limit-th best BM25 (with context); none when every memory that matched makes the list.
     let mut kth_total = f64::NEG_INFINITY;
@@ -481,7 +487,7 @@ impl MemoryIndex {
         * rank.importance(s.kind, s.instruction)
         * speaker_factor(d)
         * period_factor(s.timestamp_ms)
-        * asks_factor(s.asks);
+        * mood_factor(s.mood);
       if score < options.min_score {
         return Ok(None);
       }
@@ -575,7 +581,7 @@ impl MemoryIndex {
           importance: rank.importance(s.kind, s.instruction),
           speaker: speaker_factor(d),
           period: period_factor(s.timestamp_ms),
-          asks: asks_factor(s.asks),
+          mood: mood_factor(s.mood),
         },
       });
     }

@@ -2,7 +2,7 @@
 //! `explain` that shows each part.
 //!
 //! ```text
-//! score      = min(1, relevance + context) × recency × importance × speaker × period × asks
+//! score      = min(1, relevance + context) × recency × importance × speaker × period × mood
 //!                                                                     (in [0, 1])
 //! relevance  = bm25 / bm25_max                                        (in [0, 1))
 //! context    = c × (bm25 of the memory before + bm25 of the one after) / bm25_max
@@ -42,10 +42,13 @@
 //! (`in 2025`) is asked about that time: memories captured outside it (UTC) get the factor
 //! `outside_period` (default 0.5). The words stay query words.
 //!
-//! Asks: a memory that only asks ([`super::analyze::only_asks`]: "A live concert! Was the band
-//! any good?") gets the factor `only_asks` (default 0.7). It shares the question's words, as a
-//! reaction to news does, but a question states nothing: the answer is in the turn it reacts to.
-//! On the development set this raised MRR@10 by about 0.014 (see `docs/search.md`).
+//! Mood ([`super::mood`]): a memory that only asks ("A live concert! Was the band any good?")
+//! gets the factor `only_asks` (default 0.7): it shares the question's words, as a reaction to
+//! news does, but a question states nothing, and the answer is in the turn it reacts to. One
+//! that voices a wish or plan of its speaker ("I want to see a band live this year") gets
+//! `wishes` (default 0.6), unless the query asks about wishes or plans itself: what did not
+//! happen yet does not answer what happened. See `docs/search.md` for what each did on the
+//! development set.
 //!
 //! Recency is relative to the `now` the caller passes (never the wall clock, so results are
 //! reproducible) and never reaches zero: with the floor, an old memory that matches well still
@@ -79,9 +82,12 @@ pub struct RankConfig {
   /// Factor of a memory captured outside the month or year the query names, in (0, 1]; 1:
   /// periods are not looked at. Default 0.5.
   pub outside_period: f64,
-  /// Factor of a memory that only asks (see [`super::analyze::only_asks`]), in (0, 1]; 1: not
+  /// Factor of a memory that only asks (see [`super::mood::only_asks`]), in (0, 1]; 1: not
   /// looked at. Default 0.7.
   pub only_asks: f64,
+  /// Factor of a memory that voices a wish or plan (see [`super::mood::voices_a_wish`]) for a
+  /// query that asks about none, in (0, 1]; 1: not looked at. Default 0.6.
+  pub wishes: f64,
   /// What a query word counts for in a memory that holds it only as a related word (see
   /// [`super::related`]): the memory counts as holding it `related × similarity` times, 0 to 1;
   /// 0: related words are not looked at. Default 0.5.
@@ -103,6 +109,7 @@ impl Default for RankConfig {
       other_speaker: 0.6,
       outside_period: 0.5,
       only_asks: 0.7,
+      wishes: 0.6,
       related: 0.5,
       isa: 0.5,
     }
@@ -111,7 +118,7 @@ impl Default for RankConfig {
 
 impl RankConfig {
   /// Plain BM25: no recency decay, no importance weights, no context from neighbours, no
-  /// speaker, period or asking factor.
+  /// speaker, period or mood factor.
   pub fn bm25_only() -> RankConfig {
     RankConfig {
       recency: None,
@@ -120,6 +127,7 @@ impl RankConfig {
       other_speaker: 1.0,
       outside_period: 1.0,
       only_asks: 1.0,
+      wishes: 1.0,
       related: 0.0,
       isa: 0.0,
       ..RankConfig::default()
@@ -143,9 +151,12 @@ impl RankConfig {
     if !(self.isa.is_finite() && (0.0..=1.0).contains(&self.isa)) {
       return invalid("`isa` must be a number between 0 and 1");
     }
-    for (name, factor) in
-      [("otherSpeaker", self.other_speaker), ("outsidePeriod", self.outside_period), ("onlyAsks", self.only_asks)]
-    {
+    for (name, factor) in [
+      ("otherSpeaker", self.other_speaker),
+      ("outsidePeriod", self.outside_period),
+      ("onlyAsks", self.only_asks),
+      ("wishes", self.wishes),
+    ] {
       if !(factor.is_finite() && factor > 0.0 && factor <= 1.0) {
         return invalid(format!("`{name}` must be a number in (0, 1]"));
       }
@@ -320,9 +331,9 @@ pub struct Explain {
   /// The period factor: `outside_period` when the query names a month or year and this memory
   /// was captured outside it, else 1.
   pub period: f64,
-  /// The asking factor: `only_asks` when this memory only asks (see
-  /// [`super::analyze::only_asks`]), else 1.
-  pub asks: f64,
+  /// The mood factor: `only_asks` when this memory only asks, `wishes` when it voices a wish or
+  /// plan and the query asks about none (see [`super::mood`]), else 1.
+  pub mood: f64,
 }
 
 /// One query term found in a memory.

@@ -850,10 +850,15 @@ fn the_index_on_disk_answers_exactly_what_the_index_in_memory_answers() {
       .collect();
     Document {
       id: format!("m{i:05}"),
-      // Every fifth only asks: the flag goes through the log and the base as well.
+      // Every fifth only asks, every fifth voices a wish: the mood goes through the log and the
+      // base as well.
       text: text.join(" ")
         + if i.is_multiple_of(7) { " billing deploy" } else { "" }
-        + if i % 5 == 3 { "?" } else { "" },
+        + match i % 5 {
+          3 => "?",
+          4 => " I want to",
+          _ => "",
+        },
       kind: kinds[next(kinds.len())],
       agent_id: agents[next(agents.len())].map(String::from),
       timestamp_ms: NOW - (next(400) as i64) * DAY_MS as i64 / 3,
@@ -1136,7 +1141,7 @@ fn memories_next_to_a_match_in_their_session_rank_higher_and_say_why() {
   // Speakers aside (the query names Mia, whose turns the speaker factor would favour; see
   // `a_named_speaker_puts_their_turns_first_and_says_why`), is-a words (`Turkish` is a
   // language: `isa_words_find_a_memory_for_less_than_its_own_words`) and the asking factor (`t2`
-  // and `t4` only ask: `a_memory_that_only_asks_ranks_below_one_that_states_and_says_why`).
+  // and `t4` only ask: `a_memory_that_only_asks_or_wishes_ranks_below_one_that_states`).
   let rank = RankConfig { other_speaker: 1.0, isa: 0.0, only_asks: 1.0, ..RankConfig::default() };
   let opts = || SearchOptions { rank: rank.clone(), ..opts() };
   let r = index.search("which language is Mia learning", &opts()).unwrap();
@@ -1265,7 +1270,7 @@ fn a_named_speaker_puts_their_turns_first_and_says_why() {
     let e = &h.explain;
     let mias = ["t1", "t3", "t5"].contains(&h.id.as_str());
     assert_eq!(e.speaker, if mias { 1.0 } else { 0.6 }, "{}", h.id);
-    let score = (e.relevance + e.context).min(1.0) * e.recency * e.importance * e.speaker * e.period * e.asks;
+    let score = (e.relevance + e.context).min(1.0) * e.recency * e.importance * e.speaker * e.period * e.mood;
     assert!((h.score - score).abs() < 1e-12);
   }
   // `Mia's` names her too; a label word inside a turn (`Jonas, ...` in t5) is not a label.
@@ -1335,21 +1340,32 @@ fn a_turn_that_speaks_only_to_its_listener_is_not_its_speakers_account() {
 }
 
 #[test]
-fn a_memory_that_only_asks_ranks_below_one_that_states_and_says_why() {
-  let docs = [doc("q", "Zoe: A new job! How does the new job feel?"), doc("s", "Zoe: My new job starts Monday.")];
+fn a_memory_that_only_asks_or_wishes_ranks_below_one_that_states() {
+  let docs = [
+    doc("asks", "Zoe: A new job! How does the new job feel?"),
+    doc("wishes", "Zoe: I want to find a new job, any new job"),
+    doc("states", "Zoe: My new job starts Monday."),
+  ];
   let index = mem(&docs);
   let r = index.search("new job", &opts()).unwrap();
-  assert_eq!(ids(&r), ["s", "q"]);
-  for h in &r.hits {
-    assert_eq!(h.explain.asks, if h.id == "q" { 0.7 } else { 1.0 });
-  }
-  // Without the factor the question, which says `job` twice, is first.
-  let off = SearchOptions { rank: RankConfig { only_asks: 1.0, ..RankConfig::default() }, ..opts() };
+  assert_eq!(ids(&r), ["states", "asks", "wishes"]);
+  let factor = |r: &SearchResults, id: &str| r.hits.iter().find(|h| h.id == id).unwrap().explain.mood;
+  assert_eq!([factor(&r, "states"), factor(&r, "asks"), factor(&r, "wishes")], [1.0, 0.7, 0.6]);
+  // A query about wishes or plans is answered by one: no factor for it then.
+  let r = index.search("which new job does Zoe want", &opts()).unwrap();
+  assert_eq!(ids(&r)[0], "wishes");
+  assert_eq!(factor(&r, "wishes"), 1.0);
+  // Without the factors the two that repeat `job` are first.
+  let off = SearchOptions { rank: RankConfig { only_asks: 1.0, wishes: 1.0, ..RankConfig::default() }, ..opts() };
   let r = index.search("new job", &off).unwrap();
-  assert_eq!(ids(&r), ["q", "s"]);
-  assert!(r.hits.iter().all(|h| h.explain.asks == 1.0));
-  let bad = SearchOptions { rank: RankConfig { only_asks: 0.0, ..RankConfig::default() }, ..opts() };
-  assert_eq!(index.search("new job", &bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  assert_eq!(ids(&r)[2], "states");
+  assert!(r.hits.iter().all(|h| h.explain.mood == 1.0));
+  for bad in
+    [RankConfig { only_asks: 0.0, ..RankConfig::default() }, RankConfig { wishes: 1.5, ..RankConfig::default() }]
+  {
+    let bad = SearchOptions { rank: bad, ..opts() };
+    assert_eq!(index.search("new job", &bad).unwrap_err().code(), "E_INVALID_ARGUMENT");
+  }
 }
 
 #[test]
