@@ -319,10 +319,10 @@ export function memoryTools(memory: LoaMemory, ctx: ToolContext) {
               recency: hit.explain.recency,
               importance: hit.explain.importance,
               // Below 1: the query names another speaker, or a month or year this was not in;
-              // or this memory only asks (a question states nothing).
+              // or this memory only asks or voices a wish (it states nothing that happened).
               speaker: hit.explain.speaker,
               period: hit.explain.period,
-              asks: hit.explain.asks,
+              mood: hit.explain.mood,
             },
           })),
         })
