@@ -238,13 +238,26 @@ fn may_name_provider<'a>(n: usize, word: &impl Fn(usize) -> &'a [u8]) -> bool {
 pub fn may_name_provider_in(ident: &[u8]) -> bool {
   const _: () = assert!(IDENT_WORDS_MAX <= SPAN_SCAN);
   let mut buf = [0u8; IDENT_WORDS_MAX];
-  let mut len = 0;
-  for &b in &ident[..ident.len().min(IDENT_WORDS_MAX)] {
-    if b.is_ascii_alphanumeric() {
-      buf[len] = b.to_ascii_lowercase();
-      len += 1;
+  let ident = &ident[..ident.len().min(IDENT_WORDS_MAX)];
+  // An identifier of letters and digits only (a random token before another, most of those
+  // asked) is lowercased whole: the test and the copy go 16 bytes at a time (no branch per
+  // byte, which the compiler cannot vectorise), where the filtering loop below cost a tenth of
+  // the time of a text of random tokens.
+  let len = if ident.iter().fold(true, |all, &b| all & b.is_ascii_alphanumeric()) {
+    for (d, &b) in buf.iter_mut().zip(ident) {
+      *d = b.to_ascii_lowercase();
     }
-  }
+    ident.len()
+  } else {
+    let mut len = 0;
+    for &b in ident {
+      if b.is_ascii_alphanumeric() {
+        buf[len] = b.to_ascii_lowercase();
+        len += 1;
+      }
+    }
+    len
+  };
   len >= 3 && provider_keywords().is_match(&buf[..len])
 }
 
@@ -301,8 +314,45 @@ fn provider_span_scan<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> Option<
 
 #[cfg(test)]
 mod tests {
-  use super::{keyword_set, parse, provider_span, provider_span_scan, providers};
+  use super::IDENT_WORDS_MAX;
+  use super::{
+    keyword_set, may_name_provider_in, parse, provider_keywords, provider_span, provider_span_scan, providers,
+  };
   use crate::redact::testing::Rng;
+
+  /// The whole-identifier lowercasing of `may_name_provider_in` (letters and digits only)
+  /// answers as the filtering definition, on identifiers with and without other bytes, around
+  /// `IDENT_WORDS_MAX`, and holding keywords.
+  #[test]
+  fn alphanumeric_identifiers_are_asked_as_the_filtered_ones() {
+    let definition = |ident: &[u8]| {
+      let kept: Vec<u8> = ident[..ident.len().min(IDENT_WORDS_MAX)]
+        .iter()
+        .filter(|b| b.is_ascii_alphanumeric())
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+      kept.len() >= 3 && provider_keywords().is_match(&kept)
+    };
+    let keywords: Vec<&[u8]> = keyword_set().iter().copied().collect();
+    let mut rng = Rng(29);
+    let (mut named, mut total) = (0, 0);
+    for alphabet in ["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", "abcXYZ019_-.:"] {
+      for _ in 0..4000 {
+        let len = rng.below(IDENT_WORDS_MAX + 20);
+        let mut ident = rng.chars(alphabet, len).into_bytes();
+        if rng.below(3) == 0 {
+          let kw = rng.pick(&keywords).to_ascii_uppercase();
+          let at = rng.below(ident.len() + 1);
+          ident.splice(at..at, kw);
+        }
+        let expected = definition(&ident);
+        assert_eq!(may_name_provider_in(&ident), expected, "{}", String::from_utf8_lossy(&ident));
+        named += expected as usize;
+        total += 1;
+      }
+    }
+    assert!(named > 500 && named < total - 500, "{named} of {total}");
+  }
 
   /// The scan that rules identifiers out answers as the look-ups alone, on runs of words made of
   /// every provider keyword cut in up to three pieces among random and keyword words.
