@@ -13,6 +13,8 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { prng } from '../scripts/redact-devcorpus.mjs'
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const [textFile, ...addons] = process.argv.slice(2)
 if (!textFile || addons.length !== 2) {
@@ -42,15 +44,6 @@ const readCorpus = (dir, ext) =>
     .sort()
     .map((f) => readFileSync(join(root, 'testdata', dir, f), 'utf8'))
     .join('')
-function prng(seed) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let x = Math.imul(s ^ (s >>> 15), 1 | s)
-    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 const randomTokens = (size) => {
   const rand = prng(11)
   const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'

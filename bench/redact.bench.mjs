@@ -14,6 +14,8 @@ import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { prng } from '../scripts/redact-devcorpus.mjs'
+
 const require = createRequire(import.meta.url)
 const here = dirname(fileURLToPath(import.meta.url))
 const core = require('../index.js')
@@ -30,15 +32,6 @@ const CHUNK = 4096 // a typical agent message
 // ---------------------------------------------------------------------------------------------
 // Deterministic corpus
 
-function prng(seed) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let x = Math.imul(s ^ (s >>> 15), 1 | s)
-    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function makeCorpus(size) {
   const rand = prng(20261121)

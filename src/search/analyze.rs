@@ -102,6 +102,20 @@ pub fn after_speaker_label(text: &str) -> &str {
   }
 }
 
+/// `word` is `lower` (ASCII lowercase, `'` for an apostrophe), ignoring ASCII case and reading
+/// `’` as `'`.
+pub fn same_word(word: &str, lower: &str) -> bool {
+  let mut a = word.chars().map(|c| if c == '’' { '\'' } else { c.to_ascii_lowercase() });
+  let mut b = lower.chars();
+  loop {
+    match (a.next(), b.next()) {
+      (None, None) => return true,
+      (Some(x), Some(y)) if x == y => {}
+      _ => return false,
+    }
+  }
+}
+
 /// How text is analysed. Recorded in the index files: an index built with other settings is not
 /// used (see `docs/search.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

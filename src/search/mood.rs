@@ -10,7 +10,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::analyze::after_speaker_label;
+use super::analyze::{after_speaker_label, same_word};
 
 /// A memory's mood, decided once when it is indexed and kept in its row (see `base.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -117,20 +117,6 @@ pub fn asks_about_wishes(query: &str) -> bool {
     WORDS.iter().any(|o| same_word(w, o))
       || (["like", "love"].iter().any(|o| same_word(w, o)) && words.get(i + 1).is_some_and(|n| same_word(n, "to")))
   })
-}
-
-/// `word` is `lower` (ASCII lowercase, `'` for an apostrophe), ignoring ASCII case and reading
-/// `’` as `'`.
-fn same_word(word: &str, lower: &str) -> bool {
-  let mut a = word.chars().map(|c| if c == '’' { '\'' } else { c.to_ascii_lowercase() });
-  let mut b = lower.chars();
-  loop {
-    match (a.next(), b.next()) {
-      (None, None) => return true,
-      (Some(x), Some(y)) if x == y => {}
-      _ => return false,
-    }
-  }
 }
 
 #[cfg(test)]

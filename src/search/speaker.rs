@@ -20,6 +20,8 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::analyze::same_word;
+
 /// Words for a person in a relation to another: family, partners, friends, people one works,
 /// studies or lives with. Lowercase, singular and plural.
 const RELATIONS: &[&str] = &[
@@ -171,17 +173,32 @@ fn given_name_term(name: &str) -> Option<&'static str> {
 /// wholesome." is about the listener's vegetables, not the speaker's. One pass over the words.
 pub fn speaks_only_to_the_listener(body: &str) -> bool {
   let mut second = false;
+  const FIRST: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "mine",
+    "myself",
+    "we",
+    "us",
+    "our",
+    "ours",
+    "ourselves",
+    "i'm",
+    "i've",
+    "i'll",
+    "i'd",
+    "we're",
+    "we've",
+    "we'll",
+    "we'd",
+  ];
+  const SECOND: &[&str] = &["you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'll", "you'd"];
   for word in body.unicode_words() {
-    if word.len() > 10 {
-      continue;
+    if FIRST.iter().any(|w| same_word(word, w)) {
+      return false;
     }
-    let word = word.replace('’', "'").to_ascii_lowercase();
-    match word.as_str() {
-      "i" | "me" | "my" | "mine" | "myself" | "we" | "us" | "our" | "ours" | "ourselves" | "i'm" | "i've" | "i'll"
-      | "i'd" | "we're" | "we've" | "we'll" | "we'd" => return false,
-      "you" | "your" | "yours" | "yourself" | "yourselves" | "you're" | "you've" | "you'll" | "you'd" => second = true,
-      _ => {}
-    }
+    second |= SECOND.iter().any(|w| same_word(word, w));
   }
   second
 }
@@ -192,14 +209,8 @@ pub fn speaks_only_to_the_listener(body: &str) -> bool {
 pub fn pronoun_term(query: &str) -> Option<&'static str> {
   let (mut female, mut male) = (false, false);
   for word in query.unicode_words() {
-    if word.len() > 7 {
-      continue;
-    }
-    match word.to_ascii_lowercase().as_str() {
-      "she" | "her" | "hers" | "herself" => female = true,
-      "he" | "him" | "his" | "himself" => male = true,
-      _ => {}
-    }
+    female |= ["she", "her", "hers", "herself"].iter().any(|w| same_word(word, w));
+    male |= ["he", "him", "his", "himself"].iter().any(|w| same_word(word, w));
   }
   match (female, male) {
     (true, false) => Some(FEMALE_SPEAKER),

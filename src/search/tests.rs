@@ -731,6 +731,39 @@ fn damaged_bytes_never_panic_the_decoders() {
   assert!(format::decode_base(&base, AnalyzerConfig::default()).is_ok());
 }
 
+#[test]
+fn a_log_record_or_base_row_with_an_unknown_mood_is_damage() {
+  let analyzer = Analyzer::new(AnalyzerConfig::default());
+  let d = AnalyzedDoc::new(&analyzer, &doc("a", "Zoe: I want to learn the violin")).unwrap();
+  assert_eq!(d.mood, super::mood::Mood::Wishes);
+  // postcard: variant 0, id "a" (length 1), no agent, kind, instruction, mood.
+  let payload = format::encode_add(&d)[8..].to_vec();
+  assert_eq!(payload[..7], [0, 1, b'a', 0, payload[4], 0, 2]);
+  for (mood, ok) in [(0u8, true), (1, true), (2, true), (3, false), (0xff, false)] {
+    let mut p = payload.clone();
+    p[6] = mood;
+    let read = format::next_record(&format::frame(&p));
+    assert_eq!(matches!(read, Ok(format::Next::Record { .. })), ok, "mood {mood}");
+  }
+  // A base row's flags byte: bit 0 instruction, bits 1-2 the mood; mood code 3 is damage.
+  let mut index = mem(&[doc("a", "Zoe: I want to learn the violin"), doc("b", "Zoe: done?")]);
+  index.compact().unwrap();
+  let base = format::encode_base(&index, AnalyzerConfig::default().id(), 7);
+  let (_, decoded) = format::decode_base(&base, AnalyzerConfig::default()).unwrap();
+  let r = decoded.search("violin", &opts()).unwrap();
+  assert_eq!(r.hits[0].explain.mood, 0.6);
+  // The rows section is the second of the header's table (24 bytes per entry from byte 32); a
+  // row's flags byte is its 22nd (after timestamp, length, agent, id end and kind).
+  let rows = u64::from_le_bytes(base[56..64].try_into().unwrap()) as usize;
+  let at = [rows + 21];
+  assert_eq!(base[at[0]], 2 << 1, "the wish's row: mood code 2, no instruction");
+  let mut bad = base.clone();
+  bad[at[0]] = 6;
+  base::reseal(&mut bad);
+  let read = format::decode_base(&bad, AnalyzerConfig::default()).map(|(_, i)| i.search("violin", &opts()));
+  assert!(matches!(read, Err(_) | Ok(Err(_))), "a bad mood code must not read");
+}
+
 /// What the fuzz target `search_index` does, with a fixed generator: a real base changed at a
 /// few random places, resealed (every checksum recomputed but the fst maps'), then opened,
 /// queried, listed and verified. Never a panic; an error is `E_STATE_CORRUPT`.
