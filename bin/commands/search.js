@@ -52,10 +52,12 @@ async function search({ args, values }) {
     const context = e.context > 0 ? ` + context ${e.context.toFixed(3)}` : ''
     const speaker = e.speaker < 1 ? ` × other speaker ${e.speaker}` : ''
     const period = e.period < 1 ? ` × outside the period ${e.period}` : ''
+    // 0.7: it only asks; 0.6: it voices a wish or plan (docs/search.md, "Mood").
+    const mood = e.mood < 1 ? ` × mood ${e.mood}` : ''
     process.stdout.write(
       `${hit.score.toFixed(3)}  ${hit.type.padEnd(11)} ${hit.timestamp.slice(0, 10)}  ${hit.id.slice(0, 12)}  ${hit.path}#L${hit.startLine}-L${hit.endLine}\n` +
         `       ${oneLine(hit.content)}\n` +
-        `       matched ${why}; relevance ${e.relevance.toFixed(3)}${context} × recency ${e.recency.toFixed(3)} × importance ${e.importance}${speaker}${period}\n`,
+        `       matched ${why}; relevance ${e.relevance.toFixed(3)}${context} × recency ${e.recency.toFixed(3)} × importance ${e.importance}${speaker}${period}${mood}\n`,
     )
   }
   return 0
@@ -158,7 +160,7 @@ module.exports = {
     help: `  loa search <query> [--workspace DIR] [--agent ID] [--limit N] [--json]
                                  the memories that best answer the query, each with why
                                  (matched words, relevance + context × recency × importance
-                                 × speaker × period, the factors below 1 only) and its
+                                 × speaker × period × mood, the factors below 1 only) and its
                                  path in the Markdown view`,
     optionHelp: `  --agent ID    search, forget, import: as this agent (its memories, the workspace's and
                 what memory.sharing shares); capture: the memory's agent

@@ -149,18 +149,17 @@ impl Rows<'_> {
     // Destructured, so that no field read is bounds-checked again.
     let [t0, t1, t2, t3, t4, t5, t6, t7, l0, l1, l2, l3, a0, a1, a2, a3, _, _, _, _, kind, flags, s0, s1] = row;
     let agent = u32::from_le_bytes([a0, a1, a2, a3]);
-    match MemoryKind::ALL.get(kind as usize) {
-      Some(&kind) if flags >> 3 == 0 && Mood::from_code(flags >> 1).is_some() && agent as usize <= self.agents => {
-        Ok(Row {
-          timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
-          len: u32::from_le_bytes([l0, l1, l2, l3]),
-          agent,
-          kind,
-          instruction: flags & 1 != 0,
-          mood: Mood::from_code(flags >> 1).unwrap_or_default(),
-          session_tag: u16::from_le_bytes([s0, s1]),
-        })
-      }
+    // No code a version writes has a bit above the mood's: `from_code` refuses them.
+    match (MemoryKind::ALL.get(kind as usize), Mood::from_code(flags >> 1)) {
+      (Some(&kind), Some(mood)) if agent as usize <= self.agents => Ok(Row {
+        timestamp_ms: i64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
+        len: u32::from_le_bytes([l0, l1, l2, l3]),
+        agent,
+        kind,
+        instruction: flags & 1 != 0,
+        mood,
+        session_tag: u16::from_le_bytes([s0, s1]),
+      }),
       _ => Err(self.base.corrupt("bad row")),
     }
   }

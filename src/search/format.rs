@@ -25,7 +25,6 @@
 //! damaged file; decoded content is checked for consistency (ids and terms of bounded size, no
 //! term twice in a record, term counts positive). The base's checks are in [`super::base`].
 
-use super::mood::Mood;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +34,7 @@ use crate::memory::MemoryKind;
 use super::analyze::MAX_TERM_BYTES;
 use super::base::{BaseBytes, MappedBase};
 use super::index::{AnalyzedDoc, MemoryIndex, MAX_ID_BYTES};
+use super::mood::Mood;
 
 /// The format version written, and the only one read (see `docs/search.md` for the rule on
 /// other versions: the index is derived, so it is rebuilt, never misread).

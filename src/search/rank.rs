@@ -36,7 +36,9 @@
 //! [`super::analyze::speaker_label`]), memories that are not that speaker's turns get the factor
 //! `other_speaker` (default 0.6): "what did Zoe adopt?" is asked about Zoe's turns, and her name
 //! is in half the turns of her conversation, too common for BM25 to weigh it. A query that names
-//! two speakers, or none, changes nothing.
+//! two speakers changes nothing; one that names none may point at one with `she` or `he` (see
+//! [`super::speaker`]). A turn that speaks only to its listener ("you deserved that trip") is
+//! not its speaker's turn here: it is about the other.
 //!
 //! Period: a query that names a month of a year (`in March 2026`) or a year after `in`
 //! (`in 2025`) is asked about that time: memories captured outside it (UTC) get the factor

@@ -140,9 +140,9 @@ function exampleModel() {
         'Wrote the Friday deploy checklist; next: confirm the holiday freeze with the reviewer.',
       ].join('\n'),
       items: [
-        { tokens: 412, truncated: false, label: null, memory: ref(9), explain: { score: 0.91, relevance: 0.88, recency: 0.97, importance: 0.74, speaker: 1, period: 1, matched: ['friday', 'deploy'] } },
-        { tokens: 356, truncated: false, label: null, memory: ref(0), explain: { score: 0.79, relevance: 0.83, recency: 0.62, importance: 0.82, speaker: 1, period: 0.5, matched: ['friday', 'deploy'] } },
-        { tokens: 198, truncated: false, label: null, memory: ref(11), explain: { score: 0.64, relevance: 0.7, recency: 0.97, importance: 0.44, speaker: 1, period: 1, matched: ['deploy'] } },
+        { tokens: 412, truncated: false, label: null, memory: ref(9), explain: { score: 0.91, relevance: 0.88, recency: 0.97, importance: 0.74, speaker: 1, period: 1, mood: 1, matched: ['friday', 'deploy'] } },
+        { tokens: 356, truncated: false, label: null, memory: ref(0), explain: { score: 0.79, relevance: 0.83, recency: 0.62, importance: 0.82, speaker: 1, period: 0.5, mood: 1, matched: ['friday', 'deploy'] } },
+        { tokens: 198, truncated: false, label: null, memory: ref(11), explain: { score: 0.64, relevance: 0.7, recency: 0.97, importance: 0.44, speaker: 1, period: 1, mood: 1, matched: ['deploy'] } },
         { tokens: 268, truncated: true, label: 'session s5', memory: null, explain: null },
       ],
       dropped: [

@@ -225,13 +225,14 @@ function contextPart(store, query, agent, byId, config) {
       label: null,
       memory: memoryOf(source.id),
       explain: e && {
-        score: Math.min(1, e.relevance + e.context) * e.recency * e.importance * e.speaker * e.period,
+        score: Math.min(1, e.relevance + e.context) * e.recency * e.importance * e.speaker * e.period * e.mood,
         relevance: e.relevance,
         context: e.context,
         recency: e.recency,
         importance: e.importance,
         speaker: e.speaker,
         period: e.period,
+        mood: e.mood,
         matched: e.matched.map((t) => t.queryWord),
       },
     }

@@ -364,7 +364,7 @@ function healthSection(model) {
 function explainText(e) {
   if (!isObject(e)) return ''
   const parts = []
-  for (const key of ['score', 'relevance', 'recency', 'importance', 'speaker', 'period']) {
+  for (const key of ['score', 'relevance', 'recency', 'importance', 'speaker', 'period', 'mood']) {
     if (count(e[key]) !== null) parts.push(`${key} ${decimal(e[key])}`)
   }
   const matched = list(e.matched).map(str).filter(Boolean)
