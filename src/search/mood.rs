@@ -8,6 +8,8 @@
 //! Each test is one pass over the text's words (Unicode word boundaries, `unicode-segmentation`)
 //! and looks at most a few words ahead of each: linear in the text.
 
+use std::collections::VecDeque;
+
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::analyze::{after_speaker_label, same_word};
@@ -74,32 +76,37 @@ pub fn only_asks(text: &str) -> bool {
 /// (`I'd`, `I'm`, `we're` as one word too); or `one day`, `someday`, `some day` anywhere. "My
 /// sister wants to move" is a statement about the sister; "I need to" is not a wish.
 pub fn voices_a_wish(text: &str) -> bool {
-  let words: Vec<&str> = after_speaker_label(text).unicode_words().collect();
-  let is = |i: usize, options: &[&str]| words.get(i).is_some_and(|w| options.iter().any(|o| same_word(w, o)));
-  for i in 0..words.len() {
-    if is(i, &["someday"]) || (is(i, &["one", "some"]) && is(i + 1, &["day"])) {
+  // The words from the one being looked at to the farthest a pattern reads (subject, three
+  // adverbs, verb, `to`): a window, not a list of every word of a long memory.
+  const AHEAD: usize = 6;
+  let mut words = after_speaker_label(text).unicode_words();
+  let mut window: VecDeque<&str> = words.by_ref().take(AHEAD).collect();
+  while !window.is_empty() {
+    let is = |i: usize, options: &[&str]| window.get(i).is_some_and(|w| options.iter().any(|o| same_word(w, o)));
+    if is(0, &["someday"]) || (is(0, &["one", "some"]) && is(1, &["day"])) {
       return true;
     }
-    if is(i, &["i'm", "we're"]) && is(i + 1, &["planning", "thinking", "hoping"]) {
+    if is(0, &["i'm", "we're"]) && is(1, &["planning", "thinking", "hoping"]) {
       return true;
     }
-    let mut would = is(i, &["i'd", "we'd"]);
-    if !(would || is(i, &["i", "we"])) {
-      continue;
+    let mut would = is(0, &["i'd", "we'd"]);
+    if would || is(0, &["i", "we"]) {
+      let mut j = 1;
+      while j < 4 && is(j, &["would", "really", "still", "also", "just"]) {
+        would |= is(j, &["would"]);
+        j += 1;
+      }
+      let wish = is(j, &["wanna", "should", "wish"])
+        || (is(j, &["want", "hope", "plan", "intend"]) && is(j + 1, &["to"]))
+        || (would && is(j, &["like", "love"]) && is(j + 1, &["to"]))
+        || (is(j, &["dream"]) && is(j + 1, &["of", "about"]))
+        || (is(j, &["am", "are"]) && is(j + 1, &["planning", "thinking", "hoping"]));
+      if wish {
+        return true;
+      }
     }
-    let mut j = i + 1;
-    while j < i + 4 && is(j, &["would", "really", "still", "also", "just"]) {
-      would |= is(j, &["would"]);
-      j += 1;
-    }
-    let wish = is(j, &["wanna", "should", "wish"])
-      || (is(j, &["want", "hope", "plan", "intend"]) && is(j + 1, &["to"]))
-      || (would && is(j, &["like", "love"]) && is(j + 1, &["to"]))
-      || (is(j, &["dream"]) && is(j + 1, &["of", "about"]))
-      || (is(j, &["am", "are"]) && is(j + 1, &["planning", "thinking", "hoping"]));
-    if wish {
-      return true;
-    }
+    window.pop_front();
+    window.extend(words.next());
   }
   false
 }
