@@ -3380,10 +3380,11 @@ export interface SearchExplain {
    */
   period: number
   /**
-   * 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
-   * with a full stop: "A new job! How does it feel?"): a question states nothing. 0.6 when it
-   * voices a wish or plan of its speaker ("I want to learn the violin") and the query asks
-   * about none: what did not happen yet does not answer what happened. Else 1.
+   * For an interaction (what someone said): 0.7 when it only asks (it ends with a question
+   * mark and no sentence of it ends with a full stop: "A new job! How does it feel?"), since a
+   * question states nothing; 0.6 when it voices a wish or plan of its speaker ("I want to learn
+   * the violin") and the query asks about none, since what did not happen yet does not answer
+   * what happened. Else 1 (decisions, learnings and instructions say what they say).
    */
   mood: number
 }

@@ -86,10 +86,11 @@ pub struct SearchExplain {
   /// 0.5 when the query names a month of a year or a year (`in March 2026`, `in 2025`) and this
   /// memory was captured outside it (UTC); else 1.
   pub period: f64,
-  /// 0.7 when this memory only asks (it ends with a question mark and no sentence of it ends
-  /// with a full stop: "A new job! How does it feel?"): a question states nothing. 0.6 when it
-  /// voices a wish or plan of its speaker ("I want to learn the violin") and the query asks
-  /// about none: what did not happen yet does not answer what happened. Else 1.
+  /// For an interaction (what someone said): 0.7 when it only asks (it ends with a question
+  /// mark and no sentence of it ends with a full stop: "A new job! How does it feel?"), since a
+  /// question states nothing; 0.6 when it voices a wish or plan of its speaker ("I want to learn
+  /// the violin") and the query asks about none, since what did not happen yet does not answer
+  /// what happened. Else 1 (decisions, learnings and instructions say what they say).
   pub mood: f64,
 }
 

@@ -192,7 +192,7 @@ impl AnalyzedDoc {
       agent_id: doc.agent_id.clone(),
       kind: doc.kind,
       instruction: doc.instruction,
-      mood: Mood::of(&doc.text),
+      mood: Mood::of_memory(doc.kind, doc.instruction, &doc.text),
       timestamp_ms: doc.timestamp_ms,
       session_tag: doc.session.as_deref().map_or(0, session_tag),
       terms,

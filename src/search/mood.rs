@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::memory::MemoryKind;
+
 use super::analyze::{after_speaker_label, same_word};
 
 /// A memory's mood, decided once when it is indexed and kept in its row (see `base.rs`).
@@ -27,6 +29,18 @@ pub enum Mood {
 }
 
 impl Mood {
+  /// The mood a memory is ranked by: its text's for a plain interaction (what someone said), and
+  /// [`Mood::States`] for every other kind and for instructions. "We should use Postgres for
+  /// billing" is a decision, and "Always ask before deleting?" an instruction, whatever their
+  /// grammar: what they say is the fact a query asks for.
+  pub fn of_memory(kind: MemoryKind, instruction: bool, text: &str) -> Mood {
+    if kind == MemoryKind::Interaction && !instruction {
+      Mood::of(text)
+    } else {
+      Mood::States
+    }
+  }
+
   /// The mood of a memory's text. A text that only asks is [`Mood::Asks`] even if it voices a
   /// wish ("Should I sign up?").
   pub fn of(text: &str) -> Mood {
@@ -175,6 +189,18 @@ mod tests {
     ] {
       assert!(!voices_a_wish(states) || only_asks(states), "{states}");
       assert_ne!(Mood::of(states), Mood::Wishes, "{states}");
+    }
+  }
+
+  #[test]
+  fn only_what_someone_said_is_ranked_by_its_mood() {
+    let wish = "We should use Postgres for billing";
+    assert_eq!(Mood::of_memory(MemoryKind::Interaction, false, wish), Mood::Wishes);
+    assert_eq!(Mood::of_memory(MemoryKind::Interaction, false, "Is it done?"), Mood::Asks);
+    assert_eq!(Mood::of_memory(MemoryKind::Interaction, true, wish), Mood::States);
+    for kind in [MemoryKind::Decision, MemoryKind::Learning, MemoryKind::Error, MemoryKind::Milestone] {
+      assert_eq!(Mood::of_memory(kind, false, wish), Mood::States, "{kind:?}");
+      assert_eq!(Mood::of_memory(kind, false, "Why does the build fail?"), Mood::States, "{kind:?}");
     }
   }
 

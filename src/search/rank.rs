@@ -44,7 +44,8 @@
 //! (`in 2025`) is asked about that time: memories captured outside it (UTC) get the factor
 //! `outside_period` (default 0.5). The words stay query words.
 //!
-//! Mood ([`super::mood`]): a memory that only asks ("A live concert! Was the band any good?")
+//! Mood ([`super::mood`], for interactions only: a decision or an instruction says what it says
+//! whatever its grammar): a memory that only asks ("A live concert! Was the band any good?")
 //! gets the factor `only_asks` (default 0.7): it shares the question's words, as a reaction to
 //! news does, but a question states nothing, and the answer is in the turn it reacts to. One
 //! that voices a wish or plan of its speaker ("I want to see a band live this year") gets

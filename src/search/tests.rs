@@ -1382,6 +1382,9 @@ fn a_memory_that_only_asks_or_wishes_ranks_below_one_that_states() {
   let index = mem(&docs);
   let r = index.search("new job", &opts()).unwrap();
   assert_eq!(ids(&r), ["states", "asks", "wishes"]);
+  // A decision says what it says, whatever its grammar: moods are read in interactions only.
+  let decided = mem(&[with(doc("d", "We should use Postgres for billing"), |d| d.kind = MemoryKind::Decision)]);
+  assert_eq!(decided.search("postgres billing", &opts()).unwrap().hits[0].explain.mood, 1.0);
   let factor = |r: &SearchResults, id: &str| r.hits.iter().find(|h| h.id == id).unwrap().explain.mood;
   assert_eq!([factor(&r, "states"), factor(&r, "asks"), factor(&r, "wishes")], [1.0, 0.7, 0.6]);
   // A query about wishes or plans is answered by one: no factor for it then.
