@@ -330,8 +330,8 @@ test('loa import memory-core, loa search and loa forget: results with why, previ
   assert.equal(found.code, 0, found.stderr)
   assert.match(found.stdout, /memory\/shared\/[0-9a-f]{64}\.md#L\d+-L\d+/)
   assert.match(found.stdout, /matched release, train, leave; relevance/)
-  // A memory that only asks says so among its factors.
-  const asked = await loa('capture', '--type', 'decision', '--content', `Does the ${word} release train leave from platform four?`)
+  // An interaction that only asks says so among its factors (only interactions are read for mood).
+  const asked = await loa('capture', '--type', 'interaction', '--content', `Does the ${word} release train leave from platform four?`)
   assert.equal(asked.code, 0, asked.stderr)
   const withAsked = await loa('search', 'release train platform')
   assert.match(withAsked.stdout, /platform four\?\n.*× mood 0\.7\n/)
