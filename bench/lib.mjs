@@ -27,6 +27,44 @@ export function rng(seed) {
   }
 }
 
+/** The repository's `testdata/<dir>` files ending in `ext`, in name order, as one text: the
+ * redaction benchmarks' corpora of real text (testdata/bench/README.md). */
+export function readCorpus(dir, ext) {
+  const at = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'testdata', dir)
+  return fs
+    .readdirSync(at)
+    .filter((f) => f.endsWith(ext))
+    .sort()
+    .map((f) => fs.readFileSync(path.join(at, f), 'utf8'))
+    .join('')
+}
+
+/** `text` cut into messages of at most `size` UTF-16 units (a typical agent message: 4 KiB),
+ * never between the two halves of a surrogate pair. */
+export function cutMessages(text, size = 4096) {
+  const out = []
+  for (let i = 0; i < text.length; ) {
+    let e = Math.min(i + size, text.length)
+    if (e < text.length && /[\ud800-\udbff]/.test(text[e - 1])) e--
+    out.push(text.slice(i, e))
+    i = e
+  }
+  return out
+}
+
+/** The redaction benchmarks' worst adversarial input: random 40-character tokens of letters and
+ * digits, each followed by `;`, to at least `size` characters (seed 11). */
+export function randomTokens(size) {
+  const rand = rng(11)
+  const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  let s = ''
+  while (s.length < size) {
+    for (let i = 0; i < 40; i++) s += AL[Math.floor(rand() * AL.length)]
+    s += ';'
+  }
+  return s
+}
+
 export const now = () => performance.now()
 /** The `q` quantile of an ascending array. */
 export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]

@@ -9,13 +9,11 @@
 //
 //   LOA_BENCH_DUMP=/tmp/text.txt node bench/redact.bench.mjs --quick   # once: the benchmark text
 //   node bench/redact-pair-corpora.mjs /tmp/text.txt old.node new.node  # ROUNDS=9 by default
-import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 
-import { prng } from '../scripts/redact-devcorpus.mjs'
+import { cutMessages, randomTokens, readCorpus } from './lib.mjs'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const [textFile, ...addons] = process.argv.slice(2)
 if (!textFile || addons.length !== 2) {
   console.error('usage: node bench/redact-pair-corpora.mjs <benchmark text> <old.node> <new.node>')
@@ -27,33 +25,7 @@ const mods = addons.map((f) => {
   return m.exports
 })
 
-// As bench/redact.bench.mjs builds them.
-const cut4k = (s) => {
-  const out = []
-  for (let i = 0; i < s.length; ) {
-    let e = Math.min(i + 4096, s.length)
-    if (e < s.length && /[\ud800-\udbff]/.test(s[e - 1])) e--
-    out.push(s.slice(i, e))
-    i = e
-  }
-  return out
-}
-const readCorpus = (dir, ext) =>
-  readdirSync(join(root, 'testdata', dir))
-    .filter((f) => f.endsWith(ext))
-    .sort()
-    .map((f) => readFileSync(join(root, 'testdata', dir, f), 'utf8'))
-    .join('')
-const randomTokens = (size) => {
-  const rand = prng(11)
-  const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
-  let s = ''
-  while (s.length < size) {
-    for (let i = 0; i < 40; i++) s += AL[Math.floor(rand() * AL.length)]
-    s += ';'
-  }
-  return s + '\nend.\n'
-}
+const cut4k = (s) => cutMessages(s, 4096)
 
 const generated = cut4k(readFileSync(textFile, 'utf8')).slice(0, 256)
 const sets = [

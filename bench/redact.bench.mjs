@@ -8,13 +8,13 @@
 //
 //   node bench/redact.bench.mjs          full run: 10 MB text, best of 5 rounds
 //   node bench/redact.bench.mjs --quick  smoke run: 1 MB text, 1 round
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { prng } from '../scripts/redact-devcorpus.mjs'
+import { cutMessages, randomTokens, readCorpus, rng as prng } from './lib.mjs'
 
 const require = createRequire(import.meta.url)
 const here = dirname(fileURLToPath(import.meta.url))
@@ -365,23 +365,7 @@ const agent = sideBySide(messages, QUICK ? 3 : 9)
 // licences). Each corpus is its files one after another, cut into 4 KiB messages (never inside
 // a surrogate pair).
 
-const testdata = join(here, '..', 'testdata')
-const readCorpus = (dir, ext) =>
-  readdirSync(join(testdata, dir))
-    .filter((f) => f.endsWith(ext))
-    .sort()
-    .map((f) => readFileSync(join(testdata, dir, f), 'utf8'))
-    .join('')
-const cut4k = (s) => {
-  const out = []
-  for (let i = 0; i < s.length; ) {
-    let e = Math.min(i + CHUNK, s.length)
-    if (e < s.length && /[\ud800-\udbff]/.test(s[e - 1])) e--
-    out.push(s.slice(i, e))
-    i = e
-  }
-  return out
-}
+const cut4k = (s) => cutMessages(s, CHUNK)
 const CORPORA = [
   ['seed documents (markdown, YAML, code, tables)', 'seeds/documents', '.txt'],
   ['GitHub API responses (JSON)', 'bench/json', '.json'],
@@ -425,16 +409,7 @@ const ADVERSARIAL = [
   ['`x@y.` repeated (e-mail)', () => repeatTo(':x@y.', ADV_SIZE)],
   ['`1-` repeated (number groups)', () => repeatTo('1-', ADV_SIZE)],
   ['`::` repeated (IPv6)', () => repeatTo('1:', ADV_SIZE)],
-  ['random tokens, no spaces', () => {
-    const rand = prng(11)
-    const AL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
-    let s = ''
-    while (s.length < ADV_SIZE) {
-      for (let i = 0; i < 40; i++) s += AL[Math.floor(rand() * AL.length)]
-      s += ';'
-    }
-    return s
-  }],
+  ['random tokens, no spaces', () => randomTokens(ADV_SIZE)],
 ]
 // Each input is timed in one call (split over threads past 512 KiB, as ordinary text is) and as
 // 4 KiB messages on one thread (CPU time), each against ordinary text measured the same way.
